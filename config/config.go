@@ -1,0 +1,282 @@
+// Package config reads tare's settings file, $XDG_CONFIG_HOME/tare/config.toml.
+//
+// Every setting has a default, so the file is optional. A bad file is refused with one line
+// that names the file, the line, the key and the fix; tare never runs on a half-read config.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Config is tare's settings after defaults are applied.
+type Config struct {
+	// StateDir holds runs, probe readings and the capsule stores.
+	StateDir string `toml:"state_dir"`
+	// Agents maps an agent name (claude, codex, pi, agy) to its settings.
+	Agents map[string]Agent `toml:"agents"`
+	// Network is what a room may reach when it talks to a real provider.
+	Network Network `toml:"network"`
+	// Room holds extra settings for every room.
+	Room Room `toml:"room"`
+
+	// Path is the file this config was read from, or "" when none exists.
+	Path string `toml:"-"`
+}
+
+// Agent is one agent CLI's settings.
+type Agent struct {
+	// Bin is the CLI's executable; empty means search agents/node_modules/.bin, then PATH.
+	Bin string `toml:"bin"`
+	// Args are added to every run of this agent (for example a model).
+	Args []string `toml:"args"`
+}
+
+// Network is the allow-list of the room's proxy to real providers.
+type Network struct {
+	// Allow lists the host:port pairs the room's HTTPS proxy lets through.
+	Allow []string `toml:"allow"`
+}
+
+// Room holds settings added to every room.
+type Room struct {
+	// ReadOnly lists host paths bound read-only into every room at the same path.
+	ReadOnly []string `toml:"read_only"`
+}
+
+// DefaultAllow is the provider hosts a room may reach through tare's proxy when no
+// allow-list is configured.
+var DefaultAllow = []string{
+	"api.anthropic.com:443",
+	"api.openai.com:443",
+	"chatgpt.com:443",
+	"auth.openai.com:443",
+	"generativelanguage.googleapis.com:443",
+	"cloudcode-pa.googleapis.com:443",
+	"oauth2.googleapis.com:443",
+}
+
+// File is where tare reads its config: $XDG_CONFIG_HOME/tare/config.toml, or
+// ~/.config/tare/config.toml when XDG_CONFIG_HOME is unset.
+func File() string {
+	dir := os.Getenv("XDG_CONFIG_HOME")
+	if dir == "" {
+		home, _ := os.UserHomeDir()
+		dir = filepath.Join(home, ".config")
+	}
+	return filepath.Join(dir, "tare", "config.toml")
+}
+
+// DefaultStateDir is $XDG_STATE_HOME/tare, or ~/.local/state/tare.
+func DefaultStateDir() string {
+	dir := os.Getenv("XDG_STATE_HOME")
+	if dir == "" {
+		home, _ := os.UserHomeDir()
+		dir = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(dir, "tare")
+}
+
+// Load reads the config at path. A missing file is not an error: the defaults are returned.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return defaults(&Config{}), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %v", path, err)
+	}
+	cfg, err := Parse(data, path)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Path = path
+	return cfg, nil
+}
+
+// Parse reads config text; name is the file it came from, for error messages.
+func Parse(data []byte, name string) (*Config, error) {
+	var cfg Config
+	meta, err := toml.Decode(string(data), &cfg)
+	if err != nil {
+		return nil, describe(err, name)
+	}
+	if undecoded := meta.Undecoded(); len(undecoded) > 0 {
+		key := undecoded[0].String()
+		return nil, fmt.Errorf("%s:%d: unknown key %q; fix: remove it or check its spelling against config.example.toml",
+			name, lineOf(data, undecoded[0]), key)
+	}
+	if err := cfg.validate(name, data); err != nil {
+		return nil, err
+	}
+	return defaults(&cfg), nil
+}
+
+// Known agent names; a config section for any other agent is a typo.
+var knownAgents = []string{"agy", "claude", "codex", "pi"}
+
+var hostPort = regexp.MustCompile(`^[A-Za-z0-9.-]+:[0-9]{1,5}$`)
+
+func (c *Config) validate(name string, data []byte) error {
+	agents := make([]string, 0, len(c.Agents))
+	for a := range c.Agents {
+		agents = append(agents, a)
+	}
+	sort.Strings(agents)
+	for _, a := range agents {
+		if !contains(knownAgents, a) {
+			return fmt.Errorf("%s:%d: key agents.%s: unknown agent; fix: use one of %s",
+				name, lineOf(data, toml.Key{"agents", a}), a, strings.Join(knownAgents, ", "))
+		}
+		if bin := c.Agents[a].Bin; bin != "" && !filepath.IsAbs(bin) {
+			return fmt.Errorf("%s:%d: key agents.%s.bin: %q is not an absolute path; fix: give the full path to the %s executable",
+				name, lineOf(data, toml.Key{"agents", a, "bin"}), a, bin, a)
+		}
+	}
+	for _, h := range c.Network.Allow {
+		if !hostPort.MatchString(h) {
+			return fmt.Errorf("%s:%d: key network.allow: %q is not host:port; fix: write it as \"api.example.com:443\"",
+				name, lineOf(data, toml.Key{"network", "allow"}), h)
+		}
+	}
+	for _, p := range c.Room.ReadOnly {
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("%s:%d: key room.read_only: %q is not an absolute path; fix: give the full host path",
+				name, lineOf(data, toml.Key{"room", "read_only"}), p)
+		}
+		if bad := sensitive(p); bad != "" {
+			return fmt.Errorf("%s:%d: key room.read_only: %q would bring %s into every room; fix: bind a narrower folder",
+				name, lineOf(data, toml.Key{"room", "read_only"}), p, bad)
+		}
+	}
+	if c.StateDir != "" && !filepath.IsAbs(expand(c.StateDir)) {
+		return fmt.Errorf("%s:%d: key state_dir: %q is not an absolute path; fix: give the full path (~ is allowed)",
+			name, lineOf(data, toml.Key{"state_dir"}), c.StateDir)
+	}
+	return nil
+}
+
+// sensitive names what a read-only bind of p would expose that the room exists to keep out.
+func sensitive(p string) string {
+	clean := filepath.Clean(p)
+	home, _ := os.UserHomeDir()
+	switch {
+	case clean == "/":
+		return "the whole host"
+	case clean == "/etc":
+		return "all of /etc"
+	case home != "" && (clean == home || strings.HasPrefix(home, clean+"/")):
+		return "your home folder"
+	}
+	return ""
+}
+
+func defaults(c *Config) *Config {
+	if c.StateDir == "" {
+		c.StateDir = DefaultStateDir()
+	}
+	c.StateDir = expand(c.StateDir)
+	if c.Network.Allow == nil {
+		c.Network.Allow = append([]string(nil), DefaultAllow...)
+	}
+	if c.Agents == nil {
+		c.Agents = map[string]Agent{}
+	}
+	return c
+}
+
+func expand(p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		home, _ := os.UserHomeDir()
+		return filepath.Join(home, strings.TrimPrefix(p, "~"))
+	}
+	return p
+}
+
+// describe turns a TOML decode error into one line with the file, line, key and fix.
+func describe(err error, name string) error {
+	var perr toml.ParseError
+	if errors.As(err, &perr) {
+		return fmt.Errorf("%s:%d: %s; fix: correct the TOML syntax on that line", name, perr.Position.Line, perr.Message)
+	}
+	// Type mismatches come as plain errors: "toml: line 2 (last key "a.b"): incompatible types: TOML value
+	// has type int64; destination has type string".
+	if m := mismatch.FindStringSubmatch(err.Error()); m != nil {
+		return fmt.Errorf("%s:%s: key %s: the value is %s but must be %s; fix: write it as %s (see config.example.toml)",
+			name, m[1], m[2], typeName(m[3]), typeName(m[4]), typeName(m[4]))
+	}
+	if m := tableMismatch.FindStringSubmatch(err.Error()); m != nil {
+		return fmt.Errorf("%s:%s: key %s: the value is %s but must be %s; fix: write it as a [%s] section (see config.example.toml)",
+			name, m[1], m[2], typeName(m[4]), typeName(m[3]), m[2])
+	}
+	return fmt.Errorf("%s: %v", name, err)
+}
+
+var tableMismatch = regexp.MustCompile(`line (\d+) \(last key "([^"]*)"\): type mismatch for \S+: expected (\S+) but found (\S+)`)
+
+var mismatch = regexp.MustCompile(`line (\d+) \(last key "([^"]*)"\): incompatible types: TOML value has type (\S+); destination has type (\S+)`)
+
+// typeName says a Go or TOML type the way a config's reader knows it.
+func typeName(t string) string {
+	switch {
+	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"):
+		return "a number"
+	case strings.HasPrefix(t, "float"):
+		return "a decimal number"
+	case t == "string":
+		return "a string in quotes"
+	case t == "bool":
+		return "true or false"
+	case strings.HasPrefix(t, "[]"), t == "slice", strings.HasPrefix(t, "array"):
+		return "a list in [ ]"
+	case strings.HasPrefix(t, "map"), t == "struct", t == "table", strings.HasPrefix(t, "config."):
+		return "a table"
+	}
+	return t
+}
+
+// lineOf finds the line on which key is set, for messages about keys the decoder accepted.
+func lineOf(data []byte, key toml.Key) int {
+	last := key[len(key)-1]
+	table := strings.Join(key[:len(key)-1], ".")
+	current := ""
+	for i, line := range strings.Split(string(data), "\n") {
+		t := strings.TrimSpace(line)
+		if strings.HasPrefix(t, "[") {
+			current = strings.Trim(t, "[] ")
+			if current == strings.Join(key, ".") {
+				return i + 1
+			}
+			continue
+		}
+		k, _, ok := strings.Cut(t, "=")
+		if !ok {
+			continue
+		}
+		k = strings.Trim(strings.TrimSpace(k), `"`)
+		full := k
+		if current != "" {
+			full = current + "." + k
+		}
+		if full == strings.Join(key, ".") || (current == table && k == last) {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,74 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseErrorsNameLineKeyAndFix(t *testing.T) {
+	cases := []struct {
+		name, text, want string
+	}{
+		{"wrong type", "[agents.claude]\nbin = 3\n", "config.toml:2: key agents.claude.bin: the value is a number but must be a string in quotes"},
+		{"list wanted", "[network]\nallow = \"api.anthropic.com:443\"\n", "config.toml:2: key network.allow: the value is a string in quotes but must be a list"},
+		{"table wanted", "[agents]\nclaude = 3\n", "config.toml:2: key agents.claude: the value is a number but must be a table"},
+		{"unknown key", "\nstate_dri = \"/x\"\n", `config.toml:2: unknown key "state_dri"`},
+		{"unknown nested key", "[room]\nread_onyl = []\n", `config.toml:2: unknown key "room.read_onyl"`},
+		{"unknown agent", "[agents.clade]\nbin = \"/x\"\n", "config.toml:1: key agents.clade: unknown agent"},
+		{"relative bin", "[agents.pi]\n\nbin = \"pi\"\n", "config.toml:3: key agents.pi.bin: \"pi\" is not an absolute path"},
+		{"allow not host:port", "[network]\nallow = [\"https://x\"]\n", "config.toml:2: key network.allow: \"https://x\" is not host:port"},
+		{"bind of /etc", "[room]\nread_only = [\"/etc/\"]\n", "would bring all of /etc into every room"},
+		{"bind of /", "[room]\nread_only = [\"/\"]\n", "would bring the whole host into every room"},
+		{"syntax", "[agents.claude\n", "to end table name"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.text), "/etc/tare/config.toml")
+			if err == nil {
+				t.Fatalf("Parse accepted %q", c.text)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, c.want) || !strings.Contains(msg, "fix:") || strings.Contains(msg, "\n") {
+				t.Fatalf("error %q: want one line containing %q and a fix", msg, c.want)
+			}
+		})
+	}
+}
+
+func TestLoadDefaultsWhenMissing(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", "/state")
+	cfg, err := Load(filepath.Join(t.TempDir(), "none.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.StateDir != "/state/tare" || len(cfg.Network.Allow) == 0 || cfg.Path != "" {
+		t.Fatalf("defaults not applied: %+v", cfg)
+	}
+}
+
+func TestExampleConfigIsValidAndComplete(t *testing.T) {
+	data, err := os.ReadFile("../config.example.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Parse(data, "config.example.toml")
+	if err != nil {
+		t.Fatalf("the shipped example does not parse: %v", err)
+	}
+	if cfg.Agents["claude"].Bin == "" || len(cfg.Room.ReadOnly) == 0 || len(cfg.Network.Allow) == 0 {
+		t.Fatalf("the example should set every key once (uncommented) so it is checked: %+v", cfg)
+	}
+}
+
+func TestHomeExpansion(t *testing.T) {
+	t.Setenv("HOME", "/home/op")
+	cfg, err := Parse([]byte("state_dir = \"~/tare-state\"\n"), "c.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.StateDir != "/home/op/tare-state" {
+		t.Fatalf("state_dir = %q", cfg.StateDir)
+	}
+}
