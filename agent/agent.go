@@ -1,0 +1,237 @@
+// Package agent holds one adapter per coding-agent CLI tare runs in a room:
+// Claude Code, Codex CLI, pi and Antigravity (agy).
+//
+// An adapter knows where its CLI is installed, which model API it speaks,
+// what its fresh HOME must hold (config pointing at tare's model server or a
+// real provider, and the login copy when asked), how to start, resume and
+// attach it, where its session file lands, how to read its output stream, and
+// which of the operator's personal files it would read (for the probe).
+//
+// The package imports neither sandbox nor modelserver: it describes rooms,
+// the engine builds them.
+package agent
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"sort"
+	"strings"
+)
+
+// Fixed paths inside a room. They equal the sandbox package's constants of
+// the same meaning; they are repeated here so the two packages stay apart.
+const (
+	Home     = "/home/agent"    // the room's fresh HOME
+	Work     = "/work"          // the workspace, also the agent's cwd
+	AgentDir = "/opt/agent"     // the agent runtime folder, bound read-only
+	TareBin  = "/opt/tare/tare" // the tare binary, bound read-only
+)
+
+// File is a file an adapter wants placed in the room's fresh HOME.
+// Path is absolute inside the room and below Home.
+type File struct {
+	Path string
+	Data []byte
+	Mode fs.FileMode
+}
+
+// Provider names the model API an agent speaks: what tare's model server
+// must answer, or which real provider it reaches.
+type Provider string
+
+// The model APIs.
+const (
+	Anthropic       Provider = "anthropic-messages" // POST /v1/messages
+	OpenAIResponses Provider = "openai-responses"   // POST /v1/responses
+	OpenAIChat      Provider = "openai-chat"        // POST /v1/chat/completions
+	// GoogleCodeAssist is Antigravity's own backend (cloudcode-pa.googleapis.com).
+	// tare's model server does not speak it: agy runs against the real provider only.
+	GoogleCodeAssist Provider = "google-code-assist"
+)
+
+// Agent is one coding-agent CLI.
+type Agent interface {
+	// Name is the agent's short name: "claude", "codex", "pi", "agy".
+	Name() string
+	// Verified is false for an adapter written from public docs only and
+	// never run here (agy); the probe says so in its reading.
+	Verified() bool
+	// Find locates the CLI, its version and the runtime folder to bind at AgentDir.
+	Find(o FindOptions) (Install, error)
+	// Provider is the model API the agent speaks.
+	Provider() Provider
+	// Room is what the room's HOME and env must hold for the agent to reach
+	// tare's model server (o.BaseURL) or the real provider.
+	Room(o RoomOptions) (Setup, error)
+	// RunArgs are the arguments (without the command) of a headless run with
+	// streamed JSON output, permission prompts off inside the room. Extra
+	// arguments are the user's and pass through. Stdin must be empty (Codex
+	// reads it otherwise).
+	RunArgs(prompt string, extra []string) []string
+	// ResumeArgs continue session (an id from Result.SessionID) headless with prompt.
+	ResumeArgs(session, prompt string, extra []string) []string
+	// AttachArgs start the agent interactive on a terminal; yolo turns its
+	// permission prompts off (the room stays).
+	AttachArgs(extra []string, yolo bool) []string
+	// SessionGlob is the glob, absolute inside the room, where the agent's
+	// session files land.
+	SessionGlob() string
+	// PlaceSession gives the files that let a resume in a brand-new HOME find
+	// session id, given the session file's content (possibly cut short).
+	PlaceSession(data []byte, id string) []File
+	// ParseStream reads the agent's stdout of a headless run.
+	ParseStream(r io.Reader) (Result, error)
+	// Personal lists the operator's personal files this agent would read when
+	// started in project on the host, with fingerprints for the probe.
+	Personal(hostHome, project string) []Source
+	// Plant writes the probe's dirty twin home: canary instructions, an MCP
+	// server, a skill and the like, each carrying c.Token.
+	Plant(home string, c Canary) error
+}
+
+// SessionPresetter is an Agent whose session id can be chosen before a
+// headless run (Claude Code's --session-id). Prepend the arguments to extra.
+type SessionPresetter interface {
+	PresetSessionArgs(id string) []string
+}
+
+// RoomOptions say what a room's agent talks to.
+type RoomOptions struct {
+	// BaseURL is tare's model server as seen inside the room, e.g.
+	// "http://127.0.0.1:8787" (no /v1). Empty: the real provider.
+	BaseURL string
+	// Model is the model id to ask for; empty leaves the agent's default
+	// (pi, which needs one, gets DefaultModel with tare's model server).
+	Model string
+	// Proxy is the in-room HTTP CONNECT proxy for the real provider, e.g.
+	// "http://127.0.0.1:3128". Empty with no BaseURL: the room's network.
+	Proxy string
+	// HostHome is the operator's real HOME, the only source of a login copy.
+	HostHome string
+	// Login copies the agent's login file from HostHome (real provider only).
+	Login bool
+	// APIKey is given to the agent by env for the real provider without Login.
+	APIKey string
+	// Hooks are commands the agent runs on its events (Claude Code only).
+	Hooks []Hook
+	// Base is a host folder the room HOME starts from (the probe's planted
+	// twin). Config files tare writes are merged into the ones there instead
+	// of replacing them, so planted MCP servers survive.
+	Base string
+}
+
+// Hook is a command run on an agent event, e.g. Event "PostToolUse".
+type Hook struct {
+	Event   string
+	Command string
+}
+
+// DefaultModel is the model id written for agents that need one when tare's
+// model server answers and RoomOptions.Model is empty.
+const DefaultModel = "tare-model"
+
+// tareKey is the API key given to agents talking to tare's model server.
+// It is long enough that Claude Code's approval (its last 20 characters) is exact.
+const tareKey = "sk-tare-local-0000000000000000"
+
+// tareKeyEnv is the env var holding tareKey for agents whose config names a variable.
+const tareKeyEnv = "TARE_API_KEY"
+
+// Setup is what the room must hold for an agent.
+type Setup struct {
+	Files []File            // placed in the fresh HOME
+	Env   map[string]string // added to the room's base env
+	Path  []string          // PATH entries before the system ones
+	// Allow are the "host:port" the room's proxy must let through for the real provider.
+	Allow []string
+	// Declared are lines for the probe's reading: what tare itself put in the
+	// room, e.g. "login copy: ~/.claude/.credentials.json (0600)".
+	Declared []string
+}
+
+// Result is what a headless run's stream tells.
+type Result struct {
+	SessionID string
+	Text      string // the final assistant text
+	IsError   bool
+	Error     string   // why, when IsError
+	Warnings  []string // harmless errors the agent reported (Codex's missing model metadata)
+	Usage     Usage
+}
+
+// Usage is the tokens and cost of a run. Input excludes cache reads and
+// writes for every agent (OpenAI's input_tokens include cached ones; they are
+// split out here).
+type Usage struct {
+	Input, Output, CacheRead, CacheWrite int64
+	CostUSD                              float64
+	CostReported                         bool // the agent reported CostUSD itself
+	Model                                string
+	// Thread is true when the stream reports the session's running total, not
+	// this run's alone (Codex after a resume); subtract CodexSessionUsage of
+	// the placed session file.
+	Thread bool
+}
+
+// Sub is u minus v, for a resumed Codex run's own usage.
+func (u Usage) Sub(v Usage) Usage {
+	u.Input -= v.Input
+	u.Output -= v.Output
+	u.CacheRead -= v.CacheRead
+	u.CacheWrite -= v.CacheWrite
+	u.CostUSD -= v.CostUSD
+	u.Thread = false
+	return u
+}
+
+// Kind is what a personal file is to an agent.
+type Kind string
+
+// The kinds of personal files.
+const (
+	KindInstructions Kind = "instructions" // text the agent puts in its prompt
+	KindMCP          Kind = "mcp"          // MCP servers it starts
+	KindSkill        Kind = "skill"
+	KindPlugin       Kind = "plugin"
+	KindAgent        Kind = "agent"   // subagent definitions
+	KindCommand      Kind = "command" // slash commands, prompt templates
+	KindSettings     Kind = "settings"
+	KindLogin        Kind = "login"
+	KindEmail        Kind = "email" // where the account email lives
+)
+
+// Source is one of the operator's personal files an agent reads.
+type Source struct {
+	Path string // host path
+	Kind Kind
+	// Fingerprints are strings a probe can search for in what reached the
+	// model: distinctive instruction lines, MCP server names, skill names and
+	// descriptions, the account email. Never secrets.
+	Fingerprints []string
+	Note         string // how the agent uses it, when not obvious
+}
+
+// Canary marks everything Plant writes. Token must be lowercase letters,
+// digits and hyphens (it becomes skill and MCP server names), e.g. "tare-canary-3f9a2c".
+type Canary struct {
+	Token string
+}
+
+// All returns every adapter, in a stable order.
+func All() []Agent {
+	return []Agent{Claude{}, Codex{}, NewPi(Anthropic), Agy{}}
+}
+
+// ByName returns the adapter called name.
+func ByName(name string) (Agent, error) {
+	var known []string
+	for _, a := range All() {
+		if a.Name() == name {
+			return a, nil
+		}
+		known = append(known, a.Name())
+	}
+	sort.Strings(known)
+	return nil, fmt.Errorf("unknown agent %q (known: %s)", name, strings.Join(known, ", "))
+}

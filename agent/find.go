@@ -1,0 +1,244 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// FindOptions say where to look for an agent's CLI.
+type FindOptions struct {
+	// Bins maps an agent name to a binary path from tare's config
+	// (agents.<name>.bin); it wins over every other place.
+	Bins map[string]string
+	// Search are folders that may hold node_modules/.bin (tare's own
+	// agents/ folder next to its binary or in the working dir), tried in order.
+	// DefaultSearch gives the usual list.
+	Search []string
+	// PATH is searched last; empty means the process's PATH.
+	PATH string
+	// Home is the operator's HOME, for installers that drop the CLI in
+	// ~/.local/bin without touching PATH; empty means os.UserHomeDir.
+	Home string
+}
+
+// Install is a found CLI.
+type Install struct {
+	Name    string
+	Bin     string // host path found (as given, symlinks not resolved)
+	Version string // e.g. "2.1.197"
+	// Runtime is the host folder to bind read-only at AgentDir: for an npm
+	// install the folder holding node_modules, so .bin symlinks resolve.
+	Runtime string
+	// Command is the CLI's path inside the room, below AgentDir.
+	Command string
+	// Node is the host path of the node interpreter a script CLI runs on
+	// ("" for a native binary). The room must hold it: /usr/bin/node is in
+	// the /usr bind, any other place needs a bind of its own.
+	Node string
+}
+
+// DefaultSearch is the usual search list: agents/ next to the tare binary,
+// one folder up from it (bin/tare in a checkout), and in the working dir.
+func DefaultSearch() []string {
+	var dirs []string
+	if exe, err := os.Executable(); err == nil {
+		if exe, err = filepath.EvalSymlinks(exe); err == nil {
+			dir := filepath.Dir(exe)
+			dirs = append(dirs, filepath.Join(dir, "agents"), filepath.Join(filepath.Dir(dir), "agents"))
+		}
+	}
+	if wd, err := os.Getwd(); err == nil {
+		dirs = append(dirs, filepath.Join(wd, "agents"))
+	}
+	return dirs
+}
+
+// cli describes how to find one agent's binary.
+type cli struct {
+	name    string // agent name, the config key agents.<name>.bin
+	bin     string // binary name
+	install string // how to install it, for errors
+}
+
+// find runs the common search: config, search list, PATH, ~/.local/bin.
+func (c cli) find(o FindOptions) (Install, error) {
+	bin, err := c.locate(o)
+	if err != nil {
+		return Install{}, err
+	}
+	inst, err := runtimeOf(c.name, bin)
+	if err != nil {
+		return Install{}, err
+	}
+	if inst.Node, err = interpreter(bin, o.PATH); err != nil {
+		return Install{}, fmt.Errorf("%s: %s: %w", c.name, bin, err)
+	}
+	if inst.Version, err = version(c.name, bin, inst.Node); err != nil {
+		return Install{}, err
+	}
+	return inst, nil
+}
+
+// locate returns the first existing binary.
+func (c cli) locate(o FindOptions) (string, error) {
+	if p := o.Bins[c.name]; p != "" {
+		if err := executable(p); err != nil {
+			return "", fmt.Errorf("%s: agents.%s.bin = %q in tare's config: %v; fix the path or remove the key", c.name, c.name, p, err)
+		}
+		return p, nil
+	}
+	var tried []string
+	for _, dir := range o.Search {
+		p := filepath.Join(dir, "node_modules", ".bin", c.bin)
+		tried = append(tried, p)
+		if executable(p) == nil {
+			return p, nil
+		}
+	}
+	path := o.PATH
+	if path == "" {
+		path = os.Getenv("PATH")
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue
+		}
+		p := filepath.Join(dir, c.bin)
+		if executable(p) == nil {
+			return p, nil
+		}
+	}
+	tried = append(tried, "PATH")
+	home := o.Home
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	if home != "" {
+		p := filepath.Join(home, ".local", "bin", c.bin)
+		tried = append(tried, p)
+		if executable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: %s not found (looked in %s); install it with `%s`, or set agents.%s.bin in tare's config",
+		c.name, c.bin, strings.Join(tried, ", "), c.install, c.name)
+}
+
+func executable(p string) error {
+	st, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if st.IsDir() {
+		return errors.New("is a folder")
+	}
+	if st.Mode()&0o111 == 0 {
+		return errors.New("not executable")
+	}
+	return nil
+}
+
+// runtimeOf works out the folder to bind at AgentDir and the in-room command.
+func runtimeOf(name, bin string) (Install, error) {
+	abs, err := filepath.Abs(bin)
+	if err != nil {
+		return Install{}, fmt.Errorf("%s: %s: %w", name, bin, err)
+	}
+	inst := Install{Name: name, Bin: bin}
+	// <root>/node_modules/.bin/<x>: bind <root>; the relative symlink resolves inside.
+	if dir := filepath.Dir(abs); filepath.Base(dir) == ".bin" && filepath.Base(filepath.Dir(dir)) == "node_modules" {
+		inst.Runtime = filepath.Dir(filepath.Dir(dir))
+		inst.Command = filepath.Join(AgentDir, "node_modules", ".bin", filepath.Base(abs))
+		return inst, nil
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return Install{}, fmt.Errorf("%s: %s: %w", name, bin, err)
+	}
+	// A global npm install (/usr/local/lib/node_modules/pkg/...): bind the
+	// folder holding the outermost node_modules, so the package's own
+	// dependencies resolve.
+	if i := strings.Index(real, "/node_modules/"); i > 0 {
+		inst.Runtime = real[:i]
+		inst.Command = filepath.Join(AgentDir, real[i+1:])
+		return inst, nil
+	}
+	// A standalone binary: bind its folder.
+	inst.Runtime = filepath.Dir(real)
+	inst.Command = filepath.Join(AgentDir, filepath.Base(real))
+	return inst, nil
+}
+
+// interpreter returns the node binary a "#!/usr/bin/env node" script needs.
+func interpreter(bin, path string) (string, error) {
+	f, err := os.Open(bin)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	head := make([]byte, 128)
+	n, _ := f.Read(head)
+	line, _, _ := bytes.Cut(head[:n], []byte("\n"))
+	if !bytes.HasPrefix(line, []byte("#!")) || !bytes.Contains(line, []byte("node")) {
+		return "", nil
+	}
+	if path == "" {
+		path = os.Getenv("PATH")
+	}
+	for _, dir := range append(filepath.SplitList(path), "/usr/local/bin", "/usr/bin", "/bin") {
+		p := filepath.Join(dir, "node")
+		if filepath.IsAbs(dir) && executable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("a node script, but node is not on PATH; install Node.js (apt-get install nodejs)")
+}
+
+var versionRE = regexp.MustCompile(`\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?`)
+
+// version runs `bin --version` in a fresh empty HOME with a minimal env, so
+// the CLI writes nothing of the operator's (codex creates $CODEX_HOME/tmp).
+func version(name, bin, node string) (string, error) {
+	home, err := os.MkdirTemp("", "tare-version-")
+	if err != nil {
+		return "", fmt.Errorf("%s: version check: %w", name, err)
+	}
+	defer os.RemoveAll(home)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	path := "/usr/local/bin:/usr/bin:/bin"
+	if node != "" {
+		path = filepath.Dir(node) + ":" + path
+	}
+	cmd := exec.CommandContext(ctx, bin, "--version")
+	cmd.Dir = home
+	cmd.Env = []string{"PATH=" + path, "HOME=" + home, "TMPDIR=" + home, "LANG=C.UTF-8",
+		"DISABLE_AUTOUPDATER=1", "PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0"}
+	out, err := cmd.CombinedOutput() // pi prints its version on stderr
+	if err != nil {
+		return "", fmt.Errorf("%s: `%s --version` failed: %v: %s", name, bin, err, firstLine(out))
+	}
+	// codex warns on stderr first; take the version from the line naming it.
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "WARNING") {
+			continue
+		}
+		if v := versionRE.FindString(line); v != "" {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("%s: `%s --version` printed no version: %q", name, bin, firstLine(out))
+}
+
+func firstLine(b []byte) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	return line
+}

@@ -1,0 +1,99 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// agentsDir is the project's agents/ folder (npm ci --prefix agents).
+func agentsDir(t *testing.T) string {
+	dir, err := filepath.Abs(filepath.Join("..", "agents"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// Find against the real CLIs the project pins in agents/package.json.
+// A missing CLI fails the test with the fix.
+func TestFindInstalled(t *testing.T) {
+	dir := agentsDir(t)
+	// The version check must leave the operator's HOME alone (codex creates $CODEX_HOME/tmp).
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	pins := map[string]string{"claude": "2.1.197", "codex": "0.171.0", "pi": "0.73.1"}
+	for _, a := range []Agent{Claude{}, Codex{}, Pi{}} {
+		inst, err := a.Find(FindOptions{Search: []string{filepath.Join(t.TempDir(), "empty"), dir}, PATH: "/usr/local/bin:/usr/bin:/bin"})
+		if err != nil {
+			t.Errorf("%v\n(install the pinned CLIs with `npm ci --prefix agents` in the project root)", err)
+			continue
+		}
+		want := Install{Name: a.Name(), Bin: filepath.Join(dir, "node_modules", ".bin", a.Name()), Version: pins[a.Name()],
+			Runtime: dir, Command: "/opt/agent/node_modules/.bin/" + a.Name()}
+		if a.Name() != "claude" {
+			want.Node = "/usr/bin/node" // codex's launcher and pi are node scripts; claude is a native binary
+		}
+		if inst != want {
+			t.Errorf("%s:\n got %+v\nwant %+v", a.Name(), inst, want)
+		}
+	}
+	if entries, _ := os.ReadDir(home); len(entries) > 0 {
+		t.Errorf("the version checks wrote to HOME: %v", entries)
+	}
+}
+
+func TestFindOverrideAndMissing(t *testing.T) {
+	dir := agentsDir(t)
+	empty := t.TempDir()
+	// The config override wins over the search list.
+	bin := filepath.Join(dir, "node_modules", ".bin", "pi")
+	inst, err := Pi{}.Find(FindOptions{Bins: map[string]string{"pi": bin}, Search: []string{empty}, PATH: empty})
+	if err != nil || inst.Bin != bin {
+		t.Errorf("override: %+v, %v", inst, err)
+	}
+	_, err = Claude{}.Find(FindOptions{Bins: map[string]string{"claude": filepath.Join(empty, "nope")}})
+	if err == nil || !strings.Contains(err.Error(), "agents.claude.bin") {
+		t.Errorf("bad override: %v", err)
+	}
+	// Nothing anywhere: the error names the agent and both fixes.
+	for _, a := range All() {
+		_, err := a.Find(FindOptions{Search: []string{empty}, PATH: empty, Home: empty})
+		if err == nil {
+			t.Errorf("%s: found in an empty world", a.Name())
+			continue
+		}
+		msg := err.Error()
+		fix := "npm ci --prefix agents"
+		if a.Name() == "agy" {
+			fix = "antigravity.google/cli/install.sh"
+		}
+		if !strings.HasPrefix(msg, a.Name()+":") || !strings.Contains(msg, fix) || !strings.Contains(msg, "agents."+a.Name()+".bin") {
+			t.Errorf("%s: missing-CLI error %q lacks the fix", a.Name(), msg)
+		}
+	}
+}
+
+func TestRuntimeOf(t *testing.T) {
+	root := t.TempDir()
+	mk := func(rel string) string {
+		p := filepath.Join(root, rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755)
+		return p
+	}
+	global := mk("lib/node_modules/@openai/codex/bin/codex.js")
+	link := filepath.Join(root, "bin", "codex")
+	os.MkdirAll(filepath.Dir(link), 0o755)
+	os.Symlink(global, link)
+	inst, err := runtimeOf("codex", link)
+	if err != nil || inst.Runtime != filepath.Join(root, "lib") || inst.Command != "/opt/agent/node_modules/@openai/codex/bin/codex.js" {
+		t.Errorf("global npm install: %+v, %v", inst, err)
+	}
+	native := mk("share/agy/1.2.3/agy")
+	inst, err = runtimeOf("agy", native)
+	if err != nil || inst.Runtime != filepath.Dir(native) || inst.Command != "/opt/agent/agy" {
+		t.Errorf("native binary: %+v, %v", inst, err)
+	}
+}

@@ -1,0 +1,234 @@
+package agent
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/BurntSushi/toml"
+)
+
+func fileAt(t *testing.T, s Setup, path string) File {
+	t.Helper()
+	for _, f := range s.Files {
+		if f.Path == path {
+			return f
+		}
+	}
+	t.Fatalf("no file %s in %+v", path, s.Files)
+	return File{}
+}
+
+func TestRoomModelServer(t *testing.T) {
+	url := "http://127.0.0.1:8787"
+	// Claude: env points at the server, ~/.claude.json skips every first-run dialog.
+	s, err := Claude{}.Room(RoomOptions{BaseURL: url, Model: "m1", Login: true, HostHome: "/nonexistent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{"ANTHROPIC_BASE_URL": url, "ANTHROPIC_MODEL": "m1", "ANTHROPIC_API_KEY": tareKey,
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
+		"DISABLE_ERROR_REPORTING": "1", "CLAUDE_CODE_TMPDIR": "/tmp"} {
+		if s.Env[k] != v {
+			t.Errorf("claude env %s = %q, want %q", k, s.Env[k], v)
+		}
+	}
+	var state struct {
+		Onboarded bool `json:"hasCompletedOnboarding"`
+		Keys      struct {
+			Approved []string `json:"approved"`
+		} `json:"customApiKeyResponses"`
+		Projects map[string]struct {
+			Trust bool `json:"hasTrustDialogAccepted"`
+		} `json:"projects"`
+	}
+	f := fileAt(t, s, "/home/agent/.claude.json")
+	if err := json.Unmarshal(f.Data, &state); err != nil || !state.Onboarded || !state.Projects[Work].Trust ||
+		len(state.Keys.Approved) != 1 || !strings.HasSuffix(tareKey, state.Keys.Approved[0]) || len(state.Keys.Approved[0]) != 20 {
+		t.Errorf("claude state %s: %+v %v", f.Data, state, err)
+	}
+	if len(s.Files) != 1 || !contains(s.Declared, "login copy: none") {
+		t.Errorf("claude: with tare's model server nothing of the operator's is copied: %+v", s)
+	}
+
+	// Codex: a provider "tare" at BaseURL/v1 and the quiet keys.
+	s, err = Codex{}.Room(RoomOptions{BaseURL: url + "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Model         string `toml:"model"`
+		ModelProvider string `toml:"model_provider"`
+		Update        bool   `toml:"check_for_update_on_startup"`
+		Providers     map[string]struct {
+			BaseURL string `toml:"base_url"`
+			WireAPI string `toml:"wire_api"`
+			EnvKey  string `toml:"env_key"`
+			Retries int    `toml:"request_max_retries"`
+		} `toml:"model_providers"`
+		Analytics struct {
+			Enabled bool `toml:"enabled"`
+		} `toml:"analytics"`
+		Features map[string]bool `toml:"features"`
+	}
+	f = fileAt(t, s, "/home/agent/.codex/config.toml")
+	if _, err := toml.Decode(string(f.Data), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.Providers["tare"]
+	if cfg.ModelProvider != "tare" || cfg.Model != DefaultModel || cfg.Update || cfg.Analytics.Enabled || cfg.Features["plugins"] ||
+		p.BaseURL != url+"/v1" || p.WireAPI != "responses" || p.EnvKey != tareKeyEnv || s.Env[tareKeyEnv] != tareKey {
+		t.Errorf("codex config:\n%s\nenv %v", f.Data, s.Env)
+	}
+
+	// pi: models.json provider "tare" made the default in settings.json.
+	for api, base := range map[Provider]string{Anthropic: url, OpenAIResponses: url + "/v1", OpenAIChat: url + "/v1"} {
+		s, err = NewPi(api).Room(RoomOptions{BaseURL: url})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var models struct {
+			Providers map[string]struct {
+				BaseURL string `json:"baseUrl"`
+				API     string `json:"api"`
+				APIKey  string `json:"apiKey"`
+				Models  []struct {
+					ID string `json:"id"`
+				} `json:"models"`
+			} `json:"providers"`
+		}
+		var settings map[string]any
+		json.Unmarshal(fileAt(t, s, "/home/agent/.pi/agent/models.json").Data, &models)
+		json.Unmarshal(fileAt(t, s, "/home/agent/.pi/agent/settings.json").Data, &settings)
+		tare := models.Providers["tare"]
+		if tare.BaseURL != base || tare.APIKey != tareKeyEnv || len(tare.Models) != 1 || tare.Models[0].ID != DefaultModel ||
+			settings["defaultProvider"] != "tare" || settings["defaultModel"] != DefaultModel || s.Env["PI_OFFLINE"] != "1" {
+			t.Errorf("pi %s: %+v %v %v", api, tare, settings, s.Env)
+		}
+	}
+
+	if _, err := (Agy{}).Room(RoomOptions{BaseURL: url}); err == nil || !strings.Contains(err.Error(), "cloudcode-pa.googleapis.com") {
+		t.Errorf("agy with tare's model server: %v", err)
+	}
+	if _, err := (Codex{}).Room(RoomOptions{BaseURL: url, Hooks: []Hook{{"PostToolUse", "x"}}}); err == nil {
+		t.Error("codex accepted hooks it cannot install")
+	}
+}
+
+func TestRoomHooks(t *testing.T) {
+	s, err := Claude{}.Room(RoomOptions{BaseURL: "http://127.0.0.1:1", Hooks: []Hook{
+		{"PostToolUse", `/opt/tare/tare snap >> /tare-run/log`}, {"Stop", "/bin/true"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fileAt(t, s, "/home/agent/.claude/settings.json")
+	var settings struct {
+		Hooks map[string][]struct {
+			Matcher string `json:"matcher"`
+			Hooks   []struct {
+				Type, Command string
+			} `json:"hooks"`
+		} `json:"hooks"`
+	}
+	if err := json.Unmarshal(f.Data, &settings); err != nil {
+		t.Fatal(err)
+	}
+	post, stop := settings.Hooks["PostToolUse"], settings.Hooks["Stop"]
+	if len(post) != 1 || post[0].Matcher != "*" || post[0].Hooks[0].Command != `/opt/tare/tare snap >> /tare-run/log` ||
+		len(stop) != 1 || stop[0].Matcher != "" || !strings.Contains(string(f.Data), ">>") {
+		t.Errorf("hooks:\n%s", f.Data)
+	}
+}
+
+// The login copy: only the agent's login file, only for the real provider,
+// mode 0600, declared; nothing else of the operator's HOME.
+func TestRoomLogin(t *testing.T) {
+	host := t.TempDir()
+	for rel, text := range map[string]string{
+		claudeLogin: `{"claudeAiOauth":{}}`, codexLogin: `{"tokens":{}}`, piLogin: `{"anthropic":{}}`, agyLogin: `{"token":{}}`,
+		".claude/CLAUDE.md": "personal", ".claude.json": `{"mcpServers":{"x":{}}}`, ".codex/config.toml": "model = \"x\"",
+	} {
+		p := filepath.Join(host, rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(text), 0o600)
+	}
+	logins := map[string]string{"claude": claudeLogin, "codex": codexLogin, "pi": piLogin, "agy": agyLogin}
+	for _, a := range All() {
+		s, err := a.Room(RoomOptions{HostHome: host, Login: true, Proxy: "http://127.0.0.1:3128"})
+		if err != nil {
+			t.Fatalf("%s: %v", a.Name(), err)
+		}
+		rel := logins[a.Name()]
+		f := fileAt(t, s, "/home/agent/"+rel)
+		want, _ := os.ReadFile(filepath.Join(host, rel))
+		if string(f.Data) != string(want) || f.Mode != 0o600 || !contains(s.Declared, "login copy: ~/"+rel+" (0600)") {
+			t.Errorf("%s: login copy %+v, declared %q", a.Name(), f, s.Declared)
+		}
+		for _, g := range s.Files {
+			if g.Path == "/home/agent/"+rel {
+				continue
+			}
+			if strings.Contains(string(g.Data), "mcpServers") || strings.Contains(string(g.Data), "personal") || strings.Contains(string(g.Data), `"x"`) {
+				t.Errorf("%s: %s carries the operator's config: %s", a.Name(), g.Path, g.Data)
+			}
+		}
+		if s.Env["HTTPS_PROXY"] != "http://127.0.0.1:3128" || len(s.Allow) == 0 {
+			t.Errorf("%s: proxy env %v allow %v", a.Name(), s.Env, s.Allow)
+		}
+		if _, err := a.Room(RoomOptions{HostHome: t.TempDir(), Login: true}); err == nil {
+			t.Errorf("%s: a missing login file was not an error", a.Name())
+		}
+		if _, err := a.Room(RoomOptions{HostHome: host}); err == nil {
+			t.Errorf("%s: the real provider without login or key was not an error", a.Name())
+		}
+		s, err = a.Room(RoomOptions{APIKey: "sk-key-1"})
+		if err != nil || len(s.Files) > 0 && strings.Contains(s.Files[0].Path, "auth") {
+			t.Errorf("%s: API key room: %+v %v", a.Name(), s, err)
+		}
+	}
+}
+
+// With a base home (the probe's planted twin) tare's config merges into the
+// planted files, so planted MCP servers survive.
+func TestRoomMergesIntoBase(t *testing.T) {
+	canary := Canary{Token: "tare-canary-base"}
+	for _, a := range []Agent{Claude{}, Codex{}, Pi{}} {
+		base := t.TempDir()
+		if err := a.Plant(base, canary); err != nil {
+			t.Fatal(err)
+		}
+		s, err := a.Room(RoomOptions{BaseURL: "http://127.0.0.1:9", Base: base})
+		if err != nil {
+			t.Fatalf("%s: %v", a.Name(), err)
+		}
+		for _, f := range s.Files {
+			p := filepath.Join(base, strings.TrimPrefix(f.Path, Home))
+			if err := os.WriteFile(p, f.Data, f.Mode); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var mcp, provider bool
+		for _, src := range a.Personal(base, "") {
+			if src.Kind == KindMCP && strings.Contains(strings.Join(src.Fingerprints, " "), canary.Token) {
+				mcp = true
+			}
+		}
+		for _, f := range s.Files {
+			provider = provider || strings.Contains(string(f.Data), "127.0.0.1:9") || strings.Contains(string(f.Data), "hasCompletedOnboarding")
+		}
+		if (a.Name() != "pi" && !mcp) || !provider {
+			t.Errorf("%s: after merging, planted MCP %v, tare's config %v", a.Name(), mcp, provider)
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
