@@ -1,0 +1,232 @@
+package sandbox
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Host side of the relays: one unix socket per Relay in the room's temp
+// folder (bound at SockDir). Each connection is either piped to the
+// relay's Upstream, or read as an HTTP CONNECT request and tunnelled only
+// when the target is in the relay's Allow list.
+
+const (
+	dialTimeout   = 10 * time.Second
+	headerTimeout = 30 * time.Second
+)
+
+type hostRelays struct {
+	lns    []net.Listener
+	relays []Relay
+	log    io.Writer
+
+	mu      sync.Mutex
+	conns   map[net.Conn]struct{}
+	closed  bool
+	refused []string
+	wg      sync.WaitGroup
+}
+
+// listenRelays binds every relay's socket before bwrap starts, so the room
+// never sees a missing socket.
+func listenRelays(dir string, relays []Relay, log io.Writer) (*hostRelays, error) {
+	h := &hostRelays{relays: relays, log: log, conns: map[net.Conn]struct{}{}}
+	if h.log == nil {
+		h.log = io.Discard
+	}
+	for _, rl := range relays {
+		ln, err := net.Listen("unix", filepath.Join(dir, rl.sock()))
+		if err != nil {
+			h.stop()
+			return nil, fmt.Errorf("room: relay for port %d: %v: set Room.TempDir to a short, writable path", rl.Port, err)
+		}
+		h.lns = append(h.lns, ln)
+	}
+	return h, nil
+}
+
+func (h *hostRelays) serve() {
+	for i, ln := range h.lns {
+		rl := h.relays[i]
+		h.wg.Add(1)
+		go func() {
+			defer h.wg.Done()
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				if !h.track(c) {
+					return
+				}
+				h.wg.Add(1)
+				go func() {
+					defer h.wg.Done()
+					defer h.untrack(c)
+					if rl.Allow != nil {
+						h.proxy(c, rl)
+					} else {
+						h.forward(c, rl)
+					}
+				}()
+			}
+		}()
+	}
+}
+
+// stop closes the listeners and every open connection, then waits for all
+// relay goroutines.
+func (h *hostRelays) stop() {
+	h.mu.Lock()
+	h.closed = true
+	for _, ln := range h.lns {
+		ln.Close()
+	}
+	for c := range h.conns {
+		c.Close()
+	}
+	h.mu.Unlock()
+	h.wg.Wait()
+}
+
+// track registers c for stop; it closes c and reports false once stopping.
+func (h *hostRelays) track(c net.Conn) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		c.Close()
+		return false
+	}
+	h.conns[c] = struct{}{}
+	return true
+}
+
+func (h *hostRelays) untrack(c net.Conn) {
+	h.mu.Lock()
+	delete(h.conns, c)
+	h.mu.Unlock()
+	c.Close()
+}
+
+func (h *hostRelays) logf(format string, args ...any) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	fmt.Fprintf(h.log, format+"\n", args...)
+}
+
+func (h *hostRelays) refusedList() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.refused...)
+}
+
+func (h *hostRelays) forward(c net.Conn, rl Relay) {
+	up, err := net.DialTimeout("tcp", rl.Upstream, dialTimeout)
+	if err != nil {
+		h.logf("tare relay :%d: dial %s: %v", rl.Port, rl.Upstream, err)
+		return
+	}
+	if !h.track(up) {
+		return
+	}
+	defer h.untrack(up)
+	pipe(c, c, up)
+}
+
+func (h *hostRelays) proxy(c net.Conn, rl Relay) {
+	c.SetReadDeadline(time.Now().Add(headerTimeout))
+	br := bufio.NewReader(c)
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		return
+	}
+	c.SetReadDeadline(time.Time{})
+	if req.Method != http.MethodConnect {
+		h.logf("tare relay :%d: refused plain-HTTP %s %s: only CONNECT to %s is allowed", rl.Port, req.Method, req.URL, strings.Join(rl.Allow, ", "))
+		h.note(req.Method + " " + req.URL.String())
+		respond(c, http.StatusForbidden, "tare: plain-HTTP proxying is refused; use CONNECT to an allowed host:port\n")
+		return
+	}
+	target := req.Host
+	if !allowed(rl.Allow, target) {
+		h.logf("tare relay :%d: refused CONNECT %s: not in the allow-list (%s)", rl.Port, target, strings.Join(rl.Allow, ", "))
+		h.note(target)
+		respond(c, http.StatusForbidden, "tare: "+target+" is not in this room's allow-list\n")
+		return
+	}
+	up, err := net.DialTimeout("tcp", target, dialTimeout)
+	if err != nil {
+		h.logf("tare relay :%d: CONNECT %s: %v", rl.Port, target, err)
+		respond(c, http.StatusBadGateway, "tare: "+err.Error()+"\n")
+		return
+	}
+	if !h.track(up) {
+		return
+	}
+	defer h.untrack(up)
+	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		return
+	}
+	pipe(c, br, up)
+}
+
+func (h *hostRelays) note(s string) {
+	h.mu.Lock()
+	h.refused = append(h.refused, s)
+	h.mu.Unlock()
+}
+
+func allowed(allow []string, target string) bool {
+	for _, a := range allow {
+		if strings.EqualFold(a, target) {
+			return true
+		}
+	}
+	return false
+}
+
+func respond(c net.Conn, code int, body string) {
+	fmt.Fprintf(c, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		code, http.StatusText(code), len(body), body)
+}
+
+// closeWriter is a connection that can half-close (TCP and unix sockets).
+type closeWriter interface{ CloseWrite() error }
+
+// pipe copies a (read through ar, which may hold bytes already buffered
+// from a) to b and b to a until both directions end, passing each EOF on as
+// a half-close so request/response protocols finish cleanly.
+func pipe(a net.Conn, ar io.Reader, b net.Conn) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		halfClose(io.Copy(b, ar))(a, b)
+	}()
+	go func() {
+		defer wg.Done()
+		halfClose(io.Copy(a, b))(b, a)
+	}()
+	wg.Wait()
+}
+
+// halfClose ends one direction of a pipe from src to dst: a clean EOF is
+// passed on as a half-close of dst; an error tears down both connections so
+// the other direction cannot block forever.
+func halfClose(_ int64, err error) func(src, dst net.Conn) {
+	return func(src, dst net.Conn) {
+		if cw, ok := dst.(closeWriter); ok && err == nil {
+			cw.CloseWrite()
+			return
+		}
+		src.Close()
+		dst.Close()
+	}
+}

@@ -1,0 +1,235 @@
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Suite item 8: SIGKILL of tare kills the whole tree; background jobs die
+// when the room's command exits; a timeout leaves no orphans. Processes are
+// found by a unique marker in their command line, polled with a deadline.
+
+// dieDeadline bounds how long a room may outlive what ended it.
+const dieDeadline = 3 * time.Second
+
+// jobsScript starts a background job and a foreground one, each renamed
+// MARKER-bg / MARKER-fg, and optionally exits on its own with code 7 once
+// the background job is running.
+func jobsScript(marker string, exit bool) []string {
+	s := fmt.Sprintf(`(exec -a %[1]s-bg sleep 1000) & pid=$!
+until tr '\0' ' ' </proc/$pid/cmdline | grep -q '^%[1]s-bg'; do :; done
+`, marker)
+	if exit {
+		s += "exit 7\n"
+	} else {
+		s += fmt.Sprintf("exec -a %s-fg sleep 1000\n", marker)
+	}
+	return []string{"/bin/bash", "-c", s}
+}
+
+// childMain runs in a test child process (see TestMain).
+func childMain(mode string) int {
+	switch mode {
+	case "lifecycle":
+		// Start a room with jobs, say so, and wait to be killed.
+		marker := os.Getenv(markerEnv)
+		r := Room{Workspace: os.Getenv(wsEnv), Argv: jobsScript(marker, false)}
+		if os.Getenv(mutateEnv) == "die-with-parent" {
+			r.mutate = removeSeq("--die-with-parent")
+		}
+		p, err := Start(context.Background(), r)
+		if err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		fmt.Println("started", p.Pid())
+		p.Wait()
+		return 0
+	}
+	fmt.Fprintln(os.Stderr, "unknown test child mode", mode)
+	return 2
+}
+
+// procsNamed reports whether a process whose argv[0] is name exists.
+func procsNamed(name string) bool {
+	for _, pid := range markerProcs(name) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if strings.HasPrefix(string(b), name+"\x00") {
+			return true
+		}
+	}
+	return false
+}
+
+// checkParentKilled starts a child test process that runs a room with a
+// foreground and a background job, SIGKILLs the child once both jobs run,
+// and returns the room processes still alive after dieDeadline.
+func checkParentKilled(t *testing.T, mutation string) []string {
+	t.Helper()
+	requireBwrap(t)
+	marker := "tare-life-" + randHex(6)
+	t.Cleanup(func() { killMarker(marker) })
+	cmd := exec.Command(testBinary(t), "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"=lifecycle", markerEnv+"="+marker, wsEnv+"="+t.TempDir(), mutateEnv+"="+mutation)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if !strings.HasPrefix(line, "started") {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("child: %q", line)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !procsNamed(marker+"-bg") || !procsNamed(marker+"-fg") {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the room's jobs never showed up")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	return waitGone(marker, dieDeadline)
+}
+
+// checkBackgroundJobs runs a room whose command starts a background job and
+// exits 7; it returns the processes left behind after dieDeadline.
+func checkBackgroundJobs(t *testing.T, mutate func([]string) []string) []string {
+	t.Helper()
+	marker := "tare-bg-" + randHex(6)
+	t.Cleanup(func() { killMarker(marker) })
+	code := runRoom(t, Room{Workspace: t.TempDir(), Argv: jobsScript(marker, true), mutate: mutate})
+	if code != 7 {
+		t.Errorf("room exited %d, want 7", code)
+	}
+	return waitGone(marker, dieDeadline)
+}
+
+func TestLifecycleParentKilled(t *testing.T) {
+	if s := checkParentKilled(t, ""); len(s) > 0 {
+		t.Errorf("room processes survived tare's SIGKILL: %v", s)
+	}
+}
+
+func TestLifecycleBackgroundJobs(t *testing.T) {
+	if s := checkBackgroundJobs(t, nil); len(s) > 0 {
+		t.Errorf("background jobs survived the room's command: %v", s)
+	}
+}
+
+// TestLifecycleTimeout: when the context ends, the command gets SIGTERM
+// (exit 143), the room ends within the grace period, Wait reports the
+// deadline, and no process and no temp folder remain.
+func TestLifecycleTimeout(t *testing.T) {
+	requireBwrap(t)
+	marker := "tare-timeout-" + randHex(6)
+	t.Cleanup(func() { killMarker(marker) })
+	tmp := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	p, err := Start(ctx, Room{Workspace: t.TempDir(), TempDir: tmp, Tare: testBinary(t), Grace: time.Second, Argv: jobsScript(marker, false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, err := p.Wait()
+	took := time.Since(start)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Wait error %v, want context.DeadlineExceeded", err)
+	}
+	if code != 128+15 {
+		t.Errorf("exit code %d, want 143 (SIGTERM reached the command)", code)
+	}
+	if took > 500*time.Millisecond+time.Second+time.Second {
+		t.Errorf("room took %v to stop", took)
+	}
+	if s := waitGone(marker, dieDeadline); len(s) > 0 {
+		t.Errorf("orphans after the timeout: %v", s)
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+		t.Errorf("temp root holds %v", ents)
+	}
+}
+
+// TestLifecycleKillAfterGrace: a command that ignores SIGTERM is killed
+// once the grace period after the context's end is over.
+func TestLifecycleKillAfterGrace(t *testing.T) {
+	requireBwrap(t)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p, err := Start(ctx, Room{Workspace: t.TempDir(), Tare: testBinary(t), Grace: 300 * time.Millisecond, Stdout: pw,
+		Argv: []string{"/bin/bash", "-c", "trap '' TERM; echo ready; while :; do sleep 0.05; done"}})
+	pw.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if line, _ := bufio.NewReader(pr).ReadString('\n'); line != "ready\n" {
+		p.Kill()
+		t.Fatalf("room said %q", line)
+	}
+	start := time.Now()
+	cancel()
+	code, err := p.Wait()
+	if !errors.Is(err, context.Canceled) || code != 128+9 {
+		t.Errorf("Wait = %d, %v; want 137 and context.Canceled", code, err)
+	}
+	if took := time.Since(start); took < 300*time.Millisecond || took > 3*time.Second {
+		t.Errorf("room ended %v after the cancel, want just after the 300ms grace", took)
+	}
+}
+
+// TestStartHygiene: after Start/Wait, and after a Start that fails once
+// its temp folder exists, the temp root is empty and bwrap is gone.
+func TestStartHygiene(t *testing.T) {
+	requireBwrap(t)
+	tmp := t.TempDir()
+	p, err := Start(t.Context(), Room{Workspace: t.TempDir(), TempDir: tmp, Tare: testBinary(t), Argv: []string{"true"},
+		Relays: []Relay{{Port: 9999, Upstream: "127.0.0.1:9"}}, Files: []File{{Path: HomeDir + "/x", Data: []byte("x")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := p.Pid()
+	if code, err := p.Wait(); code != 0 || err != nil {
+		t.Fatalf("Wait = %d, %v", code, err)
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+		t.Errorf("temp root holds %v after Wait", ents)
+	}
+	if left := markerProcs(tmp); len(left) > 0 {
+		t.Errorf("processes of the room (bwrap was %d) remain after Wait: %v", pid, left)
+	}
+
+	// A socket path too long to bind: Start fails after making its folder.
+	long := filepath.Join(tmp, strings.Repeat("d", 100))
+	if err := os.Mkdir(long, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Start(t.Context(), Room{Workspace: t.TempDir(), TempDir: long, Tare: testBinary(t), Argv: []string{"true"},
+		Relays: []Relay{{Port: 9999, Upstream: "127.0.0.1:9"}}})
+	if err == nil || !strings.Contains(err.Error(), "relay for port 9999") || !strings.Contains(err.Error(), "TempDir") {
+		t.Errorf("Start with an unbindable socket: %v", err)
+	}
+	if ents, _ := os.ReadDir(long); len(ents) != 0 {
+		t.Errorf("temp root holds %v after a failed Start", ents)
+	}
+}

@@ -1,0 +1,125 @@
+package sandbox
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Suite item 10: each critical defence is removed in turn (through the
+// unexported test hooks on Room) and the very check that passes on the real
+// room must report a problem. A defence no check can see would be one the
+// suite does not prove.
+
+// removeSeq returns an argv mutation deleting the first occurrence of seq
+// among bwrap's options (before "--").
+func removeSeq(seq ...string) func([]string) []string {
+	return func(a []string) []string {
+		end := slices.Index(a, "--")
+		for i := 0; i+len(seq) <= end; i++ {
+			if slices.Equal(a[i:i+len(seq)], seq) {
+				return slices.Delete(a, i, i+len(seq))
+			}
+		}
+		panic("mutation: " + seq[0] + " not in argv")
+	}
+}
+
+// hostRoot replaces the allowlist root (/usr and its symlinks) with the
+// host root, as sandbox-runtime and Codex do, plus the tmpfs mount points
+// bwrap then needs to create /home/agent, /opt/tare and /run/tare.
+func hostRoot(a []string) []string {
+	i := slices.Index(a, "/usr") - 1
+	if i < 0 || a[i] != "--ro-bind" || a[i+3] != "--symlink" {
+		panic("mutation: allowlist root not found")
+	}
+	out := slices.Concat(a[:i],
+		[]string{"--ro-bind", "/", "/", "--tmpfs", "/home", "--tmpfs", "/opt", "--tmpfs", "/run"},
+		a[i+3+4*3:])
+	// The /etc allowlist is moot on the host root (and bwrap cannot bind a
+	// file over the host's /etc/localtime symlink).
+	for _, p := range etcAllow {
+		out = removeSeq("--ro-bind-try", p, p)(out)
+	}
+	// Nor can it create /tare-run in the read-only host root: leave the
+	// run store out.
+	if i := slices.Index(out, RunDir); i > 0 && out[i-2] == "--bind" {
+		out = slices.Delete(out, i-2, i+1)
+	}
+	return out
+}
+
+func TestMutations(t *testing.T) {
+	type check func(v View, r Room, w *world) []string
+	cases := []struct {
+		name  string
+		apply func(r *Room)
+		check check
+	}{
+		{"--clearenv (with bwrap's env the caller's)", func(r *Room) {
+			r.mutate = removeSeq("--clearenv")
+			r.bwrapEnv = os.Environ()
+		}, func(v View, r Room, w *world) []string { return checkEnv(v, r, w) }},
+		{"minimal bwrap env", func(r *Room) { r.bwrapEnv = os.Environ() },
+			func(v View, r Room, w *world) []string { return checkPIDs(v, w) }},
+		{"--cap-drop ALL", func(r *Room) { r.mutate = removeSeq("--cap-drop", "ALL") },
+			func(v View, r Room, w *world) []string { return checkCaps(v) }},
+		{"--unshare-net", func(r *Room) { r.mutate = removeSeq("--unshare-net") },
+			func(v View, r Room, w *world) []string { return checkNetwork(v, w) }},
+		{"--unshare-pid", func(r *Room) { r.mutate = removeSeq("--unshare-pid") },
+			func(v View, r Room, w *world) []string { return checkPIDs(v, w) }},
+		{"--remount-ro /", func(r *Room) { r.mutate = removeSeq("--remount-ro", "/") },
+			func(v View, r Room, w *world) []string { return checkWritable(v, r) }},
+		{"allowlist root (--ro-bind / / instead)", func(r *Room) { r.mutate = hostRoot },
+			func(v View, r Room, w *world) []string { return checkCanaries(v, w, r) }},
+		{"--disable-userns", func(r *Room) { r.mutate = removeSeq("--disable-userns") },
+			func(v View, r Room, w *world) []string { return checkPrivileges(v) }},
+		{"close-on-exec sweep of inherited fds", func(r *Room) { r.keepFDs = true },
+			func(v View, r Room, w *world) []string { return checkFDs(v) }},
+	}
+	w := newWorld(t)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := cleanRoom(t, w)
+			if got := c.check(inspectWorld(t, w, r), r, w); len(got) > 0 {
+				t.Fatalf("real room already fails: %v", got)
+			}
+			c.apply(&r)
+			got := c.check(inspectWorld(t, w, r), r, w)
+			if len(got) == 0 {
+				t.Fatalf("removing %s left its check green", c.name)
+			}
+			t.Logf("red without %s: %s", c.name, strings.Join(got[:min(3, len(got))], "; "))
+		})
+	}
+}
+
+// TestMutationNewSession: without --new-session the room shares the
+// session whose controlling terminal is its pty, and TIOCSTI works.
+func TestMutationNewSession(t *testing.T) {
+	got := checkTTY(runTTYInspect(t, removeSeq("--new-session")))
+	if len(got) == 0 {
+		t.Fatalf("removing --new-session left checkTTY green")
+	}
+	t.Logf("red without --new-session: %s", got[0])
+}
+
+// TestMutationDieWithParent: without --die-with-parent the room outlives a
+// SIGKILLed tare, and background jobs outlive the room's command.
+func TestMutationDieWithParent(t *testing.T) {
+	t.Run("parent killed", func(t *testing.T) {
+		got := checkParentKilled(t, "die-with-parent")
+		if len(got) == 0 {
+			t.Fatalf("removing --die-with-parent left checkParentKilled green")
+		}
+		t.Logf("red without --die-with-parent: survivors %v", got)
+	})
+	t.Run("background jobs", func(t *testing.T) {
+		got := checkBackgroundJobs(t, removeSeq("--die-with-parent"))
+		if len(got) == 0 {
+			t.Fatalf("removing --die-with-parent left checkBackgroundJobs green")
+		}
+		t.Logf("red without --die-with-parent: survivors %v", got)
+	})
+}

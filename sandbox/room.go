@@ -1,0 +1,589 @@
+// Package sandbox builds and runs tare's rooms: bubblewrap sandboxes that
+// hold nothing of the operator's. A Room is a plain spec; Args turns it into
+// a bwrap argv (pure, table-tested), Start runs it with its relays, and
+// Inspect is what the room can see from inside.
+//
+// The root of a room is built from an allowlist (/usr and a handful of /etc
+// files), never from the host root: a CLAUDE.md or AGENTS.md in a parent
+// folder, a ~/.claude or a ~/.ssh must not exist inside.
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"path"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Fixed paths and identity inside every room.
+const (
+	HomeDir  = "/home/agent"    // fresh tmpfs HOME
+	WorkDir  = "/work"          // the workspace, read-write (read-only for a probe)
+	TareBin  = "/opt/tare/tare" // the tare binary, read-only
+	AgentDir = "/opt/agent"     // the agent runtime folder, read-only
+	SockDir  = "/run/tare"      // relay unix sockets, bound from a host temp folder
+	RunDir   = "/tare-run"      // the run store (capsules), read-write when set
+	ShmDir   = "/dev/shm"       // a private tmpfs for POSIX shared memory
+	UID      = 1000             // uid of the agent inside
+	GID      = 1000             // gid of the agent inside
+	User     = "agent"          // user name inside
+	Hostname = "room"           // hostname inside
+)
+
+// basePath ends every room's PATH.
+const basePath = "/usr/local/bin:/usr/bin:/bin"
+
+// File is a file placed in the fresh HOME before the command starts (through
+// `bwrap --file FD`, so the descriptor is consumed by bwrap and the agent sees
+// only 0, 1 and 2). Path is absolute inside the room and below HomeDir; Mode
+// is the permission bits (0600 when zero).
+type File struct {
+	Path string
+	Data []byte
+	Mode fs.FileMode
+}
+
+// Bind is an extra host folder or file mounted in the room: read-only unless
+// Write, and skipped when Source is missing if Try.
+type Bind struct {
+	Source, Dest string
+	Write        bool
+	Try          bool
+}
+
+// Network is the room's network mode.
+type Network int
+
+const (
+	// NetRelay (the zero value): the room has its own network namespace with
+	// only a loopback interface; the agent reaches the outside only through
+	// Room.Relays.
+	NetRelay Network = iota
+	// NetHost is the explicit opt-in to the host's network: host loopback
+	// services, host abstract unix sockets and every network the host reaches
+	// become reachable. Declared says so.
+	NetHost
+)
+
+// String names the mode as the config and Declared spell it.
+func (n Network) String() string {
+	switch n {
+	case NetRelay:
+		return "relay"
+	case NetHost:
+		return "host"
+	}
+	return "Network(" + strconv.Itoa(int(n)) + ")"
+}
+
+// Relay is a TCP port on 127.0.0.1 inside the room whose connections reach
+// the host through a unix socket in SockDir. The host side either forwards
+// each connection to Upstream, or, when Allow is non-nil, serves an HTTP
+// CONNECT proxy that lets through only the listed "host:port" targets.
+type Relay struct {
+	Port     int
+	Upstream string
+	Allow    []string
+}
+
+// sock is the relay's socket name, inside SockDir and inside the host folder.
+func (rl Relay) sock() string { return strconv.Itoa(rl.Port) + ".sock" }
+
+// Room is the spec of one sandbox run. The zero value is not runnable:
+// Workspace and Argv are required.
+type Room struct {
+	Workspace         string // host folder bound at WorkDir
+	WorkspaceReadOnly bool   // bind the workspace read-only (the probe's mode)
+	Agent             string // host folder of the agent runtime bound read-only at AgentDir ("" = none)
+	RunStore          string // host folder bound read-write at RunDir ("" = none)
+
+	Files   []File            // placed in the fresh HOME
+	Binds   []Bind            // extra mounts, never below WorkDir
+	Env     map[string]string // added to the base env (HOME, USER, PATH, LANG, TERM, TMPDIR)
+	Path    []string          // PATH entries placed before /usr/local/bin:/usr/bin:/bin
+	Network Network
+	Relays  []Relay
+	Argv    []string // the command; started by `tare relay` when Relays is non-empty
+
+	// Stdio of the command. An *os.File is handed to bwrap as is; any other
+	// reader or writer is copied by a goroutine of os/exec (a reader that
+	// never returns keeps that goroutine until it does).
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	TTY            *os.File // pty slave used as 0, 1, 2 (attached mode); Stdin/Stdout/Stderr ignored
+
+	Tare    string        // host path of the tare binary bound at TareBin (Start defaults it to os.Executable())
+	Bwrap   string        // host path of bwrap ("" = PATH, then /usr/bin/bwrap)
+	TempDir string        // host folder for the room's temp folder ("" = os.TempDir())
+	Grace   time.Duration // between SIGTERM and SIGKILL when the context ends (0 = 3s)
+	Log     io.Writer     // host relay log lines (refused CONNECTs, dial failures); nil = discarded
+
+	// Test hooks: set only by this package's tests to show that each
+	// defence is load-bearing (the mutation tests).
+	mutate   func([]string) []string // rewrites the bwrap argv
+	bwrapEnv []string                // replaces the minimal bwrap env when non-nil
+	keepFDs  bool                    // skips marking inherited descriptors close-on-exec
+}
+
+// FDs is what Start prepared for one bwrap run: the descriptor numbers, as
+// bwrap sees them, of the synthetic /etc files and of each Room.File, the host
+// folder bound at SockDir, and the bwrap version (its zero value means "all
+// features", that is 0.8.0 or newer).
+type FDs struct {
+	Passwd, Group, Hosts int
+	Files                []int  // one per Room.Files, same order
+	Sock                 string // host folder bound at SockDir; required when Relays is non-empty
+	Version              Version
+}
+
+// SequentialFDs is the numbering Start uses: ExtraFiles land at 3, 4, 5 ...
+// in the order passwd, group, hosts, then each Room.File.
+func SequentialFDs(nfiles int) FDs {
+	f := FDs{Passwd: 3, Group: 4, Hosts: 5}
+	for i := range nfiles {
+		f.Files = append(f.Files, 6+i)
+	}
+	return f
+}
+
+// etcAllow is every host /etc entry a room may see: what glibc, TLS and
+// node need, nothing personal. /etc/ssl/private is left out on purpose: the
+// room's uid maps to the caller's, so a root caller's private keys would be
+// readable by the agent.
+var etcAllow = []string{
+	"/etc/ld.so.cache",
+	"/etc/ssl/certs",
+	"/etc/ssl/openssl.cnf",
+	"/etc/ca-certificates",
+	"/etc/alternatives",
+	"/etc/localtime",
+	"/etc/nsswitch.conf",
+}
+
+// Synthetic identity files, bound read-only from memory.
+var (
+	passwdData = "root:x:0:0:root:/root:/usr/sbin/nologin\n" +
+		User + ":x:" + strconv.Itoa(UID) + ":" + strconv.Itoa(GID) + ":" + User + ":" + HomeDir + ":/bin/bash\n" +
+		"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+	groupData = "root:x:0:\n" + User + ":x:" + strconv.Itoa(GID) + ":\n" + "nogroup:x:65534:\n"
+	// localhost is IPv4 only: relays listen on 127.0.0.1, and a client
+	// trying ::1 first would meet a refused port.
+	hostsData = "127.0.0.1\tlocalhost " + Hostname + "\n::1\tip6-localhost ip6-loopback\n"
+)
+
+// EnvList returns the room's environment: the base (HOME, USER, PATH, LANG,
+// TERM, TMPDIR) with Room.Env added, sorted by key.
+func (r Room) EnvList() []string {
+	env := map[string]string{
+		"HOME":   HomeDir,
+		"USER":   User,
+		"PATH":   r.pathValue(),
+		"LANG":   "C.UTF-8",
+		"TERM":   "dumb",
+		"TMPDIR": "/tmp",
+	}
+	if r.TTY != nil {
+		env["TERM"] = "xterm-256color"
+	}
+	for k, v := range r.Env {
+		env[k] = v
+	}
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, k+"="+env[k])
+	}
+	return out
+}
+
+func (r Room) pathValue() string {
+	if len(r.Path) == 0 {
+		return basePath
+	}
+	return strings.Join(r.Path, ":") + ":" + basePath
+}
+
+// command is what bwrap runs: Argv, wrapped in `tare relay` when the room
+// has relays so that every listener is bound before the agent starts.
+func (r Room) command() []string {
+	if len(r.Relays) == 0 {
+		return r.Argv
+	}
+	cmd := []string{TareBin, "relay"}
+	for _, rl := range r.Relays {
+		cmd = append(cmd, "--listen", fmt.Sprintf("127.0.0.1:%d=%s", rl.Port, path.Join(SockDir, rl.sock())))
+	}
+	cmd = append(cmd, "--")
+	return append(cmd, r.Argv...)
+}
+
+// Args returns the bwrap argv (without "bwrap" itself) for the room, given
+// the descriptors and socket folder Start prepared. It touches nothing on
+// disk: Validate checks that the host paths exist.
+func (r Room) Args(fds FDs) ([]string, error) {
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	if len(fds.Files) != len(r.Files) {
+		return nil, fmt.Errorf("room: FDs has %d file descriptors for %d Room.Files: build it with SequentialFDs(len(Files))", len(fds.Files), len(r.Files))
+	}
+	if len(r.Relays) > 0 && fds.Sock == "" {
+		return nil, errors.New("room: FDs.Sock is empty but the room has relays: Start fills it with the host socket folder")
+	}
+	v := fds.Version
+	perms := v.IsZero() || !v.Less(Version{0, 5, 0})
+	tmpfsPerms := v.IsZero() || !v.Less(Version{0, 6, 0})
+	disableUserns := v.IsZero() || !v.Less(Version{0, 8, 0})
+
+	a := []string{"--die-with-parent", "--new-session", "--unshare-user"}
+	if disableUserns {
+		a = append(a, "--disable-userns")
+	}
+	a = append(a, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try")
+	if r.Network != NetHost {
+		a = append(a, "--unshare-net")
+	}
+	a = append(a,
+		"--hostname", Hostname,
+		"--uid", strconv.Itoa(UID), "--gid", strconv.Itoa(GID),
+		"--cap-drop", "ALL",
+		"--clearenv")
+	for _, kv := range r.EnvList() {
+		k, val, _ := strings.Cut(kv, "=")
+		a = append(a, "--setenv", k, val)
+	}
+
+	// Root from an allowlist.
+	a = append(a,
+		"--ro-bind", "/usr", "/usr",
+		"--symlink", "usr/bin", "/bin",
+		"--symlink", "usr/sbin", "/sbin",
+		"--symlink", "usr/lib", "/lib",
+		"--symlink", "usr/lib64", "/lib64")
+	for _, p := range etcAllow {
+		a = append(a, "--ro-bind-try", p, p)
+	}
+	if r.Network == NetHost {
+		a = append(a, "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf")
+	}
+	a = append(a,
+		"--ro-bind-data", strconv.Itoa(fds.Passwd), "/etc/passwd",
+		"--ro-bind-data", strconv.Itoa(fds.Group), "/etc/group",
+		"--ro-bind-data", strconv.Itoa(fds.Hosts), "/etc/hosts",
+		"--proc", "/proc",
+		"--dev", "/dev",
+		"--tmpfs", ShmDir,
+		"--remount-ro", "/dev",
+		"--tmpfs", "/tmp")
+
+	// Fresh HOME and the files placed in it.
+	if tmpfsPerms {
+		a = append(a, "--perms", "0700")
+	}
+	a = append(a, "--tmpfs", HomeDir)
+	made := map[string]bool{HomeDir: true}
+	for i, f := range r.Files {
+		var parents []string
+		for d := path.Dir(f.Path); !made[d]; d = path.Dir(d) {
+			parents = append(parents, d)
+			made[d] = true
+		}
+		slices.Reverse(parents)
+		for _, d := range parents {
+			if perms {
+				a = append(a, "--perms", "0700")
+			}
+			a = append(a, "--dir", d)
+		}
+		if perms {
+			a = append(a, "--perms", fmt.Sprintf("%04o", f.mode()))
+		}
+		a = append(a, "--file", strconv.Itoa(fds.Files[i]), f.Path)
+	}
+
+	// Read-only runtime, then the workspace, the run store and the sockets.
+	if r.Agent != "" {
+		a = append(a, "--ro-bind", r.Agent, AgentDir)
+	}
+	if r.Tare != "" {
+		a = append(a, "--ro-bind", r.Tare, TareBin)
+	}
+	if r.WorkspaceReadOnly {
+		a = append(a, "--ro-bind", r.Workspace, WorkDir)
+	} else {
+		a = append(a, "--bind", r.Workspace, WorkDir)
+	}
+	if r.RunStore != "" {
+		a = append(a, "--bind", r.RunStore, RunDir)
+	}
+	if len(r.Relays) > 0 {
+		a = append(a, "--ro-bind", fds.Sock, SockDir)
+	}
+	for _, b := range r.Binds {
+		op := "--ro-bind"
+		if b.Write {
+			op = "--bind"
+		}
+		if b.Try {
+			op += "-try"
+		}
+		a = append(a, op, b.Source, b.Dest)
+	}
+	a = append(a, "--chdir", WorkDir, "--remount-ro", "/", "--")
+	a = append(a, r.command()...)
+	if r.mutate != nil {
+		a = r.mutate(slices.Clone(a))
+	}
+	return a, nil
+}
+
+func (f File) mode() fs.FileMode {
+	if f.Mode == 0 {
+		return 0o600
+	}
+	return f.Mode.Perm()
+}
+
+// reserved are room paths a Bind may not cover or sit below.
+var reserved = []string{"/proc", "/dev", "/usr", "/etc", SockDir, TareBin, AgentDir, RunDir, WorkDir}
+
+// check validates the spec without touching the disk.
+func (r Room) check() error {
+	if r.Workspace == "" {
+		return errors.New("room: Workspace is empty: set it to the project folder bound at " + WorkDir)
+	}
+	if err := hostPath("Workspace", r.Workspace); err != nil {
+		return err
+	}
+	for _, p := range []struct{ field, v string }{{"Agent", r.Agent}, {"RunStore", r.RunStore}, {"Tare", r.Tare}} {
+		if p.v != "" {
+			if err := hostPath(p.field, p.v); err != nil {
+				return err
+			}
+		}
+	}
+	if len(r.Argv) == 0 || r.Argv[0] == "" {
+		return errors.New("room: Argv is empty: set the command to run inside the room")
+	}
+	if r.Network != NetRelay && r.Network != NetHost {
+		return fmt.Errorf("room: Network %d is unknown: use NetRelay or NetHost", int(r.Network))
+	}
+	seen := map[string]int{}
+	for i, f := range r.Files {
+		field := fmt.Sprintf("Files[%d].Path", i)
+		if !path.IsAbs(f.Path) || path.Clean(f.Path) != f.Path {
+			return fmt.Errorf("room: %s %q must be a clean absolute path inside the room, below %s", field, f.Path, HomeDir)
+		}
+		if !strings.HasPrefix(f.Path, HomeDir+"/") {
+			return fmt.Errorf("room: %s %q is outside HOME: Files go below %s; use Binds for anything else", field, f.Path, HomeDir)
+		}
+		if f.Mode&^fs.ModePerm != 0 {
+			return fmt.Errorf("room: Files[%d].Mode %v has type bits: give only permission bits such as 0600", i, f.Mode)
+		}
+		if j, ok := seen[f.Path]; ok {
+			return fmt.Errorf("room: %s %q repeats Files[%d]: place each file once", field, f.Path, j)
+		}
+		seen[f.Path] = i
+	}
+	for i, f := range r.Files {
+		for j, g := range r.Files {
+			if strings.HasPrefix(g.Path, f.Path+"/") {
+				return fmt.Errorf("room: Files[%d].Path %q is also the folder of Files[%d] %q: rename one of them", i, f.Path, j, g.Path)
+			}
+		}
+	}
+	for i, b := range r.Binds {
+		if err := hostPath(fmt.Sprintf("Binds[%d].Source", i), b.Source); err != nil {
+			return err
+		}
+		field := fmt.Sprintf("Binds[%d].Dest", i)
+		if !path.IsAbs(b.Dest) || path.Clean(b.Dest) != b.Dest {
+			return fmt.Errorf("room: %s %q must be a clean absolute path inside the room", field, b.Dest)
+		}
+		if b.Dest == "/" || b.Dest == HomeDir || b.Dest == "/tmp" {
+			return fmt.Errorf("room: %s %q would replace the room's %s: bind below it instead", field, b.Dest, b.Dest)
+		}
+		for _, p := range reserved {
+			if b.Dest == p || strings.HasPrefix(b.Dest, p+"/") {
+				why := "tare owns it"
+				if p == WorkDir {
+					why = "a symlink an agent planted in the workspace could redirect the mount"
+				}
+				return fmt.Errorf("room: %s %q is at or below %s (%s): choose another destination", field, b.Dest, p, why)
+			}
+		}
+	}
+	for k, v := range r.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return fmt.Errorf("room: Env key %q is not a variable name: drop '=' and NUL", k)
+		}
+		if strings.ContainsRune(v, 0) {
+			return fmt.Errorf("room: Env[%q] holds a NUL byte: environment values cannot carry it", k)
+		}
+		switch k {
+		case "HOME", "USER":
+			return fmt.Errorf("room: Env[%q] is fixed by the room (%s): remove it", k, map[string]string{"HOME": HomeDir, "USER": User}[k])
+		case "PATH":
+			return errors.New(`room: Env["PATH"] is built by the room: put extra entries in Room.Path`)
+		}
+	}
+	for i, p := range r.Path {
+		if !path.IsAbs(p) || strings.Contains(p, ":") {
+			return fmt.Errorf("room: Path[%d] %q must be an absolute folder inside the room without ':'", i, p)
+		}
+	}
+	if len(r.Relays) > 0 && r.Network == NetHost {
+		return errors.New("room: Relays need the room's own network (NetRelay); with NetHost the room reaches host loopback directly: drop Relays or use NetRelay")
+	}
+	if len(r.Relays) > 0 && r.Tare == "" {
+		return fmt.Errorf("room: Tare is empty but relays run %s inside the room: set Room.Tare (Start defaults it to os.Executable())", TareBin)
+	}
+	ports := map[int]int{}
+	for i, rl := range r.Relays {
+		if rl.Port < 1024 || rl.Port > 65535 {
+			return fmt.Errorf("room: Relays[%d].Port %d cannot be bound by the room (no capabilities, so no port below 1024): use 1024-65535", i, rl.Port)
+		}
+		if j, ok := ports[rl.Port]; ok {
+			return fmt.Errorf("room: Relays[%d].Port %d repeats Relays[%d]: give each relay its own port", i, rl.Port, j)
+		}
+		ports[rl.Port] = i
+		switch {
+		case rl.Upstream != "" && rl.Allow != nil:
+			return fmt.Errorf("room: Relays[%d] has both Upstream and Allow: a relay either forwards to one address or is a CONNECT proxy", i)
+		case rl.Upstream == "" && rl.Allow == nil:
+			return fmt.Errorf("room: Relays[%d] has neither Upstream nor Allow: set Upstream (\"127.0.0.1:PORT\") or Allow ([]string{\"host:443\"})", i)
+		case rl.Upstream != "":
+			if err := hostPort(rl.Upstream); err != nil {
+				return fmt.Errorf("room: Relays[%d].Upstream %q: %v: write it as host:port", i, rl.Upstream, err)
+			}
+		}
+		for j, a := range rl.Allow {
+			if err := hostPort(a); err != nil {
+				return fmt.Errorf("room: Relays[%d].Allow[%d] %q: %v: write it as host:port", i, j, a, err)
+			}
+		}
+	}
+	return nil
+}
+
+func hostPath(field, p string) error {
+	if !path.IsAbs(p) {
+		return fmt.Errorf("room: %s %q is relative: give an absolute host path", field, p)
+	}
+	return nil
+}
+
+func hostPort(s string) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return err
+	}
+	if host == "" {
+		return errors.New("empty host")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("port %q is not 1-65535", port)
+	}
+	return nil
+}
+
+// Validate checks the spec as Args does and, on the host, that the
+// workspace, runtime, tare binary, run store and non-Try bind sources exist.
+func (r Room) Validate() error {
+	if err := r.check(); err != nil {
+		return err
+	}
+	st, err := os.Stat(r.Workspace)
+	if err != nil {
+		return fmt.Errorf("room: Workspace %q: %v: create it or point Room.Workspace at the project folder", r.Workspace, errors.Unwrap(err))
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("room: Workspace %q is not a folder: point Room.Workspace at the project folder", r.Workspace)
+	}
+	for _, p := range []struct{ field, v, fix string }{
+		{"Agent", r.Agent, "install the agent runtime or leave Agent empty"},
+		{"RunStore", r.RunStore, "create the run store folder or leave RunStore empty"},
+		{"Tare", r.Tare, "point Room.Tare at the tare binary"},
+	} {
+		if p.v == "" {
+			continue
+		}
+		if _, err := os.Stat(p.v); err != nil {
+			return fmt.Errorf("room: %s %q: %v: %s", p.field, p.v, errors.Unwrap(err), p.fix)
+		}
+	}
+	for i, b := range r.Binds {
+		if b.Try {
+			continue
+		}
+		if _, err := os.Stat(b.Source); err != nil {
+			return fmt.Errorf("room: Binds[%d].Source %q: %v: create it or set Try", i, b.Source, errors.Unwrap(err))
+		}
+	}
+	return nil
+}
+
+// Declared describes, one line each, what the room gives the agent beyond
+// an empty machine: network mode, workspace, runtime, files placed in HOME,
+// extra binds and env keys. The probe prints it beside its reading.
+func (r Room) Declared() []string {
+	var d []string
+	switch r.Network {
+	case NetHost:
+		d = append(d, "network: HOST (opt-in): host loopback services, host abstract unix sockets and every network the host reaches are reachable")
+	default:
+		if len(r.Relays) == 0 {
+			d = append(d, "network: own namespace, loopback only, no relays")
+		}
+		for _, rl := range r.Relays {
+			if rl.Allow != nil {
+				d = append(d, fmt.Sprintf("network: 127.0.0.1:%d is a CONNECT proxy allowing only %s", rl.Port, strings.Join(rl.Allow, ", ")))
+			} else {
+				d = append(d, fmt.Sprintf("network: 127.0.0.1:%d relays to host %s", rl.Port, rl.Upstream))
+			}
+		}
+	}
+	mode := "read-write"
+	if r.WorkspaceReadOnly {
+		mode = "read-only"
+	}
+	d = append(d, fmt.Sprintf("workspace: %s at %s (%s)", r.Workspace, WorkDir, mode))
+	if r.Agent != "" {
+		d = append(d, fmt.Sprintf("runtime: %s at %s (read-only)", r.Agent, AgentDir))
+	}
+	if r.RunStore != "" {
+		d = append(d, fmt.Sprintf("run store: %s at %s (read-write)", r.RunStore, RunDir))
+	}
+	d = append(d, fmt.Sprintf("home: fresh tmpfs at %s", HomeDir))
+	for _, f := range r.Files {
+		d = append(d, fmt.Sprintf("home file: %s (%04o, %d bytes)", f.Path, f.mode(), len(f.Data)))
+	}
+	for _, b := range r.Binds {
+		m := "read-only"
+		if b.Write {
+			m = "read-write"
+		}
+		d = append(d, fmt.Sprintf("bind: %s at %s (%s)", b.Source, b.Dest, m))
+	}
+	keys := make([]string, 0, len(r.Env))
+	for k := range r.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if len(keys) > 0 {
+		d = append(d, "env: "+strings.Join(keys, " "))
+	}
+	return d
+}

@@ -1,0 +1,459 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// minimalEnv is bwrap's own environment. bwrap's pid 1 inside the room keeps
+// the environment bwrap was started with (readable as /proc/1/environ from
+// inside), --clearenv notwithstanding, so it gets nothing of the caller's.
+var minimalEnv = []string{"PATH=/usr/bin:/bin"}
+
+// defaultGrace is the time between SIGTERM and SIGKILL when the context ends.
+const defaultGrace = 3 * time.Second
+
+// Proc is a running room. Call Wait exactly once the room is no longer
+// needed: it reaps bwrap, stops the relays and removes the temp folder.
+type Proc struct {
+	cmd    *exec.Cmd
+	dir    string
+	relays *hostRelays
+
+	started chan error    // cmd.Start's result, from the locked goroutine
+	done    chan struct{} // closed once bwrap has been reaped
+	waitErr error         // cmd.Wait's error, set before done closes
+	watch   sync.WaitGroup
+
+	mu     sync.Mutex
+	ctxErr error
+
+	once sync.Once
+	code int
+	err  error
+}
+
+// Start runs the room: it makes a private temp folder (0700) holding the
+// relay sockets, serves each relay's host side, writes the synthetic /etc
+// files and Room.Files to memory files handed to bwrap as descriptors 3, 4
+// ..., marks every other descriptor of this process close-on-exec, and starts
+// bwrap from a goroutine that holds its OS thread until bwrap is reaped (the
+// parent-death signal is tied to the thread that forked, golang/go#27505).
+//
+// bwrap runs with PATH as its only variable and SIGKILL as its parent-death
+// signal. Without a TTY it gets its own process group (Setpgid), so a ^C
+// meant for tare does not reach it directly. With Room.TTY it becomes the
+// leader of a new session whose controlling terminal is that pty (Setsid +
+// Setctty): closing the pty hangs up bwrap and so the room, and the pty is
+// not tare's own terminal. Inside, --new-session puts the command in yet
+// another session without a controlling terminal, which is what makes
+// TIOCSTI fail with EPERM and /dev/tty with ENXIO; as a consequence the
+// kernel sends no SIGWINCH into the room, so after resizing the pty call
+// Signal(syscall.SIGWINCH).
+//
+// When ctx ends, the room's command gets SIGTERM and, Room.Grace later,
+// the room is killed. Every exit path removes the temp folder.
+func Start(ctx context.Context, r Room) (*Proc, error) {
+	if r.Tare == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("room: cannot find the tare binary (%v): set Room.Tare", err)
+		}
+		r.Tare = exe
+	}
+	info, err := BwrapVersion(ctx, r.Bwrap)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(r.TempDir, "tare-room-")
+	if err != nil {
+		return nil, fmt.Errorf("room: temp folder: %v: set Room.TempDir or TMPDIR to a writable folder", err)
+	}
+	p := &Proc{dir: dir, started: make(chan error, 1), done: make(chan struct{})}
+	var files []*os.File
+	started := false
+	defer func() {
+		for _, f := range files {
+			f.Close() // bwrap holds its own copies
+		}
+		if !started {
+			if p.relays != nil {
+				p.relays.stop()
+			}
+			os.RemoveAll(dir)
+		}
+	}()
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("room: temp folder %s: %v", dir, err)
+	}
+
+	p.relays, err = listenRelays(dir, r.Relays, r.Log)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range []struct {
+		name string
+		data []byte
+	}{{"passwd", []byte(passwdData)}, {"group", []byte(groupData)}, {"hosts", []byte(hostsData)}} {
+		f, err := dataFile(d.name, d.data, dir)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	for i, rf := range r.Files {
+		f, err := dataFile("file"+strconv.Itoa(i), rf.Data, dir)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	fds := SequentialFDs(len(r.Files))
+	fds.Sock = dir
+	fds.Version = info.Version
+	args, err := r.Args(fds)
+	if err != nil {
+		return nil, err
+	}
+
+	cmd := &exec.Cmd{
+		Path:       info.Path,
+		Args:       append([]string{"bwrap"}, args...),
+		Env:        minimalEnv,
+		Dir:        "/",
+		ExtraFiles: files,
+		WaitDelay:  2 * time.Second,
+	}
+	if r.bwrapEnv != nil {
+		cmd.Env = r.bwrapEnv
+	}
+	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if r.TTY != nil {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = r.TTY, r.TTY, r.TTY
+		if ownTerminal(r.TTY) {
+			attr.Setpgid = true // never steal the operator's terminal from tare
+		} else {
+			attr.Setsid, attr.Setctty, attr.Ctty = true, true, 0
+		}
+	} else {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = r.Stdin, r.Stdout, r.Stderr
+		attr.Setpgid = true
+	}
+	cmd.SysProcAttr = attr
+	p.cmd = cmd
+
+	if !r.keepFDs {
+		if err := closeOnExecAll(); err != nil {
+			return nil, fmt.Errorf("room: cannot mark inherited descriptors close-on-exec: %v", err)
+		}
+	}
+	go p.run()
+	if err := <-p.started; err != nil {
+		fix := "run `tare doctor` to check bubblewrap"
+		switch {
+		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOEXEC):
+			fix = installFix
+		case r.TTY != nil && errors.Is(err, syscall.EPERM):
+			fix = "the TTY is another session's controlling terminal: pass a freshly opened pty"
+		}
+		return nil, fmt.Errorf("room: start bwrap %s: %v: %s", info.Path, err, fix)
+	}
+	started = true
+	p.relays.serve()
+	grace := r.Grace
+	if grace <= 0 {
+		grace = defaultGrace
+	}
+	p.watch.Add(1)
+	go p.watchContext(ctx, grace)
+	return p, nil
+}
+
+// run starts and reaps bwrap from one locked OS thread: Pdeathsig fires
+// when the forking thread exits, so that thread must live as long as bwrap.
+func (p *Proc) run() {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := p.cmd.Start(); err != nil {
+		p.started <- err
+		return
+	}
+	p.started <- nil
+	p.waitErr = p.cmd.Wait()
+	close(p.done)
+}
+
+func (p *Proc) watchContext(ctx context.Context, grace time.Duration) {
+	defer p.watch.Done()
+	select {
+	case <-p.done:
+		return
+	case <-ctx.Done():
+	}
+	p.mu.Lock()
+	p.ctxErr = ctx.Err()
+	p.mu.Unlock()
+	_ = p.Signal(syscall.SIGTERM)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-p.done:
+	case <-t.C:
+		_ = p.Kill()
+	}
+}
+
+// Pid is bwrap's process id on the host.
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
+// Refused lists the CONNECT targets the room's proxies turned away, in order.
+func (p *Proc) Refused() []string { return p.relays.refusedList() }
+
+// Signal delivers sig to the room's command (the relay when the room has
+// relays, which passes it on). Before the command exists, or after it is
+// gone, it goes to bwrap's process group, which for SIGTERM ends the room.
+func (p *Proc) Signal(sig os.Signal) error {
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		return fmt.Errorf("room: signal %v is not a syscall.Signal", sig)
+	}
+	select {
+	case <-p.done:
+		return os.ErrProcessDone
+	default:
+	}
+	if pid := p.commandPid(); pid > 0 {
+		return syscall.Kill(pid, s)
+	}
+	return syscall.Kill(-p.cmd.Process.Pid, s)
+}
+
+// Kill ends the room at once: SIGKILL to the room's pid 1 (the kernel then
+// kills every process of the room) and to bwrap's process group.
+func (p *Proc) Kill() error {
+	select {
+	case <-p.done:
+		return os.ErrProcessDone
+	default:
+	}
+	for _, pid := range children(p.cmd.Process.Pid) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("room: kill bwrap %d: %w", p.cmd.Process.Pid, err)
+	}
+	return nil
+}
+
+// commandPid is the host pid of the room's command: the child of bwrap's
+// pid 1 whose pid inside the room is 2 (pid 1 also adopts orphans).
+func (p *Proc) commandPid() int {
+	for _, init := range children(p.cmd.Process.Pid) {
+		for _, c := range children(init) {
+			if innerPid(c) == 2 {
+				return c
+			}
+		}
+	}
+	return 0
+}
+
+// innerPid is pid's number in its own pid namespace (the last NSpid field).
+func innerPid(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(l, "NSpid:"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 0 {
+				return 0
+			}
+			n, _ := strconv.Atoi(f[len(f)-1])
+			return n
+		}
+	}
+	return 0
+}
+
+// Wait waits for the room to end and returns the command's exit code
+// (128+n when it died of signal n). It stops the relays and removes the temp
+// folder. The error is non-nil when the context ended the room (wrapping
+// ctx.Err()) or when bwrap could not be waited for.
+func (p *Proc) Wait() (int, error) {
+	p.once.Do(p.finish)
+	return p.code, p.err
+}
+
+func (p *Proc) finish() {
+	<-p.done
+	p.watch.Wait()
+	p.relays.stop()
+	rmErr := os.RemoveAll(p.dir)
+
+	p.code = -1
+	if st := p.cmd.ProcessState; st != nil {
+		if ws, ok := st.Sys().(syscall.WaitStatus); ok {
+			switch {
+			case ws.Exited():
+				p.code = ws.ExitStatus()
+			case ws.Signaled():
+				p.code = 128 + int(ws.Signal())
+			}
+		}
+	}
+	p.mu.Lock()
+	ctxErr := p.ctxErr
+	p.mu.Unlock()
+	var exitErr *exec.ExitError
+	switch {
+	case ctxErr != nil:
+		p.err = fmt.Errorf("room stopped: %w", ctxErr)
+	case p.waitErr != nil && !errors.As(p.waitErr, &exitErr):
+		p.err = fmt.Errorf("room: wait for bwrap: %w", p.waitErr)
+	case rmErr != nil:
+		p.err = fmt.Errorf("room: remove temp folder: %w", rmErr)
+	}
+}
+
+// children lists the child pids of pid, from /proc/PID/task/*/children when
+// the kernel has it, else by scanning every /proc/*/stat.
+func children(pid int) []int {
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	found := false
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + t.Name() + "/children")
+		if err != nil {
+			continue
+		}
+		found = true
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	if found {
+		return out
+	}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid(n) == pid {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func ppid(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The command name may hold spaces and parentheses: fields start after the last ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[1])
+	return n
+}
+
+// dataFile holds data in an anonymous memory file (an unlinked temp file in
+// dir when memfd is unavailable), rewound for bwrap to read.
+func dataFile(name string, data []byte, dir string) (*os.File, error) {
+	var f *os.File
+	if fd, err := unix.MemfdCreate("tare-"+name, unix.MFD_CLOEXEC); err == nil {
+		f = os.NewFile(uintptr(fd), "memfd:tare-"+name)
+	} else {
+		tf, err := os.CreateTemp(dir, "data-")
+		if err != nil {
+			return nil, fmt.Errorf("room: data file for %s: %v", name, err)
+		}
+		os.Remove(tf.Name())
+		f = tf
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("room: data file for %s: %v", name, err)
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("room: data file for %s: %v", name, err)
+	}
+	return f, nil
+}
+
+// closeOnExecAll marks every descriptor above 2 close-on-exec, so that
+// bwrap, which closes nothing, passes only 0, 1, 2 and the ExtraFiles it
+// consumes into the room. Go opens its own files close-on-exec; this catches
+// descriptors opened by C code, by syscall.Open without O_CLOEXEC, or
+// inherited from tare's own parent.
+func closeOnExecAll() error {
+	if err := unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC); err == nil {
+		return nil
+	}
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd < 3 {
+			continue
+		}
+		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+		if err != nil {
+			continue // the descriptor ReadDir itself used, now closed
+		}
+		if flags&unix.FD_CLOEXEC == 0 {
+			if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, flags|unix.FD_CLOEXEC); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ownTerminal reports whether tty is the controlling terminal of this
+// process's session: then bwrap must not take it over.
+func ownTerminal(tty *os.File) bool {
+	rc, err := tty.SyscallConn()
+	if err != nil {
+		return false
+	}
+	sid := -1
+	rc.Control(func(fd uintptr) { sid, _ = unix.IoctlGetInt(int(fd), unix.TIOCGSID) })
+	own, err := unix.Getsid(0)
+	return err == nil && sid == own
+}
