@@ -293,7 +293,7 @@ func (Codex) Personal(hostHome, project string) []Source {
 		}
 		if readJSON(p, &auth) {
 			if email := jwtEmail(auth.Tokens.IDToken); email != "" {
-				out = append(out, Source{Path: p, Kind: KindEmail, Fingerprints: []string{email}, Note: "tokens.id_token email claim"})
+				out = append(out, Source{Path: p, Kind: KindEmail, Fingerprints: append([]string{email}, base64Forms(email)...), Note: "tokens.id_token email claim (base64 inside the token)"})
 			}
 		}
 	}

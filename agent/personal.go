@@ -266,3 +266,24 @@ func jwtEmail(token string) string {
 	}
 	return claims.Profile.Email
 }
+
+// base64Forms are the ways s appears inside base64 text (a JWT's payload): one run of
+// characters for each of the three alignments s can start at, in the standard and URL
+// alphabets, keeping only the characters that s's own bits decide.
+func base64Forms(s string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for pad := 0; pad < 3; pad++ {
+		data := append(bytes.Repeat([]byte{0}, pad), s...)
+		start := (pad*8 + 5) / 6
+		end := len(data) * 8 / 6
+		for _, enc := range []*base64.Encoding{base64.RawURLEncoding, base64.RawStdEncoding} {
+			form := enc.EncodeToString(data)[start:end]
+			if len(form) >= 8 && !seen[form] {
+				seen[form] = true
+				out = append(out, form)
+			}
+		}
+	}
+	return out
+}

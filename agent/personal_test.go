@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/base64"
 	"os"
 	"path/filepath"
 	"slices"
@@ -109,5 +110,24 @@ func TestLines(t *testing.T) {
 	// A file of headings only still gives its headings.
 	if got := lines([]byte("# A heading that is long enough\n## tiny\n")); !slices.Equal(got, []string{"A heading that is long enough"}) {
 		t.Errorf("headings only: %q", got)
+	}
+}
+
+func TestBase64FormsFindAnEmailInsideAJWT(t *testing.T) {
+	email := "operator@example.org"
+	for _, prefix := range []string{`{"email":"`, `{"a":1,"email":"`, `{"xx":"yy","email":"`} {
+		payload := base64.RawURLEncoding.EncodeToString([]byte(prefix + email + `","exp":1}`))
+		found := false
+		for _, form := range base64Forms(email) {
+			if strings.Contains(payload, form) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no form of %q found in the payload of %s", email, prefix)
+		}
+		if strings.Contains(payload, base64Forms("someone.else@example.org")[0]) {
+			t.Errorf("another address matched")
+		}
 	}
 }
