@@ -1,0 +1,183 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"tare/agent"
+	"tare/config"
+	"tare/modelserver"
+)
+
+// realAgents are the agents verified here; each must be installed (scripts/setup does it).
+var realAgents = []string{"claude", "codex", "pi"}
+
+const twoSessionsScript = `
+[[turn]]
+text = "Creating the file."
+shell = "echo made by tare > made.txt"
+
+[[turn]]
+text = "First part done."
+
+[[turn]]
+text = "Continuing."
+shell = "echo resumed >> made.txt"
+
+[[turn]]
+text = "All done."
+`
+
+// mustFind finds an agent's CLI or fails the test with the fix: these tests are not
+// optional, a machine without the CLIs must go red.
+func mustFind(t *testing.T, name string) (agent.Agent, agent.Install, *config.Config) {
+	t.Helper()
+	a, err := agent.ByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(nil, "none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The project's pinned CLIs, through the config key a user would set.
+	if bin := filepath.Join(repoRoot(t), "agents", "node_modules", ".bin", name); fileExists(bin) {
+		cfg.Agents[name] = config.Agent{Bin: bin}
+	}
+	inst, err := findAgent(a, cfg)
+	if err != nil {
+		t.Fatalf("%v (run scripts/setup to install the pinned agent CLIs)", err)
+	}
+	return a, inst, cfg
+}
+
+// TestRealAgentsRunAndResumeInRooms runs each real CLI in a real room against tare's model
+// server: a scripted tool call changes the workspace and the agent exits 0; then the session
+// is resumed in a brand-new room, which continues the script where the session stopped.
+func TestRealAgentsRunAndResumeInRooms(t *testing.T) {
+	script, err := modelserver.ParseScript([]byte(twoSessionsScript), "two-sessions.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := modelserver.New(modelserver.Options{Script: script, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() }) // after the parallel subtests, unlike a defer
+
+	for _, name := range realAgents {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			a, inst, cfg := mustFind(t, name)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			work := t.TempDir()
+			sessions := t.TempDir()
+
+			p := plan{agent: a, inst: inst, cfg: cfg, workspace: work, sessions: sessions}
+			res := runAgent(ctx, t, p, srv.Addr(), a.RunArgs("Create made.txt in the workspace.", nil))
+			if got := readFile(t, filepath.Join(work, "made.txt")); got != "made by tare\n" {
+				t.Fatalf("the tool did not change the workspace: made.txt = %q", got)
+			}
+			session, err := findSession(a, sessions, res.SessionID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := os.ReadFile(session)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			// A brand-new room: fresh HOME, fresh session folder holding only the placed session.
+			q := plan{agent: a, inst: inst, cfg: cfg, workspace: work, sessions: t.TempDir()}
+			if err := placeSession(&q, data, res.SessionID); err != nil {
+				t.Fatal(err)
+			}
+			again := runAgent(ctx, t, q, srv.Addr(), a.ResumeArgs(res.SessionID, "Continue.", nil))
+			if again.SessionID != res.SessionID {
+				t.Fatalf("resume started session %q, want %q", again.SessionID, res.SessionID)
+			}
+			if got := readFile(t, filepath.Join(work, "made.txt")); got != "made by tare\nresumed\n" {
+				t.Fatalf("the resumed session did not continue the script: made.txt = %q", got)
+			}
+			if !strings.Contains(again.Text, "All done.") {
+				t.Fatalf("resumed run ended with %q, want the script's last text", again.Text)
+			}
+		})
+	}
+}
+
+// runAgent runs argv in a room built from p and returns the parsed stream; it fails the
+// test unless the agent exits 0 with a successful result.
+func runAgent(ctx context.Context, t *testing.T, p plan, upstream string, argv []string) agent.Result {
+	t.Helper()
+	room, _, err := buildRoom(p, upstream, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	room.Argv = append([]string{p.inst.Command}, argv...)
+	var out, errOut bytes.Buffer
+	room.Stdout, room.Stderr = &out, &errOut
+	room.Log = testLog{t}
+	code, err := runRoom(ctx, room)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != 0 {
+		t.Fatalf("%s exited %d\nstderr: %s\nstdout: %s", p.agent.Name(), code, errOut.String(), out.String())
+	}
+	res, err := p.agent.ParseStream(&out)
+	if err != nil {
+		t.Fatalf("%s stream: %v\n%s", p.agent.Name(), err, out.String())
+	}
+	if res.IsError {
+		t.Fatalf("%s reported an error: %s", p.agent.Name(), res.Error)
+	}
+	return res
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// repoRoot is the folder holding go.mod, above the package under test.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ; dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
+		if fileExists(filepath.Join(dir, "go.mod")) {
+			return dir
+		}
+	}
+	t.Fatal("no go.mod above the test's folder")
+	return ""
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// testLog sends a room's host relay log lines to the test log.
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}

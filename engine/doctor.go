@@ -1,0 +1,57 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"tare/agent"
+	"tare/config"
+	"tare/sandbox"
+)
+
+// Doctor checks what tare needs on this machine and writes one line per check, with the fix
+// for each problem. It returns true when rooms can be started and at least one agent is usable.
+func Doctor(ctx context.Context, cfg *config.Config, w io.Writer) bool {
+	ok := true
+	report := func(good bool, what, detail string) {
+		mark := "ok  "
+		if !good {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(w, "%s  %-8s %s\n", mark, what, detail)
+	}
+	if cfg.Path != "" {
+		report(true, "config", cfg.Path)
+	} else {
+		report(true, "config", "none (defaults); see config.example.toml to write "+config.File())
+	}
+	bw, err := sandbox.CheckBwrap(ctx, "")
+	if err != nil {
+		ok = false
+		report(false, "bwrap", err.Error())
+	} else {
+		report(true, "bwrap", fmt.Sprintf("%s at %s; a room starts (user, pid, net, ipc, uts namespaces usable)", bw.Version, bw.Path))
+		for _, warn := range bw.Warnings {
+			fmt.Fprintf(w, "warn  %-8s %s\n", "bwrap", warn)
+		}
+	}
+	usable := 0
+	for _, a := range agent.All() {
+		inst, err := findAgent(a, cfg)
+		if err != nil {
+			report(false, a.Name(), err.Error())
+			continue
+		}
+		usable++
+		note := ""
+		if !a.Verified() {
+			note = " (not verified here: written from its public docs)"
+		}
+		report(true, a.Name(), fmt.Sprintf("%s at %s%s", inst.Version, inst.Bin, note))
+	}
+	if usable == 0 {
+		ok = false
+	}
+	return ok
+}

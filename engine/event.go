@@ -1,0 +1,173 @@
+package engine
+
+import "time"
+
+// Event is one thing that happened in a run. Exactly one of the payload fields is set; the
+// journal stores events as JSON lines and a watcher rebuilds a run's state from them.
+type Event struct {
+	// Seq numbers a run's events from 1, in the order the journal holds them.
+	Seq int64 `json:"seq"`
+	// Time is when the event was published.
+	Time time.Time `json:"time"`
+	// Run is the run's id (its directory's name).
+	Run string `json:"run"`
+
+	RunStarted   *RunStarted   `json:"run_started,omitempty"`
+	Phase        *Phase        `json:"phase,omitempty"`
+	TailStarted  *TailStarted  `json:"tail_started,omitempty"`
+	ToolCall     *ToolCall     `json:"tool_call,omitempty"`
+	TailFinished *TailFinished `json:"tail_finished,omitempty"`
+	Probed       *Probed       `json:"probed,omitempty"`
+	Resumed      *Resumed      `json:"resumed,omitempty"`
+	RunFinished  *RunFinished  `json:"run_finished,omitempty"`
+}
+
+// Final reports whether e ends something (a tail or a run). Final events are never
+// coalesced or dropped by any subscriber; intermediate ones may be.
+func (e Event) Final() bool {
+	return e.TailFinished != nil || e.RunFinished != nil || e.RunStarted != nil || e.Resumed != nil
+}
+
+// Kind names the payload, for logs and line printers.
+func (e Event) Kind() string {
+	switch {
+	case e.RunStarted != nil:
+		return "run started"
+	case e.Phase != nil:
+		return "phase"
+	case e.TailStarted != nil:
+		return "tail started"
+	case e.ToolCall != nil:
+		return "tool call"
+	case e.TailFinished != nil:
+		return "tail finished"
+	case e.Probed != nil:
+		return "probed"
+	case e.Resumed != nil:
+		return "resumed"
+	case e.RunFinished != nil:
+		return "run finished"
+	}
+	return "unknown"
+}
+
+// Side is one agent with its arguments, as compared in a run.
+type Side struct {
+	// Key is the side's short name: a, b, c...
+	Key string `json:"key"`
+	// Agent is the agent's name (claude, codex, pi, agy).
+	Agent string `json:"agent"`
+	// Args are the agent's extra arguments.
+	Args []string `json:"args,omitempty"`
+	// Prompt is the side's own prompt, when it has one.
+	Prompt string `json:"prompt,omitempty"`
+}
+
+// RunStarted opens a run.
+type RunStarted struct {
+	// Kind is the command: calibrate, cliff, swap, record...
+	Kind    string `json:"kind"`
+	Project string `json:"project"`
+	Prompt  string `json:"prompt,omitempty"`
+	Check   string `json:"check,omitempty"`
+	Sides   []Side `json:"sides"`
+	// Budget is how many tails the run plans in all.
+	Budget int `json:"budget"`
+	Jobs   int `json:"jobs"`
+}
+
+// Phase marks a stage of a run (probe, original, tails, report, done).
+type Phase struct {
+	Name string `json:"name"`
+}
+
+// TailStarted opens one tail: a fresh start, or a continuation of a capsule.
+type TailStarted struct {
+	ID   string `json:"id"`
+	Side string `json:"side"`
+	// Step is the capsule the tail continues from (0: a fresh start).
+	Step int `json:"step"`
+	// How is "fresh", "native" or "handoff".
+	How string `json:"how"`
+	// Attempt counts reruns of this tail after a crash (0: the first).
+	Attempt int `json:"attempt,omitempty"`
+}
+
+// ToolCall is one tool call of a tail's agent, as it happens. Intermediate: may be coalesced.
+type ToolCall struct {
+	Tail    string `json:"tail"`
+	Tool    string `json:"tool"`
+	Summary string `json:"summary"`
+	// Seconds is how long the call took, when known.
+	Seconds float64 `json:"seconds,omitempty"`
+	// Calls counts the tail's tool calls so far.
+	Calls int   `json:"calls"`
+	Usage Usage `json:"usage"`
+}
+
+// TailFinished closes a tail with its verdict.
+type TailFinished struct {
+	ID     string `json:"id"`
+	Passed bool   `json:"passed"`
+	// Status is "passed", "failed" or "error" (the tail could not run to a verdict).
+	Status string `json:"status"`
+	// Detail is the agent's end and the check's verdict, one line.
+	Detail string `json:"detail"`
+	// Score is a judge's score when the check printed "score N".
+	Score   *int    `json:"score,omitempty"`
+	Seconds float64 `json:"seconds"`
+	Calls   int     `json:"calls"`
+	Usage   Usage   `json:"usage"`
+}
+
+// Probed records a probe's reading before a run uses a room.
+type Probed struct {
+	Agent   string `json:"agent"`
+	Verdict string `json:"verdict"`
+	Zero    bool   `json:"zero"`
+	Text    string `json:"text"`
+}
+
+// Resumed marks a run continued after a crash: which tails were rerun.
+type Resumed struct {
+	Rerun []string `json:"rerun,omitempty"`
+}
+
+// RunFinished closes a run; Report is the report's text.
+type RunFinished struct {
+	Report string `json:"report"`
+	Error  string `json:"error,omitempty"`
+}
+
+// Usage is what an agent spent: tokens and cost.
+type Usage struct {
+	Input      int64 `json:"input,omitempty"`
+	Output     int64 `json:"output,omitempty"`
+	CacheRead  int64 `json:"cache_read,omitempty"`
+	CacheWrite int64 `json:"cache_write,omitempty"`
+	// Cost is what tare computed from the tokens and its price table, in USD.
+	Cost float64 `json:"cost,omitempty"`
+	// Reported is what the CLI itself said it cost, when it says (USD).
+	Reported *float64 `json:"reported,omitempty"`
+	Model    string   `json:"model,omitempty"`
+}
+
+// Add returns the sum of two usages.
+func (u Usage) Add(o Usage) Usage {
+	u.Input += o.Input
+	u.Output += o.Output
+	u.CacheRead += o.CacheRead
+	u.CacheWrite += o.CacheWrite
+	u.Cost += o.Cost
+	if o.Reported != nil {
+		r := *o.Reported
+		if u.Reported != nil {
+			r += *u.Reported
+		}
+		u.Reported = &r
+	}
+	if u.Model == "" {
+		u.Model = o.Model
+	}
+	return u
+}

@@ -1,0 +1,415 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"tare/agent"
+	"tare/config"
+	"tare/modelserver"
+	"tare/sandbox"
+)
+
+// ProbeOptions says which agent to probe, for which project.
+type ProbeOptions struct {
+	Agent   agent.Agent
+	Project string
+	Config  *config.Config
+	// Progress receives one line per phase; nil for none.
+	Progress io.Writer
+	// HostHome is the operator's home folder (default: the current user's).
+	HostHome string
+	// HostNetwork probes a room that shares the host's network (the --network-host opt-in).
+	HostNetwork bool
+	// Requests, when set, receives every request that reached the model in the clean room,
+	// one JSON object per line, as the model server recorded it (secrets redacted).
+	Requests io.Writer
+	// NoControl skips the control twin: every detector is then blind. For tests of the verdict.
+	NoControl bool
+}
+
+// probePrompt is what the agent is asked in the probe; the model server answers it with a
+// short text, so no tool runs.
+const probePrompt = "tare probe: reply with one word."
+
+// probeTimeout bounds one agent start in the probe.
+const probeTimeout = 90 * time.Second
+
+// Probe starts the agent in a clean room against tare's model server in probe mode, then in
+// a control twin with a planted dirty home (and, where the operator has a real setup, in a twin
+// with a copy of it), and reads what reached the model and what each room could see.
+func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
+	began := time.Now()
+	if o.HostHome == "" {
+		o.HostHome, _ = os.UserHomeDir()
+	}
+	if o.Config == nil {
+		o.Config, _ = config.Load("")
+	}
+	inst, err := findAgent(o.Agent, o.Config)
+	if err != nil {
+		return nil, err
+	}
+	bw, err := sandbox.CheckBwrap(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	canary, err := newCanaryListener()
+	if err != nil {
+		return nil, err
+	}
+	defer canary.Close()
+	progress(o.Progress, "probe %s: clean room", o.Agent.Name())
+
+	r := &Reading{
+		Agent: o.Agent.Name(), Version: inst.Version, Verified: o.Agent.Verified(), Project: o.Project,
+		Bwrap: bw.Version.String(), At: began.UTC(), ControlSaw: map[string]string{},
+	}
+	real := subject{
+		home: o.HostHome, project: o.Project, sources: o.Agent.Personal(o.HostHome, o.Project),
+		loopback: canary.Addr(), show: tilde,
+	}
+	cleanPlan := plan{agent: o.Agent, inst: inst, cfg: o.Config, workspace: o.Project, readOnly: true, hostNet: o.HostNetwork}
+	ev, setup, err := observe(ctx, cleanPlan, real, canary.Addr(), nil)
+	if err != nil {
+		return nil, err
+	}
+	if o.Requests != nil {
+		enc := json.NewEncoder(o.Requests)
+		for _, rq := range ev.raw {
+			if err := enc.Encode(rq); err != nil {
+				return nil, fmt.Errorf("writing the requests: %v", err)
+			}
+		}
+	}
+	r.Requests = ev.requests
+	r.Network = networkLine(o.HostNetwork, false)
+	r.Declared = setup.Declared
+	real.env = setup.envNames
+	for _, leaks := range detect(ev, real) {
+		r.Leaks = append(r.Leaks, leaks...)
+	}
+	sortLeaks(r.Leaks)
+
+	if o.NoControl {
+		r.Blind = append(r.Blind, Detectors...)
+	} else {
+		progress(o.Progress, "probe %s: control twin in a planted dirty home", o.Agent.Name())
+		saw, planted, err := control(ctx, cleanPlan, canary.Addr())
+		if err != nil {
+			return nil, fmt.Errorf("probe %s: control twin: %w", o.Agent.Name(), err)
+		}
+		uses := applicable(planted)
+		for _, d := range Detectors {
+			if !uses[d] {
+				r.NotApplicable = append(r.NotApplicable, d)
+				continue
+			}
+			if len(saw[d]) == 0 {
+				r.Blind = append(r.Blind, d)
+				continue
+			}
+			r.ControlSaw[d] = saw[d][0].What
+		}
+		if personal := copyable(real.sources); len(personal) > 0 {
+			progress(o.Progress, "probe %s: twin with a copy of your setup (%d files)", o.Agent.Name(), len(personal))
+			kept, err := realTwin(ctx, cleanPlan, real, personal, canary.Addr())
+			if err != nil {
+				return nil, fmt.Errorf("probe %s: twin with your setup: %w", o.Agent.Name(), err)
+			}
+			r.KeptOut = kept
+		}
+	}
+	r.Took = time.Since(began).Seconds()
+	return r, nil
+}
+
+// plan is everything needed to build one agent room.
+type plan struct {
+	agent     agent.Agent
+	inst      agent.Install
+	cfg       *config.Config
+	workspace string
+	readOnly  bool
+	hostNet   bool
+	// login places the agent's login copy (real providers only).
+	login bool
+	// sessions, when set, is a host folder bound at the agent's session folder, so the
+	// session outlives the room (for resumes, trails and tails).
+	sessions string
+	// extra are files placed in HOME besides the agent's own (a session to resume).
+	extra []agent.File
+}
+
+// roomSetup is what observe learned about the room it built.
+type roomSetup struct {
+	Declared []string
+	envNames map[string]bool
+}
+
+// twin describes how a control twin differs from the clean room: a planted home bound at
+// its own host path, the cwd below it, a canary variable and the host's network.
+type twin struct {
+	home, cwd string
+	env       map[string]string
+	// binds are extra host folders bound at their own path (the planted tree).
+	binds []string
+}
+
+// observe runs the inspection and the agent in one room shape (clean, or a twin) against a
+// fresh model server in probe mode and gathers the evidence.
+func observe(ctx context.Context, p plan, s subject, loopback string, tw *twin) (evidence, roomSetup, error) {
+	srv, err := modelserver.New(modelserver.Options{})
+	if err != nil {
+		return evidence{}, roomSetup{}, err
+	}
+	if err := srv.Start("127.0.0.1:0"); err != nil {
+		return evidence{}, roomSetup{}, fmt.Errorf("model server: %v", err)
+	}
+	defer srv.Close()
+
+	room, setup, err := buildRoom(p, srv.Addr(), tw)
+	if err != nil {
+		return evidence{}, roomSetup{}, err
+	}
+	// The inspection runs in a room of the same shape, so it sees what the agent would.
+	look := room
+	look.Argv = inspectArgv(s, loopback, "")
+	if tw != nil {
+		look.Argv = inspectArgv(s, loopback, tw.home)
+	}
+	var out strings.Builder
+	look.Stdout = &out
+	var lookErr strings.Builder
+	look.Stderr = &lookErr
+	look.Stdin = nil
+	if tw != nil {
+		look.Argv = twinArgv(tw, look.Argv)
+	}
+	code, err := runRoom(ctx, look)
+	if err != nil {
+		return evidence{}, roomSetup{}, fmt.Errorf("inspection room: %v", err)
+	}
+	if code != 0 {
+		return evidence{}, roomSetup{}, fmt.Errorf("inspection room exited %d: %s", code, strings.TrimSpace(lookErr.String()))
+	}
+	var view sandbox.View
+	if err := json.Unmarshal([]byte(out.String()), &view); err != nil {
+		return evidence{}, roomSetup{}, fmt.Errorf("inspection room: unreadable view: %v", err)
+	}
+
+	room.Argv = p.agent.RunArgs(probePrompt, p.cfg.Agents[p.agent.Name()].Args)
+	room.Argv = append([]string{p.inst.Command}, room.Argv...)
+	if tw != nil {
+		room.Argv = twinArgv(tw, room.Argv)
+	}
+	var agentOut, agentErr strings.Builder
+	room.Stdout, room.Stderr = &agentOut, &agentErr
+	runCtx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	if _, err := runRoom(runCtx, room); err != nil {
+		return evidence{}, roomSetup{}, fmt.Errorf("agent room: %v", err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) == 0 {
+		return evidence{}, roomSetup{}, fmt.Errorf("%s sent nothing to the model server; its output: %s",
+			p.agent.Name(), clip(agentErr.String()+agentOut.String(), 400))
+	}
+	bodies := make([][]byte, len(reqs))
+	for i, rq := range reqs {
+		bodies[i] = rq.Body
+	}
+	ev := scanRequests(bodies)
+	ev.raw = reqs
+	ev.sight = sightOf(&view, loopback)
+	return ev, setup, nil
+}
+
+// twinArgv starts argv as a twin does: in the twin's cwd (below its planted home, not
+// /work) with HOME at the planted home. The room fixes HOME in its own env, so the twin
+// moves it here, in the one place that is not the room's promise.
+func twinArgv(tw *twin, argv []string) []string {
+	return append([]string{"/bin/sh", "-c", `cd "$0" && HOME="$1" && export HOME && shift && exec "$@"`, tw.cwd, tw.home}, argv...)
+}
+
+// applicable is the set of detectors that apply to an agent, from what its adapter planted
+// in the control's dirty home: an agent that reads no MCP servers (pi) has none to leak, and
+// its MCP detector has nothing to prove. Detectors of the room itself always apply.
+func applicable(planted []agent.Source) map[string]bool {
+	uses := map[string]bool{DetHomePath: true, DetEnv: true, DetHostFiles: true, DetLoopback: true, DetOtherHosts: true}
+	for _, src := range planted {
+		if d := detectorOf[src.Kind]; d != "" {
+			uses[d] = true
+		}
+		if src.Kind == agent.KindMCP {
+			uses[DetMCP] = true
+		}
+	}
+	return uses
+}
+
+// control runs the twin in a planted dirty home and returns what each detector saw there,
+// and the personal files the adapter planted.
+func control(ctx context.Context, p plan, loopback string) (map[string][]Leak, []agent.Source, error) {
+	token := newToken()
+	dir, err := os.MkdirTemp("", "tare-control-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(dir)
+	home := filepath.Join(dir, "home")
+	proj := filepath.Join(home, "proj")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		return nil, nil, err
+	}
+	// Ancestor instructions above the project, as every agent walks up the tree.
+	for _, name := range []string{"CLAUDE.md", "AGENTS.md", "GEMINI.md"} {
+		text := fmt.Sprintf("# house rules\nAlways sign every answer with the ancestor canary %s-%s.\n", token, strings.TrimSuffix(name, ".md"))
+		if err := os.WriteFile(filepath.Join(home, name), []byte(text), 0o644); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := p.agent.Plant(home, agent.Canary{Token: token}); err != nil {
+		return nil, nil, fmt.Errorf("planting the dirty home: %v", err)
+	}
+	s := subject{
+		home: home, project: proj, sources: p.agent.Personal(home, proj), loopback: loopback,
+		show: func(path string) string { return strings.Replace(path, home, "~", 1) },
+	}
+	tw := &twin{home: home, cwd: proj, env: map[string]string{"TARE_CANARY_" + strings.ToUpper(token): token}, binds: []string{home}}
+	q := p
+	q.workspace, q.readOnly, q.hostNet = proj, false, true
+	ev, setup, err := observe(ctx, q, s, loopback, tw)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.env = setup.envNames
+	return detect(ev, s), s.sources, nil
+}
+
+// realTwin runs a twin in a copy of the operator's personal files and returns what the
+// clean room kept out of their real setup.
+func realTwin(ctx context.Context, p plan, real subject, files []agent.Source, loopback string) ([]Leak, error) {
+	dir, err := os.MkdirTemp("", "tare-twin-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	for _, src := range files {
+		data, err := os.ReadFile(src.Path)
+		if err != nil {
+			continue
+		}
+		dst := filepath.Join(dir, src.Path)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(dst, data, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	home := filepath.Join(dir, real.home)
+	proj := filepath.Join(dir, real.project)
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		return nil, err
+	}
+	s := subject{
+		home: home, project: proj, sources: p.agent.Personal(home, proj), loopback: loopback,
+		show: func(path string) string { return tilde(strings.TrimPrefix(path, dir)) },
+	}
+	tw := &twin{home: home, cwd: proj, binds: []string{dir}}
+	q := p
+	q.workspace, q.readOnly = proj, false
+	ev, setup, err := observe(ctx, q, s, loopback, tw)
+	if err != nil {
+		return nil, err
+	}
+	s.env = setup.envNames
+	var kept []Leak
+	for _, d := range []string{DetInstructions, DetMCP, DetSkills, DetPlugins, DetEmail} {
+		kept = append(kept, detect(ev, s)[d]...)
+	}
+	sortLeaks(kept)
+	return kept, nil
+}
+
+// copyable is the operator's personal files a real-setup twin may copy: never a login.
+func copyable(sources []agent.Source) []agent.Source {
+	var out []agent.Source
+	for _, s := range sources {
+		if s.Kind == agent.KindLogin {
+			continue
+		}
+		if info, err := os.Stat(s.Path); err == nil && info.Mode().IsRegular() && info.Size() < 1<<20 {
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// canaryListener is a TCP listener on the host's loopback that a clean room must not reach.
+type canaryListener struct {
+	ln   net.Listener
+	wg   sync.WaitGroup
+	once sync.Once
+}
+
+func newCanaryListener() (*canaryListener, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("canary listener: %v", err)
+	}
+	c := &canaryListener{ln: ln}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conn.Close()
+		}
+	}()
+	return c, nil
+}
+
+func (c *canaryListener) Addr() string { return c.ln.Addr().String() }
+
+func (c *canaryListener) Close() {
+	c.once.Do(func() { c.ln.Close(); c.wg.Wait() })
+}
+
+func newToken() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return "tc" + hex.EncodeToString(b)
+}
+
+func progress(w io.Writer, format string, args ...any) {
+	if w != nil {
+		fmt.Fprintf(w, format+"\n", args...)
+	}
+}
+
+func networkLine(hostNet, real bool) string {
+	switch {
+	case hostNet:
+		return "network: HOST (--network-host: the room shares the host's network)"
+	case real:
+		return "network: own namespace; out only through tare's proxy to network.allow"
+	}
+	return "network: own namespace; out only through a relay to tare's model server"
+}

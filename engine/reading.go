@@ -1,0 +1,153 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Detector names, in the order a reading lists them.
+const (
+	DetInstructions = "instructions"
+	DetHomePath     = "home path"
+	DetMCP          = "mcp"
+	DetSkills       = "skills"
+	DetPlugins      = "plugins"
+	DetEmail        = "email"
+	DetEnv          = "env"
+	DetHostFiles    = "host files"
+	DetLoopback     = "host loopback"
+	DetOtherHosts   = "other hosts"
+)
+
+// Detectors lists every detector a probe runs.
+var Detectors = []string{DetInstructions, DetHomePath, DetMCP, DetSkills, DetPlugins, DetEmail,
+	DetEnv, DetHostFiles, DetLoopback, DetOtherHosts}
+
+// Leak is one thing of the operator's that a room let through.
+type Leak struct {
+	// Detector is the detector that saw it.
+	Detector string `json:"detector"`
+	// What says what was seen and where (in what reached the model, or inside the room).
+	What string `json:"what"`
+	// Source is the host file (or variable, or listener) it came from.
+	Source string `json:"source"`
+}
+
+// Reading is the result of a probe: the verdict, its evidence and what the room declares.
+type Reading struct {
+	Agent    string `json:"agent"`
+	Version  string `json:"version"`
+	Verified bool   `json:"verified"`
+	Project  string `json:"project"`
+	Bwrap    string `json:"bwrap"`
+	// Network says how the room reaches its model.
+	Network string `json:"network"`
+	// Declared lists what tare itself placed in the room (login copy, config files).
+	Declared []string `json:"declared"`
+	// Leaks are what the clean room let through; the agent does not start while there are any.
+	Leaks []Leak `json:"leaks"`
+	// Blind lists the detectors whose control twin saw nothing: their silence proves nothing.
+	Blind []string `json:"blind"`
+	// NotApplicable lists the detectors of mechanisms this agent does not have (pi reads no
+	// MCP servers): nothing of that kind can leak, and the control plants none.
+	NotApplicable []string `json:"not_applicable"`
+	// ControlSaw maps each detector to what it saw in the control twin.
+	ControlSaw map[string]string `json:"control_saw"`
+	// KeptOut lists what a twin with a copy of the operator's real setup showed and the room kept out.
+	KeptOut []Leak `json:"kept_out"`
+	// Requests is how many requests reached the model in the clean room.
+	Requests int       `json:"requests"`
+	At       time.Time `json:"at"`
+	Took     float64   `json:"took_seconds"`
+}
+
+// Zero reports whether the room is proven clean: no leak, and every detector proven able to see.
+func (r *Reading) Zero() bool { return len(r.Leaks) == 0 && len(r.Blind) == 0 }
+
+// Verdict is the reading's one line: "tare: 0.00", "tare: N leaks" or "not proven (blind)".
+func (r *Reading) Verdict() string {
+	switch {
+	case len(r.Leaks) == 1:
+		return "tare: 1 leak"
+	case len(r.Leaks) > 1:
+		return fmt.Sprintf("tare: %d leaks", len(r.Leaks))
+	case len(r.Blind) > 0:
+		return "not proven (blind)"
+	}
+	return "tare: 0.00"
+}
+
+// Render is the reading as a person reads it.
+func (r *Reading) Render() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "tare probe %s %s · %s\n", r.Agent, r.Version, r.Project)
+	if !r.Verified {
+		fmt.Fprintf(&b, "  note      %s has not been verified here: its adapter is written from its public docs\n", r.Agent)
+	}
+	fmt.Fprintf(&b, "  room      bwrap %s · uid 1000 · %s\n", r.Bwrap, r.Network)
+	for _, d := range r.Declared {
+		fmt.Fprintf(&b, "  declared  %s\n", d)
+	}
+	fmt.Fprintf(&b, "  checked   %s (%d requests reached the model)\n", strings.Join(Detectors, ", "), r.Requests)
+	seen := 0
+	for _, d := range Detectors {
+		if r.ControlSaw[d] != "" {
+			seen++
+		}
+	}
+	fmt.Fprintf(&b, "  control   %d/%d detectors saw their canary in the planted dirty home\n", seen, len(Detectors)-len(r.NotApplicable))
+	if len(r.NotApplicable) > 0 {
+		fmt.Fprintf(&b, "  n/a       %s: %s has no such mechanism\n", strings.Join(r.NotApplicable, ", "), r.Agent)
+	}
+	for _, k := range r.KeptOut {
+		fmt.Fprintf(&b, "  kept out  %-13s %s  <- %s\n", k.Detector, k.What, k.Source)
+	}
+	b.WriteString(r.Verdict() + "\n")
+	for _, l := range r.Leaks {
+		fmt.Fprintf(&b, "  %-13s %s  <- %s\n", l.Detector, l.What, l.Source)
+	}
+	if len(r.Blind) > 0 {
+		fmt.Fprintf(&b, "  blind     the control could not see: %s\n", strings.Join(r.Blind, ", "))
+	}
+	return b.String()
+}
+
+// WriteJSON writes the reading as one JSON object.
+func (r *Reading) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// tilde shows a host path under the operator's home as ~/..., as people write it.
+func tilde(path string) string {
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" || home == "/" {
+		return path
+	}
+	if path == home {
+		return "~"
+	}
+	if strings.HasPrefix(path, home+"/") {
+		return "~" + strings.TrimPrefix(path, home)
+	}
+	return path
+}
+
+func sortLeaks(leaks []Leak) {
+	order := map[string]int{}
+	for i, d := range Detectors {
+		order[d] = i
+	}
+	sort.SliceStable(leaks, func(i, j int) bool {
+		if order[leaks[i].Detector] != order[leaks[j].Detector] {
+			return order[leaks[i].Detector] < order[leaks[j].Detector]
+		}
+		return leaks[i].What < leaks[j].What
+	})
+}

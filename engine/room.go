@@ -1,0 +1,177 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"tare/agent"
+	"tare/config"
+	"tare/sandbox"
+)
+
+// In-room ports of the relays: the room has its own loopback, so fixed ports never collide.
+const (
+	modelPort = 4000
+	proxyPort = 4001
+)
+
+// findAgent locates the agent's CLI, honouring the config's agents.NAME.bin.
+func findAgent(a agent.Agent, cfg *config.Config) (agent.Install, error) {
+	bins := map[string]string{}
+	for name, ac := range cfg.Agents {
+		if ac.Bin != "" {
+			bins[name] = ac.Bin
+		}
+	}
+	return a.Find(agent.FindOptions{Bins: bins, Search: agent.DefaultSearch()})
+}
+
+// buildRoom turns a plan into a room whose agent talks to upstream (tare's model server) or,
+// with p.login set and upstream empty, to its real provider through tare's proxy.
+func buildRoom(p plan, upstream string, tw *twin) (sandbox.Room, roomSetup, error) {
+	var opts agent.RoomOptions
+	room := sandbox.Room{
+		Workspace:         p.workspace,
+		WorkspaceReadOnly: p.readOnly,
+		Agent:             p.inst.Runtime,
+	}
+	for _, ro := range p.cfg.Room.ReadOnly {
+		room.Binds = append(room.Binds, sandbox.Bind{Source: ro, Dest: ro, Try: true})
+	}
+	switch {
+	case tw != nil:
+		// A twin shares the host network on purpose, and talks to the model server directly.
+		room.Network = sandbox.NetHost
+		opts.BaseURL = "http://" + upstream
+		opts.Base = tw.home
+	case upstream != "":
+		opts.BaseURL = fmt.Sprintf("http://127.0.0.1:%d", modelPort)
+		room.Relays = []sandbox.Relay{{Port: modelPort, Upstream: upstream}}
+	default:
+		opts.Proxy = fmt.Sprintf("http://127.0.0.1:%d", proxyPort)
+		opts.Login = p.login
+		opts.HostHome, _ = os.UserHomeDir()
+		room.Relays = []sandbox.Relay{{Port: proxyPort, Allow: p.cfg.Network.Allow}}
+	}
+	if p.hostNet {
+		room.Network = sandbox.NetHost
+	}
+	setup, err := p.agent.Room(opts)
+	if err != nil {
+		return sandbox.Room{}, roomSetup{}, err
+	}
+	room.Env = setup.Env
+	room.Path = setup.Path
+	for _, f := range append(setup.Files, p.extra...) {
+		room.Files = append(room.Files, sandbox.File{Path: f.Path, Data: f.Data, Mode: f.Mode})
+	}
+	if p.sessions != "" {
+		room.Binds = append(room.Binds, sandbox.Bind{Source: p.sessions, Dest: "/" + sessionRoot(p.agent), Write: true})
+	}
+	if tw != nil {
+		if err := moveHome(&room, tw); err != nil {
+			return sandbox.Room{}, roomSetup{}, err
+		}
+	}
+	// The room's own variables: what tare sets, plus PWD, which bwrap sets for --chdir.
+	names := map[string]bool{"PWD": true}
+	for _, kv := range room.EnvList() {
+		k, _, _ := strings.Cut(kv, "=")
+		names[k] = true
+	}
+	declared := append(room.Declared(), setup.Declared...)
+	return room, roomSetup{Declared: declared, envNames: names}, nil
+}
+
+// moveHome turns a clean room into a twin: HOME is the planted folder at its own host path
+// (tare's config files, already merged with the planted ones by the adapter, are written
+// there), the canary variables are set, and the planted tree is bound read-write at its own path.
+func moveHome(room *sandbox.Room, tw *twin) error {
+	for _, f := range room.Files {
+		dst := filepath.Join(tw.home, strings.TrimPrefix(f.Path, sandbox.HomeDir+"/"))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(dst, f.Data, f.Mode|0o600); err != nil {
+			return err
+		}
+	}
+	room.Files = nil
+	env := map[string]string{}
+	for k, v := range room.Env {
+		env[k] = strings.ReplaceAll(v, sandbox.HomeDir, tw.home)
+	}
+	for k, v := range tw.env {
+		env[k] = v
+	}
+	room.Env = env
+	for _, b := range tw.binds {
+		room.Binds = append(room.Binds, sandbox.Bind{Source: b, Dest: b, Write: true})
+	}
+	return nil
+}
+
+// runRoom starts a room and waits for it.
+func runRoom(ctx context.Context, r sandbox.Room) (int, error) {
+	proc, err := sandbox.Start(ctx, r)
+	if err != nil {
+		return -1, err
+	}
+	return proc.Wait()
+}
+
+// inspectArgv is the in-room inspection's command line for a subject: connect to the
+// host's canary listener, look for the subject's personal files by (dev, ino), and search the
+// room's files for its account email.
+func inspectArgv(s subject, loopback, home string) []string {
+	o := sandbox.InspectOptions{Connect: []string{loopback}, Home: home}
+	for _, src := range s.sources {
+		if id, err := sandbox.IdentOf(src.Path, src.Path); err == nil {
+			o.Idents = append(o.Idents, id)
+		}
+		if src.Kind == agent.KindEmail {
+			o.Needles = append(o.Needles, src.Fingerprints...)
+		}
+	}
+	return append([]string{sandbox.TareBin}, o.Args()...)
+}
+
+// sightOf reduces the inspection's view to what the detectors read.
+func sightOf(v *sandbox.View, loopback string) sight {
+	out := sight{env: map[string]string{}, found: map[string]string{}, needles: map[string][]string{}}
+	for _, kv := range v.Env {
+		k, val, _ := strings.Cut(kv, "=")
+		out.env[k] = val
+	}
+	for _, env := range v.Environ {
+		for _, kv := range env {
+			k, val, _ := strings.Cut(kv, "=")
+			out.env[k] = val
+		}
+	}
+	for _, f := range v.Found {
+		if label, ok := strings.CutPrefix(f.Why, "ident "); ok {
+			out.found[f.Path] = label
+		}
+	}
+	for needle, files := range v.Needles {
+		out.needles[needle] = files
+	}
+	for _, c := range v.Connect {
+		if c.Target == loopback && c.OK {
+			out.loopback = true
+		}
+	}
+	for _, i := range v.Interfaces {
+		if i != "lo" {
+			out.interfaces = append(out.interfaces, i)
+		}
+	}
+	sort.Strings(out.interfaces)
+	out.routes = len(v.Routes)
+	return out
+}
