@@ -14,12 +14,14 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"tare/agent"
 	"tare/capsule"
 	"tare/config"
+	"tare/demo"
 	"tare/engine"
 	"tare/modelserver"
 	"tare/sandbox"
@@ -96,7 +98,7 @@ leak with the file it came from.`,
 		SilenceUsage:  true,
 	}
 	cmd.SetVersionTemplate("tare {{.Version}}\n")
-	cmd.AddCommand(probeCmd(), modelServerCmd(), doctorCmd())
+	cmd.AddCommand(probeCmd(), calibrateCmd(), resumeCmd(), demoCmd(), modelServerCmd(), doctorCmd())
 	for _, a := range agent.All() {
 		cmd.AddCommand(attachCmd(a))
 	}
@@ -237,6 +239,159 @@ hosts in the config's network.allow; --offline points it at tare's own model ser
 	f.StringVar(&opts.Script, "script", "", "with --offline: the model server replays this script (TOML)")
 	f.BoolVar(&opts.Login, "login", true, "place the agent's login copy in the room (real provider only)")
 	f.BoolVar(&opts.HostNetwork, "network-host", false, "share the host's network (opt-in; shown in the reading)")
+	return cmd
+}
+
+func calibrateCmd() *cobra.Command {
+	var o engine.CalibrateOptions
+	var sides, prompts []string
+	var project, promptFile string
+	cmd := &cobra.Command{
+		Use:   "calibrate [PROMPT] --side AGENT [--side AGENT...]",
+		Short: "How often each side (an agent with its arguments) passes a task, with its 95% interval",
+		Long: `Runs each side N times from a fresh start of the task, each in a clean room, scores each
+finished workspace with --check (a shell command run outside the room; exit 0 passes; a line
+"score N" is read as a judge's score), and reports each side's pass rate with its Wilson 95%
+interval, times, tokens and cost. Without --check a run counts as finished when its agent exits
+0, and every workspace is kept. The run directory holds the journal, recipe, usage and report;
+tare resume DIR finishes a run a crash interrupted.`,
+		Example: `  tare calibrate "Add a --verbose flag" --side "claude --model haiku" --side codex --check "go test ./..."
+  tare calibrate --side claude --side-prompt "a=/ideate a todo app" --runs 5`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				o.Prompt = args[0]
+			}
+			if promptFile != "" {
+				if o.Prompt != "" {
+					return fmt.Errorf("--prompt-file %s: a PROMPT was given too; fix: give one or the other", promptFile)
+				}
+				data, err := os.ReadFile(promptFile)
+				if err != nil {
+					return fmt.Errorf("--prompt-file %s: %v; fix: give the file that holds the task", promptFile, errors.Unwrap(err))
+				}
+				if o.Prompt = strings.TrimSpace(string(data)); o.Prompt == "" {
+					return fmt.Errorf("--prompt-file %s: the file is empty; fix: write the task in it", promptFile)
+				}
+			}
+			var err error
+			if o.Sides, err = engine.ParseSides(sides, prompts); err != nil {
+				return err
+			}
+			if o.Project, err = projectDir(project); err != nil {
+				return err
+			}
+			if o.Config, err = settings(); err != nil {
+				return err
+			}
+			o.Argv, o.Version = os.Args[1:], version()
+			return calibrate(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&sides, "side", nil, `an agent and its arguments, e.g. "claude --model haiku" (repeat for each side; keys a, b, c...)`)
+	f.StringVar(&promptFile, "prompt-file", "", "read the task from this file instead of PROMPT")
+	f.StringArrayVar(&prompts, "side-prompt", nil, `a side's own prompt, KEY=PROMPT, e.g. "b=/b:ideate a todo app"`)
+	f.StringVar(&o.Check, "check", "", "shell command run in each finished workspace, outside the room (exit 0 passes)")
+	f.DurationVar(&o.CheckTimeout, "check-timeout", engine.DefaultCheckTimeout, "a check running longer fails")
+	f.DurationVar(&o.AgentTimeout, "timeout", engine.DefaultAgentTimeout, "an agent running longer is stopped")
+	f.IntVar(&o.Runs, "runs", 10, "fresh starts per side")
+	f.IntVar(&o.Jobs, "jobs", 3, "runs at the same time")
+	f.BoolVar(&o.Keep, "keep", false, "keep every run's finished workspace")
+	f.StringVar(&project, "project", ".", "the project each run starts from")
+	f.StringVar(&o.Out, "out", "", "run directory (default $XDG_STATE_HOME/tare/calibrate/<project>-<time>)")
+	f.StringVar(&o.Script, "script", "", "every side talks to tare's own model server replaying this script, instead of its provider")
+	f.Int64Var(&o.Seed, "seed", 0, "seed of the script's branches (default: the script's)")
+	f.BoolVar(&o.AllowDirty, "allow-dirty", false, `run even when a reading is not "tare: 0.00"`)
+	return cmd
+}
+
+// calibrate runs a calibrate and shows it: one line per event on stderr, the report on stdout.
+func calibrate(ctx context.Context, o engine.CalibrateOptions) error {
+	o.Bus = engine.NewBus()
+	o.Progress = os.Stderr
+	stop := follow(ctx, o.Bus)
+	dir, report, err := engine.Calibrate(ctx, o)
+	stop()
+	if dir != "" {
+		fmt.Fprintf(os.Stderr, "tare calibrate: run directory %s\n", dir)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Print(report)
+	return nil
+}
+
+// follow prints a run's events as lines on stderr until stop is called.
+func follow(ctx context.Context, bus *engine.Bus) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	sub := bus.Subscribe(ctx, 256)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		engine.PrintLines(ctx, sub, os.Stderr)
+	}()
+	return func() {
+		cancel() // the printer then prints what is still queued
+		<-done
+	}
+}
+
+func resumeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "resume DIR",
+		Short: "Finish a run a crash interrupted, without repeating finished tails",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := settings()
+			if err != nil {
+				return err
+			}
+			bus := engine.NewBus()
+			stop := follow(cmd.Context(), bus)
+			report, err := engine.Resume(cmd.Context(), engine.ResumeOptions{Dir: args[0], Config: cfg, Bus: bus})
+			stop()
+			if err != nil {
+				return err
+			}
+			fmt.Print(report)
+			return nil
+		},
+	}
+}
+
+func demoCmd() *cobra.Command {
+	var o engine.CalibrateOptions
+	var sides []string
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Calibrate claude against codex on tare's demo project and model: no account needed",
+		Long: `Extracts the demo experiment that ships with tare (a small project, a task, a check and a
+model script with a seeded branch) into the state directory and runs tare calibrate on it, every
+side talking to tare's own model server. Pass rates land strictly between 0 and 1.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if o.Config, err = settings(); err != nil {
+				return err
+			}
+			if o.Sides, err = engine.ParseSides(sides, nil); err != nil {
+				return err
+			}
+			paths, err := demo.Extract(filepath.Join(o.Config.StateDir, "demo", engine.RunDirName("demo", time.Now())))
+			if err != nil {
+				return err
+			}
+			o.Prompt, o.Check, o.Project, o.Script = demo.Task, demo.Check, paths.Project, paths.Script
+			o.CheckTimeout, o.AgentTimeout = time.Minute, 10*time.Minute
+			o.Argv, o.Version = os.Args[1:], version()
+			return calibrate(cmd.Context(), o)
+		},
+	}
+	cmd.Flags().StringArrayVar(&sides, "side", []string{"claude", "codex"}, "a side, as for tare calibrate")
+	cmd.Flags().IntVar(&o.Runs, "runs", 6, "fresh starts per side")
+	cmd.Flags().IntVar(&o.Jobs, "jobs", 2, "runs at the same time")
 	return cmd
 }
 

@@ -20,6 +20,8 @@ import (
 type Config struct {
 	// StateDir holds runs, probe readings and the capsule stores.
 	StateDir string `toml:"state_dir"`
+	// Bwrap is the bubblewrap executable; empty means $PATH, then /usr/bin/bwrap.
+	Bwrap string `toml:"bwrap"`
 	// Agents maps an agent name (claude, codex, pi, agy) to its settings.
 	Agents map[string]Agent `toml:"agents"`
 	// Network is what a room may reach when it talks to a real provider.
@@ -155,6 +157,10 @@ func (c *Config) validate(name string, data []byte) error {
 			return fmt.Errorf("%s:%d: key room.read_only: %q would bring %s into every room; fix: bind a narrower folder",
 				name, lineOf(data, toml.Key{"room", "read_only"}), p, bad)
 		}
+	}
+	if c.Bwrap != "" && !filepath.IsAbs(c.Bwrap) {
+		return fmt.Errorf("%s:%d: key bwrap: %q is not an absolute path; fix: give the full path to bwrap, or remove the key to use $PATH",
+			name, lineOf(data, toml.Key{"bwrap"}), c.Bwrap)
 	}
 	if c.StateDir != "" && !filepath.IsAbs(expand(c.StateDir)) {
 		return fmt.Errorf("%s:%d: key state_dir: %q is not an absolute path; fix: give the full path (~ is allowed)",

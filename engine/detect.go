@@ -34,6 +34,8 @@ type sight struct {
 	found map[string]string
 	// needles maps a searched string to the room files that hold it.
 	needles map[string][]string
+	// fds lists descriptors open in the room beyond 0, 1, 2 (the Go runtime's own excepted).
+	fds []string
 	// loopback reports whether the host's canary listener on 127.0.0.1 accepted a connection.
 	loopback bool
 	// interfaces lists network interfaces other than lo; routes counts routing entries.
@@ -188,6 +190,9 @@ func detect(ev evidence, s subject) map[string][]Leak {
 		if !s.env[k] {
 			add(DetEnv, fmt.Sprintf("variable %s is set in the room", k), "the caller's environment")
 		}
+	}
+	for _, fd := range ev.sight.fds {
+		add(DetFDs, "descriptor "+fd+" is open in the room", "a descriptor of the caller's")
 	}
 	rooms := make([]string, 0, len(ev.sight.found))
 	for r := range ev.sight.found {

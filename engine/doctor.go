@@ -26,7 +26,7 @@ func Doctor(ctx context.Context, cfg *config.Config, w io.Writer) bool {
 	} else {
 		report(true, "config", "none (defaults); see config.example.toml to write "+config.File())
 	}
-	bw, err := sandbox.CheckBwrap(ctx, "")
+	bw, err := sandbox.CheckBwrap(ctx, cfg.Bwrap)
 	if err != nil {
 		ok = false
 		report(false, "bwrap", err.Error())

@@ -1,6 +1,9 @@
 package engine
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Event is one thing that happened in a run. Exactly one of the payload fields is set; the
 // journal stores events as JSON lines and a watcher rebuilds a run's state from them.
@@ -150,6 +153,8 @@ type Usage struct {
 	// Reported is what the CLI itself said it cost, when it says (USD).
 	Reported *float64 `json:"reported,omitempty"`
 	Model    string   `json:"model,omitempty"`
+	// Unpriced names models tare's price table does not have: their cost is unknown, not 0.
+	Unpriced []string `json:"unpriced,omitempty"`
 }
 
 // Add returns the sum of two usages.
@@ -168,6 +173,11 @@ func (u Usage) Add(o Usage) Usage {
 	}
 	if u.Model == "" {
 		u.Model = o.Model
+	}
+	for _, m := range o.Unpriced {
+		if !slices.Contains(u.Unpriced, m) {
+			u.Unpriced = append(u.Unpriced, m)
+		}
 	}
 	return u
 }

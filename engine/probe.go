@@ -57,11 +57,14 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 	if o.Config == nil {
 		o.Config, _ = config.Load("")
 	}
+	if !o.Agent.Verified() {
+		progress(o.Progress, "probe %s: note: %s's adapter is written from its public docs and has not been verified here", o.Agent.Name(), o.Agent.Name())
+	}
 	inst, err := findAgent(o.Agent, o.Config)
 	if err != nil {
 		return nil, err
 	}
-	bw, err := sandbox.CheckBwrap(ctx, "")
+	bw, err := sandbox.CheckBwrap(ctx, o.Config.Bwrap)
 	if err != nil {
 		return nil, err
 	}
@@ -237,17 +240,18 @@ func observe(ctx context.Context, p plan, s subject, loopback string, tw *twin) 
 }
 
 // twinArgv starts argv as a twin does: in the twin's cwd (below its planted home, not
-// /work) with HOME at the planted home. The room fixes HOME in its own env, so the twin
-// moves it here, in the one place that is not the room's promise.
+// /work), with HOME at the planted home and a canary descriptor open (fd 7 on a planted
+// file). The room itself fixes HOME and passes no descriptors, so the twin plants these in
+// its own command, the one place that is not the room's promise.
 func twinArgv(tw *twin, argv []string) []string {
-	return append([]string{"/bin/sh", "-c", `cd "$0" && HOME="$1" && export HOME && shift && exec "$@"`, tw.cwd, tw.home}, argv...)
+	return append([]string{"/bin/sh", "-c", `cd "$0" && HOME="$1" && export HOME && exec 7<"$1/.tare-canary-fd" && shift && exec "$@"`, tw.cwd, tw.home}, argv...)
 }
 
 // applicable is the set of detectors that apply to an agent, from what its adapter planted
 // in the control's dirty home: an agent that reads no MCP servers (pi) has none to leak, and
 // its MCP detector has nothing to prove. Detectors of the room itself always apply.
 func applicable(planted []agent.Source) map[string]bool {
-	uses := map[string]bool{DetHomePath: true, DetEnv: true, DetHostFiles: true, DetLoopback: true, DetOtherHosts: true}
+	uses := map[string]bool{DetHomePath: true, DetEnv: true, DetFDs: true, DetHostFiles: true, DetLoopback: true, DetOtherHosts: true}
 	for _, src := range planted {
 		if d := detectorOf[src.Kind]; d != "" {
 			uses[d] = true
@@ -279,6 +283,9 @@ func control(ctx context.Context, p plan, loopback string) (map[string][]Leak, [
 		if err := os.WriteFile(filepath.Join(home, name), []byte(text), 0o644); err != nil {
 			return nil, nil, err
 		}
+	}
+	if err := os.WriteFile(filepath.Join(home, ".tare-canary-fd"), []byte(token), 0o644); err != nil {
+		return nil, nil, err
 	}
 	if err := p.agent.Plant(home, agent.Canary{Token: token}); err != nil {
 		return nil, nil, fmt.Errorf("planting the dirty home: %v", err)
@@ -322,6 +329,9 @@ func realTwin(ctx context.Context, p plan, real subject, files []agent.Source, l
 	home := filepath.Join(dir, real.home)
 	proj := filepath.Join(dir, real.project)
 	if err := os.MkdirAll(proj, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(home, ".tare-canary-fd"), nil, 0o644); err != nil {
 		return nil, err
 	}
 	s := subject{

@@ -19,6 +19,7 @@ const (
 	DetPlugins      = "plugins"
 	DetEmail        = "email"
 	DetEnv          = "env"
+	DetFDs          = "descriptors"
 	DetHostFiles    = "host files"
 	DetLoopback     = "host loopback"
 	DetOtherHosts   = "other hosts"
@@ -26,7 +27,7 @@ const (
 
 // Detectors lists every detector a probe runs.
 var Detectors = []string{DetInstructions, DetHomePath, DetMCP, DetSkills, DetPlugins, DetEmail,
-	DetEnv, DetHostFiles, DetLoopback, DetOtherHosts}
+	DetEnv, DetFDs, DetHostFiles, DetLoopback, DetOtherHosts}
 
 // Leak is one thing of the operator's that a room let through.
 type Leak struct {

@@ -38,6 +38,7 @@ func buildRoom(p plan, upstream string, tw *twin) (sandbox.Room, roomSetup, erro
 		Workspace:         p.workspace,
 		WorkspaceReadOnly: p.readOnly,
 		Agent:             p.inst.Runtime,
+		Bwrap:             p.cfg.Bwrap,
 	}
 	for _, ro := range p.cfg.Room.ReadOnly {
 		room.Binds = append(room.Binds, sandbox.Bind{Source: ro, Dest: ro, Try: true})
@@ -151,6 +152,11 @@ func sightOf(v *sandbox.View, loopback string) sight {
 		for _, kv := range env {
 			k, val, _ := strings.Cut(kv, "=")
 			out.env[k] = val
+		}
+	}
+	for _, fd := range v.FDs {
+		if fd.FD > 2 && !fd.Runtime {
+			out.fds = append(out.fds, fmt.Sprintf("%d (%s)", fd.FD, fd.Target))
 		}
 	}
 	for _, f := range v.Found {

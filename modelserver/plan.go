@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"math"
 	"time"
 )
 
@@ -76,9 +77,13 @@ func (s *Server) decide(c *convo) decision {
 	st, ok := s.turnState[k]
 	if !ok {
 		var u float64
-		if c.key != "" {
+		switch {
+		case s.spread:
+			u = spreadDraw(s.seed, s.arrivals[idx])
+			s.arrivals[idx]++
+		case c.key != "":
 			u = keyedDraw(s.seed, c.key, idx)
-		} else {
+		default:
 			u = s.rng.Float64()
 		}
 		st = &turnState{}
@@ -123,6 +128,15 @@ func (s *Server) cwdFor(c *convo) string {
 		return c.cwd
 	}
 	return s.workspace
+}
+
+// spreadDraw is the n-th point of the golden-ratio sequence, offset by the seed: any few
+// consecutive points cover [0,1) evenly, so n runs show a branch of probability p about
+// p*n times, never all or none unless p is near 0 or 1.
+func spreadDraw(seed int64, n int) float64 {
+	const phi = 0.6180339887498949
+	u := keyedDraw(seed, "spread", 0) + float64(n)*phi
+	return u - math.Floor(u)
 }
 
 // keyedDraw is a uniform number in [0,1) fixed by (seed, key, turn), so a

@@ -58,6 +58,12 @@ type Options struct {
 	// Workspace is the working directory for write actions when the
 	// request names none; default DefaultWorkspace.
 	Workspace string
+	// Spread draws branches from a low-discrepancy sequence in the order
+	// conversations reach each turn (still fixed per session once drawn), so
+	// a few runs already show each branch close to its p: what a demo or a
+	// test of pass rates needs. The default draws by session key, which is
+	// reproducible across servers but only right on average.
+	Spread bool
 }
 
 // Server is tare's model server: a loopback HTTP server speaking the
@@ -77,6 +83,8 @@ type Server struct {
 	stateMu   sync.Mutex
 	turnState map[turnKey]*turnState
 	rng       *rand.Rand
+	spread    bool
+	arrivals  map[int]int // turn -> conversations that drew at it (Spread)
 
 	mu       sync.Mutex // guards the fields below
 	ln       net.Listener
@@ -104,6 +112,7 @@ func New(opts Options) (*Server, error) {
 		s.seed = s.script.Seed
 	}
 	s.rng = rand.New(rand.NewPCG(uint64(s.seed), 0x74617265))
+	s.spread, s.arrivals = opts.Spread, map[int]int{}
 	if opts.Log != nil {
 		s.logs = append(s.logs, opts.Log)
 	}

@@ -433,3 +433,39 @@ func TestEveryFeatureScriptWalk(t *testing.T) {
 		}
 	}
 }
+
+// With Spread, a handful of conversations already shows each branch: the 10 draws of a
+// turn with p = 0.5 split 5/5 (give or take one), and every pair of runs two apart differ
+// enough that no side of an interleaved calibrate is all one branch.
+func TestSpreadDrawsCoverEachBranchInFewRuns(t *testing.T) {
+	for seed := int64(1); seed <= 50; seed++ {
+		below := 0
+		var evens []float64
+		for n := 0; n < 10; n++ {
+			u := spreadDraw(seed, n)
+			if u < 0 || u >= 1 {
+				t.Fatalf("draw %v outside [0,1)", u)
+			}
+			if u < 0.5 {
+				below++
+			}
+			if n%2 == 0 {
+				evens = append(evens, u)
+			}
+		}
+		if below < 4 || below > 6 {
+			t.Errorf("seed %d: %d of 10 draws below 0.5", seed, below)
+		}
+		lo, hi := 0, 0
+		for _, u := range evens {
+			if u < 0.5 {
+				lo++
+			} else {
+				hi++
+			}
+		}
+		if lo == 0 || hi == 0 {
+			t.Errorf("seed %d: every other draw fell on one side of 0.5: %v", seed, evens)
+		}
+	}
+}

@@ -233,3 +233,27 @@ func TestStartHygiene(t *testing.T) {
 		t.Errorf("temp root holds %v after a failed Start", ents)
 	}
 }
+
+// TestStaleRoomFoldersAreSwept: the temp folder of a room whose tare was SIGKILLed (its pid
+// gone) is removed by the next room started there; a live tare's folder is left alone.
+func TestStaleRoomFoldersAreSwept(t *testing.T) {
+	tmp := t.TempDir()
+	dead := exec.Command("/bin/true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(tmp, fmt.Sprintf("%s%d-123", roomPrefix, dead.Process.Pid))
+	live := filepath.Join(tmp, fmt.Sprintf("%s%d-456", roomPrefix, os.Getppid()))
+	for _, d := range []string{stale, live} {
+		if err := os.MkdirAll(filepath.Join(d, "sock"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sweepRooms(tmp)
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the dead tare's room folder is still there")
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("a live tare's room folder was removed: %v", err)
+	}
+}

@@ -81,7 +81,8 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp(r.TempDir, "tare-room-")
+	sweepRooms(r.TempDir)
+	dir, err := os.MkdirTemp(r.TempDir, fmt.Sprintf("%s%d-", roomPrefix, os.Getpid()))
 	if err != nil {
 		return nil, fmt.Errorf("room: temp folder: %v: set Room.TempDir or TMPDIR to a writable folder", err)
 	}

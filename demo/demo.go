@@ -1,0 +1,61 @@
+// Package demo is the experiment that ships with tare: a small project, a task, a check and
+// a model script with a seeded branch, so `tare demo` shows a calibrate on tare's own model
+// server, with no account, in a minute.
+package demo
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+//go:embed project model.toml
+var files embed.FS
+
+// Task is the demo's prompt.
+const Task = "Make greet.sh print exactly: hello, tare"
+
+// Check passes when greet.sh prints the greeting.
+const Check = `test "$(sh greet.sh)" = "hello, tare"`
+
+// Paths are where Extract put the demo.
+type Paths struct {
+	// Project is the demo project's folder.
+	Project string
+	// Script is the model script for tare's model server.
+	Script string
+}
+
+// Extract writes the demo project and its model script into dir, which must not exist yet.
+func Extract(dir string) (Paths, error) {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return Paths{}, err
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return Paths{}, fmt.Errorf("demo folder %s: %v", dir, err)
+	}
+	err := fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == "." {
+			return err
+		}
+		dst := filepath.Join(dir, filepath.FromSlash(p))
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		data, err := files.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		mode := os.FileMode(0o644)
+		if filepath.Ext(p) == ".sh" {
+			mode = 0o755
+		}
+		return os.WriteFile(dst, data, mode)
+	})
+	if err != nil {
+		return Paths{}, err
+	}
+	return Paths{Project: filepath.Join(dir, "project"), Script: filepath.Join(dir, "model.toml")}, nil
+}

@@ -1,0 +1,358 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"tare/agent"
+	"tare/capsule"
+	"tare/config"
+	"tare/modelserver"
+)
+
+// CalibrateOptions is a calibrate run: N fresh starts of a task per side.
+type CalibrateOptions struct {
+	// Prompt is the task, for every side without a prompt of its own.
+	Prompt string
+	Sides  []Side
+	// Check is a shell command run in each finished workspace; exit 0 passes. Empty: a run
+	// counts when its agent exits 0, and every workspace is kept.
+	Check        string
+	CheckTimeout time.Duration
+	AgentTimeout time.Duration
+	Runs, Jobs   int
+	Keep         bool
+	Project      string
+	// Out is the run directory (default: <state>/calibrate/<project>-<time>).
+	Out    string
+	Config *config.Config
+	// Script makes every side talk to tare's own model server replaying this script;
+	// empty means each agent's real provider.
+	Script     string
+	Seed       int64
+	AllowDirty bool
+	// Argv is the command line, kept in the recipe.
+	Argv []string
+	// Bus receives the run's events as they are journaled (nil: none).
+	Bus *Bus
+	// Progress receives the probe's lines (nil: none).
+	Progress io.Writer
+	// Version is tare's version, kept in the recipe.
+	Version string
+}
+
+// ParseSides turns --side specs ("claude --model haiku") and --side-prompt KEY=PROMPT
+// items into sides keyed a, b, c...
+func ParseSides(specs, prompts []string) ([]Side, error) {
+	if len(specs) == 0 {
+		return nil, errors.New("--side: give at least one side, e.g. --side claude --side \"codex -m gpt-5\"")
+	}
+	var sides []Side
+	for i, spec := range specs {
+		words, err := splitWords(spec)
+		if err != nil || len(words) == 0 {
+			return nil, fmt.Errorf("--side %q: want an agent and its arguments, e.g. \"claude --model haiku\"", spec)
+		}
+		if _, err := agent.ByName(words[0]); err != nil {
+			return nil, fmt.Errorf("--side %q: %v", spec, err)
+		}
+		sides = append(sides, Side{Key: string(rune('a' + i)), Agent: words[0], Args: words[1:]})
+	}
+	for _, item := range prompts {
+		key, text, ok := strings.Cut(item, "=")
+		i := -1
+		for j, s := range sides {
+			if s.Key == key {
+				i = j
+			}
+		}
+		if !ok || i < 0 || text == "" {
+			return nil, fmt.Errorf("--side-prompt %q: want KEY=PROMPT with KEY one of %s", item, sideKeys(sides))
+		}
+		sides[i].Prompt = text
+	}
+	return sides, nil
+}
+
+func sideKeys(sides []Side) string {
+	var keys []string
+	for _, s := range sides {
+		keys = append(keys, s.Key)
+	}
+	return strings.Join(keys, ", ")
+}
+
+// Calibrate runs each side N times from a fresh start of the task, in rooms, scored by the
+// check, and returns the report: pass rate with its Wilson 95% interval, judge scores, time,
+// tokens and cost per side. The run directory holds the journal, recipe, usage and report.
+func Calibrate(ctx context.Context, o CalibrateOptions) (dir, report string, err error) {
+	if err := o.validate(); err != nil {
+		return "", "", err
+	}
+	dir = o.Out
+	if dir == "" {
+		dir = filepath.Join(o.Config.StateDir, "calibrate", RunDirName(o.Project, time.Now()))
+	}
+	installs, err := findInstalls(o.Sides, o.Config)
+	if err != nil {
+		return "", "", err
+	}
+	r, err := createRun(dir, o.Bus)
+	if err != nil {
+		return "", "", err
+	}
+	defer r.close()
+	store, err := capsule.Open(filepath.Join(dir, "store"))
+	if err != nil {
+		return dir, "", err
+	}
+	start, err := store.Snap(ctx, o.Project, "start")
+	if err != nil {
+		return dir, "", fmt.Errorf("taking the project's capsule: %v", err)
+	}
+	rec := &Recipe{
+		Tare: o.Version, Argv: o.Argv, Kind: "calibrate", Time: time.Now().UTC(), Project: o.Project, Fingerprint: start.Root,
+		Prompt: o.Prompt, Check: o.Check, CheckTimeout: o.CheckTimeout.Seconds(), AgentTimeout: o.AgentTimeout.Seconds(),
+		Sides: o.Sides, Agents: map[string]RecipeAgent{}, Runs: o.Runs, Jobs: o.Jobs, Keep: o.Keep || o.Check == "", Seed: o.Seed,
+	}
+	for name, inst := range installs {
+		rec.Agents[name] = RecipeAgent{Version: inst.Version, Bin: inst.Bin, Snapshots: "none (calibrate takes no step capsules)"}
+	}
+	if o.Script != "" {
+		text, err := os.ReadFile(o.Script)
+		if err != nil {
+			return dir, "", fmt.Errorf("--script %s: %v", o.Script, err)
+		}
+		rec.Script, rec.ScriptText = o.Script, string(text)
+		if rec.Seed == 0 {
+			script, _ := modelserver.ParseScript(text, o.Script)
+			rec.Seed = script.Seed
+		}
+	}
+	if err := writeRecipe(dir, rec); err != nil {
+		return dir, "", err
+	}
+	if err := r.emit(Event{RunStarted: &RunStarted{Kind: "calibrate", Project: o.Project, Prompt: o.Prompt, Check: o.Check,
+		Sides: o.Sides, Budget: len(o.Sides) * o.Runs, Jobs: o.Jobs}}); err != nil {
+		return dir, "", err
+	}
+	if err := probeSides(ctx, r, o.Sides, o.Project, o.Config, o.AllowDirty, o.Progress); err != nil {
+		_ = r.emit(Event{RunFinished: &RunFinished{Error: err.Error()}})
+		return dir, "", err
+	}
+	report, err = runCalibrate(ctx, r, rec, store, start, installs, o.Config)
+	return dir, report, err
+}
+
+func (o *CalibrateOptions) validate() error {
+	if o.Runs < 1 {
+		return fmt.Errorf("--runs %d: want 1 or more", o.Runs)
+	}
+	if o.Jobs < 1 {
+		return fmt.Errorf("--jobs %d: want 1 or more", o.Jobs)
+	}
+	if o.Prompt == "" {
+		for _, s := range o.Sides {
+			if s.Prompt == "" {
+				return errors.New("give a prompt, or a --side-prompt for every side")
+			}
+		}
+	}
+	if o.Script != "" {
+		if _, err := modelserver.LoadScript(o.Script); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// findInstalls finds every side's agent CLI before anything is written.
+func findInstalls(sides []Side, cfg *config.Config) (map[string]agent.Install, error) {
+	out := map[string]agent.Install{}
+	for _, s := range sides {
+		if _, ok := out[s.Agent]; ok {
+			continue
+		}
+		a, err := agent.ByName(s.Agent)
+		if err != nil {
+			return nil, err
+		}
+		inst, err := findAgent(a, cfg)
+		if err != nil {
+			return nil, err
+		}
+		out[s.Agent] = inst
+	}
+	return out, nil
+}
+
+// probeSides proves a room clean for each agent before any tail runs, and journals each
+// reading; a reading that is not "tare: 0.00" stops the run unless allowDirty.
+func probeSides(ctx context.Context, r *run, sides []Side, project string, cfg *config.Config, allowDirty bool, progress io.Writer) error {
+	if err := r.emit(Event{Phase: &Phase{Name: "probe"}}); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, s := range sides {
+		if seen[s.Agent] {
+			continue
+		}
+		seen[s.Agent] = true
+		a, _ := agent.ByName(s.Agent)
+		reading, err := Probe(ctx, ProbeOptions{Agent: a, Project: project, Config: cfg, Progress: progress})
+		if err != nil {
+			return err
+		}
+		if err := r.emit(Event{Probed: &Probed{Agent: s.Agent, Verdict: reading.Verdict(), Zero: reading.Zero(), Text: reading.Render()}}); err != nil {
+			return err
+		}
+		if !reading.Zero() && !allowDirty {
+			return fmt.Errorf("%s: %s; %v", s.Agent, reading.Verdict(), ErrDirty)
+		}
+	}
+	return nil
+}
+
+// calibrateTails lists a calibrate run's tails in the order they are started: run i of
+// every side, then run i+1.
+func calibrateTails(rec *Recipe, start capsule.Capsule) []tailSpec {
+	var specs []tailSpec
+	for i := 0; i < rec.Runs; i++ {
+		for _, s := range rec.Sides {
+			prompt := rec.Prompt
+			if s.Prompt != "" {
+				prompt = s.Prompt
+			}
+			specs = append(specs, tailSpec{ID: fmt.Sprintf("%s-%d", s.Key, i), Side: s, How: "fresh", Prompt: prompt, Start: start})
+		}
+	}
+	return specs
+}
+
+// runCalibrate runs the tails the journal does not hold as finished, then writes the report.
+func runCalibrate(ctx context.Context, r *run, rec *Recipe, store *capsule.Store, start capsule.Capsule,
+	installs map[string]agent.Install, cfg *config.Config) (string, error) {
+	env := &tailEnv{run: r, store: store, recipe: rec, cfg: cfg, installs: installs}
+	if rec.ScriptText != "" {
+		script, err := modelserver.ParseScript([]byte(rec.ScriptText), rec.Script)
+		if err != nil {
+			return "", err
+		}
+		// Spread: a calibrate measures rates, so the script's branches are drawn evenly.
+		srv, err := modelserver.New(modelserver.Options{Script: script, Seed: rec.Seed, Spread: true,
+			LogPath: filepath.Join(r.dir, "model-requests.jsonl")})
+		if err != nil {
+			return "", err
+		}
+		if err := srv.Start("127.0.0.1:0"); err != nil {
+			return "", err
+		}
+		defer srv.Close()
+		env.upstream = srv.Addr()
+	}
+	if err := r.emit(Event{Phase: &Phase{Name: "tails"}}); err != nil {
+		return "", err
+	}
+	done := map[string]bool{}
+	for id, t := range r.snapshot().Tails {
+		done[id] = t.Status == "passed" || t.Status == "failed" || t.Status == "error"
+	}
+	var todo []tailSpec
+	for _, spec := range calibrateTails(rec, start) {
+		if !done[spec.ID] {
+			todo = append(todo, spec)
+		}
+	}
+	if err := runJobs(ctx, rec.Jobs, todo, func(ctx context.Context, spec tailSpec) error { return runTail(ctx, env, spec) }); err != nil {
+		return "", err
+	}
+	if err := r.emit(Event{Phase: &Phase{Name: "report"}}); err != nil {
+		return "", err
+	}
+	st := r.snapshot()
+	report := calibrateReport(rec, st)
+	if err := capsule.WriteFileAtomic(filepath.Join(r.dir, "report.txt"), []byte(report), 0o644); err != nil {
+		return "", err
+	}
+	if err := writeUsage(r.dir, st); err != nil {
+		return "", err
+	}
+	return report, r.emit(Event{RunFinished: &RunFinished{Report: report}})
+}
+
+// runJobs runs f over specs with at most jobs at once, in order. The first error that is
+// not a tail's own (the journal failed, or ctx ended) stops new starts and is returned
+// after the running ones end.
+func runJobs(ctx context.Context, jobs int, specs []tailSpec, f func(context.Context, tailSpec) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, jobs)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for _, spec := range specs {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func(spec tailSpec) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := f(ctx, spec); err != nil {
+				once.Do(func() { first = err; cancel() })
+			}
+		}(spec)
+	}
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
+}
+
+// splitWords splits a side spec as a shell would, with ” and "" quoting.
+func splitWords(s string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	var quote rune
+	for _, c := range s {
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			} else {
+				cur.WriteRune(c)
+			}
+		case c == '\'' || c == '"':
+			quote, inWord = c, true
+		case c == ' ' || c == '\t' || c == '\n':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteRune(c)
+			inWord = true
+		}
+	}
+	if quote != 0 {
+		return nil, errors.New("unclosed quote")
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words, nil
+}

@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+
+	"tare/agent"
+)
+
+func TestDetectorsNameEachLeakWithItsSource(t *testing.T) {
+	home := "/home/op"
+	s := subject{
+		home: home, project: "/srv/proj", loopback: "127.0.0.1:9",
+		env:  map[string]bool{"HOME": true, "PATH": true},
+		show: func(p string) string { return strings.Replace(p, home, "~", 1) },
+		sources: []agent.Source{
+			{Path: home + "/.claude/CLAUDE.md", Kind: agent.KindInstructions, Fingerprints: []string{"Always answer in French, mon ami."}},
+			{Path: home + "/.claude.json", Kind: agent.KindMCP, Fingerprints: []string{"github"}},
+			{Path: home + "/.claude/skills/deploy/SKILL.md", Kind: agent.KindSkill, Fingerprints: []string{"deploy-to-prod"}},
+			{Path: home + "/.claude/agents/reviewer.md", Kind: agent.KindAgent, Fingerprints: []string{"strict-reviewer"}},
+			{Path: home + "/.claude.json", Kind: agent.KindEmail, Fingerprints: []string{"op@example.org"}},
+		},
+	}
+	ev := scanRequests([][]byte{
+		[]byte(`{"system":[{"type":"text","text":"Contents of CLAUDE.md:\nAlways answer in French, mon ami.\n"}],
+		  "messages":[{"role":"user","content":"cwd is /home/op/src; skills: deploy-to-prod; agents: strict-reviewer"}],
+		  "tools":[{"name":"Bash"},{"name":"mcp__github__create_issue"}]}`),
+	})
+	ev.sight = sight{
+		env:        map[string]string{"HOME": "/home/agent", "PATH": "/usr/bin", "SSH_AUTH_SOCK": "/tmp/x"},
+		found:      map[string]string{"/mnt/x/CLAUDE.md": home + "/.claude/CLAUDE.md"},
+		needles:    map[string][]string{"op@example.org": {"/home/agent/.claude.json"}},
+		fds:        []string{"7 (/home/op/secret)"},
+		loopback:   true,
+		interfaces: []string{"eth0"},
+		routes:     1,
+	}
+	got := detect(ev, s)
+	want := map[string]string{
+		DetInstructions: "~/.claude/CLAUDE.md",
+		DetHomePath:     "",
+		DetMCP:          "~/.claude.json (github)",
+		DetSkills:       "~/.claude/skills/deploy/SKILL.md",
+		DetPlugins:      "~/.claude/agents/reviewer.md",
+		DetEmail:        "~/.claude.json",
+		DetEnv:          "the caller's environment",
+		DetFDs:          "a descriptor of the caller's",
+		DetHostFiles:    "~/.claude/CLAUDE.md",
+		DetLoopback:     "127.0.0.1:9",
+		DetOtherHosts:   "the host's network",
+	}
+	for det, source := range want {
+		leaks := got[det]
+		if len(leaks) != 1 {
+			t.Errorf("%s: %d leaks %+v, want 1", det, len(leaks), leaks)
+			continue
+		}
+		if source != "" && leaks[0].Source != source {
+			t.Errorf("%s: source %q, want %q", det, leaks[0].Source, source)
+		}
+	}
+	if leaks := got[DetEnv]; len(leaks) == 1 && !strings.Contains(leaks[0].What, "SSH_AUTH_SOCK") {
+		t.Errorf("env leak names %q, want SSH_AUTH_SOCK", leaks[0].What)
+	}
+}
+
+func TestDetectorsStaySilentOnACleanRoom(t *testing.T) {
+	s := subject{
+		home: "/root", project: "/work/main", env: map[string]bool{"HOME": true, "PWD": true}, show: tilde,
+		sources: []agent.Source{{Path: "/root/.claude/CLAUDE.md", Kind: agent.KindInstructions, Fingerprints: []string{"Always answer in French."}}},
+	}
+	// What the clean rooms really send, reduced: the room's own paths, Codex's agent tree
+	// named "/root", an XML closing tag </root>, and the workspace at /work.
+	ev := scanRequests([][]byte{[]byte(`{"input":[{"text":"<environment_context><cwd>/work</cwd><workspace_roots><root>/work</root></workspace_roots>"}],
+		"client_metadata":{"x-codex-turn-metadata":"{\"agent_name\":\"/root\",\"session_id\":\"x\"}"},
+		"tools":[{"type":"function","name":"exec_command"}]}`)})
+	ev.sight = sight{env: map[string]string{"HOME": "/home/agent", "PWD": "/work"}}
+	if got := detect(ev, s); len(got) != 0 {
+		t.Fatalf("a clean room read as leaking: %+v", got)
+	}
+}
+
+func TestMentionsWholePathsOnly(t *testing.T) {
+	cases := []struct {
+		text, path string
+		want       bool
+	}{
+		{"cwd: /root\n", "/root", true},
+		{"see /root/.claude/CLAUDE.md", "/root", true},
+		{`"/home/op"`, "/home/op", true},
+		{"/home/operator", "/home/op", false},
+		{"</root>", "/root", false},
+		{"/srv/root", "/root", false},
+		{"/root.bak", "/root", false},
+	}
+	for _, c := range cases {
+		if got := mentions(c.text, c.path); got != c.want {
+			t.Errorf("mentions(%q, %q) = %v, want %v", c.text, c.path, got, c.want)
+		}
+	}
+}
+
+func TestVerdicts(t *testing.T) {
+	r := &Reading{Agent: "claude", Verified: true, ControlSaw: map[string]string{}}
+	if r.Verdict() != "tare: 0.00" || !r.Zero() {
+		t.Fatalf("empty reading: %q", r.Verdict())
+	}
+	r.Blind = []string{DetEmail}
+	if r.Verdict() != "not proven (blind)" || r.Zero() {
+		t.Fatalf("blind reading: %q", r.Verdict())
+	}
+	r.Leaks = []Leak{{Detector: DetEnv, What: "variable X is set in the room", Source: "the caller's environment"}}
+	if r.Verdict() != "tare: 1 leak" || r.Zero() {
+		t.Fatalf("one leak: %q", r.Verdict())
+	}
+	r.Leaks = append(r.Leaks, Leak{Detector: DetMCP, What: "tool mcp__x reached the model", Source: "~/.claude.json"})
+	text := r.Render()
+	for _, want := range []string{"tare: 2 leaks", "<- ~/.claude.json", "blind     the control could not see: email"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("render lacks %q:\n%s", want, text)
+		}
+	}
+	r.Verified = false
+	if !strings.Contains(r.Render(), "has not been verified here") {
+		t.Errorf("an unverified agent's reading must say so")
+	}
+}

@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"tare/capsule"
+)
+
+// RecipeFile is the name of a run's recipe inside its directory.
+const RecipeFile = "recipe.json"
+
+// recipeFormat marks a recipe tare wrote; tare resume refuses any other.
+const recipeFormat = "tare-recipe 1"
+
+// Recipe is everything needed to finish or repeat a run: what was asked, of which agents at
+// which versions, on which project (by content), with which model script.
+type Recipe struct {
+	Format string    `json:"format"`
+	Tare   string    `json:"tare"`
+	Argv   []string  `json:"argv"`
+	Kind   string    `json:"kind"`
+	Time   time.Time `json:"time"`
+	// Project is the project's folder; Fingerprint is its capsule root before the run.
+	Project     string `json:"project"`
+	Fingerprint string `json:"fingerprint"`
+	Prompt      string `json:"prompt,omitempty"`
+	Check       string `json:"check,omitempty"`
+	// CheckTimeout and AgentTimeout are in seconds.
+	CheckTimeout float64 `json:"check_timeout"`
+	AgentTimeout float64 `json:"agent_timeout"`
+	Sides        []Side  `json:"sides"`
+	// Agents holds each agent's version and how its capsules are taken.
+	Agents map[string]RecipeAgent `json:"agents"`
+	Runs   int                    `json:"runs"`
+	Jobs   int                    `json:"jobs"`
+	Keep   bool                   `json:"keep"`
+	// Script is the model script tare's own model server replays ("" for real providers);
+	// ScriptText is its content, so a resume replays the same script even if the file changed.
+	Script     string `json:"script,omitempty"`
+	ScriptText string `json:"script_text,omitempty"`
+	Seed       int64  `json:"seed"`
+}
+
+// RecipeAgent is one agent as the run used it.
+type RecipeAgent struct {
+	Version string `json:"version"`
+	Bin     string `json:"bin"`
+	// Snapshots says how this agent's capsules are taken: "hook" (in the room, after each
+	// tool call) or "stream" (by the engine, from outside, on each tool result it streams).
+	Snapshots string `json:"snapshots"`
+}
+
+func writeRecipe(dir string, r *Recipe) error {
+	r.Format = recipeFormat
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return capsule.WriteFileAtomic(filepath.Join(dir, RecipeFile), append(data, '\n'), 0o644)
+}
+
+// ReadRecipe reads a run directory's recipe, refusing a folder tare did not write.
+func ReadRecipe(dir string) (*Recipe, error) {
+	data, err := os.ReadFile(filepath.Join(dir, RecipeFile))
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, fmt.Errorf("%s: not a tare run (no %s); fix: give a directory that tare calibrate made", dir, RecipeFile)
+		}
+		return nil, fmt.Errorf("%s: %v", dir, err)
+	}
+	var r Recipe
+	if err := json.Unmarshal(data, &r); err != nil || r.Format != recipeFormat {
+		return nil, fmt.Errorf("%s: not a tare run (%s is not a tare recipe); fix: give a directory that tare calibrate made", dir, RecipeFile)
+	}
+	return &r, nil
+}

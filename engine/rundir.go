@@ -1,0 +1,128 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// run is one run directory being written: its journal, the bus its events go out on, and
+// the state they add up to. Every event goes to the journal first (final ones fsynced), then
+// to the bus, so a subscriber that falls behind never costs the record anything.
+type run struct {
+	dir     string
+	journal *Journal
+	bus     *Bus
+	lock    *os.File
+
+	mu    sync.Mutex
+	state *RunState
+}
+
+// RunDirName is the default name of a run's directory: the project's folder name and the
+// time, as the seed names them.
+func RunDirName(project string, now time.Time) string {
+	return fmt.Sprintf("%s-%s", filepath.Base(project), now.Format("20060102-150405"))
+}
+
+// createRun makes a new run directory; it refuses one that exists, so a run never
+// writes over another.
+func createRun(dir string, bus *Bus) (*run, error) {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return nil, fmt.Errorf("run directory %s: %v", dir, err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if os.IsExist(err) {
+			return nil, fmt.Errorf("run directory %s exists; fix: choose another --out, or continue it with tare resume %s", dir, dir)
+		}
+		return nil, fmt.Errorf("run directory %s: %v", dir, err)
+	}
+	return openRun(dir, bus)
+}
+
+// openRun opens an existing run directory for appending (tare resume). It holds the run's
+// lock until close, so two processes never write one run.
+func openRun(dir string, bus *Bus) (*run, error) {
+	lock, err := lockRun(dir)
+	if err != nil {
+		return nil, err
+	}
+	r, err := openLocked(dir, bus)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	r.lock = lock
+	return r, nil
+}
+
+func openLocked(dir string, bus *Bus) (*run, error) {
+	events, err := ReadJournal(dir)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	j, err := OpenJournal(dir)
+	if err != nil {
+		return nil, err
+	}
+	if bus == nil {
+		bus = NewBus()
+	}
+	return &run{dir: dir, journal: j, bus: bus, state: Replay(filepath.Base(dir), events)}, nil
+}
+
+// emit records e in the journal, then publishes it. A journal that cannot be written stops
+// the run: a run whose record is lost is worth nothing.
+func (r *run) emit(e Event) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.journal.Append(&e); err != nil {
+		return err
+	}
+	r.state.Apply(e)
+	r.bus.Publish(e)
+	return nil
+}
+
+// snapshot returns a copy of the run's state as the journal has it now.
+func (r *run) snapshot() *RunState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cp := *r.state
+	cp.Tails = make(map[string]*TailState, len(r.state.Tails))
+	for id, t := range r.state.Tails {
+		tc := *t
+		cp.Tails[id] = &tc
+	}
+	cp.Order = append([]string(nil), r.state.Order...)
+	return &cp
+}
+
+func (r *run) close() error {
+	err := r.journal.Close()
+	if r.lock != nil {
+		r.lock.Close() // releases the flock
+	}
+	return err
+}
+
+// lockRun takes the run directory's lock, naming the holder when another tare has it.
+func lockRun(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("run directory %s: %v", dir, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(f.Name())
+		f.Close()
+		return nil, fmt.Errorf("%s is being run by another tare (pid %s); fix: let it finish, or watch it with tare watch %s",
+			dir, strings.TrimSpace(string(holder)), dir)
+	}
+	_ = f.Truncate(0)
+	_, _ = f.WriteAt([]byte(fmt.Sprintf("%d\n", os.Getpid())), 0)
+	return f, nil
+}

@@ -1,0 +1,198 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"tare/agent"
+	"tare/capsule"
+	"tare/config"
+)
+
+// DefaultAgentTimeout bounds one agent run in a tail.
+const DefaultAgentTimeout = 30 * time.Minute
+
+// tailSpec is one tail to run: a side continuing a capsule.
+type tailSpec struct {
+	ID     string
+	Side   Side
+	Step   int
+	How    string // fresh, native or handoff
+	Prompt string
+	Start  capsule.Capsule
+}
+
+// TailResult is a tail's result.json: what a tail did and its verdict.
+type TailResult struct {
+	ID     string `json:"id"`
+	Side   string `json:"side"`
+	Agent  string `json:"agent"`
+	Step   int    `json:"step"`
+	How    string `json:"how"`
+	Passed bool   `json:"passed"`
+	// Status is passed, failed or error (the tail could not reach a verdict).
+	Status string `json:"status"`
+	// AgentExit is how the agent ended: "agent exit N", or why it was stopped.
+	AgentExit string  `json:"agent_exit"`
+	Check     string  `json:"check"`
+	Score     *int    `json:"score,omitempty"`
+	Seconds   float64 `json:"seconds"`
+	Calls     int     `json:"calls"`
+	Session   string  `json:"session,omitempty"`
+	Usage     Usage   `json:"usage"`
+}
+
+// tailEnv is what every tail of a run shares.
+type tailEnv struct {
+	run      *run
+	store    *capsule.Store
+	recipe   *Recipe
+	cfg      *config.Config
+	upstream string // tare's model server, or "" for real providers
+	installs map[string]agent.Install
+}
+
+// runTail runs one tail to its verdict and records it. An error is returned only when the
+// run itself cannot go on (its journal cannot be written); a tail that fails for its own
+// reasons is recorded as failed or error and the run goes on.
+func runTail(ctx context.Context, env *tailEnv, spec tailSpec) error {
+	dir := filepath.Join(env.run.dir, "tails", spec.ID)
+	attempt, err := setAside(dir)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "session"), 0o755); err != nil {
+		return err
+	}
+	if err := env.run.emit(Event{TailStarted: &TailStarted{ID: spec.ID, Side: spec.Side.Key, Step: spec.Step, How: spec.How, Attempt: attempt}}); err != nil {
+		return err
+	}
+	began := time.Now()
+	res := TailResult{ID: spec.ID, Side: spec.Side.Key, Agent: spec.Side.Agent, Step: spec.Step, How: spec.How, Status: "error"}
+	res.AgentExit, res.Check = tailBody(ctx, env, spec, dir, &res)
+	res.Seconds = time.Since(began).Seconds()
+	if ctx.Err() != nil {
+		return ctx.Err() // stopped, not finished: tare resume reruns it
+	}
+	if data, err := json.MarshalIndent(res, "", "  "); err == nil {
+		if err := capsule.WriteFileAtomic(filepath.Join(dir, "result.json"), append(data, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	if !env.recipe.Keep && env.recipe.Check != "" {
+		_ = os.RemoveAll(filepath.Join(dir, "work"))
+	}
+	return env.run.emit(Event{TailFinished: &TailFinished{ID: spec.ID, Passed: res.Passed, Status: res.Status,
+		Detail: res.AgentExit + "; " + res.Check, Score: res.Score, Seconds: res.Seconds, Calls: res.Calls, Usage: res.Usage}})
+}
+
+// tailBody restores the workspace, runs the agent in a room and the check outside it. It
+// returns how the agent ended and the check's verdict, and fills res.
+func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *TailResult) (string, string) {
+	work := filepath.Join(dir, "work")
+	if err := env.store.Restore(ctx, spec.Start, work); err != nil {
+		return "not started", fmt.Sprintf("capsule %d could not be restored: %v", spec.Start.Step, err)
+	}
+	a, err := agent.ByName(spec.Side.Agent)
+	if err != nil {
+		return "not started", err.Error()
+	}
+	inst := env.installs[a.Name()]
+	p := plan{agent: a, inst: inst, cfg: env.cfg, workspace: work, sessions: filepath.Join(dir, "session"), login: env.upstream == ""}
+	room, _, err := buildRoom(p, env.upstream, nil)
+	if err != nil {
+		return "not started", err.Error()
+	}
+	args := append(append([]string{}, env.cfg.Agents[a.Name()].Args...), spec.Side.Args...)
+	room.Argv = append([]string{inst.Command}, a.RunArgs(spec.Prompt, args)...)
+	stdout, err := os.Create(filepath.Join(dir, "stdout.jsonl"))
+	if err != nil {
+		return "not started", err.Error()
+	}
+	defer stdout.Close()
+	stderr, err := os.Create(filepath.Join(dir, "stderr.log"))
+	if err != nil {
+		return "not started", err.Error()
+	}
+	defer stderr.Close()
+	live := newLiveStream(a, spec.ID, env.run)
+	room.Stdout, room.Stderr = teeLines(stdout, live), stderr
+
+	timeout := time.Duration(env.recipe.AgentTimeout * float64(time.Second))
+	if timeout <= 0 {
+		timeout = DefaultAgentTimeout
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	code, err := runRoom(actx, room)
+	cancel()
+	live.flush()
+	ran := fmt.Sprintf("agent exit %d", code)
+	switch {
+	case err != nil:
+		ran = "agent did not start: " + err.Error()
+	case errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+		ran = fmt.Sprintf("agent stopped after %s", timeout.Round(time.Second))
+	}
+	res.Calls = live.calls()
+	if f, err := os.Open(filepath.Join(dir, "stdout.jsonl")); err == nil {
+		if r, err := a.ParseStream(f); err == nil {
+			res.Session = r.SessionID
+			res.Usage = usageOf(r.Usage)
+			if r.IsError && code == 0 {
+				ran = "agent error: " + clip(r.Error, 100)
+			}
+		}
+		f.Close()
+	}
+	if ctx.Err() != nil {
+		return ran, "not checked: the run was stopped"
+	}
+	if env.recipe.Check == "" {
+		// Without a check a run counts when its agent ended normally; the workspace is kept.
+		res.Passed = ran == "agent exit 0"
+		res.Status = map[bool]string{true: "passed", false: "failed"}[res.Passed]
+		return ran, "no check"
+	}
+	c := runCheck(ctx, env.recipe.Check, work, time.Duration(env.recipe.CheckTimeout*float64(time.Second)))
+	res.Passed, res.Score = c.Passed, c.Score
+	res.Status = map[bool]string{true: "passed", false: "failed"}[c.Passed]
+	return ran, c.Detail
+}
+
+// setAside moves the folder of an earlier attempt of a tail (one a crash interrupted) out of
+// the way, keeping it, and returns this attempt's number.
+func setAside(dir string) (int, error) {
+	if _, err := os.Stat(dir); os.IsNotExist(err) {
+		return 0, nil
+	}
+	for n := 1; ; n++ {
+		old := fmt.Sprintf("%s.attempt-%d", dir, n)
+		if _, err := os.Stat(old); os.IsNotExist(err) {
+			if err := os.Rename(dir, old); err != nil {
+				return 0, fmt.Errorf("setting aside an interrupted tail: %v", err)
+			}
+			return n, nil
+		}
+	}
+}
+
+// usageOf turns an agent's reported usage into tare's, with tare's own cost beside the
+// CLI's figure when it reported one.
+func usageOf(u agent.Usage) Usage {
+	out := Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, Model: u.Model}
+	if cost, ok := CostOf(u.Model, u.Input, u.Output, u.CacheRead, u.CacheWrite); ok {
+		out.Cost = cost
+	} else if u.Input+u.Output > 0 {
+		out.Unpriced = []string{u.Model}
+	}
+	if u.CostReported {
+		c := u.CostUSD
+		out.Reported = &c
+	}
+	return out
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tareBin is the real binary, built once for these tests.
+var tareBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tare-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	tareBin = filepath.Join(dir, "tare")
+	if out, err := exec.Command("go", "build", "-o", tareBin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building tare: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// run is one tare command in a sandbox of its own: a fresh HOME, config folder and TMPDIR,
+// so a test can check that the command leaves nothing behind.
+type run struct {
+	home, config, tmp string
+	stdout, stderr    string
+	code              int
+}
+
+func newRun(t *testing.T, configText string) *run {
+	t.Helper()
+	root := t.TempDir()
+	r := &run{home: filepath.Join(root, "home"), config: filepath.Join(root, "config"), tmp: filepath.Join(root, "tmp")}
+	for _, d := range []string{r.home, filepath.Join(r.config, "tare"), r.tmp} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if configText != "" {
+		if err := os.WriteFile(filepath.Join(r.config, "tare", "config.toml"), []byte(configText), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
+}
+
+func (r *run) tare(t *testing.T, args ...string) *run {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, tareBin, args...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + r.home, "XDG_CONFIG_HOME=" + r.config,
+		"XDG_STATE_HOME=" + filepath.Join(r.home, ".local", "state"), "TMPDIR=" + r.tmp, "LANG=C.UTF-8"}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r.stdout, r.stderr = out.String(), errb.String()
+	r.code = 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// leftovers lists what a finished command left: entries in its TMPDIR (room folders) and
+// processes that still name that folder.
+func (r *run) leftovers(t *testing.T) []string {
+	t.Helper()
+	var left []string
+	entries, _ := os.ReadDir(r.tmp)
+	for _, e := range entries {
+		left = append(left, "temp "+e.Name())
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		data, err := os.ReadFile(p)
+		if err == nil && bytes.Contains(data, []byte(r.tmp)) {
+			left = append(left, "process "+p)
+		}
+	}
+	return left
+}
+
+// TestBadInputIsOneLineAndLeavesNothing: each bad input gets one line naming what is wrong
+// and the fix, a non-zero exit, and no room folder or process left behind.
+func TestBadInputIsOneLineAndLeavesNothing(t *testing.T) {
+	brokenBwrap := filepath.Join(t.TempDir(), "bwrap")
+	if err := os.WriteFile(brokenBwrap, []byte("#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'bubblewrap 0.8.0'; exit 0; fi\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	project := t.TempDir()
+	cases := []struct {
+		name   string
+		config string
+		args   []string
+		want   []string
+	}{
+		{"unknown agent", "", []string{"probe", "nosuch"}, []string{`unknown agent "nosuch"`, "claude"}},
+		{"unknown attach command", "", []string{"nosuch"}, []string{`unknown command "nosuch"`}},
+		{"project missing", "", []string{"probe", "claude", "--project", "/nonexistent/proj"}, []string{"--project /nonexistent/proj", "fix:"}},
+		{"project is a file", "", []string{"claude", "--project", "/etc/hostname"}, []string{"not a folder", "fix:"}},
+		{"missing CLI", "[agents.claude]\nbin = \"/nonexistent/claude\"\n", []string{"probe", "claude", "--project", project}, []string{"/nonexistent/claude", "agents.claude.bin"}},
+		{"missing bwrap", "bwrap = \"/nonexistent/bwrap\"\n", []string{"probe", "pi", "--project", project}, []string{"/nonexistent/bwrap", "bubblewrap"}},
+		{"unusable bwrap", "bwrap = \"" + brokenBwrap + "\"\n", []string{"probe", "pi", "--project", project}, []string{"namespace"}},
+		{"config wrong type", "[agents.claude]\nbin = 3\n", []string{"probe", "claude", "--project", project}, []string{"config.toml:2: key agents.claude.bin", "fix:"}},
+		{"config unknown key", "[network]\nalow = []\n", []string{"doctor"}, []string{`config.toml:2: unknown key "network.alow"`}},
+		{"bad script", "", []string{"model-server", "--script", "/nonexistent/script.toml"}, []string{"/nonexistent/script.toml"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRun(t, c.config).tare(t, c.args...)
+			if r.code == 0 {
+				t.Fatalf("exit 0, want non-zero; stderr %q", r.stderr)
+			}
+			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+			last := lines[len(lines)-1]
+			for _, l := range lines[:len(lines)-1] {
+				if !strings.HasPrefix(l, "probe ") { // progress lines of a probe that got going
+					t.Errorf("stderr has more than one error line: %q", r.stderr)
+				}
+			}
+			for _, w := range c.want {
+				if !strings.Contains(last, w) {
+					t.Errorf("error line %q lacks %q", last, w)
+				}
+			}
+			if left := r.leftovers(t); len(left) > 0 {
+				t.Errorf("left behind: %v", left)
+			}
+		})
+	}
+}
+
+// TestProbeWithTheRealBinary runs the shipped binary end to end: its own relay and
+// inspection inside the room, its own model server, the reading on stdout.
+func TestProbeWithTheRealBinary(t *testing.T) {
+	r := newRun(t, "").tare(t, "probe", "pi", "--project", t.TempDir())
+	if r.code != 0 || !strings.Contains(r.stdout, "\ntare: 0.00\n") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if left := r.leftovers(t); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+func TestDoctor(t *testing.T) {
+	r := newRun(t, "").tare(t, "doctor")
+	for _, want := range []string{"ok    bwrap    0.", "ok    claude   2.1.197", "ok    codex    0.171.0", "ok    pi       0.73.1", "FAIL  agy"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if r.code != 0 {
+		t.Errorf("doctor exited %d with three agents usable", r.code)
+	}
+}

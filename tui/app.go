@@ -1,0 +1,226 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"path/filepath"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"golang.org/x/term"
+
+	"tare/engine"
+)
+
+// Options configure the app on a terminal: `tare` (a state directory) or `tare watch`
+// (run directories).
+type Options struct {
+	// StateDir is followed whole: every run below it (<state>/<command>/<name>/) and the
+	// probe readings (<state>/probes/). Empty with Dirs set.
+	StateDir string
+	// Dirs are run directories to follow instead (tare watch DIR...).
+	Dirs []string
+	// Engine carries out the app's actions; nil makes the app a watcher only.
+	Engine Engine
+	// Agents are listed in the probes pane even before their first reading.
+	Agents []string
+	// In and Out default to the process's stdin and stdout.
+	In  io.Reader
+	Out io.Writer
+	// LogFile receives the app's log while it runs (never stdout or stderr). Empty: tui.log
+	// in the state directory, or no log when following run directories only.
+	LogFile string
+}
+
+// Run runs the app on the terminal until the operator quits or ctx ends. Quitting the app
+// never stops a run: the engine owns them.
+func Run(ctx context.Context, o Options) error {
+	if o.StateDir == "" && len(o.Dirs) == 0 {
+		return errors.New("tui: no state directory and no run directories to follow; fix: set state_dir in the config or pass run directories to tare watch")
+	}
+	if o.StateDir != "" {
+		if err := os.MkdirAll(o.StateDir, 0o755); err != nil {
+			return fmt.Errorf("state directory %s: %v; fix: set state_dir in the config to a folder you can write", o.StateDir, err)
+		}
+	}
+	in, out := o.In, o.Out
+	if in == nil {
+		in = os.Stdin
+	}
+	if out == nil {
+		out = os.Stdout
+	}
+	logger, closeLog, err := openLog(o.LogFile, o.StateDir)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	c := modelConfig{
+		ctx: ctx, engine: o.Engine, styles: newStyles(lipgloss.NewRenderer(out)), log: logger,
+		agents: o.Agents, probes: o.StateDir != "",
+	}
+	m := newModel(c)
+	if len(o.Dirs) == 1 && o.StateDir == "" {
+		m.openRun(absDir(o.Dirs[0]))
+	}
+	var alive func(string) bool
+	if o.Engine != nil {
+		alive = o.Engine.Alive
+	}
+	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithAltScreen(), tea.WithInput(in), tea.WithOutput(out))
+	_, err = runProgram(ctx, p, m, newBridge(newWatcher(o.StateDir, o.Dirs, alive, logger), p.Send))
+	return err
+}
+
+// Watch runs the app on run directories written by any tare process (tare watch DIR...).
+// Each must hold a journal; one directory opens straight on its run.
+func Watch(ctx context.Context, dirs []string, o Options) error {
+	if len(dirs) == 0 {
+		return errors.New("tare watch: no run directory given; fix: pass one or more run directories (each holds a journal.jsonl)")
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, engine.JournalFile)); err != nil {
+			return fmt.Errorf("tare watch %s: no %s there; fix: pass a run directory (below the state directory, <command>/<name>/)", d, engine.JournalFile)
+		}
+	}
+	o.StateDir, o.Dirs = "", dirs
+	return Run(ctx, o)
+}
+
+// runProgram runs p with its bridge, and stops the bridge and releases the model after.
+func runProgram(ctx context.Context, p *tea.Program, m *model, b *bridge) (*model, error) {
+	bctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.run(bctx)
+	}()
+	_, err := p.Run()
+	cancel()
+	<-done
+	m.close()
+	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return m, ctx.Err()
+	}
+	return m, err
+}
+
+// openLog opens the app's log file; without one the log is discarded.
+func openLog(path, stateDir string) (*log.Logger, func(), error) {
+	if path == "" && stateDir != "" {
+		path = filepath.Join(stateDir, "tui.log")
+	}
+	if path == "" {
+		return log.New(io.Discard, "", 0), func() {}, nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, nil, fmt.Errorf("log file %s: %v; fix: make its folder writable", path, err)
+	}
+	return log.New(f, "", log.LstdFlags), func() { f.Close() }, nil
+}
+
+func absDir(d string) string {
+	if abs, err := filepath.Abs(d); err == nil {
+		return abs
+	}
+	return d
+}
+
+// LiveOptions configure the view a long command (tare calibrate...) shows of its own run.
+type LiveOptions struct {
+	// Dir is the run's directory; its journal is what is shown.
+	Dir string
+	// Bus, when the run is in this process, wakes the view as soon as an event is
+	// published instead of at the next poll of the journal.
+	Bus *engine.Bus
+	// Out is where the view (on a terminal) or the lines (otherwise) go; stderr by default,
+	// so the report can go to stdout.
+	Out *os.File
+	// In gives the view its keys; stdin by default.
+	In *os.File
+	// Engine carries out the view's actions (kill, retry); nil for a view only.
+	Engine Engine
+	// LogFile receives the view's log; empty: none.
+	LogFile string
+}
+
+// LiveRun shows a run until it finishes or ctx ends: the live run view when Out (and In) is
+// a terminal, one plain line per event otherwise. q leaves the view and prints lines from
+// there on; ctrl+c returns ErrInterrupted for the caller to act on.
+func LiveRun(ctx context.Context, o LiveOptions) error {
+	if o.Out == nil {
+		o.Out = os.Stderr
+	}
+	if o.In == nil {
+		o.In = os.Stdin
+	}
+	o.Dir = absDir(o.Dir)
+	var wake <-chan struct{}
+	if o.Bus != nil {
+		sctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		wake = wakeOn(sctx, o.Bus)
+	}
+	if !term.IsTerminal(int(o.Out.Fd())) || !term.IsTerminal(int(o.In.Fd())) {
+		return printLines(ctx, o.Dir, wake, o.Out, 0)
+	}
+	logger, closeLog, err := openLog(o.LogFile, "")
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	m := newModel(modelConfig{ctx: ctx, engine: o.Engine, styles: newStyles(lipgloss.NewRenderer(o.Out)), log: logger, live: o.Dir})
+	var alive func(string) bool
+	if o.Engine != nil {
+		alive = o.Engine.Alive
+	}
+	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithAltScreen(), tea.WithInput(o.In), tea.WithOutput(o.Out))
+	b := newBridge(newWatcher("", []string{o.Dir}, alive, logger), p.Send)
+	b.wake = wake
+	if _, err := runProgram(ctx, p, m, b); err != nil {
+		return err
+	}
+	st := m.env.store.run(o.Dir).state
+	switch {
+	case m.interrupted:
+		return ErrInterrupted
+	case st.Finished:
+		return nil
+	}
+	return printLines(ctx, o.Dir, wake, o.Out, st.Seq)
+}
+
+// printLines prints one line per event of the run's journal after Seq from, until the run
+// finishes or ctx ends.
+func printLines(ctx context.Context, dir string, wake <-chan struct{}, out io.Writer, from int64) error {
+	f := newFollower(dir)
+	f.seq = from
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	for {
+		events, err := f.poll()
+		if err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		for _, e := range events {
+			if _, err := fmt.Fprintln(out, Line(e)); err != nil {
+				return err
+			}
+			if e.RunFinished != nil {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		case <-wake:
+		}
+	}
+}

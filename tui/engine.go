@@ -1,0 +1,50 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+)
+
+// Engine is what the app asks of tare's engine. Each method is the call the command line
+// makes for the same action, so the app never does anything the CLI cannot. The app calls
+// them from commands, never from Update; ctx ends with the app (or the ssh session), so an
+// implementation must hand long work to a process or goroutine of the engine's own: a run
+// started, resumed or retried here keeps going after the app is gone.
+type Engine interface {
+	// Probe takes a new reading of agent, as `tare probe AGENT` does, and stores it at
+	// <state>/probes/<agent>.json (see ProbeReading); the app shows it from there.
+	Probe(ctx context.Context, agent string) error
+	// Resume continues a crashed run (no process owns it and it has no report), as
+	// `tare resume DIR` would. It returns once the run is continuing.
+	Resume(ctx context.Context, runDir string) error
+	// Retry reruns a failed tail of a run.
+	Retry(ctx context.Context, runDir, tailID string) error
+	// Kill stops a running tail; the engine journals its end.
+	Kill(ctx context.Context, runDir, tailID string) error
+	// StartCalibrate starts `tare calibrate` with the form's values and returns the new
+	// run's directory once its journal exists.
+	StartCalibrate(ctx context.Context, c Calibrate) (runDir string, err error)
+	// CapsuleDiff is the diff of a tail's workspace at step against the step before, as text.
+	CapsuleDiff(ctx context.Context, runDir, tailID string, step int) (string, error)
+	// Alive reports whether a process still owns the run (it is live, not crashed). It is
+	// called about once a second per unfinished run, off the UI goroutine: keep it cheap.
+	Alive(runDir string) bool
+	// Attach is the command that runs agent attached, as `tare AGENT` does; the app starts it
+	// on a pty in its terminal pane.
+	Attach(agent string) (*exec.Cmd, error)
+}
+
+// Calibrate is what the new-run form collects for `tare calibrate`.
+type Calibrate struct {
+	Prompt string
+	// Sides are the agents compared, each as the --side flag takes it: "claude --model haiku".
+	Sides   []string
+	Check   string
+	Runs    int
+	Jobs    int
+	Project string
+}
+
+// errReadOnly is what an action says when the app has no engine (a watcher of journals only).
+var errReadOnly = errors.New("this app only watches journals (it was started without an engine); run the action from the command line")

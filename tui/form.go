@@ -1,0 +1,218 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+)
+
+// fieldSpec is one field of the new-run form.
+type fieldSpec struct {
+	key, label, placeholder, def string
+	// check says what is wrong with a value, in a line that names the fix.
+	check func(string) error
+}
+
+// runKind is a kind of run the form can start: its fields and the engine call. Cliff and
+// swap become entries of runKinds when the engine has them.
+type runKind struct {
+	name   string
+	fields []fieldSpec
+	start  func(ctx context.Context, e Engine, v map[string]string) (string, error)
+}
+
+// runKinds is every kind the form offers, in the order it cycles through them.
+var runKinds = []runKind{{
+	name: "calibrate",
+	fields: []fieldSpec{
+		{key: "prompt", label: "prompt", placeholder: "what every tail is asked to do"},
+		{key: "sides", label: "sides", placeholder: "claude --model haiku; codex", check: needed("sides", "give at least one agent, sides separated by ;")},
+		{key: "check", label: "check", placeholder: "the command that passes or fails a tail, e.g. make test"},
+		{key: "runs", label: "runs", def: "10", check: positive("runs")},
+		{key: "jobs", label: "jobs", def: "2", check: positive("jobs")},
+		{key: "project", label: "project", def: ".", check: needed("project", "give the folder the agents work in")},
+	},
+	start: func(ctx context.Context, e Engine, v map[string]string) (string, error) {
+		c := Calibrate{Prompt: v["prompt"], Check: v["check"], Project: v["project"]}
+		for _, s := range strings.Split(v["sides"], ";") {
+			if s = strings.TrimSpace(s); s != "" {
+				c.Sides = append(c.Sides, s)
+			}
+		}
+		c.Runs, _ = strconv.Atoi(v["runs"])
+		c.Jobs, _ = strconv.Atoi(v["jobs"])
+		return e.StartCalibrate(ctx, c)
+	},
+}}
+
+func needed(name, fix string) func(string) error {
+	return func(s string) error {
+		if strings.Trim(s, " ;") == "" {
+			return fmt.Errorf("%s is empty; %s", name, fix)
+		}
+		return nil
+	}
+}
+
+func positive(name string) func(string) error {
+	return func(s string) error {
+		if n, err := strconv.Atoi(strings.TrimSpace(s)); err != nil || n < 1 {
+			return fmt.Errorf("%s %q is not a whole number of 1 or more", name, s)
+		}
+		return nil
+	}
+}
+
+// form is the new-run dialog: a kind, then that kind's fields.
+type form struct {
+	env    *env
+	kind   int
+	inputs []textinput.Model
+	focus  int
+	err    string
+}
+
+func newForm(e *env) *form {
+	f := &form{env: e}
+	f.setKind(0)
+	return f
+}
+
+func (f *form) setKind(i int) {
+	f.kind = i
+	f.inputs = nil
+	for _, spec := range runKinds[i].fields {
+		ti := textinput.New()
+		ti.Prompt = ""
+		ti.Cursor.SetMode(cursor.CursorStatic)
+		ti.Placeholder = spec.placeholder
+		ti.SetValue(spec.def)
+		ti.PlaceholderStyle = f.env.st.tones[dim]
+		ti.TextStyle = f.env.st.tones[plain]
+		ti.Cursor.Style = f.env.st.cursor
+		ti.Cursor.TextStyle = f.env.st.tones[plain]
+		f.inputs = append(f.inputs, ti)
+	}
+	f.focus = 0
+	f.inputs[0].Focus()
+}
+
+func (f *form) move(step int) {
+	f.inputs[f.focus].Blur()
+	n := len(f.inputs)
+	f.focus = ((f.focus+step)%n + n) % n
+	f.inputs[f.focus].Focus()
+}
+
+// values are the fields by key, trimmed.
+func (f *form) values() map[string]string {
+	v := map[string]string{}
+	for i, spec := range runKinds[f.kind].fields {
+		v[spec.key] = strings.TrimSpace(f.inputs[i].Value())
+	}
+	return v
+}
+
+// validate checks every field; the first problem is shown and focused.
+func (f *form) validate() bool {
+	for i, spec := range runKinds[f.kind].fields {
+		if spec.check == nil {
+			continue
+		}
+		if err := spec.check(f.inputs[i].Value()); err != nil {
+			f.err = err.Error()
+			f.move(i - f.focus)
+			return false
+		}
+	}
+	f.err = ""
+	return true
+}
+
+// update handles a key. done is true when the form closes: cancelled (cmd nil) or sent.
+func (f *form) update(msg tea.KeyMsg) (done bool, cmd tea.Cmd) {
+	k := f.env.keys
+	switch {
+	case msg.Type == tea.KeyEsc:
+		return true, nil
+	case key.Matches(msg, k.Next, k.Down):
+		f.move(1)
+		return false, nil
+	case key.Matches(msg, k.Prev, k.Up):
+		f.move(-1)
+		return false, nil
+	case msg.Type == tea.KeyCtrlRight || msg.Type == tea.KeyCtrlLeft:
+		step := 1
+		if msg.Type == tea.KeyCtrlLeft {
+			step = -1
+		}
+		f.setKind(((f.kind+step)%len(runKinds) + len(runKinds)) % len(runKinds))
+		return false, nil
+	case key.Matches(msg, k.Submit), msg.Type == tea.KeyEnter && f.focus == len(f.inputs)-1:
+		if !f.validate() {
+			return false, nil
+		}
+		return true, emit(startMsg{kind: runKinds[f.kind].name, values: f.values()})
+	case msg.Type == tea.KeyEnter:
+		f.move(1)
+		return false, nil
+	}
+	f.inputs[f.focus], cmd = f.inputs[f.focus].Update(msg)
+	return false, cmd
+}
+
+// view is the dialog's body, w cells wide.
+func (f *form) view(w int) string {
+	s := f.env.st
+	kinds := make([]string, len(runKinds))
+	for i, rk := range runKinds {
+		kinds[i] = rk.name
+		if i == f.kind {
+			kinds[i] = s.tone(accent, "["+rk.name+"]")
+		}
+	}
+	lines := []string{"kind      " + strings.Join(kinds, " ") + s.tone(dim, "  (ctrl+←/→)"), ""}
+	for i, spec := range runKinds[f.kind].fields {
+		mark := "  "
+		if i == f.focus {
+			mark = s.tone(accent, "> ")
+		}
+		f.inputs[i].Width = max(w-12, 4)
+		lines = append(lines, mark+fit(spec.label, 8)+f.inputs[i].View())
+	}
+	lines = append(lines, "")
+	if f.err != "" {
+		lines = append(lines, s.statusErr.Render(f.err))
+	} else {
+		lines = append(lines, s.tone(dim, "tab next field · enter on the last field or ctrl+s starts · esc cancels"))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// startRun calls the engine for a form's values; the answer opens the new run.
+func startRun(ctx context.Context, e Engine, m startMsg) tea.Cmd {
+	return func() tea.Msg {
+		if e == nil {
+			return startedMsg{kind: m.kind, err: errReadOnly}
+		}
+		for _, rk := range runKinds {
+			if rk.name == m.kind {
+				dir, err := rk.start(ctx, e, m.values)
+				return startedMsg{kind: m.kind, dir: dir, err: err}
+			}
+		}
+		return startedMsg{kind: m.kind, err: fmt.Errorf("no run kind %q", m.kind)}
+	}
+}
+
+// startedMsg is the engine's answer to a startMsg: the new run's directory.
+type startedMsg struct {
+	kind, dir string
+	err       error
+}

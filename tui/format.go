@@ -1,0 +1,70 @@
+package tui
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"tare/engine"
+)
+
+// span formats a duration the way the tables show it: 42s, 3m05s, 1h02m.
+func span(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	s := int(d.Round(time.Second) / time.Second)
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%ds", s)
+	case s < 3600:
+		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+	default:
+		return fmt.Sprintf("%dh%02dm", s/3600, (s%3600)/60)
+	}
+}
+
+// ago formats when something happened relative to now: just now, 3m ago, 2h ago, 4d ago.
+func ago(t, now time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d/time.Hour))
+	default:
+		return fmt.Sprintf("%dd ago", int(d/(24*time.Hour)))
+	}
+}
+
+// tokens formats a token count: 950, 12.3k, 1.2M.
+func tokens(u engine.Usage) string {
+	n := u.Input + u.Output + u.CacheRead + u.CacheWrite
+	switch {
+	case n < 1000:
+		return fmt.Sprintf("%d", n)
+	case n < 1_000_000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	default:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	}
+}
+
+// cost formats USD: $0.42, $12.30. What the CLI reported stands in when tare computed nothing.
+func cost(u engine.Usage) string {
+	c := u.Cost
+	if c == 0 && u.Reported != nil {
+		c = *u.Reported
+	}
+	return dollars(c)
+}
+
+func dollars(c float64) string { return fmt.Sprintf("$%.2f", c) }
+
+// percent formats a rate in [0, 1] as a whole percentage.
+func percent(p float64) string { return fmt.Sprintf("%d%%", int(math.Round(p*100))) }

@@ -1,0 +1,40 @@
+package tui
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/charmbracelet/x/exp/golden"
+)
+
+// The golden views: home, run and tail at 80x24 and 160x48, drawn with the ASCII profile
+// from real journals. Regenerate with: go test ./tui -run TestGolden -update
+func TestGoldenViews(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {160, 48}} {
+		w, h := size[0], size[1]
+		t.Run(fmt.Sprintf("home_%dx%d", w, h), func(t *testing.T) {
+			stateDir, _, crashed := demoState(t)
+			stub := newStub()
+			stub.setAlive(crashed, false)
+			tm := newTestModel(t, stateDir, stub, w, h)
+			golden.RequireEqual(t, []byte(tm.View()))
+		})
+		t.Run(fmt.Sprintf("run_%dx%d", w, h), func(t *testing.T) {
+			stateDir, cal, _ := demoState(t)
+			tm := newTestModel(t, stateDir, newStub(), w, h)
+			tm.send(openRunMsg{cal})
+			golden.RequireEqual(t, []byte(tm.View()))
+		})
+		t.Run(fmt.Sprintf("tail_%dx%d", w, h), func(t *testing.T) {
+			stateDir, cal, _ := demoState(t)
+			stub := newStub()
+			stub.diff = "--- a/src/cart.go\n+++ b/src/cart.go\n@@ -10,3 +10,3 @@\n func Total() {\n-\treturn sum\n+\treturn round(sum)\n }\n"
+			tm := newTestModel(t, stateDir, stub, w, h)
+			tm.send(openRunMsg{cal})
+			tm.send(openTailMsg{cal, "a-2"})
+			selectRow(t, tm.tail.calls, "3")
+			tm.key("d")
+			golden.RequireEqual(t, []byte(tm.View()))
+		})
+	}
+}

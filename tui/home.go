@@ -1,0 +1,194 @@
+package tui
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"tare/engine"
+)
+
+// homeView is the first screen: a set of panes (probes, runs; the workshop adds writers)
+// placed by homeLayout. Adding a pane is a field, an entry in the ring and a rectangle.
+type homeView struct {
+	env    *env
+	ring   focusRing
+	probes *probesPane // nil when the app follows run directories only (tare watch)
+	runs   *runsPane
+	rects  []rect
+}
+
+func newHomeView(e *env, withProbes bool) *homeView {
+	h := &homeView{env: e, runs: newRunsPane(e)}
+	if withProbes {
+		h.probes = newProbesPane(e)
+		h.ring.panes = []pane{h.probes, h.runs}
+		h.ring.focus = 1 // runs first: they are what one comes to see
+	} else {
+		h.ring.panes = []pane{h.runs}
+	}
+	return h
+}
+
+func (h *homeView) setSize(body rect) {
+	if h.probes == nil {
+		h.rects = []rect{body}
+	} else {
+		p, r, _ := homeLayout(body, len(h.env.store.agentNames()), false)
+		h.rects = []rect{p, r}
+	}
+	for i, p := range h.ring.panes {
+		p.setSize(max(h.rects[i].W-2, 0), max(h.rects[i].H-2, 0))
+	}
+}
+
+func (h *homeView) draw(c *canvas) {
+	for i, p := range h.ring.panes {
+		r := h.rects[i]
+		focused := i == h.ring.focus
+		c.put(r, h.env.st.box(p.title(), p.view(focused), r.W, r.H, focused))
+	}
+}
+
+// probesPane lists each agent with its last reading and when it was taken.
+type probesPane struct {
+	env *env
+	t   *table
+}
+
+func newProbesPane(e *env) *probesPane {
+	t := newTable([]column{
+		{title: "agent", width: 8},
+		{title: "reading", flex: 2},
+		{title: "version", width: 12},
+		{title: "taken", width: 9, right: true},
+	}, "no agents known; run tare probe AGENT")
+	t.setStyles(e.st)
+	return &probesPane{env: e, t: t}
+}
+
+func (p *probesPane) title() string      { return "Probes" }
+func (p *probesPane) setSize(w, h int)   { p.t.setSize(w, h) }
+func (p *probesPane) capturing() bool    { return p.t.filtering }
+func (p *probesPane) view(f bool) string { return p.t.view(p.env.st, f) }
+
+func (p *probesPane) refresh() {
+	s, now := p.env.store, p.env.now()
+	var rows []row
+	for _, a := range s.agentNames() {
+		r, ok := s.probes[a]
+		reading, t, taken := "no reading yet", dim, ""
+		if ok {
+			reading, taken = r.Verdict, ago(r.At, now)
+			t = bad
+			if r.Zero {
+				t = good
+			}
+		}
+		if s.probing[a] {
+			reading, t = "probing…", warn
+		}
+		rows = append(rows, row{key: a, cells: []cell{{a, plain}, {reading, t}, {r.Version, dim}, {taken, dim}}})
+	}
+	p.t.setRows(rows)
+}
+
+func (p *probesPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
+	k := p.env.keys
+	if !p.t.filtering {
+		agent := p.t.selected()
+		switch {
+		case key.Matches(msg, k.Open) && agent != "":
+			return true, emit(probeMsg{agent})
+		case key.Matches(msg, k.Attach) && agent != "":
+			return true, emit(attachMsg{agent})
+		}
+	}
+	return p.t.update(k, msg)
+}
+
+func (p *probesPane) help() []key.Binding {
+	k := p.env.keys
+	return []key.Binding{with(k.Open, "re-probe"), k.Attach, k.Filter}
+}
+
+// runsPane lists every run, live and finished, newest first.
+type runsPane struct {
+	env *env
+	t   *table
+}
+
+func newRunsPane(e *env) *runsPane {
+	t := newTable([]column{
+		{title: "run", flex: 3},
+		{title: "kind", width: 9},
+		{title: "state", width: 7},
+		{title: "done/run/of", width: 11, right: true},
+		{title: "pass so far", flex: 2},
+		{title: "elapsed", width: 7, right: true},
+		{title: "cost", width: 6, right: true},
+	}, "no runs yet; n starts one")
+	t.setStyles(e.st)
+	return &runsPane{env: e, t: t}
+}
+
+func (p *runsPane) title() string      { return "Runs" }
+func (p *runsPane) setSize(w, h int)   { p.t.setSize(w, h) }
+func (p *runsPane) capturing() bool    { return p.t.filtering }
+func (p *runsPane) view(f bool) string { return p.t.view(p.env.st, f) }
+
+func (p *runsPane) refresh() {
+	s, now := p.env.store, p.env.now()
+	rows := make([]row, 0, len(s.order))
+	for _, dir := range s.order {
+		r := s.runs[dir]
+		st := r.state
+		done, running, budget := st.Counts()
+		status := r.status()
+		kind := st.Kind
+		if kind == "" {
+			kind = filepath.Base(filepath.Dir(dir))
+		}
+		rows = append(rows, row{key: dir, cells: []cell{
+			{filepath.Base(dir), plain},
+			{kind, plain},
+			{status, statusTone(status)},
+			{fmt.Sprintf("%d/%d/%d", done, running, budget), plain},
+			{passSoFar(st), plain},
+			{span(r.elapsed(now)), dim},
+			{dollars(st.Cost()), dim},
+		}})
+	}
+	p.t.setRows(rows)
+}
+
+// passSoFar is each side's passes over its finished tails: "a 3/5 · b 1/4".
+func passSoFar(st *engine.RunState) string {
+	var parts []string
+	for _, t := range st.Tally() {
+		parts = append(parts, fmt.Sprintf("%s %d/%d", t.Side.Key, t.Passed, t.Done))
+	}
+	return strings.Join(parts, " · ")
+}
+
+func (p *runsPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
+	k := p.env.keys
+	if !p.t.filtering {
+		dir := p.t.selected()
+		switch {
+		case key.Matches(msg, k.Open) && dir != "":
+			return true, emit(openRunMsg{dir})
+		case key.Matches(msg, k.Resume) && dir != "":
+			return true, emit(resumeMsg{dir})
+		}
+	}
+	return p.t.update(k, msg)
+}
+
+func (p *runsPane) help() []key.Binding {
+	k := p.env.keys
+	return []key.Binding{k.Open, k.Resume, k.New, k.Filter}
+}

@@ -1,0 +1,85 @@
+package tui
+
+import "github.com/charmbracelet/bubbles/key"
+
+// KeyMap is every key the app answers to. The footer and the ? help are generated from it,
+// so a binding changed here changes what the app says about it.
+type KeyMap struct {
+	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
+
+	// Next and Prev move focus between the panes of a screen.
+	Next, Prev key.Binding
+	// Open opens the selection (a run, a tail); on a probe it takes a new reading.
+	Open key.Binding
+	// Back closes a dialog, a filter, a diff, then goes back a screen.
+	Back   key.Binding
+	Filter key.Binding
+
+	// Resume continues a crashed run; Retry reruns a failed tail; Kill stops a running tail
+	// after a confirmation. Each is the engine call the command line makes.
+	Resume, Retry, Kill key.Binding
+	// New opens the form that starts a run.
+	New key.Binding
+	// Diff shows the capsule diff of the selected step in the tail view.
+	Diff key.Binding
+	// Attach runs the selected agent attached, in the terminal pane.
+	Attach key.Binding
+	// Terminal returns to the terminal pane while its program runs.
+	Terminal key.Binding
+	// Release is the one chord the terminal pane keeps for the app: it returns focus to tare.
+	Release key.Binding
+
+	Confirm, Cancel key.Binding
+	// Submit sends the new-run form from any field.
+	Submit key.Binding
+
+	Help, Quit key.Binding
+}
+
+// DefaultKeyMap returns tare's keys.
+func DefaultKeyMap() KeyMap {
+	b := func(help, desc string, keys ...string) key.Binding {
+		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(help, desc))
+	}
+	return KeyMap{
+		Up:       b("↑", "up", "up", "ctrl+p"),
+		Down:     b("↓", "down", "down", "ctrl+n"),
+		PageUp:   b("pgup", "page up", "pgup"),
+		PageDown: b("pgdn", "page down", "pgdown"),
+		Top:      b("home", "first", "home"),
+		Bottom:   b("end", "last", "end"),
+		Next:     b("tab", "next pane", "tab"),
+		Prev:     b("shift+tab", "previous pane", "shift+tab"),
+		Open:     b("enter", "open", "enter"),
+		Back:     b("esc", "back", "esc"),
+		Filter:   b("/", "filter", "/"),
+		Resume:   b("r", "resume run", "r"),
+		Retry:    b("R", "retry tail", "R"),
+		Kill:     b("k", "kill tail", "k"),
+		New:      b("n", "new run", "n"),
+		Diff:     b("d", "capsule diff", "d"),
+		Attach:   b("a", "attach agent", "a"),
+		Terminal: b("t", "terminal", "t"),
+		Release:  b("ctrl+]", "back to tare", "ctrl+]"),
+		Confirm:  b("y", "yes", "y", "Y"),
+		Cancel:   b("n", "no", "n", "N", "esc"),
+		Submit:   b("ctrl+s", "start", "ctrl+s"),
+		Help:     b("?", "help", "?"),
+		Quit:     b("q", "quit", "q", "ctrl+c"),
+	}
+}
+
+// with returns b with another description, for a key whose meaning depends on the pane.
+func with(b key.Binding, desc string) key.Binding {
+	b.SetHelp(b.Help().Key, desc)
+	return b
+}
+
+// helpKeys is the help for one moment of the app: the keys that do something right now.
+type helpKeys struct {
+	short []key.Binding
+	full  [][]key.Binding
+}
+
+func (h helpKeys) ShortHelp() []key.Binding  { return h.short }
+func (h helpKeys) FullHelp() [][]key.Binding { return h.full }

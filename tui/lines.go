@@ -1,0 +1,61 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"tare/engine"
+)
+
+// Line is one event as a line of plain text, for a terminal-less run (a log, a pipe, CI):
+// "12:04:05 calibrate-x tail a-3 passed 42s 14 calls $0.12 — check ok".
+func Line(e engine.Event) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s ", e.Time.Local().Format("15:04:05"), e.Run)
+	switch {
+	case e.RunStarted != nil:
+		r := e.RunStarted
+		sides := make([]string, len(r.Sides))
+		for i, s := range r.Sides {
+			sides[i] = s.Key + "=" + strings.Join(append([]string{s.Agent}, s.Args...), " ")
+		}
+		fmt.Fprintf(&b, "%s started: %d tails, %d at a time, sides %s", r.Kind, r.Budget, r.Jobs, strings.Join(sides, ", "))
+	case e.Phase != nil:
+		fmt.Fprintf(&b, "phase %s", e.Phase.Name)
+	case e.TailStarted != nil:
+		t := e.TailStarted
+		fmt.Fprintf(&b, "tail %s started (side %s, %s", t.ID, t.Side, t.How)
+		if t.How != "fresh" {
+			fmt.Fprintf(&b, " from step %d", t.Step)
+		}
+		if t.Attempt > 0 {
+			fmt.Fprintf(&b, ", attempt %d", t.Attempt+1)
+		}
+		b.WriteString(")")
+	case e.ToolCall != nil:
+		t := e.ToolCall
+		fmt.Fprintf(&b, "tail %s #%d %s %s", t.Tail, t.Calls, t.Tool, t.Summary)
+		if t.Seconds > 0 {
+			fmt.Fprintf(&b, " (%.1fs)", t.Seconds)
+		}
+	case e.TailFinished != nil:
+		t := e.TailFinished
+		fmt.Fprintf(&b, "tail %s %s %.0fs %d calls %s", t.ID, t.Status, t.Seconds, t.Calls, cost(t.Usage))
+		if t.Detail != "" {
+			fmt.Fprintf(&b, " — %s", t.Detail)
+		}
+	case e.Probed != nil:
+		fmt.Fprintf(&b, "probe %s: %s", e.Probed.Agent, e.Probed.Verdict)
+	case e.Resumed != nil:
+		fmt.Fprintf(&b, "resumed; rerunning %s", orDash(strings.Join(e.Resumed.Rerun, ", ")))
+	case e.RunFinished != nil:
+		if e.RunFinished.Error != "" {
+			fmt.Fprintf(&b, "finished with an error: %s", e.RunFinished.Error)
+		} else {
+			b.WriteString("finished")
+		}
+	default:
+		b.WriteString(e.Kind())
+	}
+	return strings.ReplaceAll(b.String(), "\n", " ")
+}

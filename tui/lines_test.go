@@ -1,0 +1,107 @@
+package tui
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"tare/engine"
+)
+
+func TestLine(t *testing.T) {
+	at := time.Date(2025, 6, 1, 12, 4, 5, 0, time.Local)
+	score := 7
+	for _, tc := range []struct {
+		e    engine.Event
+		want string
+	}{
+		{engine.Event{RunStarted: &engine.RunStarted{Kind: "calibrate", Budget: 10, Jobs: 2, Sides: []engine.Side{{Key: "a", Agent: "claude", Args: []string{"--model", "haiku"}}, {Key: "b", Agent: "codex"}}}},
+			"12:04:05 r calibrate started: 10 tails, 2 at a time, sides a=claude --model haiku, b=codex"},
+		{engine.Event{TailStarted: &engine.TailStarted{ID: "s3-1", Side: "a", Step: 3, How: "native", Attempt: 1}},
+			"12:04:05 r tail s3-1 started (side a, native from step 3, attempt 2)"},
+		{engine.Event{ToolCall: &engine.ToolCall{Tail: "a-0", Tool: "Bash", Summary: "make test", Seconds: 2.25, Calls: 4}},
+			"12:04:05 r tail a-0 #4 Bash make test (2.2s)"},
+		{engine.Event{TailFinished: &engine.TailFinished{ID: "a-0", Status: "failed", Detail: "make test: 2 failures\nmore", Seconds: 42, Calls: 4, Score: &score, Usage: engine.Usage{Cost: 0.125}}},
+			"12:04:05 r tail a-0 failed 42s 4 calls $0.12 — make test: 2 failures more"},
+		{engine.Event{Resumed: &engine.Resumed{Rerun: []string{"a-1", "b-0"}}}, "12:04:05 r resumed; rerunning a-1, b-0"},
+		{engine.Event{RunFinished: &engine.RunFinished{Error: "budget spent"}}, "12:04:05 r finished with an error: budget spent"},
+	} {
+		tc.e.Time, tc.e.Run = at, "r"
+		if got := Line(tc.e); got != tc.want {
+			t.Errorf("Line(%s)\n got %q\nwant %q", tc.e.Kind(), got, tc.want)
+		}
+	}
+}
+
+// Without a terminal, LiveRun prints one line per event of the journal as it is written,
+// and returns when the run finishes.
+func TestLiveRunPrintsLinesWithoutATerminal(t *testing.T) {
+	stateDir := t.TempDir()
+	r := openRun(t, stateDir, "calibrate", "plain")
+	outFile, err := os.Create(filepath.Join(t.TempDir(), "lines"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bus := engine.NewBus()
+	done := make(chan error, 1)
+	go func() { done <- LiveRun(context.Background(), LiveOptions{Dir: r.dir, Out: outFile, Bus: bus}) }()
+	for _, e := range []engine.Event{
+		{RunStarted: &engine.RunStarted{Kind: "calibrate", Budget: 1, Jobs: 1, Sides: []engine.Side{{Key: "a", Agent: "claude"}}}},
+		{TailStarted: &engine.TailStarted{ID: "a-0", Side: "a", How: "fresh"}},
+		{TailFinished: &engine.TailFinished{ID: "a-0", Status: "passed", Passed: true, Calls: 1}},
+		{RunFinished: &engine.RunFinished{Report: "1/1"}},
+	} {
+		r.j.Append(&e)
+		bus.Publish(e)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("LiveRun did not return after the run finished")
+	}
+	outFile.Close()
+	data, _ := os.ReadFile(outFile.Name())
+	got := string(data)
+	lines := strings.Split(strings.TrimSpace(got), "\n")
+	if len(lines) != 4 || !strings.HasSuffix(lines[0], "plain calibrate started: 1 tails, 1 at a time, sides a=claude") ||
+		!strings.HasSuffix(lines[2], "tail a-0 passed 0s 1 calls $0.00") || !strings.HasSuffix(lines[3], "plain finished") {
+		t.Fatalf("lines:\n%s", got)
+	}
+}
+
+func TestKeyBytes(t *testing.T) {
+	for _, tc := range []struct {
+		k         tea.KeyMsg
+		appCursor bool
+		want      string
+	}{
+		{tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("é")}, false, "é"},
+		{tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("x"), Alt: true}, false, "\x1bx"},
+		{tea.KeyMsg{Type: tea.KeyEnter}, false, "\r"},
+		{tea.KeyMsg{Type: tea.KeyBackspace}, false, "\x7f"},
+		{tea.KeyMsg{Type: tea.KeyCtrlC}, false, "\x03"},
+		{tea.KeyMsg{Type: tea.KeyTab}, false, "\t"},
+		{tea.KeyMsg{Type: tea.KeyEsc}, false, "\x1b"},
+		{tea.KeyMsg{Type: tea.KeySpace}, false, " "},
+		{tea.KeyMsg{Type: tea.KeyUp}, false, "\x1b[A"},
+		{tea.KeyMsg{Type: tea.KeyUp}, true, "\x1bOA"},
+		{tea.KeyMsg{Type: tea.KeyShiftTab}, false, "\x1b[Z"},
+		{tea.KeyMsg{Type: tea.KeyF5}, false, "\x1b[15~"},
+		{tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("pasted"), Paste: true}, false, "pasted"},
+	} {
+		if got := string(keyBytes(tc.k, tc.appCursor, false)); got != tc.want {
+			t.Errorf("%v (app cursor %v): %q, want %q", tc.k, tc.appCursor, got, tc.want)
+		}
+	}
+	if got := string(keyBytes(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("p"), Paste: true}, false, true)); got != "\x1b[200~p\x1b[201~" {
+		t.Errorf("bracketed paste: %q", got)
+	}
+}

@@ -1,0 +1,456 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+)
+
+// page is one screen of the app; the root keeps a stack of them and esc pops it.
+type page int
+
+const (
+	homePage page = iota
+	runPage
+	tailPage
+	termPage
+)
+
+// ErrInterrupted is what LiveRun returns when the operator pressed ctrl+c in the live view:
+// the caller decides whether that stops its run.
+var ErrInterrupted = errors.New("interrupted from the live view")
+
+// tickMsg refreshes what depends on the clock (elapsed times) once a second.
+type tickMsg time.Time
+
+func tick() tea.Cmd { return tea.Tick(time.Second, func(t time.Time) tea.Msg { return tickMsg(t) }) }
+
+// modelConfig is what a program's root model is made from.
+type modelConfig struct {
+	ctx    context.Context
+	engine Engine
+	styles styles
+	now    func() time.Time
+	log    *log.Logger
+	agents []string
+	// probes shows the probes pane (a state directory is followed, not only run dirs).
+	probes bool
+	// live opens the app on this run, without a home, and ends it when the run finishes.
+	live string
+}
+
+// model is the root model: it owns focus, layout and routing. Keys go to the focused pane
+// only (or to the terminal, or to an open dialog); feeds go to the store and then to the
+// views that show the runs they touch; engine answers come back as messages addressed to
+// their owner.
+type model struct {
+	ctx  context.Context
+	eng  Engine
+	log  *log.Logger
+	env  *env
+	help help.Model
+
+	w, h  int
+	scr   screen
+	pages []page
+	home  *homeView
+	run   *runView
+	tail  *tailView
+	term  *Terminal
+
+	form     *form
+	confirm  *confirm
+	showHelp bool
+
+	status    string
+	statusErr bool
+
+	live        string
+	interrupted bool
+}
+
+func newModel(c modelConfig) *model {
+	if c.ctx == nil {
+		c.ctx = context.Background()
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.log == nil {
+		c.log = log.New(io.Discard, "", 0)
+	}
+	e := &env{st: c.styles, keys: DefaultKeyMap(), store: newStore(c.agents), now: c.now}
+	h := help.New()
+	h.Styles = c.styles.help
+	m := &model{ctx: c.ctx, eng: c.engine, log: c.log, env: e, help: h, live: c.live}
+	m.home = newHomeView(e, c.probes)
+	m.pages = []page{homePage}
+	if c.live != "" {
+		m.run = newRunView(e, c.live)
+		m.pages = []page{runPage}
+	}
+	m.home.ring.refresh()
+	return m
+}
+
+func (m *model) Init() tea.Cmd { return tick() }
+
+func (m *model) page() page { return m.pages[len(m.pages)-1] }
+
+func (m *model) push(p page) {
+	m.pages = append(m.pages, p)
+	m.layout()
+}
+
+// pop goes back a screen, dropping the views left behind.
+func (m *model) pop() {
+	if len(m.pages) == 1 {
+		return
+	}
+	switch m.page() {
+	case runPage:
+		m.run = nil
+	case tailPage:
+		m.tail = nil
+	case termPage:
+		if m.term != nil && m.term.Done() {
+			m.closeTerminal()
+		}
+	}
+	m.pages = m.pages[:len(m.pages)-1]
+	m.layout()
+	m.refresh()
+}
+
+// layout gives every view its rectangles for the current size.
+func (m *model) layout() {
+	m.scr = frame(m.w, m.h)
+	m.home.setSize(m.scr.body)
+	if m.run != nil {
+		m.run.setSize(m.scr.body)
+	}
+	if m.tail != nil {
+		m.tail.setSize(m.scr.body)
+	}
+	if m.term != nil {
+		if err := m.term.Resize(max(m.scr.body.W-2, 2), max(m.scr.body.H-2, 1)); err != nil {
+			m.fail(err)
+		}
+	}
+	m.help.Width = m.w
+}
+
+// refresh rebuilds the rows of the screen on top; the others are rebuilt when shown.
+func (m *model) refresh() {
+	switch m.page() {
+	case homePage:
+		m.home.ring.refresh()
+	case runPage:
+		m.run.refresh(m.scr.body)
+	case tailPage:
+		m.tail.refresh()
+	}
+}
+
+func (m *model) note(format string, args ...any) {
+	m.status, m.statusErr = fmt.Sprintf(format, args...), false
+}
+
+func (m *model) fail(err error) {
+	m.status, m.statusErr = err.Error(), true
+	m.log.Print(err)
+}
+
+// Update routes one message: sizes to every view, feeds to the store and the views of their
+// runs, keys to whoever has them, intents to the engine (as commands), answers to their owner.
+func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.w, m.h = msg.Width, msg.Height
+		m.layout()
+	case feedMsg:
+		return m, m.feed(msg)
+	case tickMsg:
+		m.refresh()
+		return m, tick()
+	case tea.KeyMsg:
+		return m, m.key(msg)
+
+	case openRunMsg:
+		m.openRun(msg.dir)
+	case openTailMsg:
+		m.tail = newTailView(m.env, msg.dir, msg.tail)
+		m.push(tailPage)
+		return m, loadHistory(msg.dir, msg.tail)
+	case tailHistoryMsg:
+		if m.tail != nil && m.tail.dir == msg.dir && m.tail.id == msg.tail {
+			m.tail.history(msg)
+		}
+	case probeMsg:
+		m.env.store.probing[msg.agent] = true
+		m.refresh()
+		m.note("probing %s…", msg.agent)
+		return m, probeAction(m.ctx, m.eng, msg.agent)
+	case attachMsg:
+		return m, m.attach(msg.agent)
+	case resumeMsg:
+		return m, m.resume(msg.dir)
+	case retryMsg:
+		return m, m.retry(msg.dir, msg.tail)
+	case killMsg:
+		m.askKill(msg.dir, msg.tail)
+	case diffMsg:
+		m.note("diff of step %d…", msg.step)
+		return m, fetchDiff(m.ctx, m.eng, msg)
+	case diffTextMsg:
+		if m.tail != nil && m.tail.dir == msg.dir && m.tail.id == msg.tail {
+			m.tail.showDiff(msg, m.scr.body)
+			m.status = ""
+		}
+	case startMsg:
+		m.note("starting %s…", msg.kind)
+		return m, startRun(m.ctx, m.eng, msg)
+	case startedMsg:
+		if msg.err != nil {
+			m.fail(fmt.Errorf("%s: %v", msg.kind, msg.err))
+			break
+		}
+		m.note("started %s", filepath.Base(msg.dir))
+		m.openRun(msg.dir)
+	case actionMsg:
+		m.done(msg)
+	case noteMsg:
+		m.note("%s", string(msg))
+	case termStartedMsg:
+		if msg.err != nil {
+			m.fail(msg.err)
+			break
+		}
+		m.term = msg.t
+		m.push(termPage)
+		return m, waitTerminal(msg.t, time.Time{})
+	case termMsg:
+		if msg.t != m.term {
+			break
+		}
+		if msg.exited {
+			if err := msg.t.Err(); err != nil {
+				m.note("%s exited: %v", msg.t.Name(), err)
+			} else {
+				m.note("%s exited", msg.t.Name())
+			}
+			return m, nil
+		}
+		return m, waitTerminal(msg.t, time.Now())
+	}
+	return m, nil
+}
+
+// feed applies what the bridge read to the store and to the views that show it.
+func (m *model) feed(f feedMsg) tea.Cmd {
+	m.env.store.apply(f)
+	if m.tail != nil {
+		for _, rf := range f.runs {
+			if rf.dir == m.tail.dir {
+				m.tail.apply(rf.events)
+			}
+		}
+	}
+	if f.probes != nil {
+		m.layout() // the probes pane is sized to its rows
+	}
+	m.refresh()
+	if m.live != "" && m.env.store.run(m.live).state.Finished {
+		return tea.Quit
+	}
+	return nil
+}
+
+func (m *model) openRun(dir string) {
+	if m.run != nil && m.run.dir == dir && m.page() == runPage {
+		return
+	}
+	for m.page() != homePage && len(m.pages) > 1 {
+		m.pop()
+	}
+	m.run = newRunView(m.env, dir)
+	m.push(runPage)
+}
+
+// done shows an engine answer; a failed probe stops showing "probing…".
+func (m *model) done(a actionMsg) {
+	if agent, ok := strings.CutPrefix(a.owner, "probe:"); ok {
+		delete(m.env.store.probing, agent)
+		m.refresh()
+	}
+	if a.err != nil {
+		m.fail(fmt.Errorf("%s: %v", a.what, a.err))
+		return
+	}
+	m.note("%s: done", a.what)
+}
+
+func (m *model) resume(dir string) tea.Cmd {
+	r := m.env.store.run(dir)
+	if s := r.status(); s != "crashed" {
+		m.fail(fmt.Errorf("%s is %s: only a crashed run (no process owns it, no report) can be resumed", filepath.Base(dir), s))
+		return nil
+	}
+	m.note("resuming %s…", filepath.Base(dir))
+	return resumeAction(m.ctx, m.eng, dir)
+}
+
+func (m *model) retry(dir, id string) tea.Cmd {
+	t := m.env.store.run(dir).state.Tails[id]
+	if t == nil || (t.Status != "failed" && t.Status != "error") {
+		status := "unknown"
+		if t != nil {
+			status = t.Status
+		}
+		m.fail(fmt.Errorf("tail %s is %s: only a failed tail can be retried", id, status))
+		return nil
+	}
+	m.note("retrying %s…", id)
+	return retryAction(m.ctx, m.eng, dir, id)
+}
+
+func (m *model) askKill(dir, id string) {
+	t := m.env.store.run(dir).state.Tails[id]
+	if t == nil || t.Status != "running" {
+		m.fail(fmt.Errorf("tail %s is not running: nothing to kill", id))
+		return
+	}
+	m.confirm = &confirm{
+		question: fmt.Sprintf("Kill tail %s of %s?\nIts agent is stopped and the tail ends as an error.", id, filepath.Base(dir)),
+		yes:      tea.Batch(emit(noteMsg(fmt.Sprintf("killing %s…", id))), killAction(m.ctx, m.eng, dir, id)),
+	}
+}
+
+// noteMsg puts a line in the footer.
+type noteMsg string
+
+// close releases what the model holds when its program has ended.
+func (m *model) close() { m.closeTerminal() }
+
+// key routes a key: the terminal takes every key but the reserved chord; an open dialog
+// takes the rest; then the focused pane, after the keys that mean the same everywhere.
+func (m *model) key(k tea.KeyMsg) tea.Cmd {
+	keys := m.env.keys
+	if m.page() == termPage && m.term != nil {
+		switch {
+		case key.Matches(k, keys.Release):
+			m.pop()
+		case m.term.Done():
+			if k.Type == tea.KeyEsc || k.Type == tea.KeyEnter {
+				m.pop()
+			}
+		default:
+			if err := m.term.SendKey(k); err != nil {
+				m.fail(err)
+			}
+		}
+		return nil
+	}
+	if m.confirm != nil {
+		switch {
+		case key.Matches(k, keys.Confirm):
+			yes := m.confirm.yes
+			m.confirm = nil
+			return yes
+		case key.Matches(k, keys.Cancel):
+			m.confirm = nil
+			m.note("nothing killed")
+		}
+		return nil
+	}
+	if m.form != nil {
+		done, cmd := m.form.update(k)
+		if done {
+			m.form = nil
+		}
+		return cmd
+	}
+	if m.showHelp {
+		m.showHelp = false
+		return nil
+	}
+	if m.capturing() {
+		_, cmd := m.paneKey(k)
+		return cmd
+	}
+	switch {
+	case key.Matches(k, keys.Quit):
+		if k.Type == tea.KeyCtrlC && m.live != "" {
+			m.interrupted = true
+		}
+		return tea.Quit
+	case key.Matches(k, keys.Help):
+		m.showHelp = true
+		return nil
+	case key.Matches(k, keys.New) && m.live == "":
+		m.form = newForm(m.env)
+		return nil
+	case key.Matches(k, keys.Terminal) && m.term != nil:
+		m.push(termPage)
+		return nil
+	case key.Matches(k, keys.Next, keys.Prev) && m.page() != tailPage:
+		step := 1
+		if key.Matches(k, keys.Prev) {
+			step = -1
+		}
+		m.ring().next(step)
+		return nil
+	case key.Matches(k, keys.Resume) && m.page() == runPage:
+		return emit(resumeMsg{m.run.dir})
+	}
+	used, cmd := m.paneKey(k)
+	if !used && key.Matches(k, keys.Back) {
+		m.pop()
+	}
+	return cmd
+}
+
+// ring is the focus ring of the screen on top.
+func (m *model) ring() *focusRing {
+	switch m.page() {
+	case runPage:
+		return &m.run.ring
+	default:
+		return &m.home.ring
+	}
+}
+
+// capturing reports that the focused pane's filter line has the keys.
+func (m *model) capturing() bool {
+	switch m.page() {
+	case tailPage:
+		return m.tail.calls.filtering
+	case homePage, runPage:
+		if p := m.ring().current(); p != nil {
+			return p.capturing()
+		}
+	}
+	return false
+}
+
+// paneKey gives a key to the focused pane of the screen on top.
+func (m *model) paneKey(k tea.KeyMsg) (bool, tea.Cmd) {
+	switch m.page() {
+	case tailPage:
+		return m.tail.update(k, m.scr.body)
+	case homePage, runPage:
+		if p := m.ring().current(); p != nil {
+			return p.update(k)
+		}
+	}
+	return false, nil
+}

@@ -1,0 +1,225 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"tare/engine"
+)
+
+// paneEnv is a store built from the demo state's journals, for panes tested on their own.
+func paneEnv(t *testing.T) (*env, string, string) {
+	stateDir, cal, crashed := demoState(t)
+	e := &env{st: asciiStyles(), keys: DefaultKeyMap(), store: newStore([]string{"claude", "codex", "pi"}), now: func() time.Time { return t0 }}
+	w := newWatcher(stateDir, nil, func(d string) bool { return d != crashed }, nil)
+	e.store.apply(w.poll(time.Now()))
+	return e, cal, crashed
+}
+
+// intent runs a pane's command and returns the message it asks with.
+func intent(t *testing.T, used bool, cmd tea.Cmd) tea.Msg {
+	t.Helper()
+	if !used || cmd == nil {
+		t.Fatalf("the pane did not take the key (used %v)", used)
+	}
+	return cmd()
+}
+
+func TestProbesPane(t *testing.T) {
+	e, _, _ := paneEnv(t)
+	p := newProbesPane(e)
+	p.setSize(60, 6)
+	p.refresh()
+	v := p.view(true)
+	for _, want := range []string{"> claude   tare: 0.00", "codex    tare: 2 leaks", "0.171.0", "2h ago", "pi       no reading yet"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("view lacks %q:\n%s", want, v)
+		}
+	}
+	if msg := asks(t, p, "enter"); msg != (probeMsg{"claude"}) {
+		t.Errorf("enter asks %#v", msg)
+	}
+	p.update(keyMsg("down"))
+	if msg := asks(t, p, "a"); msg != (attachMsg{"codex"}) {
+		t.Errorf("a asks %#v", msg)
+	}
+	e.store.probing["pi"] = true
+	p.refresh()
+	if !strings.Contains(p.view(false), "pi       probing…") {
+		t.Errorf("no probing mark:\n%s", p.view(false))
+	}
+}
+
+// asks gives a pane a key and returns the message its command asks with.
+func asks(t *testing.T, p pane, k string) tea.Msg {
+	t.Helper()
+	used, cmd := p.update(keyMsg(k))
+	return intent(t, used, cmd)
+}
+
+func TestRunsPane(t *testing.T) {
+	e, cal, crashed := paneEnv(t)
+	p := newRunsPane(e)
+	p.setSize(100, 8)
+	p.refresh()
+	v := p.view(true)
+	for _, want := range []string{
+		"> calibrate-demo", "calibrate live         4/2/10 a 1/2 · b 1/2", "10m00s  $0.26",
+		"calibrate-crashed", "crashed       1/1/4 a 1/1", "cliff-old", "done          1/0/2",
+	} {
+		if !strings.Contains(v, want) {
+			t.Errorf("view lacks %q:\n%s", want, v)
+		}
+	}
+	if msg := asks(t, p, "enter"); msg != (openRunMsg{cal}) {
+		t.Errorf("enter asks %#v", msg)
+	}
+	p.update(keyMsg("down"))
+	if msg := asks(t, p, "r"); msg != (resumeMsg{crashed}) {
+		t.Errorf("r asks %#v", msg)
+	}
+	if used, _ := p.update(keyMsg("x")); used {
+		t.Error("a key the pane has no use for was taken")
+	}
+}
+
+func TestTailsPaneAndTally(t *testing.T) {
+	e, cal, _ := paneEnv(t)
+	p := newTailsPane(e, cal)
+	p.setSize(110, 10)
+	p.refresh()
+	v := p.view(true)
+	for _, want := range []string{
+		"> a-0      a       – passed    1m35s     6   9.0k  $0.04 end_turn; make test ok",
+		"a-1      a       – failed    3m20s    11  16.5k  $0.09",
+		"b-2      b       – running   2m00s     3   4.5k  $0.02 Edit src/cart.go",
+	} {
+		if !strings.Contains(v, want) {
+			t.Errorf("view lacks %q:\n%s", want, v)
+		}
+	}
+	for k, want := range map[string]tea.Msg{"enter": openTailMsg{cal, "a-0"}, "R": retryMsg{cal, "a-0"}, "k": killMsg{cal, "a-0"}} {
+		if msg := asks(t, p, k); msg != want {
+			t.Errorf("%s asks %#v, want %#v", k, msg, want)
+		}
+	}
+
+	tally := &tallyPane{env: e, dir: cal}
+	tally.setSize(100, 2)
+	v = tally.view(false)
+	if !strings.Contains(v, "a claude --model haiku") || !strings.Contains(v, "1/2  50%    9%–91%  1 running   $0.16") {
+		t.Errorf("tally:\n%s", v)
+	}
+}
+
+func TestPassBar(t *testing.T) {
+	s := asciiStyles()
+	for _, tc := range []struct {
+		passed, done int
+		want         string
+	}{
+		{0, 0, "····················"},
+		{10, 10, "··············━━━━━●"}, // 72%–100%
+		{0, 10, "●━━━━━··············"},  // 0%–28%
+		{5, 10, "····━━━━━━●━━━━━····"},
+	} {
+		lo, hi := engine.Wilson(tc.passed, tc.done)
+		got := passBar(s, engine.SideTally{Passed: tc.passed, Done: tc.done, Lo: lo, Hi: hi}, 20)
+		if got != tc.want {
+			t.Errorf("%d/%d: %q, want %q", tc.passed, tc.done, got, tc.want)
+		}
+	}
+}
+
+func TestTableScrollsFiltersAndKeepsTheCursor(t *testing.T) {
+	tb := newTable([]column{{title: "id", width: 6}, {title: "what", flex: 1}}, "none")
+	tb.setStyles(asciiStyles())
+	tb.setSize(30, 6) // a header and five rows
+	var rows []row
+	for i := 0; i < 20; i++ {
+		rows = append(rows, row{key: fmt.Sprint(i), cells: []cell{{fmt.Sprint(i), plain}, {fmt.Sprintf("row %d", i), plain}}})
+	}
+	tb.setRows(rows)
+	k := DefaultKeyMap()
+	tb.update(k, tea.KeyMsg{Type: tea.KeyPgDown})
+	tb.update(k, tea.KeyMsg{Type: tea.KeyDown})
+	if tb.selected() != "6" || tb.offset != 2 {
+		t.Fatalf("after pgdown and down: cursor %s offset %d", tb.selected(), tb.offset)
+	}
+	// New rows above keep the cursor on its row.
+	tb.setRows(append([]row{{key: "new", cells: []cell{{"new", plain}, {"x", plain}}}}, rows...))
+	if tb.selected() != "6" {
+		t.Fatalf("the cursor moved to %s", tb.selected())
+	}
+	tb.update(k, keyMsg("/"))
+	for _, r := range "row 1" {
+		tb.update(k, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}})
+	}
+	tb.update(k, keyMsg("enter"))
+	if len(tb.rows) != 11 || tb.filtering { // row 1, row 10..19
+		t.Fatalf("filter kept %d rows (filtering %v)", len(tb.rows), tb.filtering)
+	}
+	lines := strings.Split(tb.view(asciiStyles(), true), "\n")
+	if len(lines) != 6 || !strings.HasPrefix(lines[5], "/row 1") {
+		t.Fatalf("view with a filter:\n%s", strings.Join(lines, "\n"))
+	}
+	tb.setSize(12, 6) // too narrow for both columns: the fixed one is dropped
+	if w := tb.widths(); w[0] != 0 || w[1] != 10 {
+		t.Fatalf("narrow widths %v", w)
+	}
+}
+
+func TestTailViewFollowsItsTailOnly(t *testing.T) {
+	e, cal, _ := paneEnv(t)
+	v := newTailView(e, cal, "b-2")
+	v.setSize(rect{0, 1, 100, 20})
+	if len(v.tools) != 3 {
+		t.Fatalf("b-2 opens with %d calls from the store", len(v.tools))
+	}
+	// Events that arrive while the journal is read wait, then count once.
+	early := []engine.Event{{Seq: 1000, ToolCall: &engine.ToolCall{Tail: "b-2", Tool: "Bash", Summary: "late", Calls: 4}}}
+	v.apply(early)
+	hist := loadHistory(cal, "b-2")().(tailHistoryMsg)
+	v.history(hist)
+	v.apply(early) // the same event again: not counted twice
+	v.apply([]engine.Event{{Seq: 1001, ToolCall: &engine.ToolCall{Tail: "a-2", Tool: "Bash", Calls: 5}}})
+	v.refresh()
+	if len(v.tools) != 4 || v.tools[3].Summary != "late" {
+		t.Fatalf("tools: %+v", v.tools)
+	}
+	if v.calls.selected() != "4" {
+		t.Fatalf("the list does not follow the newest call: %s", v.calls.selected())
+	}
+	used, cmd := v.update(keyMsg("d"), rect{0, 1, 100, 20})
+	if msg := intent(t, used, cmd); msg != (diffMsg{cal, "b-2", 4}) {
+		t.Fatalf("d asks %#v", msg)
+	}
+	v.showDiff(diffTextMsg{dir: cal, tail: "b-2", step: 4, text: "+added\n-removed"}, rect{0, 1, 100, 20})
+	var c = newCanvas(100, 21)
+	v.draw(c)
+	if s := c.String(); !strings.Contains(s, "Capsule diff · step 4") || !strings.Contains(s, "+added") {
+		t.Fatalf("diff not drawn:\n%s", s)
+	}
+	if used, _ := v.update(keyMsg("esc"), rect{0, 1, 100, 20}); !used || v.diff != nil {
+		t.Fatal("esc did not close the diff")
+	}
+}
+
+func TestFormKinds(t *testing.T) {
+	e, _, _ := paneEnv(t)
+	f := newForm(e)
+	if runKinds[f.kind].name != "calibrate" || len(f.inputs) != 6 {
+		t.Fatalf("form: %s with %d fields", runKinds[f.kind].name, len(f.inputs))
+	}
+	if done, _ := f.update(keyMsg("ctrl+s")); done || !strings.Contains(f.err, "sides is empty") || f.focus != 1 {
+		t.Fatalf("empty sides: done %v err %q focus %d", done, f.err, f.focus)
+	}
+	v := f.view(70)
+	if !strings.Contains(v, "[calibrate]") || !strings.Contains(v, "sides is empty") {
+		t.Fatalf("view:\n%s", v)
+	}
+}

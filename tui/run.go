@@ -1,0 +1,280 @@
+package tui
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"tare/engine"
+)
+
+// runView is one run: two lines of summary, the pane of its kind (pass rates for a
+// calibrate; a cliff chart or a swap table as their own panes later) and its tails.
+type runView struct {
+	env     *env
+	dir     string
+	summary pane // nil for a kind without one yet
+	tails   *tailsPane
+	ring    focusRing
+	head    rect
+	rects   []rect
+}
+
+func newRunView(e *env, dir string) *runView {
+	v := &runView{env: e, dir: dir, tails: newTailsPane(e, dir)}
+	v.summary = summaryPane(e, dir)
+	if v.summary != nil {
+		v.ring.panes = []pane{v.summary, v.tails}
+		v.ring.focus = 1
+	} else {
+		v.ring.panes = []pane{v.tails}
+	}
+	v.ring.refresh()
+	return v
+}
+
+// summaryPane is the pane a run's kind draws above its tails. New kinds add a case.
+func summaryPane(e *env, dir string) pane {
+	switch e.store.run(dir).state.Kind {
+	case "calibrate":
+		return &tallyPane{env: e, dir: dir}
+	}
+	return nil
+}
+
+func (v *runView) entry() *runEntry { return v.env.store.run(v.dir) }
+
+// refresh follows the store; a run whose first event arrived late gets its kind's pane now.
+func (v *runView) refresh(body rect) {
+	if v.summary == nil {
+		if v.summary = summaryPane(v.env, v.dir); v.summary != nil {
+			v.ring.panes = []pane{v.summary, v.tails}
+			v.ring.focus = 1
+			v.setSize(body)
+		}
+	}
+	v.ring.refresh()
+}
+
+func (v *runView) setSize(body rect) {
+	rows := 0
+	if v.summary != nil {
+		rows = max(len(v.entry().state.Sides), 1)
+	}
+	head, summary, tails := runLayout(body, rows)
+	v.head = head
+	if v.summary != nil {
+		v.rects = []rect{summary, tails}
+	} else {
+		v.rects = []rect{tails}
+	}
+	for i, p := range v.ring.panes {
+		p.setSize(max(v.rects[i].W-2, 0), max(v.rects[i].H-2, 0))
+	}
+}
+
+func (v *runView) draw(c *canvas) {
+	c.put(v.head, block(v.headline(), v.head.W, v.head.H))
+	for i, p := range v.ring.panes {
+		r := v.rects[i]
+		focused := i == v.ring.focus
+		c.put(r, v.env.st.box(p.title(), p.view(focused), r.W, r.H, focused))
+	}
+}
+
+// headline is the run in two lines: what it is, and where it stands.
+func (v *runView) headline() string {
+	r := v.entry()
+	st, s := r.state, v.env.st
+	first := []string{s.tone(accent, orDash(st.Kind)), orDash(st.Project)}
+	if st.Prompt != "" {
+		first = append(first, fmt.Sprintf("%q", st.Prompt))
+	}
+	done, running, budget := st.Counts()
+	status := r.status()
+	second := []string{
+		s.tone(statusTone(status), status),
+		"phase " + orDash(st.Phase),
+		fmt.Sprintf("%d done · %d running · of %d", done, running, budget),
+		span(r.elapsed(v.env.now())),
+		dollars(st.Cost()),
+	}
+	if st.Check != "" {
+		second = append(second, "check: "+st.Check)
+	}
+	if st.Error != "" {
+		second = append(second, s.tone(bad, st.Error))
+	}
+	return strings.Join(first, " · ") + "\n" + strings.Join(second, " · ")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "–"
+	}
+	return s
+}
+
+// tallyPane is a calibrate's pass rate per side, with its Wilson interval drawn as a bar.
+type tallyPane struct {
+	env  *env
+	dir  string
+	w, h int
+}
+
+func (p *tallyPane) title() string                     { return "Pass rate" }
+func (p *tallyPane) setSize(w, h int)                  { p.w, p.h = w, h }
+func (p *tallyPane) refresh()                          {}
+func (p *tallyPane) capturing() bool                   { return false }
+func (p *tallyPane) help() []key.Binding               { return nil }
+func (p *tallyPane) update(tea.KeyMsg) (bool, tea.Cmd) { return false, nil }
+
+func (p *tallyPane) view(bool) string {
+	st := p.env.store.run(p.dir).state
+	s := p.env.st
+	var lines []string
+	for _, t := range st.Tally() {
+		label := t.Side.Key + " " + strings.Join(append([]string{t.Side.Agent}, t.Side.Args...), " ")
+		counts := fmt.Sprintf("%d/%d", t.Passed, t.Done)
+		rate, interval := "  –", "    –    "
+		if t.Done > 0 {
+			rate = percent(float64(t.Passed) / float64(t.Done))
+			interval = percent(t.Lo) + "–" + percent(t.Hi)
+		}
+		tail := fmt.Sprintf(" %5s %4s %9s %2d running %7s", counts, rate, interval, t.Running, cost(t.Usage))
+		lw := min(max(p.w/4, 8), 28)
+		bw := p.w - lw - 1 - len([]rune(tail))
+		line := fit(label, lw) + " " + passBar(s, t, bw) + tail
+		lines = append(lines, line)
+	}
+	if len(lines) == 0 {
+		lines = append(lines, s.tone(dim, "no sides yet"))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// passBar draws a pass rate on [0, 1] in w cells: the interval as a thick line over a thin
+// track, the rate itself as a dot. With no finished tail it is the bare track.
+func passBar(s styles, t engine.SideTally, w int) string {
+	if w < 3 {
+		return strings.Repeat(" ", max(w, 0))
+	}
+	cells := []rune(strings.Repeat("·", w))
+	if t.Done == 0 {
+		return s.tone(dim, string(cells))
+	}
+	lo := int(math.Floor(t.Lo * float64(w)))
+	hi := int(math.Ceil(t.Hi*float64(w))) - 1
+	for i := max(lo, 0); i <= min(hi, w-1); i++ {
+		cells[i] = '━'
+	}
+	p := float64(t.Passed) / float64(t.Done)
+	at := min(int(p*float64(w)), w-1)
+	cells[at] = '●'
+	tone := warn
+	switch {
+	case t.Lo >= 0.5:
+		tone = good
+	case t.Hi < 0.5:
+		tone = bad
+	}
+	return s.tone(tone, string(cells))
+}
+
+// tailsPane is a run's tails as a live table.
+type tailsPane struct {
+	env *env
+	dir string
+	t   *table
+	// done keeps the rows of finished tails, which no longer change: a refresh rebuilds
+	// only the live ones, so a run with thousands of tails costs what is running.
+	done map[string]row
+}
+
+func newTailsPane(e *env, dir string) *tailsPane {
+	t := newTable([]column{
+		{title: "tail", width: 8},
+		{title: "side", width: 4},
+		{title: "from", width: 4, right: true},
+		{title: "status", width: 7},
+		{title: "elapsed", width: 7, right: true},
+		{title: "calls", width: 5, right: true},
+		{title: "tokens", width: 6, right: true},
+		{title: "cost", width: 6, right: true},
+		{title: "detail", flex: 1},
+	}, "no tails yet")
+	t.setStyles(e.st)
+	return &tailsPane{env: e, dir: dir, t: t, done: map[string]row{}}
+}
+
+func (p *tailsPane) title() string {
+	return "Tails of " + filepath.Base(p.dir)
+}
+func (p *tailsPane) setSize(w, h int)   { p.t.setSize(w, h) }
+func (p *tailsPane) capturing() bool    { return p.t.filtering }
+func (p *tailsPane) view(f bool) string { return p.t.view(p.env.st, f) }
+
+func (p *tailsPane) refresh() {
+	st, now := p.env.store.run(p.dir).state, p.env.now()
+	rows := make([]row, 0, len(st.Order))
+	for _, id := range st.Order {
+		t := st.Tails[id]
+		finished := t.Status != "running"
+		if r, ok := p.done[id]; ok && finished && r.cells[3].text == t.Status {
+			rows = append(rows, r)
+			continue
+		}
+		from := fmt.Sprint(t.Step)
+		if t.How == "fresh" || t.How == "" {
+			from = "–"
+		}
+		detail := t.Detail
+		if t.Status == "running" && len(t.Tools) > 0 {
+			last := t.Tools[len(t.Tools)-1]
+			detail = last.Tool + " " + last.Summary
+		}
+		r := row{key: id, cells: []cell{
+			{id, plain},
+			{t.Side, plain},
+			{from, dim},
+			{t.Status, statusTone(t.Status)},
+			{span(t.Elapsed(now)), dim},
+			{fmt.Sprint(t.Calls), plain},
+			{tokens(t.Usage), dim},
+			{cost(t.Usage), dim},
+			{detail, dim},
+		}}
+		if finished {
+			p.done[id] = r
+		} else {
+			delete(p.done, id) // retried: live again
+		}
+		rows = append(rows, r)
+	}
+	p.t.setRows(rows)
+}
+
+func (p *tailsPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
+	k := p.env.keys
+	if !p.t.filtering {
+		id := p.t.selected()
+		switch {
+		case key.Matches(msg, k.Open) && id != "":
+			return true, emit(openTailMsg{p.dir, id})
+		case key.Matches(msg, k.Retry) && id != "":
+			return true, emit(retryMsg{p.dir, id})
+		case key.Matches(msg, k.Kill) && id != "":
+			return true, emit(killMsg{p.dir, id})
+		}
+	}
+	return p.t.update(k, msg)
+}
+
+func (p *tailsPane) help() []key.Binding {
+	k := p.env.keys
+	return []key.Binding{k.Open, k.Kill, k.Retry, k.Resume, k.Filter}
+}

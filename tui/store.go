@@ -1,0 +1,137 @@
+package tui
+
+import (
+	"path/filepath"
+	"sort"
+	"time"
+
+	"tare/engine"
+)
+
+// runEntry is one run the app follows.
+type runEntry struct {
+	dir   string
+	state *engine.RunState
+	// alive is the engine's word on whether a process owns the run; known is false until
+	// the first answer (and always, without an engine).
+	alive, known bool
+}
+
+// status is the run's one word: live, done, error or crashed.
+func (r *runEntry) status() string {
+	switch {
+	case r.state.Finished && r.state.Error != "":
+		return "error"
+	case r.state.Finished:
+		return "done"
+	case r.known && !r.alive:
+		return "crashed"
+	}
+	return "live"
+}
+
+// elapsed is how long the run has taken so far.
+func (r *runEntry) elapsed(now time.Time) time.Duration {
+	s := r.state
+	if s.Started.IsZero() {
+		return 0
+	}
+	if s.Finished || (r.known && !r.alive) {
+		return s.Updated.Sub(s.Started)
+	}
+	return now.Sub(s.Started)
+}
+
+// store is everything the app knows: the runs and the probe readings, as the journals and
+// reading files say. Only the UI goroutine touches it.
+type store struct {
+	runs   map[string]*runEntry
+	order  []string // run dirs, newest first
+	probes map[string]ProbeReading
+	// probing marks agents whose probe the app started and that have not answered yet.
+	probing map[string]bool
+	agents  []string
+}
+
+func newStore(agents []string) *store {
+	return &store{runs: map[string]*runEntry{}, probes: map[string]ProbeReading{}, probing: map[string]bool{}, agents: agents}
+}
+
+// run returns the entry for dir, adding it when it is new.
+func (s *store) run(dir string) *runEntry {
+	r := s.runs[dir]
+	if r == nil {
+		r = &runEntry{dir: dir, state: engine.NewRunState(filepath.Base(dir))}
+		s.runs[dir] = r
+		s.order = append(s.order, dir)
+	}
+	return r
+}
+
+// apply folds a feed into the store and reports which runs changed.
+func (s *store) apply(f feedMsg) map[string]bool {
+	changed := map[string]bool{}
+	for _, rf := range f.runs {
+		r := s.run(rf.dir)
+		for _, e := range rf.events {
+			r.state.Apply(e)
+			// A finished tail lets go of its tool calls (the tail view reads them from the
+			// journal when it opens); otherwise memory would grow with every tail a long
+			// run finishes. Live tails keep the engine's own bound.
+			if e.TailFinished != nil {
+				if t := r.state.Tails[e.TailFinished.ID]; t != nil {
+					t.Tools = nil
+				}
+			}
+		}
+		changed[rf.dir] = true
+	}
+	for dir, alive := range f.alive {
+		r := s.run(dir)
+		r.alive, r.known = alive, true
+		changed[dir] = true
+	}
+	if f.probes != nil {
+		s.probes = map[string]ProbeReading{}
+		for _, p := range f.probes {
+			s.probes[p.Agent] = p
+			delete(s.probing, p.Agent)
+		}
+	}
+	if len(changed) > 0 {
+		s.sort()
+	}
+	return changed
+}
+
+// sort orders runs newest first, by when they started (then by name, for runs whose first
+// event has not been read yet).
+func (s *store) sort() {
+	sort.SliceStable(s.order, func(i, j int) bool {
+		a, b := s.runs[s.order[i]].state, s.runs[s.order[j]].state
+		if !a.Started.Equal(b.Started) {
+			return a.Started.After(b.Started)
+		}
+		return s.order[i] > s.order[j]
+	})
+}
+
+// agentNames is every agent the probes pane lists: the known ones and any with a reading.
+func (s *store) agentNames() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, a := range s.agents {
+		if !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	for a := range s.probes {
+		if !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

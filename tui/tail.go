@@ -1,0 +1,277 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/viewport"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"tare/engine"
+)
+
+// tailView is one tail: its tool calls as they happen, its check result at the end, and the
+// capsule diff of a step on d.
+type tailView struct {
+	env      *env
+	dir, id  string
+	calls    *table
+	tools    []engine.ToolCall
+	seq      int64          // the journal's last event the tool list includes
+	loaded   bool           // the list was read from the journal
+	early    []engine.Event // tool calls that arrived while the journal was being read
+	diff     *viewport.Model
+	diffStep int
+	diffErr  string
+	onDiff   bool // focus is on the diff
+	head     rect
+	callsR   rect
+	diffR    rect
+}
+
+func newTailView(e *env, dir, id string) *tailView {
+	t := newTable([]column{
+		{title: "step", width: 4, right: true},
+		{title: "tool", width: 10},
+		{title: "summary", flex: 1},
+		{title: "took", width: 6, right: true},
+	}, "no tool calls yet")
+	t.setStyles(e.st)
+	v := &tailView{env: e, dir: dir, id: id, calls: t}
+	if ts := v.state(); ts != nil {
+		v.tools = append(v.tools, ts.Tools...)
+	}
+	v.refresh()
+	return v
+}
+
+func (v *tailView) state() *engine.TailState { return v.env.store.run(v.dir).state.Tails[v.id] }
+
+// tailHistoryMsg is a tail's tool calls as the journal holds them, read off the UI goroutine.
+type tailHistoryMsg struct {
+	dir, tail string
+	tools     []engine.ToolCall
+	seq       int64
+	err       error
+}
+
+// loadHistory reads the tail's tool calls from its run's journal: the store keeps only the
+// last few of a live tail and none of a finished one.
+func loadHistory(dir, id string) tea.Cmd {
+	return func() tea.Msg {
+		events, err := engine.ReadJournal(dir)
+		msg := tailHistoryMsg{dir: dir, tail: id, err: err}
+		for _, e := range events {
+			msg.seq = max(msg.seq, e.Seq)
+			switch {
+			case e.TailStarted != nil && e.TailStarted.ID == id:
+				msg.tools = nil // a retry starts the tail over
+			case e.ToolCall != nil && e.ToolCall.Tail == id:
+				msg.tools = append(msg.tools, *e.ToolCall)
+			}
+		}
+		return msg
+	}
+}
+
+func (v *tailView) history(m tailHistoryMsg) {
+	if m.err != nil {
+		v.diffErr = fmt.Sprintf("reading the journal: %v", m.err)
+		return
+	}
+	v.tools, v.seq, v.loaded = m.tools, m.seq, true
+	v.apply(v.early)
+	v.early = nil
+	v.refresh()
+}
+
+// apply adds the tail's new events from a feed.
+func (v *tailView) apply(events []engine.Event) {
+	if !v.loaded {
+		v.early = append(v.early, events...)
+		return
+	}
+	for _, e := range events {
+		if e.Seq != 0 && e.Seq <= v.seq {
+			continue
+		}
+		v.seq = max(v.seq, e.Seq)
+		switch {
+		case e.TailStarted != nil && e.TailStarted.ID == v.id:
+			v.tools = nil
+		case e.ToolCall != nil && e.ToolCall.Tail == v.id:
+			v.tools = append(v.tools, *e.ToolCall)
+		}
+	}
+}
+
+func (v *tailView) refresh() {
+	rows := make([]row, len(v.tools))
+	for i, t := range v.tools {
+		took := ""
+		if t.Seconds > 0 {
+			took = fmt.Sprintf("%.1fs", t.Seconds)
+		}
+		step := t.Calls
+		if step == 0 {
+			step = i + 1
+		}
+		rows[i] = row{key: fmt.Sprint(step), cells: []cell{{fmt.Sprint(step), dim}, {t.Tool, accent}, {t.Summary, plain}, {took, dim}}}
+	}
+	follow := v.calls.cursor >= len(v.calls.rows)-1
+	v.calls.setRows(rows)
+	if follow { // at the bottom, the list follows new calls as they come
+		v.calls.cursor = len(v.calls.rows) - 1
+		v.calls.clamp()
+	}
+}
+
+func (v *tailView) setSize(body rect) {
+	v.head, v.callsR, v.diffR = tailLayout(body, v.diff != nil)
+	v.calls.setSize(max(v.callsR.W-2, 0), max(v.callsR.H-2, 0))
+	if v.diff != nil {
+		v.diff.Width, v.diff.Height = max(v.diffR.W-2, 0), max(v.diffR.H-2, 0)
+	}
+}
+
+// header is the tail in three lines: what it is, how it is doing, and its verdict.
+func (v *tailView) header() string {
+	s := v.env.st
+	st := v.env.store.run(v.dir).state
+	t := v.state()
+	if t == nil {
+		return fmt.Sprintf("tail %s · not in the journal yet", v.id)
+	}
+	agent := t.Side
+	for _, side := range st.Sides {
+		if side.Key == t.Side {
+			agent = side.Key + " (" + strings.Join(append([]string{side.Agent}, side.Args...), " ") + ")"
+		}
+	}
+	from := "a fresh start"
+	if t.How != "fresh" && t.How != "" {
+		from = fmt.Sprintf("step %d (%s)", t.Step, t.How)
+	}
+	first := fmt.Sprintf("tail %s · side %s · from %s", s.tone(accent, t.ID), agent, from)
+	if t.Attempt > 0 {
+		first += fmt.Sprintf(" · attempt %d", t.Attempt+1)
+	}
+	second := strings.Join([]string{
+		s.tone(statusTone(t.Status), t.Status), span(t.Elapsed(v.env.now())),
+		fmt.Sprintf("%d calls", t.Calls), tokens(t.Usage) + " tokens", cost(t.Usage),
+	}, " · ")
+	third := s.tone(dim, "check: running…")
+	switch t.Status {
+	case "passed", "failed", "error":
+		third = "check: " + s.tone(statusTone(t.Status), t.Status)
+		if t.Score != nil {
+			third += fmt.Sprintf(" · score %d", *t.Score)
+		}
+		if t.Detail != "" {
+			third += " — " + t.Detail
+		}
+	case "rerun":
+		third = s.tone(dim, "check: none; the tail is rerun after a crash")
+	}
+	return first + "\n" + second + "\n" + third
+}
+
+func (v *tailView) draw(c *canvas) {
+	s := v.env.st
+	c.put(v.head, block(v.header(), v.head.W, v.head.H))
+	c.put(v.callsR, s.box("Tool calls", v.calls.view(s, !v.onDiff), v.callsR.W, v.callsR.H, !v.onDiff))
+	if v.diff != nil {
+		c.put(v.diffR, s.box(fmt.Sprintf("Capsule diff · step %d", v.diffStep), v.diff.View(), v.diffR.W, v.diffR.H, v.onDiff))
+	}
+}
+
+// diffTextMsg is the answer to a diffMsg.
+type diffTextMsg struct {
+	dir, tail string
+	step      int
+	text      string
+	err       error
+}
+
+// fetchDiff asks the engine for a step's capsule diff.
+func fetchDiff(ctx context.Context, e Engine, m diffMsg) tea.Cmd {
+	return func() tea.Msg {
+		if e == nil {
+			return diffTextMsg{dir: m.dir, tail: m.tail, step: m.step, err: errReadOnly}
+		}
+		text, err := e.CapsuleDiff(ctx, m.dir, m.tail, m.step)
+		return diffTextMsg{dir: m.dir, tail: m.tail, step: m.step, text: text, err: err}
+	}
+}
+
+func (v *tailView) showDiff(m diffTextMsg, body rect) {
+	vp := viewport.New(0, 0)
+	text := m.text
+	if m.err != nil {
+		text = v.env.st.tone(bad, fmt.Sprintf("no diff for step %d: %v", m.step, m.err))
+	} else if strings.TrimSpace(text) == "" {
+		text = v.env.st.tone(dim, "the workspace did not change at this step")
+	}
+	vp.SetContent(colourDiff(v.env.st, text))
+	v.diff, v.diffStep, v.onDiff = &vp, m.step, true
+	v.setSize(body)
+}
+
+// colourDiff colours a unified diff's added, removed and hunk lines.
+func colourDiff(s styles, text string) string {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	for i, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
+			lines[i] = s.header.Render(l)
+		case strings.HasPrefix(l, "+"):
+			lines[i] = s.tone(good, l)
+		case strings.HasPrefix(l, "-"):
+			lines[i] = s.tone(bad, l)
+		case strings.HasPrefix(l, "@@"):
+			lines[i] = s.tone(accent, l)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// update handles a key; esc with a diff open closes the diff (and is used).
+func (v *tailView) update(msg tea.KeyMsg, body rect) (bool, tea.Cmd) {
+	k := v.env.keys
+	if v.calls.filtering {
+		return v.calls.update(k, msg)
+	}
+	switch {
+	case key.Matches(msg, k.Back) && v.diff != nil:
+		v.diff, v.onDiff = nil, false
+		v.setSize(body)
+		return true, nil
+	case key.Matches(msg, k.Next, k.Prev) && v.diff != nil:
+		v.onDiff = !v.onDiff
+		return true, nil
+	case key.Matches(msg, k.Diff):
+		if i := v.calls.cursor; i < len(v.calls.rows) {
+			var step int
+			fmt.Sscan(v.calls.rows[i].key, &step)
+			return true, emit(diffMsg{v.dir, v.id, step})
+		}
+		return true, nil
+	case key.Matches(msg, k.Retry):
+		return true, emit(retryMsg{v.dir, v.id})
+	case key.Matches(msg, k.Kill):
+		return true, emit(killMsg{v.dir, v.id})
+	}
+	if v.onDiff && v.diff != nil {
+		var cmd tea.Cmd
+		*v.diff, cmd = v.diff.Update(msg)
+		return true, cmd
+	}
+	return v.calls.update(k, msg)
+}
+
+func (v *tailView) help() []key.Binding {
+	k := v.env.keys
+	return []key.Binding{k.Diff, k.Kill, k.Retry, k.Filter}
+}

@@ -1,0 +1,159 @@
+package tui
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// keyHelp is the help for this moment, generated from the key map.
+func (m *model) keyHelp() helpKeys {
+	k := m.env.keys
+	var short []key.Binding
+	switch m.page() {
+	case termPage:
+		return helpKeys{short: []key.Binding{k.Release}, full: [][]key.Binding{{k.Release}}}
+	case tailPage:
+		short = append(m.tail.help(), k.Back)
+	case homePage, runPage:
+		if p := m.ring().current(); p != nil {
+			short = append(short, p.help()...)
+		}
+		if len(m.ring().panes) > 1 {
+			short = append(short, k.Next)
+		}
+		if m.page() == runPage && m.live == "" {
+			short = append(short, k.Back)
+		}
+	}
+	if m.term != nil {
+		// First: a program is running out of sight, and this is the way back to it.
+		short = append([]key.Binding{with(k.Terminal, "terminal ("+m.term.Name()+")")}, short...)
+	}
+	short = append(short, k.Help, k.Quit)
+	full := [][]key.Binding{
+		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
+		{k.Next, k.Prev, k.Open, k.Back, k.Filter},
+		{k.Resume, k.Retry, k.Kill, k.New, k.Diff},
+		{k.Attach, k.Terminal, k.Release, k.Help, k.Quit},
+	}
+	return helpKeys{short: short, full: full}
+}
+
+// View composes the screen: header, the page on top, footer, and an open dialog over them.
+func (m *model) View() string {
+	if m.w <= 0 || m.h <= 0 {
+		return ""
+	}
+	c := newCanvas(m.w, m.h)
+	c.put(m.scr.header, []string{m.header()})
+	switch m.page() {
+	case homePage:
+		m.home.draw(c)
+	case runPage:
+		m.run.draw(c)
+	case tailPage:
+		m.tail.draw(c)
+	case termPage:
+		m.drawTerminal(c)
+	}
+	c.put(m.scr.footer, []string{m.footer()})
+	st := m.env.st
+	switch {
+	case m.form != nil:
+		w := min(m.scr.body.W, 76)
+		body := m.form.view(w - 2)
+		r := centered(m.scr.body, w, strings.Count(body, "\n")+3)
+		c.put(r, st.box("New run", body, r.W, r.H, true))
+	case m.confirm != nil:
+		body := m.confirm.view(st)
+		r := centered(m.scr.body, min(m.scr.body.W, 60), strings.Count(body, "\n")+3)
+		c.put(r, st.box("Confirm", body, r.W, r.H, true))
+	case m.showHelp:
+		body := m.fullHelp(m.scr.body.W - 4)
+		w := 0
+		for _, l := range strings.Split(body, "\n") {
+			w = max(w, ansi.StringWidth(l)+4)
+		}
+		r := centered(m.scr.body, min(w, m.scr.body.W), strings.Count(body, "\n")+3)
+		c.put(r, st.box("Keys", body, r.W, r.H, true))
+	}
+	return c.String()
+}
+
+// fullHelp is every key in columns, in as many rows of columns as w needs.
+func (m *model) fullHelp(w int) string {
+	groups := m.keyHelp().FullHelp()
+	h := m.help
+	h.ShowAll = true
+	h.Width = 0
+	for per := len(groups); per > 0; per-- {
+		var rows []string
+		for i := 0; i < len(groups); i += per {
+			rows = append(rows, h.FullHelpView(groups[i:min(i+per, len(groups))]))
+		}
+		out := strings.Join(rows, "\n\n")
+		if widest(out) <= w || per == 1 {
+			return out
+		}
+	}
+	return ""
+}
+
+func widest(s string) int {
+	w := 0
+	for _, l := range strings.Split(s, "\n") {
+		w = max(w, ansi.StringWidth(l))
+	}
+	return w
+}
+
+// header is the breadcrumb on the left and the state of things on the right.
+func (m *model) header() string {
+	st := m.env.st
+	crumbs := []string{"tare"}
+	for _, p := range m.pages {
+		switch p {
+		case homePage:
+			crumbs = append(crumbs, "home")
+		case runPage:
+			crumbs = append(crumbs, filepath.Base(m.run.dir))
+		case tailPage:
+			crumbs = append(crumbs, m.tail.id)
+		case termPage:
+			crumbs = append(crumbs, m.term.Name())
+		}
+	}
+	left := st.crumb.Render(strings.Join(crumbs, " › "))
+	live := 0
+	for _, r := range m.env.store.runs {
+		if r.status() == "live" {
+			live++
+		}
+	}
+	right := st.tone(dim, fmt.Sprintf("%d runs · %d live", len(m.env.store.runs), live))
+	return fit(left, m.w-ansi.StringWidth(right)-1) + " " + right
+}
+
+// footer is the help for this moment on the left and the last status on the right.
+func (m *model) footer() string {
+	st := m.env.st
+	status := m.status
+	if status != "" {
+		max := max(m.w/2, 20)
+		status = ansi.Truncate(status, max, "…")
+		if m.statusErr {
+			status = st.statusErr.Render(status)
+		} else {
+			status = st.status.Render(status)
+		}
+	}
+	sw := ansi.StringWidth(status)
+	h := m.help
+	h.Width = max(m.w-sw-2, 0)
+	left := h.ShortHelpView(m.keyHelp().ShortHelp())
+	return fit(left, m.w-sw-1) + " " + status
+}
