@@ -61,8 +61,7 @@ func (r *run) tare(t *testing.T, args ...string) *run {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, tareBin, args...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + r.home, "XDG_CONFIG_HOME=" + r.config,
-		"XDG_STATE_HOME=" + filepath.Join(r.home, ".local", "state"), "TMPDIR=" + r.tmp, "LANG=C.UTF-8"}
+	cmd.Env = r.env()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -74,6 +73,12 @@ func (r *run) tare(t *testing.T, args ...string) *run {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// env is the environment of a command of this run.
+func (r *run) env() []string {
+	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + r.home, "XDG_CONFIG_HOME=" + r.config,
+		"XDG_STATE_HOME=" + filepath.Join(r.home, ".local", "state"), "TMPDIR=" + r.tmp, "LANG=C.UTF-8"}
 }
 
 // leftovers lists what a finished command left: entries in its TMPDIR (room folders) and

@@ -33,6 +33,23 @@ shell = "echo resumed >> made.txt"
 text = "All done."
 `
 
+// testConfig is the config a user of this checkout would have: the project's pinned CLIs,
+// named through agents.NAME.bin, and a state folder of the test's own.
+func testConfig(t *testing.T, agents []string) *config.Config {
+	t.Helper()
+	cfg, err := config.Parse(nil, "none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.StateDir = t.TempDir()
+	for _, name := range append(agents, realAgents...) {
+		if bin := filepath.Join(repoRoot(t), "agents", "node_modules", ".bin", name); fileExists(bin) {
+			cfg.Agents[name] = config.Agent{Bin: bin}
+		}
+	}
+	return cfg
+}
+
 // mustFind finds an agent's CLI or fails the test with the fix: these tests are not
 // optional, a machine without the CLIs must go red.
 func mustFind(t *testing.T, name string) (agent.Agent, agent.Install, *config.Config) {
@@ -41,14 +58,7 @@ func mustFind(t *testing.T, name string) (agent.Agent, agent.Install, *config.Co
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Parse(nil, "none")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The project's pinned CLIs, through the config key a user would set.
-	if bin := filepath.Join(repoRoot(t), "agents", "node_modules", ".bin", name); fileExists(bin) {
-		cfg.Agents[name] = config.Agent{Bin: bin}
-	}
+	cfg := testConfig(t, []string{name})
 	inst, err := findAgent(a, cfg)
 	if err != nil {
 		t.Fatalf("%v (run scripts/setup to install the pinned agent CLIs)", err)

@@ -15,10 +15,9 @@ type liveStream struct {
 	tail string
 	run  *run
 
-	mu    sync.Mutex
-	buf   []byte
-	n     int
-	usage Usage
+	mu  sync.Mutex
+	buf []byte
+	n   int
 }
 
 func newLiveStream(a agent.Agent, tail string, r *run) *liveStream {

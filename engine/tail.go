@@ -74,14 +74,28 @@ func runTail(ctx context.Context, env *tailEnv, spec tailSpec) error {
 	}
 	began := time.Now()
 	res := TailResult{ID: spec.ID, Side: spec.Side.Key, Agent: spec.Side.Agent, Step: spec.Step, How: spec.How, Status: "error"}
-	res.AgentExit, res.Check = tailBody(ctx, env, spec, dir, &res)
+	tctx, kill := context.WithCancelCause(ctx)
+	stopWatch := watchKill(ctx, env.run.dir, spec.ID, kill)
+	res.AgentExit, res.Check = tailBody(tctx, env, spec, dir, &res)
+	stopWatch()
+	kill(nil)
 	res.Seconds = time.Since(began).Seconds()
 	if ctx.Err() != nil {
 		return ctx.Err() // stopped, not finished: tare resume reruns it
 	}
+	if errors.Is(context.Cause(tctx), errKilled) {
+		res.Passed, res.Status, res.Check = false, "error", errKilled.Error()
+	}
 	if data, err := json.MarshalIndent(res, "", "  "); err == nil {
 		if err := capsule.WriteFileAtomic(filepath.Join(dir, "result.json"), append(data, '\n'), 0o644); err != nil {
 			return err
+		}
+	}
+	// The finished workspace as a capsule: the app shows its diff against the start, and it
+	// costs only what the tail changed.
+	if _, err := os.Stat(filepath.Join(dir, "work")); err == nil {
+		if _, err := env.store.Snap(ctx, filepath.Join(dir, "work"), spec.ID+"-end"); err != nil {
+			res.Check += "; no end capsule: " + err.Error()
 		}
 	}
 	if !env.recipe.Keep && env.recipe.Check != "" {
@@ -150,7 +164,7 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 		f.Close()
 	}
 	if ctx.Err() != nil {
-		return ran, "not checked: the run was stopped"
+		return ran, "not checked: the tail was stopped"
 	}
 	if env.recipe.Check == "" {
 		// Without a check a run counts when its agent ended normally; the workspace is kept.

@@ -1,0 +1,258 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"tare/agent"
+	"tare/modelserver"
+)
+
+// updateTrails rewrites the agent package's trail fixtures from real runs:
+//
+//	go test ./engine -run TestTrailsAndNativeCut -update-trails
+var updateTrails = flag.Bool("update-trails", false, "write the runs' session files and streams to agent/testdata")
+
+// trailScript makes six tool calls in five model turns: a shell command, a file write, two
+// commands issued together, a command reading what the others made, a failing command.
+// Turn 3 leaves one.txt and two.txt: a session cut after step 2 and resumed must make them.
+const trailScript = `
+[[turn]]
+text = "Looking around first."
+shell = "ls"
+
+[[turn]]
+text = "Writing the notes."
+write = { path = "notes/a.txt", content = "alpha\n" }
+
+[[turn]]
+text = "Two files at once."
+shell = ["echo one > one.txt", "echo two > two.txt"]
+
+[[turn]]
+shell = "cat one.txt two.txt"
+
+[[turn]]
+text = "This one fails."
+shell = "echo failing >&2; exit 3"
+
+[[turn]]
+text = "All done: five steps."
+`
+
+const trailTask = "Do the five steps."
+
+// TestTrailsAndNativeCut runs each real CLI through a five-step script in a real room, reads
+// its session file as a trail, cuts the session after step 2 and resumes the cut session in a
+// brand-new room on an empty workspace: the model sees exactly the two tool turns kept, the
+// agent carries on from turn 3 (one.txt appears, notes/a.txt of step 2 does not) and exits 0.
+func TestTrailsAndNativeCut(t *testing.T) {
+	script, err := modelserver.ParseScript([]byte(trailScript), "trail.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range realAgents {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			a, inst, cfg := mustFind(t, name)
+			srv, err := modelserver.New(modelserver.Options{Script: script, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := srv.Start("127.0.0.1:0"); err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+
+			// The original run.
+			work, sessions := t.TempDir(), t.TempDir()
+			p := plan{agent: a, inst: inst, cfg: cfg, workspace: work, sessions: sessions}
+			room, _, err := buildRoom(p, srv.Addr(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stream := runHookRoom(ctx, t, room, inst.Command, a, a.RunArgs(trailTask, nil))
+			res, _ := a.ParseStream(bytes.NewReader(stream))
+			path, err := findSession(a, sessions, res.SessionID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *updateTrails {
+				dir := filepath.Join(repoRoot(t), "agent", "testdata")
+				for file, content := range map[string][]byte{name + "_trail_session.jsonl": data, name + "_trail_stream.jsonl": stream} {
+					if err := os.WriteFile(filepath.Join(dir, file), content, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+
+			trail, err := agent.ReadTrail(a, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if trail.SessionID != res.SessionID || trail.Task != trailTask || len(trail.Steps) != 5 {
+				t.Fatalf("trail of session %s, task %q, %d steps; want %s, %q, 5 steps: %+v",
+					trail.SessionID, trail.Task, len(trail.Steps), res.SessionID, trailTask, trail.Steps)
+			}
+			// The stream names the same tool calls, as they happen (Codex's stream has its own item ids).
+			var started []string
+			for _, line := range bytes.Split(stream, []byte("\n")) {
+				if l, ok := agent.ParseLine(a, line); ok && l.Kind == agent.LiveToolStart {
+					started = append(started, l.ID)
+				}
+			}
+			var ids []string
+			for _, s := range trail.Steps {
+				ids = append(ids, s.IDs...)
+			}
+			if len(started) != 6 || len(ids) != 6 || len(trail.Steps[2].IDs) != 2 || (name != "codex" && strings.Join(started, " ") != strings.Join(ids, " ")) {
+				t.Fatalf("stream tool starts %v, trail ids %v: want the same six calls, two of them in step 3", started, ids)
+			}
+
+			// Cut after step 2 and resume in a brand-new room, on an empty workspace.
+			cut, err := agent.CutSession(a, data, trail.Steps[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := len(srv.Requests())
+			fresh := t.TempDir()
+			q := plan{agent: a, inst: inst, cfg: cfg, workspace: fresh, sessions: t.TempDir()}
+			if err := placeSession(&q, cut, res.SessionID); err != nil {
+				t.Fatal(err)
+			}
+			room, _, err = buildRoom(q, srv.Addr(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again := runHookRoom(ctx, t, room, inst.Command, a, a.ResumeArgs(res.SessionID, "Continue.", nil))
+			if got, _ := a.ParseStream(bytes.NewReader(again)); got.SessionID != res.SessionID {
+				t.Fatalf("resume ran session %q, want %q", got.SessionID, res.SessionID)
+			}
+			var first *modelserver.Request
+			for _, r := range srv.Requests()[before:] {
+				if r.Turn > 0 {
+					first = &r
+					break
+				}
+			}
+			if first == nil {
+				t.Fatal("the resumed session asked the model nothing")
+			}
+			if turns := toolTurns(t, first.API, first.Body); first.Turn != 3 || turns != 2 {
+				t.Fatalf("the resumed session's first request had %d tool turns in its history and was answered as turn %d; want 2 and turn 3\nhistory: %s",
+					turns, first.Turn, historyShape(first.Body))
+			}
+			if readFile(t, filepath.Join(fresh, "one.txt")) != "one\n" || fileExists(filepath.Join(fresh, "notes", "a.txt")) {
+				t.Fatal("the resumed session did not carry on from step 3 alone: one.txt missing or notes/a.txt redone")
+			}
+		})
+	}
+}
+
+// toolTurns counts the model turns with tool calls in a request's history, as the model
+// server does: calls issued together (consecutive assistant messages with tool_use blocks,
+// consecutive call items) count once.
+func toolTurns(t *testing.T, api string, body []byte) int {
+	t.Helper()
+	var req struct {
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+		Input []struct {
+			Type string `json:"type"`
+		} `json:"input"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatalf("request body: %v", err)
+	}
+	n, prevCall := 0, false
+	if api == "responses" {
+		for _, item := range req.Input {
+			call := item.Type == "function_call" || item.Type == "custom_tool_call" || item.Type == "local_shell_call"
+			if call && !prevCall {
+				n++
+			}
+			if item.Type != "reasoning" {
+				prevCall = call
+			}
+		}
+		return n
+	}
+	for _, m := range req.Messages {
+		if m.Role == "system" {
+			continue // Claude Code's mid-conversation system messages
+		}
+		var blocks []struct {
+			Type string `json:"type"`
+		}
+		json.Unmarshal(m.Content, &blocks)
+		call := false
+		for _, b := range blocks {
+			call = call || (m.Role == "assistant" && b.Type == "tool_use")
+		}
+		if call && !prevCall {
+			n++
+		}
+		prevCall = call
+	}
+	return n
+}
+
+// historyShape is a request's history in brief, for failure messages: each message's role
+// and block types, or each input item's type.
+func historyShape(body []byte) string {
+	var req struct {
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+		Input []struct {
+			Type string `json:"type"`
+			Role string `json:"role"`
+		} `json:"input"`
+	}
+	json.Unmarshal(body, &req)
+	var out []string
+	for _, m := range req.Messages {
+		var blocks []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		json.Unmarshal(m.Content, &blocks)
+		var kinds []string
+		for _, b := range blocks {
+			k := b.Type
+			if b.Type == "text" {
+				k += " " + strconv.Quote(clipText(b.Text, 40))
+			}
+			kinds = append(kinds, k)
+		}
+		out = append(out, m.Role+"["+strings.Join(kinds, ", ")+"]")
+	}
+	for _, item := range req.Input {
+		out = append(out, strings.TrimSpace(item.Type+" "+item.Role))
+	}
+	return strings.Join(out, " | ")
+}
+
+func clipText(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
