@@ -25,6 +25,9 @@ import (
 	"tare/engine"
 	"tare/modelserver"
 	"tare/sandbox"
+	"tare/tui"
+
+	"golang.org/x/term"
 )
 
 // exitError carries an exit code through cobra without printing anything more.
@@ -96,9 +99,21 @@ leak with the file it came from.`,
 		Version:       version(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := settings()
+			if err != nil {
+				return err
+			}
+			eng, err := newAppEngine(cfg)
+			if err != nil {
+				return err
+			}
+			return tui.Run(cmd.Context(), tui.Options{StateDir: cfg.StateDir, Engine: eng, Agents: agentNameList()})
+		},
 	}
 	cmd.SetVersionTemplate("tare {{.Version}}\n")
-	cmd.AddCommand(probeCmd(), calibrateCmd(), resumeCmd(), demoCmd(), modelServerCmd(), doctorCmd())
+	cmd.AddCommand(probeCmd(), calibrateCmd(), resumeCmd(), demoCmd(), watchCmd(), serveCmd(), modelServerCmd(), doctorCmd())
 	for _, a := range agent.All() {
 		cmd.AddCommand(attachCmd(a))
 	}
@@ -175,6 +190,9 @@ hosts). A control twin in a planted dirty home must show each of these, or the r
 			reading, err := engine.Probe(cmd.Context(), opts)
 			if err != nil {
 				return err
+			}
+			if err := engine.StoreReading(cfg.StateDir, reading); err != nil {
+				fmt.Fprintf(os.Stderr, "tare probe: the reading was not kept for the app: %v\n", err)
 			}
 			if asJSON {
 				if err := reading.WriteJSON(os.Stdout); err != nil {
@@ -306,21 +324,61 @@ tare resume DIR finishes a run a crash interrupted.`,
 	return cmd
 }
 
-// calibrate runs a calibrate and shows it: one line per event on stderr, the report on stdout.
+// calibrate runs a calibrate and shows it: the live run view when stdout is a terminal, one
+// line per event on stderr otherwise; then the report on stdout.
 func calibrate(ctx context.Context, o engine.CalibrateOptions) error {
 	o.Bus = engine.NewBus()
-	o.Progress = os.Stderr
-	stop := follow(ctx, o.Bus)
-	dir, report, err := engine.Calibrate(ctx, o)
-	stop()
+	if o.Out == "" {
+		o.Out = filepath.Join(o.Config.StateDir, "calibrate", engine.RunDirName(o.Project, time.Now()))
+	}
+	var dir, report string
+	var err error
+	if term.IsTerminal(int(os.Stdout.Fd())) && term.IsTerminal(int(os.Stdin.Fd())) {
+		dir, report, err = calibrateLive(ctx, o)
+	} else {
+		o.Progress = os.Stderr
+		stop := follow(ctx, o.Bus)
+		dir, report, err = engine.Calibrate(ctx, o)
+		stop()
+	}
 	if dir != "" {
-		fmt.Fprintf(os.Stderr, "tare calibrate: run directory %s\n", dir)
+		fmt.Fprintf(os.Stderr, "tare calibrate: run directory %s (watch it with tare watch %s)\n", dir, dir)
 	}
 	if err != nil {
 		return err
 	}
 	fmt.Print(report)
 	return nil
+}
+
+// calibrateLive runs the calibrate while the live run view shows it; quitting the view with
+// ctrl+c stops the run (tare resume finishes it later), q leaves it running with plain lines.
+func calibrateLive(ctx context.Context, o engine.CalibrateOptions) (string, string, error) {
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	viewCtx, stopView := context.WithCancel(ctx)
+	defer stopView()
+	type result struct {
+		dir, report string
+		err         error
+	}
+	done := make(chan result, 1)
+	go func() {
+		dir, report, err := engine.Calibrate(runCtx, o)
+		if err != nil {
+			stopView()
+		}
+		done <- result{dir, report, err}
+	}()
+	eng, err := newAppEngine(o.Config)
+	if err != nil {
+		return "", "", err
+	}
+	if err := tui.LiveRun(viewCtx, tui.LiveOptions{Dir: o.Out, Bus: o.Bus, Engine: eng}); errors.Is(err, tui.ErrInterrupted) {
+		stopRun()
+	}
+	r := <-done
+	return r.dir, r.report, r.err
 }
 
 // follow prints a run's events as lines on stderr until stop is called.
@@ -339,10 +397,15 @@ func follow(ctx context.Context, bus *engine.Bus) (stop func()) {
 }
 
 func resumeCmd() *cobra.Command {
-	return &cobra.Command{
+	var retry []string
+	cmd := &cobra.Command{
 		Use:   "resume DIR",
 		Short: "Finish a run a crash interrupted, without repeating finished tails",
-		Args:  cobra.ExactArgs(1),
+		Long: `Finishes a calibrate run that a crash or a kill interrupted: finished tails are kept as the
+journal has them, tails that were running are rerun (their first attempt is kept beside them)
+and the journal says so, tails never started are run, and the report is written.
+--retry ID runs a finished tail again (a failed one, say); earlier attempts are kept.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := settings()
 			if err != nil {
@@ -350,7 +413,7 @@ func resumeCmd() *cobra.Command {
 			}
 			bus := engine.NewBus()
 			stop := follow(cmd.Context(), bus)
-			report, err := engine.Resume(cmd.Context(), engine.ResumeOptions{Dir: args[0], Config: cfg, Bus: bus})
+			report, err := engine.Resume(cmd.Context(), engine.ResumeOptions{Dir: args[0], Config: cfg, Bus: bus, Retry: retry})
 			stop()
 			if err != nil {
 				return err
@@ -359,6 +422,66 @@ func resumeCmd() *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().StringArrayVar(&retry, "retry", nil, "run this finished tail again (repeat for several)")
+	return cmd
+}
+
+func watchCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "watch DIR...",
+		Short: "The app, following run directories written by any tare process",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, d := range args {
+				if _, err := os.Stat(filepath.Join(d, engine.JournalFile)); err != nil {
+					return fmt.Errorf("%s: %w", d, errNoRun)
+				}
+			}
+			cfg, err := settings()
+			if err != nil {
+				return err
+			}
+			eng, err := newAppEngine(cfg)
+			if err != nil {
+				return err
+			}
+			return tui.Watch(cmd.Context(), args, tui.Options{Engine: eng})
+		},
+	}
+}
+
+func serveCmd() *cobra.Command {
+	var o tui.ServeOptions
+	cmd := &cobra.Command{
+		Use:   "serve --ssh ADDR [--authorized-keys FILE]",
+		Short: "The app over ssh, on the same state, for every operator whose key is authorized",
+		Long: `Serves the app over ssh: each session gets its own app on the same state directory, with its
+own renderer and colour profile. Only keys in the authorized-keys file get in (read at every
+login). Runs belong to the engine's processes, so a dropped session never ends one.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.Addr == "" {
+				return errors.New("--ssh ADDR: give the address to listen on, e.g. --ssh 127.0.0.1:2222")
+			}
+			cfg, err := settings()
+			if err != nil {
+				return err
+			}
+			eng, err := newAppEngine(cfg)
+			if err != nil {
+				return err
+			}
+			o.StateDir, o.Engine, o.Agents = cfg.StateDir, eng, agentNameList()
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			defer stop()
+			return tui.Serve(ctx, o)
+		},
+	}
+	home, _ := os.UserHomeDir()
+	cmd.Flags().StringVar(&o.Addr, "ssh", "", "address to listen on, e.g. 127.0.0.1:2222")
+	cmd.Flags().StringVar(&o.AuthorizedKeys, "authorized-keys", filepath.Join(home, ".ssh", "authorized_keys"), "only these keys get in")
+	cmd.Flags().StringVar(&o.HostKey, "host-key", "", "the server's key (default: generated in the state directory)")
+	return cmd
 }
 
 func demoCmd() *cobra.Command {

@@ -236,9 +236,10 @@ func calibrateTails(rec *Recipe, start capsule.Capsule) []tailSpec {
 	return specs
 }
 
-// runCalibrate runs the tails the journal does not hold as finished, then writes the report.
+// runCalibrate runs the tails the journal does not hold as finished (and those in again,
+// finished or not), then writes the report.
 func runCalibrate(ctx context.Context, r *run, rec *Recipe, store *capsule.Store, start capsule.Capsule,
-	installs map[string]agent.Install, cfg *config.Config) (string, error) {
+	installs map[string]agent.Install, cfg *config.Config, again ...string) (string, error) {
 	env := &tailEnv{run: r, store: store, recipe: rec, cfg: cfg, installs: installs}
 	if rec.ScriptText != "" {
 		script, err := modelserver.ParseScript([]byte(rec.ScriptText), rec.Script)
@@ -263,6 +264,9 @@ func runCalibrate(ctx context.Context, r *run, rec *Recipe, store *capsule.Store
 	done := map[string]bool{}
 	for id, t := range r.snapshot().Tails {
 		done[id] = t.Status == "passed" || t.Status == "failed" || t.Status == "error"
+	}
+	for _, id := range again {
+		done[id] = false
 	}
 	var todo []tailSpec
 	for _, spec := range calibrateTails(rec, start) {

@@ -16,6 +16,9 @@ type ResumeOptions struct {
 	Dir    string
 	Config *config.Config
 	Bus    *Bus
+	// Retry names finished tails to run again (a failed tail retried from the app or with
+	// tare resume --retry); their earlier attempts are kept beside them.
+	Retry []string
 }
 
 // Resume finishes a run that a crash (or a kill) interrupted: finished tails are kept as
@@ -39,7 +42,13 @@ func Resume(ctx context.Context, o ResumeOptions) (string, error) {
 	}
 	defer r.close()
 	st := r.snapshot()
-	if st.Finished && st.Error == "" {
+	for _, id := range o.Retry {
+		t := st.Tails[id]
+		if t == nil || t.Status == "running" {
+			return "", fmt.Errorf("--retry %s: %s has no finished tail of that id", id, o.Dir)
+		}
+	}
+	if st.Finished && st.Error == "" && len(o.Retry) == 0 {
 		return st.Report, nil
 	}
 	store, err := capsule.Open(filepath.Join(o.Dir, "store"))
@@ -70,10 +79,10 @@ func Resume(ctx context.Context, o ResumeOptions) (string, error) {
 		}
 		rerun = append(rerun, spec.ID)
 	}
-	if err := r.emit(Event{Resumed: &Resumed{Rerun: rerun}}); err != nil {
+	if err := r.emit(Event{Resumed: &Resumed{Rerun: append(rerun, o.Retry...)}}); err != nil {
 		return "", err
 	}
-	return runCalibrate(ctx, r, rec, store, start, installs, o.Config)
+	return runCalibrate(ctx, r, rec, store, start, installs, o.Config, o.Retry...)
 }
 
 // startCapsule is a calibrate run's one capsule: the project before the run.

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"tare/agent"
+	"tare/capsule"
+	"tare/config"
+	"tare/engine"
+	"tare/tui"
+)
+
+// appEngine carries out the app's actions with the same calls the command line makes. What
+// outlives the app (a run started, resumed or retried) is started as a tare process of its
+// own, in a session of its own, so closing the app or dropping an ssh session never ends it.
+type appEngine struct {
+	cfg *config.Config
+	exe string
+	// project is where the app was started: probes and attached agents work there.
+	project string
+}
+
+func newAppEngine(cfg *config.Config) (*appEngine, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	return &appEngine{cfg: cfg, exe: exe, project: wd}, nil
+}
+
+// Probe takes a new reading, as tare probe does, and stores it for the probes pane.
+func (e *appEngine) Probe(ctx context.Context, name string) error {
+	a, err := agent.ByName(name)
+	if err != nil {
+		return err
+	}
+	r, err := engine.Probe(ctx, engine.ProbeOptions{Agent: a, Project: e.project, Config: e.cfg})
+	if err != nil {
+		return err
+	}
+	return engine.StoreReading(e.cfg.StateDir, r)
+}
+
+// Resume continues a crashed run in a process of its own, as tare resume DIR.
+func (e *appEngine) Resume(ctx context.Context, dir string) error {
+	if engine.Alive(dir) {
+		return fmt.Errorf("%s is running in another tare: nothing to resume", dir)
+	}
+	return e.detach("resume", dir)
+}
+
+// Retry reruns a finished tail in a process of its own, as tare resume DIR --retry ID.
+func (e *appEngine) Retry(ctx context.Context, dir, tail string) error {
+	if engine.Alive(dir) {
+		return fmt.Errorf("%s is still running; retry %s once it ends", dir, tail)
+	}
+	return e.detach("resume", dir, "--retry", tail)
+}
+
+// Kill asks the process running the tail to stop it.
+func (e *appEngine) Kill(ctx context.Context, dir, tail string) error {
+	return engine.RequestKill(dir, tail)
+}
+
+// StartCalibrate starts tare calibrate with the form's values and returns the run's
+// directory once its journal exists.
+func (e *appEngine) StartCalibrate(ctx context.Context, c tui.Calibrate) (string, error) {
+	project := c.Project
+	if project == "" {
+		project = e.project
+	}
+	dir := filepath.Join(e.cfg.StateDir, "calibrate", engine.RunDirName(project, time.Now()))
+	args := []string{"calibrate", c.Prompt, "--project", project, "--out", dir,
+		"--runs", fmt.Sprint(max(c.Runs, 1)), "--jobs", fmt.Sprint(max(c.Jobs, 1))}
+	if c.Check != "" {
+		args = append(args, "--check", c.Check)
+	}
+	for _, s := range c.Sides {
+		args = append(args, "--side", s)
+	}
+	log, err := e.start(args...)
+	if err != nil {
+		return "", err
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, engine.JournalFile)); err == nil {
+			return dir, nil
+		}
+		if log.exited() || time.Now().After(deadline) {
+			return "", fmt.Errorf("tare calibrate did not start: %s", log.tail())
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// CapsuleDiff is what a tail changed: its finished workspace against the capsule it started
+// from.
+func (e *appEngine) CapsuleDiff(ctx context.Context, dir, tail string, step int) (string, error) {
+	store, err := capsule.Open(filepath.Join(dir, "store"))
+	if err != nil {
+		return "", err
+	}
+	list, err := store.List()
+	if err != nil {
+		return "", err
+	}
+	var from, to *capsule.Capsule
+	for i := range list {
+		switch list[i].ID {
+		case "start":
+			from = &list[i]
+		case tail + "-end":
+			to = &list[i]
+		}
+	}
+	if from == nil || to == nil {
+		return "", fmt.Errorf("tail %s has no end capsule yet", tail)
+	}
+	changes, err := store.Diff(*from, *to)
+	if err != nil {
+		return "", err
+	}
+	if len(changes) == 0 {
+		return "no change to the workspace", nil
+	}
+	var b strings.Builder
+	for _, c := range changes {
+		fmt.Fprintf(&b, "%-8s %s\n", c.Kind, c.Path)
+	}
+	return b.String(), nil
+}
+
+// Alive reports whether a process owns the run.
+func (e *appEngine) Alive(dir string) bool { return engine.Alive(dir) }
+
+// Attach is tare AGENT in the app's folder, for the terminal pane.
+func (e *appEngine) Attach(name string) (*exec.Cmd, error) {
+	if _, err := agent.ByName(name); err != nil {
+		return nil, err
+	}
+	return exec.Command(e.exe, name, "--project", e.project), nil
+}
+
+// detach starts tare with args in a session of its own and returns once it runs.
+func (e *appEngine) detach(args ...string) error {
+	_, err := e.start(args...)
+	return err
+}
+
+// startedLog is a detached tare's log file, and whether it has exited.
+type startedLog struct {
+	path string
+	done chan struct{}
+}
+
+func (l *startedLog) exited() bool {
+	select {
+	case <-l.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (l *startedLog) tail() string {
+	data, _ := os.ReadFile(l.path)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	return lines[len(lines)-1]
+}
+
+func (e *appEngine) start(args ...string) (*startedLog, error) {
+	logs := filepath.Join(e.cfg.StateDir, "logs")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(logs, fmt.Sprintf("%s-%s.log", time.Now().Format("20060102-150405.000"), args[0]))
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(e.exe, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Dir = e.project
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	f.Close()
+	l := &startedLog{path: path, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(l.done) }() // reaped here; the run outlives the app
+	return l, nil
+}
+
+// errNoRun is returned by tare watch for a folder without a journal.
+var errNoRun = errors.New("not a tare run directory (no journal.jsonl); fix: give a folder that tare calibrate made")
