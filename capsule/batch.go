@@ -27,7 +27,6 @@ type batch struct {
 	files  []*AtomicFile
 	bulk   bool // more than syncGroup objects: closed unsynced, syncfs at flush
 	dirs   map[string]bool
-	added  int64 // bytes of new objects
 }
 
 // syncGroup is how many objects a batch keeps open to fsync one by one.
@@ -62,28 +61,31 @@ func (b *batch) put(path string, data []byte) error {
 		a.Abort()
 		return err
 	}
-	return b.add(a, int64(len(data)))
+	return b.add(a)
 }
 
-// create starts an object file. Its fan-out folder (blobs/ab) is made on first use; the
-// folder above is then synced with the others at flush.
+// create starts an object file, making its fan-out folder (blobs/ab) on first use.
 func (b *batch) create(path string) (*AtomicFile, error) {
 	a, err := CreateAtomic(path, 0o444)
 	if err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return a, err
 	}
-	fan := filepath.Dir(path)
-	if err := os.Mkdir(fan, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("store %s: %w", b.s.dir, err)
+	if err := makeFanOut(path); err != nil {
+		return nil, err
 	}
-	b.mu.Lock()
-	b.dirs[filepath.Dir(fan)] = true
-	b.mu.Unlock()
 	return CreateAtomic(path, 0o444)
 }
 
+// makeFanOut makes the folder of an object path if it is missing.
+func makeFanOut(path string) error {
+	if err := os.Mkdir(filepath.Dir(path), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("make object folder: %w", err)
+	}
+	return nil
+}
+
 // add takes a fully written object into the batch.
-func (b *batch) add(a *AtomicFile, size int64) error {
+func (b *batch) add(a *AtomicFile) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.queued[a.Path()] {
@@ -91,8 +93,11 @@ func (b *batch) add(a *AtomicFile, size int64) error {
 		return nil
 	}
 	b.queued[a.Path()] = true
-	b.dirs[filepath.Dir(a.Path())] = true
-	b.added += size
+	// The fan-out folder and the one above: whoever made the fan-out folder may not have
+	// lived to sync its entry. Synced together, they cost one flush.
+	fan := filepath.Dir(a.Path())
+	b.dirs[fan] = true
+	b.dirs[filepath.Dir(fan)] = true
 	b.files = append(b.files, a)
 	if !b.bulk && len(b.files) > syncGroup {
 		b.bulk = true

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -414,15 +413,12 @@ func (sn *snapshot) storeBlob(f *os.File, size int64) (string, int64, error) {
 			return hash, n, nil
 		}
 		a.path = sn.s.blobPath(hash)
-		if err := os.Mkdir(filepath.Dir(a.path), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := makeFanOut(a.path); err != nil {
 			a.Abort()
 			return "", 0, err
 		}
-		sn.batch.mu.Lock()
-		sn.batch.dirs[filepath.Dir(filepath.Dir(a.path))] = true
-		sn.batch.mu.Unlock()
 	}
-	return hash, n, sn.batch.add(a, n)
+	return hash, n, sn.batch.add(a)
 }
 
 // hashReader hashes all of r, copying it to w when w is not nil. Errors reading r are
