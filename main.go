@@ -19,12 +19,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"tare/agent"
-	"tare/capsule"
 	"tare/config"
 	"tare/demo"
 	"tare/engine"
 	"tare/modelserver"
-	"tare/sandbox"
 	"tare/tui"
 
 	"golang.org/x/term"
@@ -36,26 +34,9 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 func main() {
-	// The in-room entry points run as /opt/tare/tare inside a room; they parse their own
-	// arguments and must start fast, so they bypass cobra and the config.
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case "relay":
-			os.Exit(sandbox.RelayMain(os.Args[2:]))
-		case "inspect":
-			os.Exit(sandbox.InspectMain(os.Args[2:]))
-		case "snap":
-			os.Exit(capsule.SnapMain(os.Args[2:]))
-		case "mcp-canary":
-			if len(os.Args) != 3 {
-				fmt.Fprintln(os.Stderr, "tare mcp-canary: want one argument, the canary token")
-				os.Exit(2)
-			}
-			if err := engine.MCPCanary(os.Args[2], os.Stdin, os.Stdout); err != nil {
-				os.Exit(1)
-			}
-			os.Exit(0)
-		}
+	// The in-room entry points run as /opt/tare/tare inside a room: before cobra and config.
+	if code, ok := engine.InRoom(os.Args[1:]); ok {
+		os.Exit(code)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
 	err := root().ExecuteContext(ctx)
@@ -101,11 +82,7 @@ leak with the file it came from.`,
 		SilenceUsage:  true,
 		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := settings()
-			if err != nil {
-				return err
-			}
-			eng, err := newAppEngine(cfg)
+			cfg, eng, err := appSettings()
 			if err != nil {
 				return err
 			}
@@ -113,7 +90,7 @@ leak with the file it came from.`,
 		},
 	}
 	cmd.SetVersionTemplate("tare {{.Version}}\n")
-	cmd.AddCommand(probeCmd(), calibrateCmd(), resumeCmd(), demoCmd(), watchCmd(), serveCmd(), modelServerCmd(), doctorCmd())
+	cmd.AddCommand(probeCmd(), calibrateCmd(), resumeCmd(), recordCmd(), tailCmd(), demoCmd(), watchCmd(), serveCmd(), modelServerCmd(), doctorCmd())
 	for _, a := range agent.All() {
 		cmd.AddCommand(attachCmd(a))
 	}
@@ -123,6 +100,16 @@ leak with the file it came from.`,
 // settings loads the config file; a bad file stops every command that reads it.
 func settings() (*config.Config, error) {
 	return config.Load(config.File())
+}
+
+// appSettings loads the config and the engine the app's actions use.
+func appSettings() (*config.Config, *appEngine, error) {
+	cfg, err := settings()
+	if err != nil {
+		return nil, nil, err
+	}
+	eng, err := newAppEngine(cfg)
+	return cfg, eng, err
 }
 
 // projectDir resolves --project, refusing a path that is not a folder.
@@ -396,6 +383,104 @@ func follow(ctx context.Context, bus *engine.Bus) (stop func()) {
 	}
 }
 
+func recordCmd() *cobra.Command {
+	var o engine.RecordOptions
+	var project, side string
+	cmd := &cobra.Command{
+		Use:   "record PROMPT [--side AGENT]",
+		Short: "Run a task once in a clean room with a capsule after every tool call",
+		Long: `Runs the task once, in a clean room, with a capsule of the workspace after every step (by the
+agent's own post-tool hook), keeps its session, and lists the steps. tare tail DIR --step N then
+continues it from any step in a fresh room, natively or by handoff to any agent.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			sides, err := engine.ParseSides([]string{side}, nil)
+			if err != nil {
+				return err
+			}
+			if o.Project, err = projectDir(project); err != nil {
+				return err
+			}
+			if o.Config, err = settings(); err != nil {
+				return err
+			}
+			if o.Script != "" {
+				if _, err := modelserver.LoadScript(o.Script); err != nil {
+					return err
+				}
+			}
+			o.Prompt, o.Side, o.Argv, o.Version, o.Progress = args[0], sides[0], os.Args[1:], version(), os.Stderr
+			o.Bus = engine.NewBus()
+			stop := follow(cmd.Context(), o.Bus)
+			dir, _, err := engine.Record(cmd.Context(), o)
+			stop()
+			if dir != "" {
+				fmt.Fprintf(os.Stderr, "tare record: run directory %s (continue it with tare tail %s --step N)\n", dir, dir)
+			}
+			if err != nil {
+				return err
+			}
+			report, err := os.ReadFile(filepath.Join(dir, "report.txt"))
+			fmt.Print(string(report))
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&side, "side", "claude", "the agent and its arguments")
+	f.StringVar(&project, "project", ".", "the project the run starts from")
+	f.StringVar(&o.Check, "check", "", "shell command that scores the tails (exit 0 passes)")
+	f.DurationVar(&o.CheckTimeout, "check-timeout", engine.DefaultCheckTimeout, "a check running longer fails")
+	f.DurationVar(&o.AgentTimeout, "timeout", engine.DefaultAgentTimeout, "an agent running longer is stopped")
+	f.StringVar(&o.Out, "out", "", "run directory (default $XDG_STATE_HOME/tare/record/<project>-<time>)")
+	f.StringVar(&o.Script, "script", "", "talk to tare's own model server replaying this script")
+	f.BoolVar(&o.AllowDirty, "allow-dirty", false, `run even when the reading is not "tare: 0.00"`)
+	return cmd
+}
+
+func tailCmd() *cobra.Command {
+	var o engine.TailOptions
+	var handoff string
+	cmd := &cobra.Command{
+		Use:   "tail DIR --step N [--handoff AGENT]",
+		Short: "Continue a recorded run from a step in a fresh room, and score it",
+		Long: `Continues the run recorded in DIR from the capsule of step N (0 is the project before the
+run) in a fresh room: natively by default (the recorded agent's own session, cut after the
+step, resumed with "Continue."), or by handoff to a fresh session of any agent given the trail
+up to the step. The recording's check scores it; the tail is journaled in DIR.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := settings()
+			if err != nil {
+				return err
+			}
+			o.Dir, o.Config, o.How = args[0], cfg, "native"
+			if handoff != "" {
+				words := strings.Fields(handoff)
+				o.How, o.Agent, o.Args = "handoff", words[0], words[1:]
+				if _, err := agent.ByName(o.Agent); err != nil {
+					return fmt.Errorf("--handoff %s: %v", handoff, err)
+				}
+			}
+			o.Bus = engine.NewBus()
+			stop := follow(cmd.Context(), o.Bus)
+			res, err := engine.Tail(cmd.Context(), o)
+			stop()
+			if err != nil {
+				return err
+			}
+			fmt.Printf("tail %s from step %d: %s (%s; %s)\n", res.ID, res.Step, res.Status, res.AgentExit, res.Check)
+			if !res.Passed {
+				return exitError{1}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&o.Step, "step", 0, "the step whose capsule the tail continues (0: the project before the run)")
+	cmd.Flags().StringVar(&handoff, "handoff", "", `continue by handoff to this agent, e.g. "codex"`)
+	return cmd
+}
+
 func resumeCmd() *cobra.Command {
 	var retry []string
 	cmd := &cobra.Command{
@@ -437,11 +522,7 @@ func watchCmd() *cobra.Command {
 					return fmt.Errorf("%s: %w", d, errNoRun)
 				}
 			}
-			cfg, err := settings()
-			if err != nil {
-				return err
-			}
-			eng, err := newAppEngine(cfg)
+			_, eng, err := appSettings()
 			if err != nil {
 				return err
 			}
@@ -463,11 +544,7 @@ login). Runs belong to the engine's processes, so a dropped session never ends o
 			if o.Addr == "" {
 				return errors.New("--ssh ADDR: give the address to listen on, e.g. --ssh 127.0.0.1:2222")
 			}
-			cfg, err := settings()
-			if err != nil {
-				return err
-			}
-			eng, err := newAppEngine(cfg)
+			cfg, eng, err := appSettings()
 			if err != nil {
 				return err
 			}

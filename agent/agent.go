@@ -3,9 +3,12 @@
 //
 // An adapter knows where its CLI is installed, which model API it speaks,
 // what its fresh HOME must hold (config pointing at tare's model server or a
-// real provider, and the login copy when asked), how to start, resume and
-// attach it, where its session file lands, how to read its output stream, and
-// which of the operator's personal files it would read (for the probe).
+// real provider, the login copy when asked, tare's hooks), how to start,
+// resume and attach it, where its session file lands, how to read its output
+// stream (whole, or line by line as it comes), how to read its session file
+// as a trail of steps and cut it after one, and which of the operator's
+// personal files it would read (for the probe). RenderHandoff turns a trail
+// into the prompt that lets any agent continue another's run.
 //
 // The package imports neither sandbox nor modelserver: it describes rooms,
 // the engine builds them.
@@ -113,7 +116,10 @@ type RoomOptions struct {
 	Login bool
 	// APIKey is given to the agent by env for the real provider without Login.
 	APIKey string
-	// Hooks are commands the agent runs on its events (Claude Code only).
+	// Hooks are commands the agent runs on its events: Claude Code's
+	// settings.json hooks, Codex's [hooks] in config.toml (marked trusted),
+	// pi's through an extension tare writes. HookKind tells whether an agent
+	// has them.
 	Hooks []Hook
 	// Base is a host folder the room HOME starts from (the probe's planted
 	// twin). Config files tare writes are merged into the ones there instead
@@ -121,7 +127,10 @@ type RoomOptions struct {
 	Base string
 }
 
-// Hook is a command run on an agent event, e.g. Event "PostToolUse".
+// Hook is a command run on an agent event, named as Claude Code names it,
+// e.g. Event "PostToolUse". The command gets a JSON object on stdin with
+// hook_event_name, session_id, cwd and, for tool events, tool_name,
+// tool_input and tool_use_id (the id the agent's session file gives the call).
 type Hook struct {
 	Event   string
 	Command string
@@ -143,6 +152,12 @@ type Setup struct {
 	Files []File            // placed in the fresh HOME
 	Env   map[string]string // added to the room's base env
 	Path  []string          // PATH entries before the system ones
+	// Args are arguments this room needs on the agent's command line, put
+	// before the caller's extra arguments of RunArgs, ResumeArgs and
+	// AttachArgs. No adapter needs any today; Codex would need
+	// --dangerously-bypass-hook-trust if its hook trust could not be written
+	// into config.toml (see codexHooks).
+	Args []string
 	// Allow are the "host:port" the room's proxy must let through for the real provider.
 	Allow []string
 	// Declared are lines for the probe's reading: what tare itself put in the

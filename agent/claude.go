@@ -111,7 +111,7 @@ func claudeHooks(hooks []Hook) map[string]any {
 	out := map[string]any{}
 	for _, h := range hooks {
 		entry := map[string]any{"hooks": []any{map[string]any{"type": "command", "command": h.Command}}}
-		if h.Event == "PreToolUse" || h.Event == "PostToolUse" || h.Event == "PostToolUseFailure" {
+		if toolEvent(h.Event) {
 			entry["matcher"] = "*"
 		}
 		list, _ := out[h.Event].([]any)

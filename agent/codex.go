@@ -53,13 +53,20 @@ func codexQuiet() map[string]any {
 }
 
 // Room implements Agent. With tare's model server, a provider "tare" points
-// Codex at it with retries off (a scripted server answers once).
+// Codex at it with retries off (a scripted server answers once). Hooks go in
+// config.toml's [hooks], marked trusted there (codexHooks).
 func (c Codex) Room(o RoomOptions) (Setup, error) {
-	if len(o.Hooks) > 0 {
-		return Setup{}, fmt.Errorf("codex: hooks are not supported by tare's Codex adapter; snapshot on the stream's command_execution items instead")
-	}
 	s := Setup{Env: map[string]string{}}
 	config := codexQuiet()
+	if len(o.Hooks) > 0 {
+		hooks, err := codexHooks(o.Hooks, inRoom(codexConfig))
+		if err != nil {
+			return Setup{}, err
+		}
+		config["hooks"] = hooks
+		config["features"].(map[string]any)["hooks"] = true
+		s.Declared = append(s.Declared, fmt.Sprintf("config: ~/.codex/config.toml [hooks] (%d tare hooks, trusted in [hooks.state])", len(o.Hooks)))
+	}
 	if o.Model != "" {
 		config["model"] = o.Model
 	}

@@ -60,16 +60,22 @@ func piAPI(p Provider) (string, error) {
 
 // Room implements Agent. With tare's model server, models.json defines a
 // provider "tare" and settings.json makes it and the model the default, so
-// headless and attached runs need no provider flags (verified both).
+// headless and attached runs need no provider flags (verified both). Hooks
+// run from an extension tare writes to ~/.pi/agent/extensions.
 func (p Pi) Room(o RoomOptions) (Setup, error) {
-	if len(o.Hooks) > 0 {
-		return Setup{}, fmt.Errorf("pi: hooks are not supported by tare's pi adapter; snapshot on the stream's tool_execution_end events instead")
-	}
 	api, err := piAPI(p.Provider())
 	if err != nil {
 		return Setup{}, err
 	}
 	s := Setup{Env: map[string]string{"PI_OFFLINE": "1", "PI_TELEMETRY": "0", "PI_SKIP_VERSION_CHECK": "1"}}
+	if len(o.Hooks) > 0 {
+		f, err := piHooks(o.Hooks)
+		if err != nil {
+			return Setup{}, err
+		}
+		s.Files = append(s.Files, f)
+		s.Declared = append(s.Declared, fmt.Sprintf("config: ~/%s (%d tare hooks)", piExtension, len(o.Hooks)))
+	}
 	settings := map[string]any{"enableInstallTelemetry": false}
 	if o.BaseURL != "" {
 		model := o.Model

@@ -88,11 +88,11 @@ func Attach(ctx context.Context, o AttachOptions) (int, error) {
 		defer srv.Close()
 		upstream = srv.Addr()
 	}
-	room, _, err := buildRoom(p, upstream, nil)
+	room, setup, err := buildRoom(p, upstream, nil)
 	if err != nil {
 		return 0, err
 	}
-	room.Argv = append([]string{inst.Command}, o.Agent.AttachArgs(append(append([]string{}, o.Config.Agents[o.Agent.Name()].Args...), o.Args...), o.Yolo)...)
+	room.Argv = append([]string{inst.Command}, o.Agent.AttachArgs(append(append(setup.args, o.Config.Agents[o.Agent.Name()].Args...), o.Args...), o.Yolo)...)
 
 	// Ctrl-C is the agent's: tare must not die of it and take the room away mid-turn.
 	interrupts := make(chan os.Signal, 1)

@@ -240,24 +240,11 @@ func calibrateTails(rec *Recipe, start capsule.Capsule) []tailSpec {
 // finished or not), then writes the report.
 func runCalibrate(ctx context.Context, r *run, rec *Recipe, store *capsule.Store, start capsule.Capsule,
 	installs map[string]agent.Install, cfg *config.Config, again ...string) (string, error) {
-	env := &tailEnv{run: r, store: store, recipe: rec, cfg: cfg, installs: installs}
-	if rec.ScriptText != "" {
-		script, err := modelserver.ParseScript([]byte(rec.ScriptText), rec.Script)
-		if err != nil {
-			return "", err
-		}
-		// Spread: a calibrate measures rates, so the script's branches are drawn evenly.
-		srv, err := modelserver.New(modelserver.Options{Script: script, Seed: rec.Seed, Spread: true,
-			LogPath: filepath.Join(r.dir, "model-requests.jsonl")})
-		if err != nil {
-			return "", err
-		}
-		if err := srv.Start("127.0.0.1:0"); err != nil {
-			return "", err
-		}
-		defer srv.Close()
-		env.upstream = srv.Addr()
+	env, stop, err := newTailEnv(r, store, rec, installs, cfg)
+	if err != nil {
+		return "", err
 	}
+	defer stop()
 	if err := r.emit(Event{Phase: &Phase{Name: "tails"}}); err != nil {
 		return "", err
 	}

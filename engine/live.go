@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"sync"
+	"time"
 
 	"tare/agent"
 )
@@ -15,13 +16,24 @@ type liveStream struct {
 	tail string
 	run  *run
 
-	mu  sync.Mutex
-	buf []byte
-	n   int
+	mu      sync.Mutex
+	buf     []byte
+	n       int
+	usage   Usage
+	started map[string]toolStart
+	// onToolEnd, when set, runs after each tool call returns (capsules for agents without
+	// an in-agent hook).
+	onToolEnd func(id string)
+}
+
+// toolStart is a tool call seen starting: its name, its main argument and when.
+type toolStart struct {
+	tool, summary string
+	at            time.Time
 }
 
 func newLiveStream(a agent.Agent, tail string, r *run) *liveStream {
-	return &liveStream{a: a, tail: tail, run: r}
+	return &liveStream{a: a, tail: tail, run: r, started: map[string]toolStart{}}
 }
 
 // Write takes stream bytes; complete lines are parsed, the rest waits for its newline.
@@ -58,7 +70,34 @@ func (l *liveStream) calls() int {
 
 // line handles one line of the agent's stream.
 func (l *liveStream) line(b []byte) {
-	_ = b // LIVE-PENDING: agent.ParseLine
+	ev, ok := agent.ParseLine(l.a, b)
+	if !ok {
+		return
+	}
+	switch ev.Kind {
+	case agent.LiveToolStart:
+		l.started[ev.ID] = toolStart{tool: ev.Tool, summary: ev.Summary, at: time.Now()}
+	case agent.LiveToolEnd:
+		st, seen := l.started[ev.ID]
+		delete(l.started, ev.ID)
+		tool, summary := ev.Tool, ev.Summary
+		var secs float64
+		if seen {
+			tool, summary, secs = st.tool, st.summary, time.Since(st.at).Seconds()
+		}
+		l.n++
+		if l.onToolEnd != nil {
+			l.onToolEnd(ev.ID)
+		}
+		_ = l.run.emit(Event{ToolCall: &ToolCall{Tail: l.tail, Tool: tool, Summary: summary, Seconds: secs, Calls: l.n, Usage: l.usage}})
+	case agent.LiveText, agent.LiveResult:
+		if ev.Usage.Input+ev.Usage.Output > 0 {
+			l.usage = l.usage.Add(usageOf(ev.Usage))
+			if ev.Kind == agent.LiveResult || ev.Usage.Thread {
+				l.usage = usageOf(ev.Usage) // a total, not a part
+			}
+		}
+	}
 }
 
 // teeLines writes to w and to the live stream.

@@ -153,12 +153,18 @@ type plan struct {
 	sessions string
 	// extra are files placed in HOME besides the agent's own (a session to resume).
 	extra []agent.File
+	// hooks are commands the agent runs on its events (tare snap after each tool call).
+	hooks []agent.Hook
+	// runStore is a host folder bound read-write at /tare-run (the capsule store).
+	runStore string
 }
 
 // roomSetup is what observe learned about the room it built.
 type roomSetup struct {
 	Declared []string
 	envNames map[string]bool
+	// args go on the agent's command line before the caller's (Codex's hook trust flag).
+	args []string
 }
 
 // twin describes how a control twin differs from the clean room: a planted home bound at
@@ -212,7 +218,7 @@ func observe(ctx context.Context, p plan, s subject, loopback string, tw *twin) 
 		return evidence{}, roomSetup{}, fmt.Errorf("inspection room: unreadable view: %v", err)
 	}
 
-	room.Argv = p.agent.RunArgs(probePrompt, p.cfg.Agents[p.agent.Name()].Args)
+	room.Argv = p.agent.RunArgs(probePrompt, append(setup.args, p.cfg.Agents[p.agent.Name()].Args...))
 	room.Argv = append([]string{p.inst.Command}, room.Argv...)
 	if tw != nil {
 		room.Argv = twinArgv(tw, room.Argv)

@@ -33,11 +33,12 @@ func findAgent(a agent.Agent, cfg *config.Config) (agent.Install, error) {
 // buildRoom turns a plan into a room whose agent talks to upstream (tare's model server) or,
 // with p.login set and upstream empty, to its real provider through tare's proxy.
 func buildRoom(p plan, upstream string, tw *twin) (sandbox.Room, roomSetup, error) {
-	var opts agent.RoomOptions
+	opts := agent.RoomOptions{Hooks: p.hooks}
 	room := sandbox.Room{
 		Workspace:         p.workspace,
 		WorkspaceReadOnly: p.readOnly,
 		Agent:             p.inst.Runtime,
+		RunStore:          p.runStore,
 		Bwrap:             p.cfg.Bwrap,
 	}
 	for _, ro := range p.cfg.Room.ReadOnly {
@@ -85,7 +86,7 @@ func buildRoom(p plan, upstream string, tw *twin) (sandbox.Room, roomSetup, erro
 		names[k] = true
 	}
 	declared := append(room.Declared(), setup.Declared...)
-	return room, roomSetup{Declared: declared, envNames: names}, nil
+	return room, roomSetup{Declared: declared, envNames: names, args: setup.Args}, nil
 }
 
 // moveHome turns a clean room into a twin: HOME is the planted folder at its own host path

@@ -25,6 +25,9 @@ type tailSpec struct {
 	How    string // fresh, native or handoff
 	Prompt string
 	Start  capsule.Capsule
+	// Session and SessionID, for a native tail: the recorded session cut after Step.
+	Session   []byte
+	SessionID string
 }
 
 // TailResult is a tail's result.json: what a tail did and its verdict.
@@ -118,12 +121,21 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	}
 	inst := env.installs[a.Name()]
 	p := plan{agent: a, inst: inst, cfg: env.cfg, workspace: work, sessions: filepath.Join(dir, "session"), login: env.upstream == ""}
-	room, _, err := buildRoom(p, env.upstream, nil)
+	if spec.How == "native" {
+		if err := placeSession(&p, spec.Session, spec.SessionID); err != nil {
+			return "not started", err.Error()
+		}
+	}
+	room, setup, err := buildRoom(p, env.upstream, nil)
 	if err != nil {
 		return "not started", err.Error()
 	}
-	args := append(append([]string{}, env.cfg.Agents[a.Name()].Args...), spec.Side.Args...)
-	room.Argv = append([]string{inst.Command}, a.RunArgs(spec.Prompt, args)...)
+	args := append(append(setup.args, env.cfg.Agents[a.Name()].Args...), spec.Side.Args...)
+	if spec.How == "native" {
+		room.Argv = append([]string{inst.Command}, a.ResumeArgs(spec.SessionID, spec.Prompt, args)...)
+	} else {
+		room.Argv = append([]string{inst.Command}, a.RunArgs(spec.Prompt, args)...)
+	}
 	stdout, err := os.Create(filepath.Join(dir, "stdout.jsonl"))
 	if err != nil {
 		return "not started", err.Error()

@@ -126,6 +126,10 @@ func findCwd(texts ...string) string {
 	return ""
 }
 
+// claudeFiller is the assistant text Claude Code writes in place of a reply the model never
+// gave, so a resumed session's messages still alternate.
+const claudeFiller = "No response requested."
+
 func hashOf(raw []byte) string {
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:12])
@@ -205,13 +209,16 @@ func parseAnthropic(body []byte) (*convo, error) {
 	texts := []string{textOf(req.System)}
 	inAssistant := false
 	for i, m := range msgs {
-		switch m.Role {
-		case "assistant":
+		switch {
+		case m.Role == "assistant" && strings.TrimSpace(textOf(m.Content)) == claudeFiller:
+			// Claude Code's stand-in for a turn the model never took (a session resumed right
+			// after a tool result): not a scripted turn.
+		case m.Role == "assistant":
 			if !inAssistant {
 				c.turns++
 			}
 			inAssistant = true
-		case "system":
+		case m.Role == "system":
 			// Claude Code's mid-conversation system entries do not end a turn.
 		default:
 			inAssistant = false

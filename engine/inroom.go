@@ -1,0 +1,37 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+
+	"tare/capsule"
+	"tare/sandbox"
+)
+
+// InRoom runs one of the entry points tare serves inside a room as /opt/tare/tare (relay,
+// inspect, snap, mcp-canary), if args name one, and returns its exit code. They parse their
+// own arguments and must start fast, so callers dispatch them before anything else.
+func InRoom(args []string) (code int, ok bool) {
+	if len(args) == 0 {
+		return 0, false
+	}
+	switch args[0] {
+	case "relay":
+		return sandbox.RelayMain(args[1:]), true
+	case "inspect":
+		return sandbox.InspectMain(args[1:]), true
+	case "snap":
+		return capsule.SnapMain(args[1:]), true
+	case "mcp-canary":
+		if len(args) != 2 {
+			fmt.Fprintln(os.Stderr, "tare mcp-canary: want one argument, the canary token")
+			return 2, true
+		}
+		if err := MCPCanary(args[1], os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "tare mcp-canary:", err)
+			return 1, true
+		}
+		return 0, true
+	}
+	return 0, false
+}

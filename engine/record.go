@@ -1,0 +1,402 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"tare/agent"
+	"tare/capsule"
+	"tare/config"
+	"tare/modelserver"
+	"tare/sandbox"
+)
+
+// snapCommand is the hook an agent runs after every tool call inside the room: it takes a
+// capsule of /work into the run's store, named by the call's tool-use id (read from the
+// hook's JSON on stdin), and prints nothing, since a hook's output reaches the agent.
+var snapCommand = sandbox.TareBin + " snap --store " + sandbox.RunDir + " --work " + sandbox.WorkDir
+
+// Recording is the original run of a task: its session read as steps, and the capsule of
+// the workspace after each step. Capsules[0] is the project before the run; Capsules[n] is
+// the workspace after step n.
+type Recording struct {
+	Agent     string            `json:"agent"`
+	Args      []string          `json:"args,omitempty"`
+	Task      string            `json:"task"`
+	SessionID string            `json:"session_id"`
+	Exit      string            `json:"exit"`
+	Snapshots string            `json:"snapshots"`
+	Steps     []agent.Step      `json:"steps"`
+	Capsules  []capsule.Capsule `json:"capsules"`
+	// Events are the trail's events, for handoffs.
+	Events []agent.Event `json:"events"`
+	// session is the session file's content (original/session.jsonl).
+	session []byte
+}
+
+// recordFile is the recording's summary inside the original/ folder.
+const recordFile = "record.json"
+
+// record runs the task once in a room over a copy of the project, with a capsule taken
+// after every tool call (by the agent's own hook where it has one, from its stream
+// otherwise), keeps its session, and reads the session as steps.
+func record(ctx context.Context, env *tailEnv, side Side, task string, start capsule.Capsule) (*Recording, error) {
+	dir := filepath.Join(env.run.dir, "original")
+	work := filepath.Join(dir, "work")
+	if err := os.MkdirAll(filepath.Join(dir, "session"), 0o755); err != nil {
+		return nil, err
+	}
+	if err := env.store.Restore(ctx, start, work); err != nil {
+		return nil, err
+	}
+	a, err := agent.ByName(side.Agent)
+	if err != nil {
+		return nil, err
+	}
+	inst := env.installs[a.Name()]
+	kind := agent.HookKind(a)
+	p := plan{agent: a, inst: inst, cfg: env.cfg, workspace: work, sessions: filepath.Join(dir, "session"),
+		runStore: env.store.Dir(), login: env.upstream == ""}
+	if kind == agent.HookInAgent {
+		p.hooks = []agent.Hook{{Event: "PostToolUse", Command: snapCommand}}
+	}
+	room, setup, err := buildRoom(p, env.upstream, nil)
+	if err != nil {
+		return nil, err
+	}
+	args := append(append(setup.args, env.cfg.Agents[a.Name()].Args...), side.Args...)
+	room.Argv = append([]string{inst.Command}, a.RunArgs(task, args)...)
+	stdout, err := os.Create(filepath.Join(dir, "stdout.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	defer stdout.Close()
+	stderr, err := os.Create(filepath.Join(dir, "stderr.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer stderr.Close()
+	live := newLiveStream(a, "original", env.run)
+	if kind == agent.HookFromStream {
+		live.onToolEnd = func(id string) { _, _ = env.store.Snap(ctx, work, id) }
+	}
+	room.Stdout, room.Stderr = teeLines(stdout, live), stderr
+	timeout := time.Duration(env.recipe.AgentTimeout * float64(time.Second))
+	if timeout <= 0 {
+		timeout = DefaultAgentTimeout
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	code, err := runRoom(rctx, room)
+	cancel()
+	live.flush()
+	if err != nil {
+		return nil, fmt.Errorf("recording %s: %v", a.Name(), err)
+	}
+	f, err := os.Open(filepath.Join(dir, "stdout.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	res, err := a.ParseStream(f)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("recording %s: its stream: %v", a.Name(), err)
+	}
+	path, err := findSession(a, filepath.Join(dir, "session"), res.SessionID)
+	if err != nil {
+		return nil, fmt.Errorf("recording %s (exit %d): %v", a.Name(), code, err)
+	}
+	session, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := capsule.WriteFileAtomic(filepath.Join(dir, "session.jsonl"), session, 0o644); err != nil {
+		return nil, err
+	}
+	trail, err := agent.ReadTrail(a, session)
+	if err != nil {
+		return nil, err
+	}
+	rec := &Recording{Agent: a.Name(), Args: side.Args, Task: task, SessionID: res.SessionID, Exit: fmt.Sprintf("agent exit %d", code),
+		Snapshots: kind, Steps: trail.Steps, Events: trail.Events, session: session}
+	if rec.Capsules, err = stepCapsules(env.store, start, trail.Steps); err != nil {
+		return nil, err
+	}
+	data, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return rec, capsule.WriteFileAtomic(filepath.Join(dir, recordFile), append(data, '\n'), 0o644)
+}
+
+// stepCapsules maps steps to capsules: a step's capsule is the last one taken for its tool
+// calls; a step none of whose calls left one left the workspace as it was.
+func stepCapsules(store *capsule.Store, start capsule.Capsule, steps []agent.Step) ([]capsule.Capsule, error) {
+	list, err := store.List()
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]capsule.Capsule{}
+	for _, c := range list {
+		if prev, ok := byID[c.ID]; !ok || c.Step > prev.Step {
+			byID[c.ID] = c
+		}
+	}
+	out := []capsule.Capsule{start}
+	for _, s := range steps {
+		c, found := out[len(out)-1], false
+		for _, id := range s.IDs {
+			if got, ok := byID[id]; ok && (!found || got.Step > c.Step) {
+				c, found = got, true
+			}
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// tailFrom is the spec of a tail continuing the recording after step, natively (the
+// recorded agent's own session, cut after the step, resumed with "Continue.") or by handoff
+// (a fresh session of side's agent given the trail up to the step).
+func tailFrom(rec *Recording, side Side, step int, how, id string) (tailSpec, error) {
+	if step < 0 || step > len(rec.Steps) {
+		return tailSpec{}, fmt.Errorf("step %d: the recording has steps 0 to %d", step, len(rec.Steps))
+	}
+	spec := tailSpec{ID: id, Side: side, Step: step, How: how, Start: rec.Capsules[step]}
+	switch {
+	case step == 0:
+		spec.How, spec.Prompt = "fresh", rec.Task
+	case how == "native":
+		if side.Agent != rec.Agent {
+			return tailSpec{}, fmt.Errorf("a native tail continues %s's own session; %s cannot: use a handoff", rec.Agent, side.Agent)
+		}
+		a, err := agent.ByName(rec.Agent)
+		if err != nil {
+			return tailSpec{}, err
+		}
+		cut, err := agent.CutSession(a, rec.session, rec.Steps[step-1])
+		if err != nil {
+			return tailSpec{}, err
+		}
+		spec.Prompt, spec.Session, spec.SessionID = continuePrompt, cut, rec.SessionID
+	case how == "handoff":
+		spec.Prompt = agent.RenderHandoff(rec.Task, rec.Events[:rec.Steps[step-1].Events], false)
+	default:
+		return tailSpec{}, fmt.Errorf("a tail continues natively or by handoff, not %q", how)
+	}
+	return spec, nil
+}
+
+// continuePrompt is what a native tail says to the resumed session.
+const continuePrompt = "Continue."
+
+// stepSummary is one line per step, for reports and the app.
+func stepSummary(rec *Recording) string {
+	var b strings.Builder
+	for _, s := range rec.Steps {
+		fmt.Fprintf(&b, "  step %-3d %s\n", s.N, clip(s.Tool, 100))
+	}
+	return b.String()
+}
+
+// RecordOptions is a recorded run: the task once, with a capsule after every step.
+type RecordOptions struct {
+	Prompt  string
+	Side    Side
+	Project string
+	// Check scores the recording and every tail continued from it (optional).
+	Check        string
+	CheckTimeout time.Duration
+	AgentTimeout time.Duration
+	Out          string
+	Config       *config.Config
+	// Script makes the agent talk to tare's own model server replaying it.
+	Script     string
+	AllowDirty bool
+	Argv       []string
+	Version    string
+	Bus        *Bus
+	Progress   io.Writer
+}
+
+// Record runs the task once in a clean room with a capsule after every step, and returns
+// the run directory and the recording: tare tail continues it from any step.
+func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
+	if o.Prompt == "" {
+		return "", nil, errors.New("give the task as PROMPT (or --prompt-file)")
+	}
+	installs, err := findInstalls([]Side{o.Side}, o.Config)
+	if err != nil {
+		return "", nil, err
+	}
+	dir := o.Out
+	if dir == "" {
+		dir = filepath.Join(o.Config.StateDir, "record", RunDirName(o.Project, time.Now()))
+	}
+	r, err := createRun(dir, o.Bus)
+	if err != nil {
+		return "", nil, err
+	}
+	defer r.close()
+	store, err := capsule.Open(filepath.Join(dir, "store"))
+	if err != nil {
+		return dir, nil, err
+	}
+	start, err := store.Snap(ctx, o.Project, "start")
+	if err != nil {
+		return dir, nil, fmt.Errorf("taking the project's capsule: %v", err)
+	}
+	a, _ := agent.ByName(o.Side.Agent)
+	rec := &Recipe{Tare: o.Version, Argv: o.Argv, Kind: "record", Time: time.Now().UTC(), Project: o.Project, Fingerprint: start.Root,
+		Prompt: o.Prompt, Check: o.Check, CheckTimeout: o.CheckTimeout.Seconds(), AgentTimeout: o.AgentTimeout.Seconds(),
+		Sides: []Side{o.Side}, Runs: 1, Jobs: 1, Keep: true,
+		Agents: map[string]RecipeAgent{o.Side.Agent: {Version: installs[o.Side.Agent].Version, Bin: installs[o.Side.Agent].Bin, Snapshots: agent.HookKind(a)}}}
+	if o.Script != "" {
+		text, err := os.ReadFile(o.Script)
+		if err != nil {
+			return dir, nil, fmt.Errorf("--script %s: %v", o.Script, err)
+		}
+		rec.Script, rec.ScriptText = o.Script, string(text)
+	}
+	if err := writeRecipe(dir, rec); err != nil {
+		return dir, nil, err
+	}
+	if err := r.emit(Event{RunStarted: &RunStarted{Kind: "record", Project: o.Project, Prompt: o.Prompt, Check: o.Check, Sides: rec.Sides, Budget: 1, Jobs: 1}}); err != nil {
+		return dir, nil, err
+	}
+	if err := probeSides(ctx, r, rec.Sides, o.Project, o.Config, o.AllowDirty, o.Progress); err != nil {
+		_ = r.emit(Event{RunFinished: &RunFinished{Error: err.Error()}})
+		return dir, nil, err
+	}
+	env, stop, err := newTailEnv(r, store, rec, installs, o.Config)
+	if err != nil {
+		return dir, nil, err
+	}
+	defer stop()
+	if err := r.emit(Event{Phase: &Phase{Name: "original"}}); err != nil {
+		return dir, nil, err
+	}
+	recording, err := record(ctx, env, o.Side, o.Prompt, start)
+	if err != nil {
+		_ = r.emit(Event{RunFinished: &RunFinished{Error: err.Error()}})
+		return dir, nil, err
+	}
+	report := fmt.Sprintf("tare record · %s\n  task      %s\n  agent     %s (%s; capsules from %s)\n  steps     %d\n%s",
+		o.Project, o.Prompt, sideLabel(o.Side), recording.Exit, recording.Snapshots, len(recording.Steps), stepSummary(recording))
+	if err := capsule.WriteFileAtomic(filepath.Join(dir, "report.txt"), []byte(report), 0o644); err != nil {
+		return dir, nil, err
+	}
+	return dir, recording, r.emit(Event{RunFinished: &RunFinished{Report: report}})
+}
+
+// TailOptions continues a recorded run from one of its steps.
+type TailOptions struct {
+	Dir  string
+	Step int
+	// How is "native" (the recorded agent's own session, cut after the step) or "handoff".
+	How string
+	// Agent continues a handoff (default: the recorded agent).
+	Agent  string
+	Args   []string
+	Config *config.Config
+	Bus    *Bus
+}
+
+// Tail continues a recorded run from a step in a fresh room, runs the recipe's check and
+// records the tail in the run's journal. It returns the tail's result.
+func Tail(ctx context.Context, o TailOptions) (TailResult, error) {
+	recipe, err := ReadRecipe(o.Dir)
+	if err != nil {
+		return TailResult{}, err
+	}
+	if recipe.Kind != "record" {
+		return TailResult{}, fmt.Errorf("%s: tare tail continues a recorded run (tare record); this is a %s run", o.Dir, recipe.Kind)
+	}
+	recording, err := readRecording(o.Dir)
+	if err != nil {
+		return TailResult{}, err
+	}
+	side := Side{Key: "a", Agent: recording.Agent, Args: recording.Args}
+	if o.Agent != "" && o.Agent != recording.Agent {
+		side = Side{Key: "b", Agent: o.Agent, Args: o.Args}
+	}
+	installs, err := findInstalls([]Side{side}, o.Config)
+	if err != nil {
+		return TailResult{}, err
+	}
+	r, err := openRun(o.Dir, o.Bus)
+	if err != nil {
+		return TailResult{}, err
+	}
+	defer r.close()
+	store, err := capsule.Open(filepath.Join(o.Dir, "store"))
+	if err != nil {
+		return TailResult{}, err
+	}
+	n := 0
+	for id := range r.snapshot().Tails {
+		if strings.HasPrefix(id, fmt.Sprintf("%s-%d-", o.How, o.Step)) {
+			n++
+		}
+	}
+	spec, err := tailFrom(recording, side, o.Step, o.How, fmt.Sprintf("%s-%d-%s-%d", o.How, o.Step, side.Agent, n))
+	if err != nil {
+		return TailResult{}, err
+	}
+	env, stop, err := newTailEnv(r, store, recipe, installs, o.Config)
+	if err != nil {
+		return TailResult{}, err
+	}
+	defer stop()
+	if err := runTail(ctx, env, spec); err != nil {
+		return TailResult{}, err
+	}
+	res, _ := readResult(filepath.Join(o.Dir, "tails", spec.ID))
+	return res, nil
+}
+
+// readRecording loads a recorded run's steps, capsules and session.
+func readRecording(dir string) (*Recording, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "original", recordFile))
+	if err != nil {
+		return nil, fmt.Errorf("%s: the recording did not finish (no original/%s); fix: record the task again", dir, recordFile)
+	}
+	var rec Recording
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return nil, fmt.Errorf("%s: original/%s: %v", dir, recordFile, err)
+	}
+	if rec.session, err = os.ReadFile(filepath.Join(dir, "original", "session.jsonl")); err != nil {
+		return nil, fmt.Errorf("%s: original/session.jsonl: %v", dir, err)
+	}
+	return &rec, nil
+}
+
+// newTailEnv is what a run's tails share, with tare's model server started when the recipe
+// has a script; stop ends the server.
+func newTailEnv(r *run, store *capsule.Store, rec *Recipe, installs map[string]agent.Install, cfg *config.Config) (*tailEnv, func(), error) {
+	env := &tailEnv{run: r, store: store, recipe: rec, cfg: cfg, installs: installs}
+	if rec.ScriptText == "" {
+		return env, func() {}, nil
+	}
+	script, err := modelserver.ParseScript([]byte(rec.ScriptText), rec.Script)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Spread: runs that measure rates draw the script's branches evenly.
+	srv, err := modelserver.New(modelserver.Options{Script: script, Seed: rec.Seed, Spread: true,
+		LogPath: filepath.Join(r.dir, "model-requests.jsonl")})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := srv.Start("127.0.0.1:0"); err != nil {
+		return nil, nil, err
+	}
+	env.upstream = srv.Addr()
+	return env, func() { srv.Close() }, nil
+}

@@ -1,0 +1,156 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"tare/agent"
+	"tare/capsule"
+	"tare/modelserver"
+)
+
+// fiveSteps are the record test's tool calls: each changes the workspace differently.
+var fiveSteps = []string{
+	"echo one > one.txt",
+	"mkdir -p src/deep && echo two > src/deep/two.txt",
+	"printf '#!/bin/sh\\necho three\\n' > run.sh && chmod +x run.sh",
+	"echo four >> one.txt && rm src/deep/two.txt",
+	"ln -s one.txt link && echo five > five.txt",
+}
+
+func fiveStepScript() string {
+	var b strings.Builder
+	for i, cmd := range fiveSteps {
+		fmt.Fprintf(&b, "[[turn]]\ntext = \"Step %d.\"\nshell = '''%s'''\n\n", i+1, cmd)
+	}
+	b.WriteString("[[turn]]\ntext = \"All five steps done.\"\n")
+	return b.String()
+}
+
+// expectedRoots are the capsule roots of the project after each of fiveSteps, computed by
+// running the same commands on a copy on the host.
+func expectedRoots(t *testing.T, project string) []string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "copy")
+	if out, err := exec.Command("cp", "-a", project, dir).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	store, err := capsule.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var roots []string
+	for i := 0; i <= len(fiveSteps); i++ {
+		if i > 0 {
+			cmd := exec.Command("/bin/sh", "-c", fiveSteps[i-1])
+			cmd.Dir = dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+		}
+		c, err := store.Snap(context.Background(), dir, fmt.Sprintf("expected-%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		roots = append(roots, c.Root)
+	}
+	return roots
+}
+
+// TestRecordThenTailNativelyAndByHandoff: each real agent runs five tool calls in a room;
+// the recording has one capsule per step, each exactly the workspace the agent had then
+// (same tree hashes as the commands applied on the host, and the same again after a
+// restore); a native tail and a handoff tail from step 2 run to the end and are scored.
+func TestRecordThenTailNativelyAndByHandoff(t *testing.T) {
+	script, err := modelserver.ParseScript([]byte(fiveStepScript()), "five-steps.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range realAgents {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			project := t.TempDir()
+			if err := os.WriteFile(filepath.Join(project, "README.md"), []byte("# five steps\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			want := expectedRoots(t, project)
+
+			srv, err := modelserver.New(modelserver.Options{Script: script})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := srv.Start("127.0.0.1:0"); err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			env, start := newTestRun(t, name, srv.Addr(), "test -f five.txt && test -L link && ./run.sh")
+			side := Side{Key: "a", Agent: name}
+			rec, err := record(ctx, env, side, "Do the five steps.", start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rec.Steps) != 5 || len(rec.Capsules) != 6 {
+				t.Fatalf("%d steps and %d capsules, want 5 and 6 (snapshots: %s)", len(rec.Steps), len(rec.Capsules), rec.Snapshots)
+			}
+			for k, c := range rec.Capsules {
+				if c.Root != want[k] {
+					t.Errorf("capsule of step %d has root %.12s, want %.12s (the workspace after %d commands)", k, c.Root, want[k], k)
+				}
+				dest := filepath.Join(t.TempDir(), "restored")
+				if err := env.store.Restore(ctx, c, dest); err != nil {
+					t.Fatal(err)
+				}
+				again, err := env.store.Snap(ctx, dest, fmt.Sprintf("restored-%d", k))
+				if err != nil || again.Root != c.Root {
+					t.Errorf("step %d restored to root %.12s, want %.12s (%v)", k, again.Root, c.Root, err)
+				}
+			}
+			for _, how := range []string{"native", "handoff"} {
+				spec, err := tailFrom(rec, side, 2, how, how+"-2")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := runTail(ctx, env, spec); err != nil {
+					t.Fatal(err)
+				}
+				tl := env.run.snapshot().Tails[spec.ID]
+				if tl == nil || tl.Status != "passed" {
+					t.Errorf("%s tail from step 2: %+v, want passed", how, tl)
+				}
+			}
+		})
+	}
+}
+
+// newTestRun makes a run directory with a store, the start capsule of an empty project and
+// the environment tails need, talking to the model server at upstream.
+func newTestRun(t *testing.T, agentName, upstream, check string) (*tailEnv, capsule.Capsule) {
+	t.Helper()
+	a, inst, cfg := mustFind(t, agentName)
+	r, err := createRun(filepath.Join(t.TempDir(), "run"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.close() })
+	store, err := capsule.Open(filepath.Join(r.dir, "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	project := t.TempDir()
+	os.WriteFile(filepath.Join(project, "README.md"), []byte("# five steps\n"), 0o644)
+	start, err := store.Snap(context.Background(), project, "start")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &Recipe{Check: check, CheckTimeout: 60, AgentTimeout: 240}
+	return &tailEnv{run: r, store: store, recipe: rec, cfg: cfg, upstream: upstream,
+		installs: map[string]agent.Install{a.Name(): inst}}, start
+}
