@@ -124,6 +124,12 @@ func TestBadInputIsOneLineAndLeavesNothing(t *testing.T) {
 		{"config wrong type", "[agents.claude]\nbin = 3\n", []string{"probe", "claude", "--project", project}, []string{"config.toml:2: key agents.claude.bin", "fix:"}},
 		{"config unknown key", "[network]\nalow = []\n", []string{"doctor"}, []string{`config.toml:2: unknown key "network.alow"`}},
 		{"bad script", "", []string{"model-server", "--script", "/nonexistent/script.toml"}, []string{"/nonexistent/script.toml"}},
+		{"prompt file missing", "", []string{"calibrate", "--prompt-file", "/nonexistent/task.txt", "--side", "pi", "--project", project}, []string{"--prompt-file /nonexistent/task.txt", "fix:"}},
+		{"unknown side agent", "", []string{"calibrate", "x", "--side", "nosuch --fast", "--project", project}, []string{`--side "nosuch --fast"`, `unknown agent "nosuch"`}},
+		{"resume of a folder that is not a run", "", []string{"resume", project}, []string{"not a tare run", "fix:"}},
+		{"tail of a folder that is not a run", "", []string{"tail", project, "--step", "1"}, []string{"not a tare run", "fix:"}},
+		{"watch of a folder that is not a run", "", []string{"watch", project}, []string{"not a tare run directory", "fix:"}},
+		{"serve without an address", "", []string{"serve"}, []string{"--ssh ADDR"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
