@@ -579,10 +579,12 @@ side talking to tare's own model server. Pass rates land strictly between 0 and 
 			if o.Sides, err = engine.ParseSides(sides, nil); err != nil {
 				return err
 			}
-			paths, err := demo.Extract(filepath.Join(o.Config.StateDir, "demo", engine.RunDirName("demo", time.Now())))
+			name := engine.RunDirName("demo", time.Now())
+			paths, err := demo.Extract(filepath.Join(o.Config.StateDir, "demo", name))
 			if err != nil {
 				return err
 			}
+			o.Out = filepath.Join(o.Config.StateDir, "calibrate", name)
 			o.Prompt, o.Check, o.Project, o.Script = demo.Task, demo.Check, paths.Project, paths.Script
 			o.CheckTimeout, o.AgentTimeout = time.Minute, 10*time.Minute
 			o.Argv, o.Version = os.Args[1:], version()

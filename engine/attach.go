@@ -93,6 +93,12 @@ func Attach(ctx context.Context, o AttachOptions) (int, error) {
 		return 0, err
 	}
 	room.Argv = append([]string{inst.Command}, o.Agent.AttachArgs(append(append(setup.args, o.Config.Agents[o.Agent.Name()].Args...), o.Args...), o.Yolo)...)
+	// The probe read a room pointed at tare's model server; the run's room differs in what
+	// it declares (the login copy, the way out), so say exactly what this one holds.
+	fmt.Fprintf(o.Stderr, "tare: starting %s in a room that declares:\n", o.Agent.Name())
+	for _, d := range setup.Declared {
+		fmt.Fprintf(o.Stderr, "  declared  %s\n", d)
+	}
 
 	// Ctrl-C is the agent's: tare must not die of it and take the room away mid-turn.
 	interrupts := make(chan os.Signal, 1)

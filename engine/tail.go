@@ -214,7 +214,11 @@ func usageOf(u agent.Usage) Usage {
 	if cost, ok := CostOf(u.Model, u.Input, u.Output, u.CacheRead, u.CacheWrite); ok {
 		out.Cost = cost
 	} else if u.Input+u.Output > 0 {
-		out.Unpriced = []string{u.Model}
+		name := u.Model
+		if name == "" {
+			name = "the model (the CLI did not name it)"
+		}
+		out.Unpriced = []string{name}
 	}
 	if u.CostReported {
 		c := u.CostUSD
