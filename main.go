@@ -318,18 +318,17 @@ func calibrate(ctx context.Context, o engine.CalibrateOptions) error {
 	if o.Out == "" {
 		o.Out = filepath.Join(o.Config.StateDir, "calibrate", engine.RunDirName(o.Project, time.Now()))
 	}
-	var dir, report string
-	var err error
-	if term.IsTerminal(int(os.Stdout.Fd())) && term.IsTerminal(int(os.Stdin.Fd())) {
-		dir, report, err = calibrateLive(ctx, o)
-	} else {
-		o.Progress = os.Stderr
-		stop := follow(ctx, o.Bus)
-		dir, report, err = engine.Calibrate(ctx, o)
-		stop()
-	}
-	if dir != "" {
-		fmt.Fprintf(os.Stderr, "tare calibrate: run directory %s (watch it with tare watch %s)\n", dir, dir)
+	var report string
+	err := showRun(ctx, o.Config, o.Out, o.Bus, func(ctx context.Context, lines bool) error {
+		if lines {
+			o.Progress = os.Stderr
+		}
+		var err error
+		_, report, err = engine.Calibrate(ctx, o)
+		return err
+	})
+	if _, serr := os.Stat(o.Out); serr == nil {
+		fmt.Fprintf(os.Stderr, "tare calibrate: run directory %s (watch it with tare watch %s)\n", o.Out, o.Out)
 	}
 	if err != nil {
 		return err
@@ -338,34 +337,39 @@ func calibrate(ctx context.Context, o engine.CalibrateOptions) error {
 	return nil
 }
 
-// calibrateLive runs the calibrate while the live run view shows it; quitting the view with
-// ctrl+c stops the run (tare resume finishes it later), q leaves it running with plain lines.
-func calibrateLive(ctx context.Context, o engine.CalibrateOptions) (string, string, error) {
+// showRun runs a long command and shows it: the live run view of dir when stdout and stdin
+// are a terminal (quitting it with ctrl+c stops the run, which tare resume finishes later; q
+// leaves it running with plain lines), one line per event on stderr otherwise. run is told
+// which, so it can print its own progress lines only where they do not break the view.
+func showRun(ctx context.Context, cfg *config.Config, dir string, bus *engine.Bus, run func(ctx context.Context, lines bool) error) error {
+	if !term.IsTerminal(int(os.Stdout.Fd())) || !term.IsTerminal(int(os.Stdin.Fd())) {
+		stop := follow(ctx, bus)
+		err := run(ctx, true)
+		stop()
+		return err
+	}
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 	viewCtx, stopView := context.WithCancel(ctx)
 	defer stopView()
-	type result struct {
-		dir, report string
-		err         error
-	}
-	done := make(chan result, 1)
+	done := make(chan error, 1)
 	go func() {
-		dir, report, err := engine.Calibrate(runCtx, o)
+		err := run(runCtx, false)
 		if err != nil {
 			stopView()
 		}
-		done <- result{dir, report, err}
+		done <- err
 	}()
-	eng, err := newAppEngine(o.Config)
+	eng, err := newAppEngine(cfg)
 	if err != nil {
-		return "", "", err
+		stopRun()
+		<-done
+		return err
 	}
-	if err := tui.LiveRun(viewCtx, tui.LiveOptions{Dir: o.Out, Bus: o.Bus, Engine: eng}); errors.Is(err, tui.ErrInterrupted) {
+	if err := tui.LiveRun(viewCtx, tui.LiveOptions{Dir: dir, Bus: bus, Engine: eng}); errors.Is(err, tui.ErrInterrupted) {
 		stopRun()
 	}
-	r := <-done
-	return r.dir, r.report, r.err
+	return <-done
 }
 
 // follow prints a run's events as lines on stderr until stop is called.
@@ -410,11 +414,20 @@ continues it from any step in a fresh room, natively or by handoff to any agent.
 					return err
 				}
 			}
-			o.Prompt, o.Side, o.Argv, o.Version, o.Progress = args[0], sides[0], os.Args[1:], version(), os.Stderr
+			o.Prompt, o.Side, o.Argv, o.Version = args[0], sides[0], os.Args[1:], version()
+			if o.Out == "" {
+				o.Out = filepath.Join(o.Config.StateDir, "record", engine.RunDirName(o.Project, time.Now()))
+			}
 			o.Bus = engine.NewBus()
-			stop := follow(cmd.Context(), o.Bus)
-			dir, _, err := engine.Record(cmd.Context(), o)
-			stop()
+			var dir string
+			err = showRun(cmd.Context(), o.Config, o.Out, o.Bus, func(ctx context.Context, lines bool) error {
+				if lines {
+					o.Progress = os.Stderr
+				}
+				var err error
+				dir, _, err = engine.Record(ctx, o)
+				return err
+			})
 			if dir != "" {
 				fmt.Fprintf(os.Stderr, "tare record: run directory %s (continue it with tare tail %s --step N)\n", dir, dir)
 			}
@@ -463,9 +476,12 @@ up to the step. The recording's check scores it; the tail is journaled in DIR.`,
 				}
 			}
 			o.Bus = engine.NewBus()
-			stop := follow(cmd.Context(), o.Bus)
-			res, err := engine.Tail(cmd.Context(), o)
-			stop()
+			var res engine.TailResult
+			err = showRun(cmd.Context(), cfg, o.Dir, o.Bus, func(ctx context.Context, _ bool) error {
+				var err error
+				res, err = engine.Tail(ctx, o)
+				return err
+			})
 			if err != nil {
 				return err
 			}
@@ -497,9 +513,12 @@ and the journal says so, tails never started are run, and the report is written.
 				return err
 			}
 			bus := engine.NewBus()
-			stop := follow(cmd.Context(), bus)
-			report, err := engine.Resume(cmd.Context(), engine.ResumeOptions{Dir: args[0], Config: cfg, Bus: bus, Retry: retry})
-			stop()
+			var report string
+			err = showRun(cmd.Context(), cfg, args[0], bus, func(ctx context.Context, _ bool) error {
+				var err error
+				report, err = engine.Resume(ctx, engine.ResumeOptions{Dir: args[0], Config: cfg, Bus: bus, Retry: retry})
+				return err
+			})
 			if err != nil {
 				return err
 			}
