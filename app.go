@@ -77,15 +77,19 @@ func (e *appEngine) Kill(ctx context.Context, dir, tail string) error {
 // StartCalibrate starts tare calibrate with the form's values and returns the run's
 // directory once its journal exists.
 func (e *appEngine) StartCalibrate(ctx context.Context, c tui.Calibrate) (string, error) {
+	// The form's paths are the app's folder's: "." names the run after that folder, not ".".
 	project := c.Project
-	if project == "" {
-		project = e.project
+	if !filepath.IsAbs(project) {
+		project = filepath.Join(e.project, project)
 	}
-	dir := filepath.Join(e.cfg.StateDir, "calibrate", engine.RunDirName(project, time.Now()))
+	dir := engine.FreeRunDir(filepath.Join(e.cfg.StateDir, "calibrate"), project, time.Now())
 	args := []string{"calibrate", c.Prompt, "--project", project, "--out", dir,
 		"--runs", fmt.Sprint(max(c.Runs, 1)), "--jobs", fmt.Sprint(max(c.Jobs, 1))}
 	if c.Check != "" {
 		args = append(args, "--check", c.Check)
+	}
+	if c.Script != "" {
+		args = append(args, "--script", c.Script)
 	}
 	for _, s := range c.Sides {
 		args = append(args, "--side", s)

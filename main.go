@@ -316,7 +316,7 @@ tare resume DIR finishes a run a crash interrupted.`,
 func calibrate(ctx context.Context, o engine.CalibrateOptions) error {
 	o.Bus = engine.NewBus()
 	if o.Out == "" {
-		o.Out = filepath.Join(o.Config.StateDir, "calibrate", engine.RunDirName(o.Project, time.Now()))
+		o.Out = engine.FreeRunDir(filepath.Join(o.Config.StateDir, "calibrate"), o.Project, time.Now())
 	}
 	var report string
 	err := showRun(ctx, o.Config, o.Out, o.Bus, func(ctx context.Context, lines bool) error {
@@ -416,7 +416,7 @@ continues it from any step in a fresh room, natively or by handoff to any agent.
 			}
 			o.Prompt, o.Side, o.Argv, o.Version = args[0], sides[0], os.Args[1:], version()
 			if o.Out == "" {
-				o.Out = filepath.Join(o.Config.StateDir, "record", engine.RunDirName(o.Project, time.Now()))
+				o.Out = engine.FreeRunDir(filepath.Join(o.Config.StateDir, "record"), o.Project, time.Now())
 			}
 			o.Bus = engine.NewBus()
 			var dir string

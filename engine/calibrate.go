@@ -98,7 +98,7 @@ func Calibrate(ctx context.Context, o CalibrateOptions) (dir, report string, err
 	}
 	dir = o.Out
 	if dir == "" {
-		dir = filepath.Join(o.Config.StateDir, "calibrate", RunDirName(o.Project, time.Now()))
+		dir = FreeRunDir(filepath.Join(o.Config.StateDir, "calibrate"), o.Project, time.Now())
 	}
 	installs, err := findInstalls(o.Sides, o.Config)
 	if err != nil {
@@ -213,6 +213,7 @@ func probeSides(ctx context.Context, r *run, sides []Side, project string, cfg *
 		if err := r.emit(Event{Probed: &Probed{Agent: s.Agent, Verdict: reading.Verdict(), Zero: reading.Zero(), Text: reading.Render()}}); err != nil {
 			return err
 		}
+		_ = StoreReading(cfg.StateDir, reading) // the app's probes pane; the journal has it anyway
 		if !reading.Zero() && !allowDirty {
 			return fmt.Errorf("%s: %s; %v", s.Agent, reading.Verdict(), ErrDirty)
 		}

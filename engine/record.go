@@ -237,7 +237,7 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 	}
 	dir := o.Out
 	if dir == "" {
-		dir = filepath.Join(o.Config.StateDir, "record", RunDirName(o.Project, time.Now()))
+		dir = FreeRunDir(filepath.Join(o.Config.StateDir, "record"), o.Project, time.Now())
 	}
 	r, err := createRun(dir, o.Bus)
 	if err != nil {

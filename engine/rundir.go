@@ -29,6 +29,18 @@ func RunDirName(project string, now time.Time) string {
 	return fmt.Sprintf("%s-%s", filepath.Base(project), now.Format("20060102-150405"))
 }
 
+// FreeRunDir is the default run directory below parent for project, with "-2", "-3"...
+// added when runs of the same project start in the same second.
+func FreeRunDir(parent, project string, now time.Time) string {
+	dir := filepath.Join(parent, RunDirName(project, now))
+	for n := 2; ; n++ {
+		if _, err := os.Lstat(dir); os.IsNotExist(err) {
+			return dir
+		}
+		dir = filepath.Join(parent, fmt.Sprintf("%s-%d", RunDirName(project, now), n))
+	}
+}
+
 // createRun makes a new run directory; it refuses one that exists, so a run never
 // writes over another.
 func createRun(dir string, bus *Bus) (*run, error) {

@@ -44,6 +44,10 @@ type Calibrate struct {
 	Runs    int
 	Jobs    int
 	Project string
+	// Script, when set, is a model script: every side talks to tare's own model server
+	// replaying it instead of its provider (`tare calibrate --script`), so a run needs no
+	// account or network.
+	Script string
 }
 
 // errReadOnly is what an action says when the app has no engine (a watcher of journals only).

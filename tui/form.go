@@ -37,9 +37,10 @@ var runKinds = []runKind{{
 		{key: "runs", label: "runs", def: "10", check: positive("runs")},
 		{key: "jobs", label: "jobs", def: "2", check: positive("jobs")},
 		{key: "project", label: "project", def: ".", check: needed("project", "give the folder the agents work in")},
+		{key: "script", label: "script", placeholder: "model script (TOML): every side talks to tare's own model server"},
 	},
 	start: func(ctx context.Context, e Engine, v map[string]string) (string, error) {
-		c := Calibrate{Prompt: v["prompt"], Check: v["check"], Project: v["project"]}
+		c := Calibrate{Prompt: v["prompt"], Check: v["check"], Project: v["project"], Script: v["script"]}
 		for _, s := range strings.Split(v["sides"], ";") {
 			if s = strings.TrimSpace(s); s != "" {
 				c.Sides = append(c.Sides, s)

@@ -275,8 +275,12 @@ func TestFormStartsACalibrate(t *testing.T) {
 	}
 	tm.key("backspace")
 	tm.typeText("20")
+	tm.key("tab") // jobs
+	tm.key("tab") // project
+	tm.key("tab") // script
+	tm.typeText("demo/model.toml")
 	tm.key("ctrl+s")
-	want := []call{{"StartCalibrate", []string{"fix the bug", "claude --model haiku|codex", "make test", "20", "2", "."}}}
+	want := []call{{"StartCalibrate", []string{"fix the bug", "claude --model haiku|codex", "make test", "20", "2", ".", "demo/model.toml"}}}
 	if got := stub.Calls(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("engine calls %v, want %v", got, want)
 	}

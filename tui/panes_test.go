@@ -212,7 +212,7 @@ func TestTailViewFollowsItsTailOnly(t *testing.T) {
 func TestFormKinds(t *testing.T) {
 	e, _, _ := paneEnv(t)
 	f := newForm(e)
-	if runKinds[f.kind].name != "calibrate" || len(f.inputs) != 6 {
+	if runKinds[f.kind].name != "calibrate" || len(f.inputs) != 7 {
 		t.Fatalf("form: %s with %d fields", runKinds[f.kind].name, len(f.inputs))
 	}
 	if done, _ := f.update(keyMsg("ctrl+s")); done || !strings.Contains(f.err, "sides is empty") || f.focus != 1 {
