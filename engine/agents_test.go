@@ -74,14 +74,7 @@ func TestRealAgentsRunAndResumeInRooms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := modelserver.New(modelserver.Options{Script: script, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() }) // after the parallel subtests, unlike a defer
+	srv := scriptServer(t, script)
 
 	for _, name := range realAgents {
 		t.Run(name, func(t *testing.T) {
@@ -123,6 +116,21 @@ func TestRealAgentsRunAndResumeInRooms(t *testing.T) {
 			}
 		})
 	}
+}
+
+// scriptServer is tare's model server replaying script on loopback, closed when the test
+// (and its parallel subtests) end.
+func scriptServer(t *testing.T, script *modelserver.Script) *modelserver.Server {
+	t.Helper()
+	srv, err := modelserver.New(modelserver.Options{Script: script, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
 }
 
 // runAgent runs argv in a room built from p and returns the parsed stream; it fails the

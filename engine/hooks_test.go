@@ -56,14 +56,7 @@ func TestHooksRunAfterEveryToolCall(t *testing.T) {
 			if kind := agent.HookKind(a); kind != agent.HookInAgent {
 				t.Fatalf("HookKind(%s) = %q, want %q", name, kind, agent.HookInAgent)
 			}
-			srv, err := modelserver.New(modelserver.Options{Script: script, Seed: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := srv.Start("127.0.0.1:0"); err != nil {
-				t.Fatal(err)
-			}
-			defer srv.Close()
+			srv := scriptServer(t, script)
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 

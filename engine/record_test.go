@@ -83,14 +83,7 @@ func TestRecordThenTailNativelyAndByHandoff(t *testing.T) {
 			}
 			want := expectedRoots(t, project)
 
-			srv, err := modelserver.New(modelserver.Options{Script: script})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := srv.Start("127.0.0.1:0"); err != nil {
-				t.Fatal(err)
-			}
-			defer srv.Close()
+			srv := scriptServer(t, script)
 			env, start := newTestRun(t, name, srv.Addr(), "test -f five.txt && test -L link && ./run.sh")
 			side := Side{Key: "a", Agent: name}
 			rec, err := record(ctx, env, side, "Do the five steps.", start)

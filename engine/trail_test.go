@@ -69,14 +69,7 @@ func TestTrailsAndNativeCut(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			a, inst, cfg := mustFind(t, name)
-			srv, err := modelserver.New(modelserver.Options{Script: script, Seed: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := srv.Start("127.0.0.1:0"); err != nil {
-				t.Fatal(err)
-			}
-			defer srv.Close()
+			srv := scriptServer(t, script)
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 
