@@ -41,6 +41,7 @@ func snapMain(args []string, stdin io.Reader, stderr io.Writer) int {
 	store := flags.String("store", "/tare-run", "the capsule store folder")
 	work := flags.String("work", "/work", "the workspace to snapshot")
 	id := flags.String("id", "", "the tool-use id (default: tool_use_id of the hook JSON on stdin)")
+	socket := flags.String("socket", SnapSocket, "a tare snap-watch serving this workspace, asked first")
 	if err := flags.Parse(args); err != nil {
 		return 1
 	}
@@ -56,6 +57,11 @@ func snapMain(args []string, stdin io.Reader, stderr io.Writer) int {
 			return fail("the hook input (event %q) has no tool_use_id; run from a PostToolUse hook or pass --id", in.Event)
 		}
 		*id = in.ToolUseID
+	}
+	// A watcher that knows what changed makes the capsule cost only that; without one (or
+	// if it fails) the walk below is the fallback, and gives the same capsule.
+	if askWatcher(*socket, *id) {
+		return 0
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -9,7 +9,7 @@ import (
 )
 
 // InRoom runs one of the entry points tare serves inside a room as /opt/tare/tare (relay,
-// inspect, snap, mcp-canary), if args name one, and returns its exit code. They parse their
+// inspect, snap, snap-watch, mcp-canary), if args name one, and returns its exit code. They parse their
 // own arguments and must start fast, so callers dispatch them before anything else.
 func InRoom(args []string) (code int, ok bool) {
 	if len(args) == 0 {
@@ -22,6 +22,8 @@ func InRoom(args []string) (code int, ok bool) {
 		return sandbox.InspectMain(args[1:]), true
 	case "snap":
 		return capsule.SnapMain(args[1:]), true
+	case "snap-watch":
+		return capsule.WatchMain(args[1:]), true
 	case "mcp-canary":
 		if len(args) != 2 {
 			fmt.Fprintln(os.Stderr, "tare mcp-canary: want one argument, the canary token")

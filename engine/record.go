@@ -73,6 +73,11 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 	}
 	args := append(append(setup.args, env.cfg.Agents[a.Name()].Args...), side.Args...)
 	room.Argv = append([]string{inst.Command}, a.RunArgs(task, args)...)
+	if kind == agent.HookInAgent {
+		// A watcher from before the agent starts hands each hook's tare snap the paths that
+		// changed, so a step costs what it changed, not what the workspace holds.
+		room.Argv = append([]string{sandbox.TareBin, "snap-watch", "--store", sandbox.RunDir, "--work", sandbox.WorkDir, "--"}, room.Argv...)
+	}
 	stdout, err := os.Create(filepath.Join(dir, "stdout.jsonl"))
 	if err != nil {
 		return nil, err

@@ -94,6 +94,9 @@ func TestRecordThenTailNativelyAndByHandoff(t *testing.T) {
 				t.Fatalf("%d steps and %d capsules, want 5 and 6 (snapshots: %s)", len(rec.Steps), len(rec.Capsules), rec.Snapshots)
 			}
 			for k, c := range rec.Capsules {
+				if k > 0 && c.Walk != "dirty" {
+					t.Errorf("capsule of step %d was taken by a %s walk: the watcher in the room did not serve it", k, c.Walk)
+				}
 				if c.Root != want[k] {
 					t.Errorf("capsule of step %d has root %.12s, want %.12s (the workspace after %d commands)", k, c.Root, want[k], k)
 				}
