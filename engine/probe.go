@@ -79,12 +79,12 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 		Agent: o.Agent.Name(), Version: inst.Version, Verified: o.Agent.Verified(), Project: o.Project,
 		Bwrap: bw.Version.String(), At: began.UTC(), ControlSaw: map[string]string{},
 	}
-	real := subject{
+	operator := subject{
 		home: o.HostHome, project: o.Project, sources: o.Agent.Personal(o.HostHome, o.Project),
 		loopback: canary.Addr(), show: tilde,
 	}
 	cleanPlan := plan{agent: o.Agent, inst: inst, cfg: o.Config, workspace: o.Project, readOnly: true, hostNet: o.HostNetwork}
-	ev, setup, err := observe(ctx, cleanPlan, real, canary.Addr(), nil)
+	ev, setup, err := observe(ctx, cleanPlan, operator, canary.Addr(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -99,8 +99,8 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 	r.Requests = ev.requests
 	r.Network = networkLine(o.HostNetwork, false)
 	r.Declared = setup.Declared
-	real.env = setup.envNames
-	for _, leaks := range detect(ev, real) {
+	operator.env = setup.envNames
+	for _, leaks := range detect(ev, operator) {
 		r.Leaks = append(r.Leaks, leaks...)
 	}
 	sortLeaks(r.Leaks)
@@ -125,9 +125,9 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 			}
 			r.ControlSaw[d] = saw[d][0].What
 		}
-		if personal := copyable(real.sources); len(personal) > 0 {
+		if personal := copyable(operator.sources); len(personal) > 0 {
 			progress(o.Progress, "probe %s: twin with a copy of your setup (%d files)", o.Agent.Name(), len(personal))
-			kept, err := realTwin(ctx, cleanPlan, real, personal, canary.Addr())
+			kept, err := realTwin(ctx, cleanPlan, operator, personal, canary.Addr())
 			if err != nil {
 				return nil, fmt.Errorf("probe %s: twin with your setup: %w", o.Agent.Name(), err)
 			}
@@ -313,7 +313,7 @@ func control(ctx context.Context, p plan, loopback string) (map[string][]Leak, [
 
 // realTwin runs a twin in a copy of the operator's personal files and returns what the
 // clean room kept out of their real setup.
-func realTwin(ctx context.Context, p plan, real subject, files []agent.Source, loopback string) ([]Leak, error) {
+func realTwin(ctx context.Context, p plan, operator subject, files []agent.Source, loopback string) ([]Leak, error) {
 	dir, err := os.MkdirTemp("", "tare-twin-")
 	if err != nil {
 		return nil, err
@@ -332,8 +332,8 @@ func realTwin(ctx context.Context, p plan, real subject, files []agent.Source, l
 			return nil, err
 		}
 	}
-	home := filepath.Join(dir, real.home)
-	proj := filepath.Join(dir, real.project)
+	home := filepath.Join(dir, operator.home)
+	proj := filepath.Join(dir, operator.project)
 	if err := os.MkdirAll(proj, 0o755); err != nil {
 		return nil, err
 	}
@@ -420,11 +420,11 @@ func progress(w io.Writer, format string, args ...any) {
 	}
 }
 
-func networkLine(hostNet, real bool) string {
+func networkLine(hostNet, provider bool) string {
 	switch {
 	case hostNet:
 		return "network: HOST (--network-host: the room shares the host's network)"
-	case real:
+	case provider:
 		return "network: own namespace; out only through tare's proxy to network.allow"
 	}
 	return "network: own namespace; out only through a relay to tare's model server"
