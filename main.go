@@ -379,7 +379,7 @@ func follow(ctx context.Context, bus *engine.Bus) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		engine.PrintLines(ctx, sub, os.Stderr)
+		tui.PrintLines(ctx, sub, os.Stderr)
 	}()
 	return func() {
 		cancel() // the printer then prints what is still queued
@@ -469,11 +469,11 @@ up to the step. The recording's check scores it; the tail is journaled in DIR.`,
 			}
 			o.Dir, o.Config, o.How = args[0], cfg, "native"
 			if handoff != "" {
-				words := strings.Fields(handoff)
-				o.How, o.Agent, o.Args = "handoff", words[0], words[1:]
-				if _, err := agent.ByName(o.Agent); err != nil {
-					return fmt.Errorf("--handoff %s: %v", handoff, err)
+				sides, err := engine.ParseSides([]string{handoff}, nil)
+				if err != nil {
+					return fmt.Errorf("--handoff: %v", err)
 				}
+				o.How, o.Agent, o.Args = "handoff", sides[0].Agent, sides[0].Args
 			}
 			o.Bus = engine.NewBus()
 			var res engine.TailResult

@@ -12,6 +12,7 @@ import (
 	"tare/agent"
 	"tare/config"
 	"tare/modelserver"
+	"tare/sandbox"
 )
 
 // realAgents are the agents verified here; each must be installed (scripts/setup does it).
@@ -141,7 +142,15 @@ func runAgent(ctx context.Context, t *testing.T, p plan, upstream string, argv [
 	if err != nil {
 		t.Fatal(err)
 	}
-	room.Argv = append([]string{p.inst.Command}, argv...)
+	res, _ := runInRoom(ctx, t, room, p.inst.Command, p.agent, argv)
+	return res
+}
+
+// runInRoom runs command with argv in room and returns the parsed stream and its bytes; it
+// fails the test unless the agent exits 0 with a successful result.
+func runInRoom(ctx context.Context, t *testing.T, room sandbox.Room, command string, a agent.Agent, argv []string) (agent.Result, []byte) {
+	t.Helper()
+	room.Argv = append([]string{command}, argv...)
 	var out, errOut bytes.Buffer
 	room.Stdout, room.Stderr = &out, &errOut
 	room.Log = testLog{t}
@@ -150,16 +159,13 @@ func runAgent(ctx context.Context, t *testing.T, p plan, upstream string, argv [
 		t.Fatal(err)
 	}
 	if code != 0 {
-		t.Fatalf("%s exited %d\nstderr: %s\nstdout: %s", p.agent.Name(), code, errOut.String(), out.String())
+		t.Fatalf("%s exited %d\nstderr: %s\nstdout: %s", a.Name(), code, errOut.String(), out.String())
 	}
-	res, err := p.agent.ParseStream(&out)
-	if err != nil {
-		t.Fatalf("%s stream: %v\n%s", p.agent.Name(), err, out.String())
+	res, err := a.ParseStream(bytes.NewReader(out.Bytes()))
+	if err != nil || res.IsError {
+		t.Fatalf("%s: %v %s\nstdout: %s", a.Name(), err, res.Error, out.String())
 	}
-	if res.IsError {
-		t.Fatalf("%s reported an error: %s", p.agent.Name(), res.Error)
-	}
-	return res
+	return res, out.Bytes()
 }
 
 func readFile(t *testing.T, path string) string {

@@ -13,7 +13,6 @@ import (
 
 	"tare/agent"
 	"tare/modelserver"
-	"tare/sandbox"
 )
 
 // hookScript makes three tool calls, one per turn. Each records how many hooks had finished
@@ -67,7 +66,7 @@ func TestHooksRunAfterEveryToolCall(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out := runHookRoom(ctx, t, room, inst.Command, a, a.RunArgs("Do the three steps.", nil))
+			_, out := runInRoom(ctx, t, room, inst.Command, a, a.RunArgs("Do the three steps.", nil))
 
 			if got := readFile(t, filepath.Join(store, "counts.txt")); got != "0\n1\n2\n" {
 				t.Fatalf("hooks finished before the tools 1, 2, 3: %q, want 0, 1, 2 (all 0: the hook never ran; lagging: it runs in the background)", got)
@@ -133,26 +132,4 @@ func firstRequestOfTurn(reqs []modelserver.Request, n int) (modelserver.Request,
 		}
 	}
 	return modelserver.Request{}, false
-}
-
-// runHookRoom runs the agent's argv in room and returns its stdout; it fails the test unless
-// the agent exits 0 with a successful result.
-func runHookRoom(ctx context.Context, t *testing.T, room sandbox.Room, command string, a agent.Agent, argv []string) []byte {
-	t.Helper()
-	room.Argv = append([]string{command}, argv...)
-	var out, errOut bytes.Buffer
-	room.Stdout, room.Stderr = &out, &errOut
-	room.Log = testLog{t}
-	code, err := runRoom(ctx, room)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code != 0 {
-		t.Fatalf("%s exited %d\nstderr: %s\nstdout: %s", a.Name(), code, errOut.String(), out.String())
-	}
-	res, err := a.ParseStream(bytes.NewReader(out.Bytes()))
-	if err != nil || res.IsError {
-		t.Fatalf("%s: %v %s\nstdout: %s", a.Name(), err, res.Error, out.String())
-	}
-	return out.Bytes()
 }

@@ -91,11 +91,12 @@ func (l *liveStream) line(b []byte) {
 		}
 		_ = l.run.emit(Event{ToolCall: &ToolCall{Tail: l.tail, Tool: tool, Summary: summary, Seconds: secs, Calls: l.n, Usage: l.usage}})
 	case agent.LiveText, agent.LiveResult:
-		if ev.Usage.Input+ev.Usage.Output > 0 {
+		switch {
+		case ev.Usage.Input+ev.Usage.Output == 0:
+		case ev.Kind == agent.LiveResult || ev.Usage.Thread:
+			l.usage = usageOf(ev.Usage) // a total, not a part
+		default:
 			l.usage = l.usage.Add(usageOf(ev.Usage))
-			if ev.Kind == agent.LiveResult || ev.Usage.Thread {
-				l.usage = usageOf(ev.Usage) // a total, not a part
-			}
 		}
 	}
 }

@@ -55,7 +55,7 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 		o.HostHome, _ = os.UserHomeDir()
 	}
 	if o.Config == nil {
-		o.Config, _ = config.Load("")
+		o.Config, _ = config.Parse(nil, "defaults")
 	}
 	if !o.Agent.Verified() {
 		progress(o.Progress, "probe %s: note: %s's adapter is written from its public docs and has not been verified here", o.Agent.Name(), o.Agent.Name())
@@ -194,18 +194,14 @@ func observe(ctx context.Context, p plan, s subject, loopback string, tw *twin) 
 	}
 	// The inspection runs in a room of the same shape, so it sees what the agent would.
 	look := room
-	look.Argv = inspectArgv(s, loopback, "")
+	// A twin runs its commands in its planted home; a clean room in its own.
+	home, wrap := "", func(argv []string) []string { return argv }
 	if tw != nil {
-		look.Argv = inspectArgv(s, loopback, tw.home)
+		home, wrap = tw.home, func(argv []string) []string { return twinArgv(tw, argv) }
 	}
-	var out strings.Builder
-	look.Stdout = &out
-	var lookErr strings.Builder
-	look.Stderr = &lookErr
-	look.Stdin = nil
-	if tw != nil {
-		look.Argv = twinArgv(tw, look.Argv)
-	}
+	look.Argv = wrap(inspectArgv(s, loopback, home))
+	var out, lookErr strings.Builder
+	look.Stdout, look.Stderr, look.Stdin = &out, &lookErr, nil
 	code, err := runRoom(ctx, look)
 	if err != nil {
 		return evidence{}, roomSetup{}, fmt.Errorf("inspection room: %v", err)
@@ -219,10 +215,7 @@ func observe(ctx context.Context, p plan, s subject, loopback string, tw *twin) 
 	}
 
 	room.Argv = p.agent.RunArgs(probePrompt, append(setup.args, p.cfg.Agents[p.agent.Name()].Args...))
-	room.Argv = append([]string{p.inst.Command}, room.Argv...)
-	if tw != nil {
-		room.Argv = twinArgv(tw, room.Argv)
-	}
+	room.Argv = wrap(append([]string{p.inst.Command}, room.Argv...))
 	var agentOut, agentErr strings.Builder
 	room.Stdout, room.Stderr = &agentOut, &agentErr
 	runCtx, cancel := context.WithTimeout(ctx, probeTimeout)

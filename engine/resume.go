@@ -71,8 +71,7 @@ func Resume(ctx context.Context, o ResumeOptions) (string, error) {
 		}
 		if res, ok := readResult(filepath.Join(o.Dir, "tails", spec.ID)); ok {
 			// The tail finished and wrote its result; only its journal line was lost.
-			if err := r.emit(Event{TailFinished: &TailFinished{ID: res.ID, Passed: res.Passed, Status: res.Status,
-				Detail: res.AgentExit + "; " + res.Check, Score: res.Score, Seconds: res.Seconds, Calls: res.Calls, Usage: res.Usage}}); err != nil {
+			if err := r.emit(Event{TailFinished: res.finished()}); err != nil {
 				return "", err
 			}
 			continue

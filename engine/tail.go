@@ -50,6 +50,12 @@ type TailResult struct {
 	Usage     Usage   `json:"usage"`
 }
 
+// finished is the journal's event for a tail with this result.
+func (res TailResult) finished() *TailFinished {
+	return &TailFinished{ID: res.ID, Passed: res.Passed, Status: res.Status, Detail: res.AgentExit + "; " + res.Check,
+		Score: res.Score, Seconds: res.Seconds, Calls: res.Calls, Usage: res.Usage}
+}
+
 // tailEnv is what every tail of a run shares.
 type tailEnv struct {
 	run      *run
@@ -104,8 +110,7 @@ func runTail(ctx context.Context, env *tailEnv, spec tailSpec) error {
 	if !env.recipe.Keep && env.recipe.Check != "" {
 		_ = os.RemoveAll(filepath.Join(dir, "work"))
 	}
-	return env.run.emit(Event{TailFinished: &TailFinished{ID: spec.ID, Passed: res.Passed, Status: res.Status,
-		Detail: res.AgentExit + "; " + res.Check, Score: res.Score, Seconds: res.Seconds, Calls: res.Calls, Usage: res.Usage}})
+	return env.run.emit(Event{TailFinished: res.finished()})
 }
 
 // tailBody restores the workspace, runs the agent in a room and the check outside it. It

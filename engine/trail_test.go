@@ -80,7 +80,7 @@ func TestTrailsAndNativeCut(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			stream := runHookRoom(ctx, t, room, inst.Command, a, a.RunArgs(trailTask, nil))
+			_, stream := runInRoom(ctx, t, room, inst.Command, a, a.RunArgs(trailTask, nil))
 			res, _ := a.ParseStream(bytes.NewReader(stream))
 			path, err := findSession(a, sessions, res.SessionID)
 			if err != nil {
@@ -137,7 +137,7 @@ func TestTrailsAndNativeCut(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			again := runHookRoom(ctx, t, room, inst.Command, a, a.ResumeArgs(res.SessionID, "Continue.", nil))
+			_, again := runInRoom(ctx, t, room, inst.Command, a, a.ResumeArgs(res.SessionID, "Continue.", nil))
 			if got, _ := a.ParseStream(bytes.NewReader(again)); got.SessionID != res.SessionID {
 				t.Fatalf("resume ran session %q, want %q", got.SessionID, res.SessionID)
 			}

@@ -1,7 +1,9 @@
 package tui
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	"tare/engine"
@@ -58,4 +60,26 @@ func Line(e engine.Event) string {
 		b.WriteString(e.Kind())
 	}
 	return strings.ReplaceAll(b.String(), "\n", " ")
+}
+
+// PrintLines writes Line for each event from sub until ctx ends, then the events already
+// queued: what a long command shows when its output is not a terminal. Every final event
+// is printed (the bus never drops one); tool calls may be dropped under load, the journal
+// has them all.
+func PrintLines(ctx context.Context, sub *engine.Subscription, w io.Writer) {
+	for {
+		select {
+		case <-ctx.Done():
+			for {
+				select {
+				case e := <-sub.C():
+					fmt.Fprintln(w, Line(e))
+				default:
+					return
+				}
+			}
+		case e := <-sub.C():
+			fmt.Fprintln(w, Line(e))
+		}
+	}
 }
