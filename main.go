@@ -57,16 +57,21 @@ func version() string {
 	if !ok {
 		return "dev"
 	}
-	v := info.Main.Version
+	// Go stamps a module version, or a pseudo-version naming the commit, when it knows one;
+	// otherwise the commit (and whether the tree was modified) is all there is.
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	v := "dev"
 	for _, s := range info.Settings {
 		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v = strings.TrimPrefix(v+" ", "(devel) ") + s.Value[:12]
+			v = s.Value[:12]
 		}
 		if s.Key == "vcs.modified" && s.Value == "true" {
 			v += "+dirty"
 		}
 	}
-	return strings.TrimSpace(v)
+	return v
 }
 
 func root() *cobra.Command {
