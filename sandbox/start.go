@@ -447,14 +447,20 @@ func closeOnExecAll() error {
 }
 
 // ownTerminal reports whether tty is the controlling terminal of this
-// process's session: then bwrap must not take it over.
+// process's session: then bwrap must not take it over. A terminal that is
+// nobody's controlling terminal (TIOCGSID fails, as on a fresh pty) is not
+// ours, even where getsid says 0 because our session leader lives outside
+// this pid namespace (a container's process, a CI job).
 func ownTerminal(tty *os.File) bool {
 	rc, err := tty.SyscallConn()
 	if err != nil {
 		return false
 	}
-	sid := -1
-	rc.Control(func(fd uintptr) { sid, _ = unix.IoctlGetInt(int(fd), unix.TIOCGSID) })
+	var sid int
+	var ioErr error
+	if err := rc.Control(func(fd uintptr) { sid, ioErr = unix.IoctlGetInt(int(fd), unix.TIOCGSID) }); err != nil || ioErr != nil {
+		return false
+	}
 	own, err := unix.Getsid(0)
-	return err == nil && sid == own
+	return err == nil && sid > 0 && sid == own
 }

@@ -3,7 +3,9 @@ package sandbox
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -72,5 +74,39 @@ func runTTYInspect(t *testing.T, mutate func([]string) []string) View {
 func TestRoomTTY(t *testing.T) {
 	v := runTTYInspect(t, nil)
 	report(t, "tty", checkTTY(v))
-	t.Logf("TIOCSTI %s, /dev/tty %s", v.TIOCSTI, v.DevTTY)
+	sid, _ := unix.Getsid(0)
+	t.Logf("TIOCSTI %s, /dev/tty %s (this test's getsid %d)", v.TIOCSTI, v.DevTTY, sid)
+}
+
+// TestRoomTTYForeignSession runs the two terminal tests again from a
+// process whose session leader is outside its pid namespace, so getsid(0)
+// is 0, as for a CI job or a container's process. A fresh pty is nobody's
+// controlling terminal there too, and the room must still take it as its
+// own: an earlier ownTerminal mistook the failed TIOCGSID (0) for "our
+// session" and so left --new-session the only thing between the room and
+// a controlling terminal.
+func TestRoomTTYForeignSession(t *testing.T) {
+	if os.Getenv("TARE_TEST_FOREIGN_SESSION") != "" {
+		t.Skip("already inside the foreign session")
+	}
+	requireBwrap(t)
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Fatalf("unshare (util-linux) not found: %v", err)
+	}
+	args := []string{"--pid", "--fork", "--mount-proc"}
+	if os.Geteuid() != 0 {
+		args = append([]string{"--user", "--map-root-user"}, args...)
+	}
+	args = append(args, testBinary(t), "-test.run", "^(TestRoomTTY|TestMutationNewSession)$", "-test.v", "-test.count=1")
+	cmd := exec.CommandContext(t.Context(), unshare, args...)
+	cmd.Env = append(os.Environ(), "TARE_TEST_FOREIGN_SESSION=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("tty tests in a foreign session: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "getsid 0") {
+		t.Fatalf("the child did not run with getsid 0:\n%s", out)
+	}
+	t.Logf("%s", out)
 }
