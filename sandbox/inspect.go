@@ -90,7 +90,14 @@ type View struct {
 	Mount                string              // a tmpfs in TMPDIR
 	UnshareUser          string              // a child in a new user namespace (what `unshare --user` does)
 	UnshareMount         string              // unshare(CLONE_NEWNS) on a locked thread
-	ProcKeys             int                 // lines in /proc/keys, -1 when unreadable
+	ProcKeys             []string            // /proc/keys (empty: the room masks it)
+	SessionKeys          []string            // keys of the session keyring, described
+	Keyctl               string              // keyctl on the session keyring
+	IOUring              string              // io_uring_setup
+	ProcessVM            string              // process_vm_readv of itself
+	Ptrace               string              // ptrace(PEEKDATA) of the parent
+	PacketSocket         string              // socket(AF_PACKET)
+	VsockSocket          string              // socket(AF_VSOCK)
 	Passwd               string              // /etc/passwd
 	ElapsedMS            float64
 	Errors               []string
@@ -193,7 +200,13 @@ func Inspect(o InspectOptions) View {
 	v.Mount = tryMount()
 	v.UnshareUser = tryUnshareUser()
 	v.UnshareMount = tryUnshareMount()
-	v.ProcKeys = countLines("/proc/keys")
+	v.ProcKeys = readLines("/proc/keys")
+	v.SessionKeys, v.Keyctl = readSessionKeys()
+	v.IOUring = tryIOUring()
+	v.ProcessVM = tryProcessVM()
+	v.Ptrace = tryPtrace()
+	v.PacketSocket = trySocket(unix.AF_PACKET)
+	v.VsockSocket = trySocket(unix.AF_VSOCK)
 	if b, err := os.ReadFile("/etc/passwd"); err == nil {
 		v.Passwd = string(b)
 	} else {
@@ -831,12 +844,4 @@ func tryUnshareMount() string {
 		ch <- err
 	}()
 	return errName(<-ch)
-}
-
-func countLines(p string) int {
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return -1
-	}
-	return strings.Count(string(b), "\n")
 }

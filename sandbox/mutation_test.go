@@ -26,6 +26,18 @@ func removeSeq(seq ...string) func([]string) []string {
 	}
 }
 
+// removeFlag returns an argv mutation deleting the option name and its
+// one argument.
+func removeFlag(name string) func([]string) []string {
+	return func(a []string) []string {
+		i := flagAt(a, name)
+		if i < 0 {
+			panic("mutation: " + name + " not in argv")
+		}
+		return slices.Delete(a, i, i+2)
+	}
+}
+
 // hostRoot replaces the allowlist root (/usr and its symlinks) with the
 // host root, as sandbox-runtime and Codex do, plus the tmpfs mount points
 // bwrap then needs to create /home/agent, /opt/tare and /run/tare.
@@ -75,6 +87,8 @@ func TestMutations(t *testing.T) {
 			func(v View, r Room, w *world) []string { return checkCanaries(v, w, r) }},
 		{"--disable-userns", func(r *Room) { r.mutate = removeSeq("--disable-userns") },
 			func(v View, r Room, w *world) []string { return checkPrivileges(v) }},
+		{"--seccomp", func(r *Room) { r.mutate = removeFlag("--seccomp") },
+			func(v View, r Room, w *world) []string { return checkSeccomp(v) }},
 		{"close-on-exec sweep of inherited fds", func(r *Room) { r.keepFDs = true },
 			func(v View, r Room, w *world) []string { return checkFDs(v) }},
 	}

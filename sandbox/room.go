@@ -131,6 +131,7 @@ type Room struct {
 	mutate   func([]string) []string // rewrites the bwrap argv
 	bwrapEnv []string                // replaces the minimal bwrap env when non-nil
 	keepFDs  bool                    // skips marking inherited descriptors close-on-exec
+	keepKeys bool                    // starts bwrap in the caller's session keyring
 }
 
 // FDs is what Start prepared for one bwrap run: the descriptor numbers, as
@@ -139,19 +140,39 @@ type Room struct {
 // features", that is 0.8.0 or newer).
 type FDs struct {
 	Passwd, Group, Hosts int
-	Files                []int  // one per Room.Files, same order
-	Sock                 string // host folder bound at SockDir; required when Relays is non-empty
-	Version              Version
+	Files                []int    // one per Room.Files, same order
+	Seccomp              int      // the room's seccomp filter (seccompFilter)
+	Sock                 string   // host folder bound at SockDir; required when Relays is non-empty
+	Version              Version  //
+	MaskProc             []string // /proc files hidden under /dev/null: those of procMasked the host has
 }
 
 // SequentialFDs is the numbering Start uses: ExtraFiles land at 3, 4, 5 ...
-// in the order passwd, group, hosts, then each Room.File.
+// in the order passwd, group, hosts, each Room.File, then the seccomp filter.
 func SequentialFDs(nfiles int) FDs {
 	f := FDs{Passwd: 3, Group: 4, Hosts: 5}
 	for i := range nfiles {
 		f.Files = append(f.Files, 6+i)
 	}
+	f.Seccomp = 6 + nfiles
 	return f
+}
+
+// procMasked are the /proc files a room sees as empty: the kernel keyrings
+// any process of the caller's uid may list (descriptions of keys held in
+// other sessions, as SANDBOX.md found) and the per-uid key counts.
+var procMasked = []string{"/proc/keys", "/proc/key-users"}
+
+// hostProcMasks returns the entries of procMasked this kernel has: bwrap
+// cannot bind over a file the fresh /proc lacks.
+func hostProcMasks() []string {
+	var out []string
+	for _, p := range procMasked {
+		if _, err := os.Stat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // etcAllow is every host /etc entry a room may see: what glibc, TLS and
@@ -239,6 +260,9 @@ func (r Room) Args(fds FDs) ([]string, error) {
 	if len(fds.Files) != len(r.Files) {
 		return nil, fmt.Errorf("room: FDs has %d file descriptors for %d Room.Files: build it with SequentialFDs(len(Files))", len(fds.Files), len(r.Files))
 	}
+	if fds.Seccomp < 3 {
+		return nil, errors.New("room: FDs.Seccomp is unset: build FDs with SequentialFDs, and Start passes the filter there")
+	}
 	if len(r.Relays) > 0 && fds.Sock == "" {
 		return nil, errors.New("room: FDs.Sock is empty but the room has relays: Start fills it with the host socket folder")
 	}
@@ -283,7 +307,11 @@ func (r Room) Args(fds FDs) ([]string, error) {
 		"--ro-bind-data", strconv.Itoa(fds.Group), "/etc/group",
 		"--ro-bind-data", strconv.Itoa(fds.Hosts), "/etc/hosts",
 		"--proc", "/proc",
-		"--dev", "/dev",
+		"--dev", "/dev")
+	for _, p := range fds.MaskProc {
+		a = append(a, "--ro-bind", "/dev/null", p)
+	}
+	a = append(a,
 		"--tmpfs", ShmDir,
 		"--remount-ro", "/dev",
 		"--tmpfs", "/tmp")
@@ -341,7 +369,7 @@ func (r Room) Args(fds FDs) ([]string, error) {
 		}
 		a = append(a, op, b.Source, b.Dest)
 	}
-	a = append(a, "--chdir", WorkDir, "--remount-ro", "/", "--")
+	a = append(a, "--seccomp", strconv.Itoa(fds.Seccomp), "--chdir", WorkDir, "--remount-ro", "/", "--")
 	a = append(a, r.command()...)
 	if r.mutate != nil {
 		a = r.mutate(slices.Clone(a))

@@ -23,6 +23,7 @@ func TestArgsExact(t *testing.T) {
 	r.Relays = []Relay{{Port: 8080, Upstream: "127.0.0.1:41234"}}
 	fds := SequentialFDs(1)
 	fds.Sock = "/tmp/tare-room-1"
+	fds.MaskProc = procMasked
 	got, err := r.Args(fds)
 	if err != nil {
 		t.Fatal(err)
@@ -36,11 +37,12 @@ func TestArgsExact(t *testing.T) {
  --ro-bind-try /etc/ca-certificates /etc/ca-certificates --ro-bind-try /etc/alternatives /etc/alternatives
  --ro-bind-try /etc/localtime /etc/localtime --ro-bind-try /etc/nsswitch.conf /etc/nsswitch.conf
  --ro-bind-data 3 /etc/passwd --ro-bind-data 4 /etc/group --ro-bind-data 5 /etc/hosts
- --proc /proc --dev /dev --tmpfs /dev/shm --remount-ro /dev --tmpfs /tmp
+ --proc /proc --dev /dev --ro-bind /dev/null /proc/keys --ro-bind /dev/null /proc/key-users
+ --tmpfs /dev/shm --remount-ro /dev --tmpfs /tmp
  --perms 0700 --tmpfs /home/agent --perms 0700 --dir /home/agent/.claude --perms 0600 --file 6 /home/agent/.claude/.credentials.json
  --ro-bind /opt/agents /opt/agent --ro-bind /usr/local/bin/tare /opt/tare/tare --bind /srv/project /work
  --bind /var/lib/tare/run1 /tare-run --ro-bind /tmp/tare-room-1 /run/tare
- --chdir /work --remount-ro / --
+ --seccomp 7 --chdir /work --remount-ro / --
  /opt/tare/tare relay --listen 127.0.0.1:8080=/run/tare/8080.sock -- claude -p hi`)
 	if !slices.Equal(got, want) {
 		t.Errorf("argv differs\n got: %s\nwant: %s", strings.Join(got, " "), strings.Join(want, " "))
@@ -139,7 +141,7 @@ func TestArgsInvariants(t *testing.T) {
 		{"binds after the fixed mounts", func(r *Room) {
 			r.Binds = []Bind{{Source: "/srv/cache", Dest: HomeDir + "/.cache/x", Write: true}, {Source: "/srv/ro", Dest: "/opt/data", Try: true}}
 		}, nil, func(t *testing.T, a []string) {
-			if !seq(a, "--bind", "/srv/cache", HomeDir+"/.cache/x", "--ro-bind-try", "/srv/ro", "/opt/data", "--chdir") {
+			if !seq(a, "--bind", "/srv/cache", HomeDir+"/.cache/x", "--ro-bind-try", "/srv/ro", "/opt/data", "--seccomp", "6", "--chdir") {
 				t.Errorf("binds: %v", a)
 			}
 		}},

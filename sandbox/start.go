@@ -29,9 +29,10 @@ const defaultGrace = 3 * time.Second
 // Proc is a running room. Call Wait exactly once the room is no longer
 // needed: it reaps bwrap, stops the relays and removes the temp folder.
 type Proc struct {
-	cmd    *exec.Cmd
-	dir    string
-	relays *hostRelays
+	cmd      *exec.Cmd
+	dir      string
+	relays   *hostRelays
+	keepKeys bool // Room.keepKeys
 
 	started chan error    // cmd.Start's result, from the locked goroutine
 	done    chan struct{} // closed once bwrap has been reaped
@@ -125,9 +126,19 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 		}
 		files = append(files, f)
 	}
+	filter, err := seccompFilter()
+	if err != nil {
+		return nil, err
+	}
+	f, err := dataFile("seccomp", filter, dir)
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, f)
 	fds := SequentialFDs(len(r.Files))
 	fds.Sock = dir
 	fds.Version = info.Version
+	fds.MaskProc = hostProcMasks()
 	args, err := r.Args(fds)
 	if err != nil {
 		return nil, err
@@ -158,6 +169,7 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 	}
 	cmd.SysProcAttr = attr
 	p.cmd = cmd
+	p.keepKeys = r.keepKeys
 
 	if !r.keepFDs {
 		if err := closeOnExecAll(); err != nil {
@@ -188,9 +200,21 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 
 // run starts and reaps bwrap from one locked OS thread: Pdeathsig fires
 // when the forking thread exits, so that thread must live as long as bwrap.
+//
+// Before the fork the thread joins a fresh, empty session keyring, which
+// bwrap and the room inherit instead of the caller's: otherwise the room
+// can read every key of the operator's login session (keyctl on
+// KEY_SPEC_SESSION_KEYRING), payloads included. Credentials are per
+// thread, so the thread is never unlocked: it ends with this goroutine and
+// takes its keyring with it.
 func (p *Proc) run() {
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	if !p.keepKeys {
+		if err := joinFreshKeyring(); err != nil {
+			p.started <- err
+			return
+		}
+	}
 	if err := p.cmd.Start(); err != nil {
 		p.started <- err
 		return
@@ -463,4 +487,16 @@ func ownTerminal(tty *os.File) bool {
 	}
 	own, err := unix.Getsid(0)
 	return err == nil && sid > 0 && sid == own
+}
+
+// joinFreshKeyring gives the calling thread a new anonymous session
+// keyring. A kernel without keyrings (ENOSYS) has nothing to leak, and
+// where a seccomp filter already refuses keyctl (EPERM: tare itself in a
+// room, or in a container) the room inherits that filter with the rest.
+func joinFreshKeyring() error {
+	_, _, e := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0)
+	if e != 0 && e != unix.ENOSYS && e != unix.EPERM {
+		return fmt.Errorf("a fresh session keyring: %v (a full key quota: raise kernel.keys.maxkeys)", e)
+	}
+	return nil
 }

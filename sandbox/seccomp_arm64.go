@@ -1,0 +1,9 @@
+package sandbox
+
+import "golang.org/x/sys/unix"
+
+// auditArch is the only ABI the room's filter lets through.
+const auditArch = unix.AUDIT_ARCH_AARCH64
+
+// foreignABIBit is zero: arm64 has no second ABI under its audit arch.
+const foreignABIBit = 0

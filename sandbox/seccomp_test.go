@@ -1,0 +1,99 @@
+package sandbox
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// runFilter executes the classic BPF program on one struct seccomp_data, as
+// the kernel would, for the instructions the filter uses (LD W ABS, JEQ and
+// JGE on K, RET K). The rooms themselves run the same bytes under the real
+// kernel (checkSeccomp); this walks the corners a room cannot reach: other
+// ABIs, ioctl requests with high bits set.
+func runFilter(t *testing.T, prog []byte, arch, nr uint32, args [6]uint64) uint32 {
+	t.Helper()
+	ins := make([]unix.SockFilter, len(prog)/unix.SizeofSockFilter)
+	if err := binary.Read(bytes.NewReader(prog), binary.NativeEndian, ins); err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, 64)
+	binary.NativeEndian.PutUint32(data[offNr:], nr)
+	binary.NativeEndian.PutUint32(data[offArch:], arch)
+	for i, a := range args {
+		binary.NativeEndian.PutUint64(data[16+8*i:], a)
+	}
+	var acc uint32
+	for pc := 0; pc < len(ins); pc++ {
+		in := ins[pc]
+		switch in.Code {
+		case unix.BPF_LD | unix.BPF_W | unix.BPF_ABS:
+			acc = binary.NativeEndian.Uint32(data[in.K:])
+		case unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K:
+			ok := acc == in.K
+			if in.Code&0xf0 == unix.BPF_JGE {
+				ok = acc >= in.K
+			}
+			if ok {
+				pc += int(in.Jt)
+			} else {
+				pc += int(in.Jf)
+			}
+		case unix.BPF_RET | unix.BPF_K:
+			return in.K
+		default:
+			t.Fatalf("instruction %d: unexpected code %#x", pc, in.Code)
+		}
+	}
+	t.Fatal("the program ran off its end")
+	return 0
+}
+
+func TestSeccompFilterDecisions(t *testing.T) {
+	prog, err := seccompFilter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(prog) / unix.SizeofSockFilter; n > unix.BPF_MAXINSNS || len(prog)%unix.SizeofSockFilter != 0 {
+		t.Fatalf("program of %d bytes (%d instructions)", len(prog), n)
+	}
+	deny := uint32(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))
+	allow := uint32(unix.SECCOMP_RET_ALLOW)
+	kill := uint32(unix.SECCOMP_RET_KILL_PROCESS)
+	type call struct {
+		name string
+		arch uint32
+		nr   uint32
+		args [6]uint64
+		want uint32
+	}
+	cases := []call{
+		{"read", auditArch, unix.SYS_READ, [6]uint64{}, allow},
+		{"execve", auditArch, unix.SYS_EXECVE, [6]uint64{}, allow},
+		{"clone3", auditArch, unix.SYS_CLONE3, [6]uint64{}, allow},
+		{"io_uring_setup", auditArch, unix.SYS_IO_URING_SETUP, [6]uint64{}, deny},
+		{"keyctl", auditArch, unix.SYS_KEYCTL, [6]uint64{}, deny},
+		{"mount_setattr", auditArch, unix.SYS_MOUNT_SETATTR, [6]uint64{}, deny},
+		{"open_by_handle_at", auditArch, unix.SYS_OPEN_BY_HANDLE_AT, [6]uint64{}, deny},
+		{"ioctl TCGETS", auditArch, unix.SYS_IOCTL, [6]uint64{0, unix.TCGETS}, allow},
+		{"ioctl TIOCSTI", auditArch, unix.SYS_IOCTL, [6]uint64{0, unix.TIOCSTI}, deny},
+		{"ioctl TIOCSTI with high bits", auditArch, unix.SYS_IOCTL, [6]uint64{0, 1<<32 | unix.TIOCSTI}, deny},
+		{"ioctl TIOCLINUX", auditArch, unix.SYS_IOCTL, [6]uint64{0, unix.TIOCLINUX}, deny},
+		{"socket AF_INET", auditArch, unix.SYS_SOCKET, [6]uint64{unix.AF_INET}, allow},
+		{"socket AF_UNIX", auditArch, unix.SYS_SOCKET, [6]uint64{unix.AF_UNIX}, allow},
+		{"socket AF_NETLINK", auditArch, unix.SYS_SOCKET, [6]uint64{unix.AF_NETLINK}, allow},
+		{"socket AF_PACKET", auditArch, unix.SYS_SOCKET, [6]uint64{unix.AF_PACKET}, deny},
+		{"socket AF_VSOCK with high bits", auditArch, unix.SYS_SOCKET, [6]uint64{1<<40 | unix.AF_VSOCK}, deny},
+		{"another ABI", unix.AUDIT_ARCH_I386, 0, [6]uint64{}, kill},
+	}
+	if foreignABIBit != 0 {
+		cases = append(cases, call{"x32 read", auditArch, foreignABIBit | unix.SYS_READ, [6]uint64{}, kill})
+	}
+	for _, c := range cases {
+		if got := runFilter(t, prog, c.arch, c.nr, c.args); got != c.want {
+			t.Errorf("%s: %#x, want %#x", c.name, got, c.want)
+		}
+	}
+}
