@@ -199,12 +199,18 @@ func TestLoad(t *testing.T) {
 		len(m.views), float64(len(m.views))/wall.Seconds(), p50, p99, worst, quantile(m.updates, 0.5), u99,
 		cpu.Seconds(), wall.Seconds(), 100*cpu.Seconds()/wall.Seconds(), d/6, mb(heaps))
 	t.Log("\n" + report)
-	limit := 16 * time.Millisecond
-	if *loadFor == 0 {
-		limit = 50 * time.Millisecond // the short run shares the machine with the other tests
-	}
-	if p99 > limit && !raceOn {
-		t.Errorf("View p99 %s is over %s", p99, limit)
+	// The target is a p99 under 16 ms, asserted on the measured run
+	// (-tui.load). The short run in `go test ./...` shares two cores with
+	// real agents in rooms, where any frame can be preempted for tens of
+	// milliseconds; it asserts the median against the same target, which
+	// only a slower View can miss.
+	const target = 16 * time.Millisecond
+	switch {
+	case raceOn:
+	case *loadFor != 0 && p99 > target:
+		t.Errorf("View p99 %s is over %s", p99, target)
+	case *loadFor == 0 && p50 > target:
+		t.Errorf("View p50 %s is over %s", p50, target)
 	}
 	if len(heaps) >= 4 && heaps[len(heaps)-1] > 2*heaps[1]+8<<20 {
 		t.Errorf("the live heap grew: %s", mb(heaps))
