@@ -189,6 +189,23 @@ type Usage struct {
 	Thread bool
 }
 
+// ModelNamer is an agent whose session file names the model its stream
+// leaves out (Codex): tare needs the name to price the run.
+type ModelNamer interface {
+	SessionModel(session []byte) string
+}
+
+// OwnUsage is a run's own usage given what its stream reported and the
+// session file placed for it (nil for a fresh session): a stream that
+// reports the thread's running total (Codex) has what the placed session
+// already held taken off.
+func OwnUsage(u Usage, placed []byte) Usage {
+	if u.Thread && len(placed) > 0 {
+		return u.Sub(CodexSessionUsage(placed))
+	}
+	return u
+}
+
 // Sub is u minus v, for a resumed Codex run's own usage.
 func (u Usage) Sub(v Usage) Usage {
 	u.Input -= v.Input

@@ -72,11 +72,10 @@ func (c Codex) Room(o RoomOptions) (Setup, error) {
 	}
 	if o.BaseURL != "" {
 		// Codex's own default model switches it to another request shape
-		// (no "tools", header x-openai-internal-codex-responses-lite); an
-		// unknown id keeps the plain Responses shape (and a harmless
-		// missing-metadata warning).
+		// (no "tools", header x-openai-internal-codex-responses-lite), so
+		// tare names codexServerModel, which keeps the plain Responses shape.
 		if o.Model == "" {
-			config["model"] = DefaultModel
+			config["model"] = codexServerModel
 		}
 		config["model_provider"] = "tare"
 		config["model_providers"] = map[string]any{"tare": map[string]any{
@@ -242,6 +241,36 @@ func (Codex) ParseStream(r io.Reader) (Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// codexServerModel is the model Codex asks tare's model server for: a real
+// id, so that its metadata is known (no warning) and a dry run is costed at
+// the price of the model a real run would use. With codex 0.171.0 its
+// requests carry the same fields and tools as with an unknown id (compared
+// with `tare probe codex --requests`); the offline report used it too.
+const codexServerModel = "gpt-5.1-codex"
+
+// SessionModel implements ModelNamer: the model of the rollout's last
+// turn_context, which Codex's stream never names.
+func (Codex) SessionModel(session []byte) string {
+	model := ""
+	sc := bufio.NewScanner(bytes.NewReader(session))
+	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	for sc.Scan() {
+		if !bytes.Contains(sc.Bytes(), []byte(`"turn_context"`)) {
+			continue
+		}
+		var e struct {
+			Type    string `json:"type"`
+			Payload struct {
+				Model string `json:"model"`
+			} `json:"payload"`
+		}
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Type == "turn_context" && e.Payload.Model != "" {
+			model = e.Payload.Model
+		}
+	}
+	return model
 }
 
 // CodexSessionUsage is the running total a rollout already holds (its last

@@ -78,7 +78,7 @@ func TestRoomModelServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := cfg.Providers["tare"]
-	if cfg.ModelProvider != "tare" || cfg.Model != DefaultModel || cfg.Update || cfg.Analytics.Enabled || cfg.Features["plugins"] ||
+	if cfg.ModelProvider != "tare" || cfg.Model != codexServerModel || cfg.Update || cfg.Analytics.Enabled || cfg.Features["plugins"] ||
 		p.BaseURL != url+"/v1" || p.WireAPI != "responses" || p.EnvKey != tareKeyEnv || s.Env[tareKeyEnv] != tareKey {
 		t.Errorf("codex config:\n%s\nenv %v", f.Data, s.Env)
 	}

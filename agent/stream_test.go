@@ -117,7 +117,24 @@ func TestCodexSessionUsage(t *testing.T) {
 	defer stream.Close()
 	res, _ := Codex{}.ParseStream(stream)
 	placed, _ := os.ReadFile(filepath.Join("testdata", "codex_rollout_session.jsonl"))
-	if own := res.Usage.Sub(CodexSessionUsage(placed)); own.Input != 200 || own.Output != 50 || own.Thread {
+	if own := OwnUsage(res.Usage, placed); own.Input != 200 || own.Output != 50 || own.Thread {
 		t.Errorf("resumed run's own usage %+v, want 200/50", own)
+	}
+	if fresh := OwnUsage(res.Usage, nil); fresh != res.Usage {
+		t.Errorf("a fresh run's usage changed: %+v, want %+v", fresh, res.Usage)
+	}
+}
+
+// TestCodexSessionModel: Codex's stream names no model; its rollout's
+// turn_context does, and tare prices the run by it.
+func TestCodexSessionModel(t *testing.T) {
+	for file, want := range map[string]string{"codex_rollout_session.jsonl": "gpt-5.1-codex", "codex_exec_events.jsonl": ""} {
+		data, err := os.ReadFile(filepath.Join("testdata", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := (Codex{}).SessionModel(data); got != want {
+			t.Errorf("%s: model %q, want %q", file, got, want)
+		}
 	}
 }

@@ -50,6 +50,10 @@ func TestCalibrateOnTheDemoGivesRatesStrictlyBetweenZeroAndOne(t *testing.T) {
 		if tally.Lo <= 0 && tally.Hi >= 1 {
 			t.Errorf("side %s: interval %.2f-%.2f", tally.Side.Key, tally.Lo, tally.Hi)
 		}
+		// Claude names its model in the stream, Codex only in its rollout: tare prices both.
+		if u := tally.Usage; u.Cost <= 0 || len(u.Unpriced) > 0 || u.Model == "" {
+			t.Errorf("side %s (%s): tare's cost %.4f for model %q, unpriced %v", tally.Side.Key, tally.Side.Agent, u.Cost, u.Model, u.Unpriced)
+		}
 	}
 	for _, want := range []string{"95% interval", "usage a", "usage b", "the CLI said $", "the CLI reported no cost"} {
 		if !strings.Contains(report, want) {

@@ -121,9 +121,40 @@ func TestRecordThenTailNativelyAndByHandoff(t *testing.T) {
 				if tl == nil || tl.Status != "passed" {
 					t.Errorf("%s tail from step 2: %+v, want passed", how, tl)
 				}
+				if how == "native" {
+					checkOwnUsage(t, env, name, spec.ID)
+				}
 			}
 		})
 	}
+}
+
+// checkOwnUsage: a native tail's recorded usage is its own. Codex's stream reports the
+// resumed thread's running total, so there the recorded figure must be below the stream's;
+// the others report the run's own and the two agree.
+func checkOwnUsage(t *testing.T, env *tailEnv, name, id string) {
+	t.Helper()
+	a, _ := agent.ByName(name)
+	f, err := os.Open(filepath.Join(env.run.dir, "tails", id, "stdout.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := a.ParseStream(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := env.run.snapshot().Tails[id].Usage
+	if got.Input <= 0 || got.Model == "" || got.Cost <= 0 && len(got.Unpriced) == 0 {
+		t.Errorf("native tail usage %+v: no tokens, model or price", got)
+	}
+	if r.Usage.Thread && got.Input >= r.Usage.Input {
+		t.Errorf("native %s tail recorded %d input tokens, the thread's total is %d: the resumed session's tokens were counted again", name, got.Input, r.Usage.Input)
+	}
+	if !r.Usage.Thread && got.Input != r.Usage.Input {
+		t.Errorf("native %s tail recorded %d input tokens, its stream said %d", name, got.Input, r.Usage.Input)
+	}
+	t.Logf("native tail: %d input tokens of its own (stream %d, thread total: %v), model %s", got.Input, r.Usage.Input, r.Usage.Thread, got.Model)
 }
 
 // newTestRun makes a run directory with a store, the start capsule of an empty project and

@@ -173,7 +173,7 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	if f, err := os.Open(filepath.Join(dir, "stdout.jsonl")); err == nil {
 		if r, err := a.ParseStream(f); err == nil {
 			res.Session = r.SessionID
-			res.Usage = usageOf(r.Usage)
+			res.Usage = usageOf(runUsage(a, r, spec.Session, p.sessions))
 			if r.IsError && code == 0 {
 				ran = "agent error: " + clip(r.Error, 100)
 			}
@@ -210,6 +210,21 @@ func setAside(dir string) (int, error) {
 			return n, nil
 		}
 	}
+}
+
+// runUsage is the usage of one run of agent a as tare prices it: its own tokens (a resumed
+// Codex thread reports the running total, placed is the session it resumed) under the
+// model its session file names where the stream names none.
+func runUsage(a agent.Agent, r agent.Result, placed []byte, sessions string) agent.Usage {
+	u := agent.OwnUsage(r.Usage, placed)
+	if n, ok := a.(agent.ModelNamer); ok && u.Model == "" {
+		if path, err := findSession(a, sessions, r.SessionID); err == nil {
+			if data, err := os.ReadFile(path); err == nil {
+				u.Model = n.SessionModel(data)
+			}
+		}
+	}
+	return u
 }
 
 // usageOf turns an agent's reported usage into tare's, with tare's own cost beside the
