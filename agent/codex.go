@@ -254,22 +254,17 @@ const codexServerModel = "gpt-5.1-codex"
 // turn_context, which Codex's stream never names.
 func (Codex) SessionModel(session []byte) string {
 	model := ""
-	sc := bufio.NewScanner(bytes.NewReader(session))
-	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-	for sc.Scan() {
-		if !bytes.Contains(sc.Bytes(), []byte(`"turn_context"`)) {
-			continue
-		}
+	rolloutLines(session, `"turn_context"`, func(line []byte) {
 		var e struct {
 			Type    string `json:"type"`
 			Payload struct {
 				Model string `json:"model"`
 			} `json:"payload"`
 		}
-		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Type == "turn_context" && e.Payload.Model != "" {
+		if json.Unmarshal(line, &e) == nil && e.Type == "turn_context" && e.Payload.Model != "" {
 			model = e.Payload.Model
 		}
-	}
+	})
 	return model
 }
 
@@ -277,12 +272,7 @@ func (Codex) SessionModel(session []byte) string {
 // token_count), to subtract from a resumed run's turn.completed usage.
 func CodexSessionUsage(data []byte) Usage {
 	var total codexUsage
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-	for sc.Scan() {
-		if !bytes.Contains(sc.Bytes(), []byte(`"token_count"`)) {
-			continue
-		}
+	rolloutLines(data, `"token_count"`, func(line []byte) {
 		var e struct {
 			Payload struct {
 				Type string `json:"type"`
@@ -291,11 +281,23 @@ func CodexSessionUsage(data []byte) Usage {
 				} `json:"info"`
 			} `json:"payload"`
 		}
-		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Payload.Type == "token_count" && e.Payload.Info != nil {
+		if json.Unmarshal(line, &e) == nil && e.Payload.Type == "token_count" && e.Payload.Info != nil {
 			total = e.Payload.Info.Total
 		}
-	}
+	})
 	return total.usage()
+}
+
+// rolloutLines calls fn with each line of a Codex rollout that holds marker
+// (lines of a long session can reach megabytes).
+func rolloutLines(data []byte, marker string, fn func(line []byte)) {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	for sc.Scan() {
+		if bytes.Contains(sc.Bytes(), []byte(marker)) {
+			fn(sc.Bytes())
+		}
+	}
 }
 
 // Personal implements Agent.
