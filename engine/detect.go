@@ -41,6 +41,8 @@ type sight struct {
 	// interfaces lists network interfaces other than lo; routes counts routing entries.
 	interfaces []string
 	routes     int
+	// kernel is what the room's kernel-side defences looked like from inside.
+	kernel string
 }
 
 // subject is what the detectors look for: the operator's (or the planted home's) setup.

@@ -98,6 +98,7 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 	}
 	r.Requests = ev.requests
 	r.Network = networkLine(o.HostNetwork, false)
+	r.Kernel = ev.sight.kernel
 	r.Declared = setup.Declared
 	operator.env = setup.envNames
 	for _, leaks := range detect(ev, operator) {

@@ -78,6 +78,9 @@ func TestProbeKeepsThePlantedOperatorSetupOut(t *testing.T) {
 			if !r.Zero() {
 				t.Fatalf("reading %q, want tare: 0.00\n%s", r.Verdict(), r.Render())
 			}
+			if r.Kernel != "seccomp filter · no kernel keys in sight" || !strings.Contains(r.Render(), "kernel    seccomp filter") {
+				t.Errorf("the clean room's kernel line is %q\n%s", r.Kernel, r.Render())
+			}
 			if requests.Len() == 0 || strings.Contains(requests.String(), token) {
 				t.Fatalf("a canary reached the model in the clean room (or nothing did: %d bytes)", requests.Len())
 			}

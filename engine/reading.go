@@ -48,6 +48,9 @@ type Reading struct {
 	Bwrap    string `json:"bwrap"`
 	// Network says how the room reaches its model.
 	Network string `json:"network"`
+	// Kernel is what the clean room's inspection saw of its kernel-side defences: the
+	// seccomp filter and the kernel keys in sight.
+	Kernel string `json:"kernel"`
 	// Declared lists what tare itself placed in the room (login copy, config files).
 	Declared []string `json:"declared"`
 	// Leaks are what the clean room let through; the agent does not start while there are any.
@@ -91,6 +94,9 @@ func (r *Reading) Render() string {
 		fmt.Fprintf(&b, "  note      %s has not been verified here: its adapter is written from its public docs\n", r.Agent)
 	}
 	fmt.Fprintf(&b, "  room      bwrap %s · uid 1000 · %s\n", r.Bwrap, r.Network)
+	if r.Kernel != "" {
+		fmt.Fprintf(&b, "  kernel    %s\n", r.Kernel)
+	}
 	for _, d := range r.Declared {
 		fmt.Fprintf(&b, "  declared  %s\n", d)
 	}

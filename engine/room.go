@@ -180,5 +180,20 @@ func sightOf(v *sandbox.View, loopback string) sight {
 	}
 	sort.Strings(out.interfaces)
 	out.routes = len(v.Routes)
+	out.kernel = kernelLine(v)
 	return out
+}
+
+// kernelLine says, from the inspection's view, whether the room ran under its seccomp
+// filter and whether any kernel key was in sight (keyctl on the session keyring, /proc/keys).
+func kernelLine(v *sandbox.View) string {
+	seccomp := "seccomp filter"
+	if v.Status.Seccomp != "2" {
+		seccomp = fmt.Sprintf("no seccomp filter (Seccomp: %q)", v.Status.Seccomp)
+	}
+	keys := "no kernel keys in sight"
+	if n := len(v.SessionKeys) + len(v.ProcKeys); n > 0 {
+		keys = fmt.Sprintf("%d kernel keys in sight", n)
+	}
+	return seccomp + " · " + keys
 }

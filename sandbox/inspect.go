@@ -90,7 +90,7 @@ type View struct {
 	Mount                string              // a tmpfs in TMPDIR
 	UnshareUser          string              // a child in a new user namespace (what `unshare --user` does)
 	UnshareMount         string              // unshare(CLONE_NEWNS) on a locked thread
-	ProcKeys             []string            // /proc/keys (empty: the room masks it)
+	ProcKeys             []string            // /proc/keys (nil: unreadable or empty, as the room masks it)
 	SessionKeys          []string            // keys of the session keyring, described
 	Keyctl               string              // keyctl on the session keyring
 	IOUring              string              // io_uring_setup

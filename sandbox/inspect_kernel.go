@@ -78,10 +78,10 @@ func readSessionKeys() ([]string, string) {
 	return keys, "ok"
 }
 
-// readLines returns the lines of a file, nil when it is unreadable.
+// readLines returns the lines of a file, nil when it is unreadable or empty.
 func readLines(p string) []string {
 	b, err := os.ReadFile(p)
-	if err != nil {
+	if err != nil || len(b) == 0 {
 		return nil
 	}
 	return strings.Split(strings.TrimRight(string(b), "\n"), "\n")
