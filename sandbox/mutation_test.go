@@ -95,6 +95,9 @@ func TestMutations(t *testing.T) {
 	w := newWorld(t)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			if c.name == "--cap-drop ALL" && os.Geteuid() != 0 {
+				t.Skip("bwrap started by a user other than root keeps no capability, --cap-drop or not: the flag is load-bearing for root (CI runs as root)")
+			}
 			r := cleanRoom(t, w)
 			if got := c.check(inspectWorld(t, w, r), r, w); len(got) > 0 {
 				t.Fatalf("real room already fails: %v", got)
