@@ -31,7 +31,7 @@ func Doctor(ctx context.Context, cfg *config.Config, w io.Writer) bool {
 		ok = false
 		report(false, "bwrap", err.Error())
 	} else {
-		report(true, "bwrap", fmt.Sprintf("%s at %s; a room starts (user, pid, net, ipc, uts namespaces usable)", bw.Version, bw.Path))
+		report(true, "bwrap", fmt.Sprintf("%s at %s; a room starts (user, pid, net, ipc, uts namespaces usable; seccomp filter applied)", bw.Version, bw.Path))
 		for _, warn := range bw.Warnings {
 			fmt.Fprintf(w, "warn  %-8s %s\n", "bwrap", warn)
 		}

@@ -225,6 +225,8 @@ func bwrapFailure(path string, code int, stderr string) error {
 	}
 	low := strings.ToLower(msg)
 	switch {
+	case strings.Contains(low, "seccomp"):
+		return fmt.Errorf("bwrap %s: the kernel refused the room's seccomp filter (%s): tare needs a Linux kernel with seccomp filters (CONFIG_SECCOMP_FILTER)", path, msg)
 	case strings.Contains(low, "namespace") || strings.Contains(low, "uid map") ||
 		strings.Contains(low, "unshare") || strings.Contains(low, "operation not permitted"):
 		return fmt.Errorf("bwrap %s cannot create the room's namespaces (%s): enable user namespaces "+

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"encoding/binary"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -95,5 +96,14 @@ func TestSeccompFilterDecisions(t *testing.T) {
 		if got := runFilter(t, prog, c.arch, c.nr, c.args); got != c.want {
 			t.Errorf("%s: %#x, want %#x", c.name, got, c.want)
 		}
+	}
+}
+
+// TestBwrapFailureNamesSeccomp: a kernel without seccomp filters makes
+// bwrap fail its prctl; the error says so instead of blaming namespaces.
+func TestBwrapFailureNamesSeccomp(t *testing.T) {
+	err := bwrapFailure("/usr/bin/bwrap", 1, "bwrap: prctl(PR_SET_SECCOMP): Invalid argument\n")
+	if err == nil || !strings.Contains(err.Error(), "CONFIG_SECCOMP_FILTER") || strings.Contains(err.Error(), "namespaces") {
+		t.Fatalf("error %v", err)
 	}
 }
