@@ -43,14 +43,7 @@ shell = "sh greet.sh"
 // nothing written is lost, and tare resume finishes the run without repeating finished tails;
 // the tails that were running are rerun and the journal says so.
 func TestKillNineThenResume(t *testing.T) {
-	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	script := filepath.Join(t.TempDir(), "slow.toml")
-	if err := os.WriteFile(script, []byte(slowScript), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	paths, script := slowDemo(t)
 	r := newRun(t, "")
 	out := filepath.Join(r.home, "run")
 	marker := "crash-marker-" + filepath.Base(r.home)
@@ -58,11 +51,7 @@ func TestKillNineThenResume(t *testing.T) {
 	cmd := exec.Command(tareBin, "calibrate", prompt, "--side", "pi", "--runs", "4", "--jobs", "2",
 		"--script", script, "--check", demo.Check, "--project", paths.Project, "--out", out)
 	cmd.Env = r.env()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waited := make(chan struct{})
-	go func() { cmd.Wait(); close(waited) }()
+	waited := startReaped(t, cmd)
 
 	// Kill once one tail has finished and another is running.
 	deadline := time.Now().Add(3 * time.Minute)
@@ -83,14 +72,7 @@ func TestKillNineThenResume(t *testing.T) {
 	<-waited
 	before := engine.Replay("run", readEvents(out))
 
-	// The rooms die with tare.
-	deadline = time.Now().Add(20 * time.Second)
-	for len(processesWith(marker)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("processes of the killed run survive: %v", processesWith(marker))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitGone(t, marker) // the rooms die with tare
 
 	resume := r.tare(t, "resume", out)
 	if resume.code != 0 {
@@ -137,6 +119,42 @@ func TestKillNineThenResume(t *testing.T) {
 	}
 }
 
+// slowDemo extracts the demo experiment and writes slowScript beside it.
+func slowDemo(t *testing.T) (demo.Paths, string) {
+	t.Helper()
+	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(t.TempDir(), "slow.toml")
+	if err := os.WriteFile(script, []byte(slowScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return paths, script
+}
+
+// startReaped starts cmd and returns a channel closed once it has been reaped.
+func startReaped(t *testing.T, cmd *exec.Cmd) <-chan struct{} {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan struct{})
+	go func() { cmd.Wait(); close(waited) }()
+	return waited
+}
+
+// waitGone fails the test when a process carrying marker outlives a killed tare by 20 s.
+func waitGone(t *testing.T, marker string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); len(processesWith(marker)) > 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("processes of the killed run survive: %v", processesWith(marker))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func readEvents(dir string) []engine.Event {
 	events, _ := engine.ReadJournal(dir)
 	return events
@@ -161,4 +179,92 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestKillNineDuringRecordThenResume: tare record is SIGKILLed mid-recording. Its rooms die
+// with it; tare resume records the task again from the run's start capsule, keeps the
+// interrupted attempt, says so in the journal, and leaves a recording tare tail continues.
+func TestKillNineDuringRecordThenResume(t *testing.T) {
+	paths, script := slowDemo(t)
+	r := newRun(t, "")
+	out := filepath.Join(r.home, "rec")
+	marker := "record-crash-marker-" + filepath.Base(r.home)
+	cmd := exec.Command(tareBin, "record", demo.Task+" ("+marker+")", "--side", "codex",
+		"--script", script, "--check", demo.Check, "--project", paths.Project, "--out", out)
+	cmd.Env = r.env()
+	waited := startReaped(t, cmd)
+
+	// Kill once the recording has made a tool call (the script then pauses before its last).
+	deadline := time.Now().Add(3 * time.Minute)
+	for calls := 0; calls == 0; {
+		for _, e := range readEvents(out) {
+			if e.ToolCall != nil && e.ToolCall.Tail == "original" {
+				calls++
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the recording made no tool call")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-waited
+	waitGone(t, marker)
+	if _, err := os.Stat(filepath.Join(out, "original", "record.json")); err == nil {
+		t.Fatal("the recording had finished before the kill: the test proves nothing")
+	}
+
+	resume := r.tare(t, "resume", out)
+	if resume.code != 0 || !strings.Contains(resume.stdout, "tare record") || !strings.Contains(resume.stdout, "steps     3") {
+		t.Fatalf("tare resume exited %d, want the report of a 3-step recording\nstdout: %s\nstderr: %s", resume.code, resume.stdout, resume.stderr)
+	}
+	var rerun []string
+	finished := 0
+	for _, e := range readEvents(out) {
+		if e.Resumed != nil {
+			rerun = append(rerun, e.Resumed.Rerun...)
+		}
+		if e.RunFinished != nil && e.RunFinished.Error == "" {
+			finished++
+		}
+	}
+	if !contains(rerun, "original") || finished != 1 {
+		t.Errorf("journal: rerun %v and %d clean run ends, want original rerun and one end", rerun, finished)
+	}
+	if _, err := os.Stat(filepath.Join(out, "original.attempt-1")); err != nil {
+		t.Errorf("the interrupted recording was not kept: %v", err)
+	}
+	tail := r.tare(t, "tail", out, "--step", "1")
+	if !strings.Contains(tail.stdout+tail.stderr, "native-1-codex-0") {
+		t.Errorf("tare tail --step 1 on the resumed recording (exit %d):\nstdout: %s\nstderr: %s", tail.code, tail.stdout, tail.stderr)
+	}
+	if res, err := os.ReadFile(filepath.Join(out, "tails", "native-1-codex-0", "result.json")); err != nil || strings.Contains(string(res), `"status": "error"`) {
+		t.Errorf("the tail reached no verdict: %v\n%s", err, res)
+	}
+
+	// A tare tail killed while its tail runs: resume explains the tail instead of leaving it
+	// running for ever.
+	cmd = exec.Command(tareBin, "tail", out, "--step", "2")
+	cmd.Env = r.env()
+	waited = startReaped(t, cmd)
+	const id = "native-2-codex-0"
+	for deadline = time.Now().Add(time.Minute); engine.Replay("run", readEvents(out)).Tails[id] == nil; {
+		if time.Now().After(deadline) {
+			t.Fatal("tare tail --step 2 started no tail")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	<-waited
+	if st := engine.Replay("run", readEvents(out)).Tails[id]; st.Status != "running" {
+		t.Fatalf("tail %s is %s after the kill, want running", id, st.Status)
+	}
+	if again := r.tare(t, "resume", out); again.code != 0 {
+		t.Fatalf("second tare resume exited %d: %s", again.code, again.stderr)
+	}
+	if st := engine.Replay("run", readEvents(out)).Tails[id]; st.Status != "error" || !strings.Contains(st.Detail, "run it again with tare tail") {
+		t.Errorf("the killed tail after resume: %s, %q; want error saying to run it again", st.Status, st.Detail)
+	}
 }

@@ -510,7 +510,11 @@ func resumeCmd() *cobra.Command {
 		Long: `Finishes a calibrate run that a crash or a kill interrupted: finished tails are kept as the
 journal has them, tails that were running are rerun (their first attempt is kept beside them)
 and the journal says so, tails never started are run, and the report is written.
---retry ID runs a finished tail again (a failed one, say); earlier attempts are kept.`,
+--retry ID runs a finished tail again (a failed one, say); earlier attempts are kept.
+
+For a recorded run (tare record), an interrupted recording is recorded again from the run's
+start capsule (the first attempt kept as original.attempt-1), and a tail that was running
+(tare tail) is marked interrupted, to be run again with tare tail.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := settings()

@@ -292,12 +292,18 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 		_ = r.emit(Event{RunFinished: &RunFinished{Error: err.Error()}})
 		return dir, nil, err
 	}
+	_, err = finishRecord(r, rec, recording)
+	return dir, recording, err
+}
+
+// finishRecord writes a finished recording's report and journals the run's end.
+func finishRecord(r *run, rec *Recipe, recording *Recording) (string, error) {
 	report := fmt.Sprintf("tare record · %s\n  task      %s\n  agent     %s (%s; capsules from %s)\n  steps     %d\n%s",
-		o.Project, o.Prompt, sideLabel(o.Side), recording.Exit, recording.Snapshots, len(recording.Steps), stepSummary(recording))
-	if err := capsule.WriteFileAtomic(filepath.Join(dir, "report.txt"), []byte(report), 0o644); err != nil {
-		return dir, nil, err
+		rec.Project, rec.Prompt, sideLabel(rec.Sides[0]), recording.Exit, recording.Snapshots, len(recording.Steps), stepSummary(recording))
+	if err := capsule.WriteFileAtomic(filepath.Join(r.dir, "report.txt"), []byte(report), 0o644); err != nil {
+		return "", err
 	}
-	return dir, recording, r.emit(Event{RunFinished: &RunFinished{Report: report}})
+	return report, r.emit(Event{RunFinished: &RunFinished{Report: report}})
 }
 
 // TailOptions continues a recorded run from one of its steps.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"tare/agent"
 	"tare/capsule"
 	"tare/config"
 )
@@ -30,11 +31,14 @@ func Resume(ctx context.Context, o ResumeOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if rec.Kind != "calibrate" {
-		return "", fmt.Errorf("%s: tare resume finishes calibrate runs; this is a %s run", o.Dir, rec.Kind)
+	if rec.Kind != "calibrate" && rec.Kind != "record" {
+		return "", fmt.Errorf("%s: tare resume finishes calibrate and record runs; this is a %s run", o.Dir, rec.Kind)
 	}
 	if _, err := os.Stat(filepath.Join(o.Dir, JournalFile)); err != nil {
-		return "", fmt.Errorf("%s: not a tare run (no %s); fix: give a directory that tare calibrate made", o.Dir, JournalFile)
+		return "", fmt.Errorf("%s: not a tare run (no %s); fix: give a directory that tare calibrate or tare record made", o.Dir, JournalFile)
+	}
+	if rec.Kind == "record" {
+		return resumeRecord(ctx, o, rec)
 	}
 	r, err := openRun(o.Dir, o.Bus)
 	if err != nil {
@@ -51,15 +55,7 @@ func Resume(ctx context.Context, o ResumeOptions) (string, error) {
 	if st.Finished && st.Error == "" && len(o.Retry) == 0 {
 		return st.Report, nil
 	}
-	store, err := capsule.Open(filepath.Join(o.Dir, "store"))
-	if err != nil {
-		return "", err
-	}
-	start, err := startCapsule(store)
-	if err != nil {
-		return "", err
-	}
-	installs, err := findInstalls(rec.Sides, o.Config)
+	store, start, installs, err := resumeParts(o.Dir, rec, o.Config)
 	if err != nil {
 		return "", err
 	}
@@ -84,7 +80,87 @@ func Resume(ctx context.Context, o ResumeOptions) (string, error) {
 	return runCalibrate(ctx, r, rec, store, start, installs, o.Config, o.Retry...)
 }
 
-// startCapsule is a calibrate run's one capsule: the project before the run.
+// resumeRecord finishes a recorded run a crash interrupted. A tail that was running (a
+// killed tare tail) is journaled as an error that says to run it again, or from its
+// result.json if it wrote one. A recording that finished has its report written if the
+// crash came before it; one that did not (or ended in an error) is recorded again from the
+// run's start capsule, the interrupted attempt kept as original.attempt-N, and the journal
+// says so.
+func resumeRecord(ctx context.Context, o ResumeOptions, rec *Recipe) (string, error) {
+	if len(o.Retry) > 0 {
+		return "", fmt.Errorf("--retry: %s is a recorded run; continue it again with tare tail %s --step N", o.Dir, o.Dir)
+	}
+	if len(rec.Sides) != 1 {
+		return "", fmt.Errorf("%s: recipe.json names %d sides, a recorded run has one; the run cannot be finished", o.Dir, len(rec.Sides))
+	}
+	r, err := openRun(o.Dir, o.Bus)
+	if err != nil {
+		return "", err
+	}
+	defer r.close()
+	st := r.snapshot()
+	for id, t := range st.Tails {
+		if t.Status != "running" {
+			continue
+		}
+		res, ok := readResult(filepath.Join(o.Dir, "tails", id))
+		if !ok {
+			res = TailResult{ID: id, Side: t.Side, Step: t.Step, How: t.How, Status: "error",
+				AgentExit: "interrupted", Check: fmt.Sprintf("tare stopped during this tail; run it again with tare tail %s --step %d", o.Dir, t.Step)}
+		}
+		if err := r.emit(Event{TailFinished: res.finished()}); err != nil {
+			return "", err
+		}
+	}
+	if recording, err := readRecording(o.Dir); err == nil {
+		if st.Finished && st.Error == "" {
+			return st.Report, nil
+		}
+		return finishRecord(r, rec, recording)
+	}
+
+	store, start, installs, err := resumeParts(o.Dir, rec, o.Config)
+	if err != nil {
+		return "", err
+	}
+	if _, err := setAside(filepath.Join(o.Dir, "original")); err != nil {
+		return "", err
+	}
+	if err := r.emit(Event{Resumed: &Resumed{Rerun: []string{"original"}}}); err != nil {
+		return "", err
+	}
+	env, stop, err := newTailEnv(r, store, rec, installs, o.Config)
+	if err != nil {
+		return "", err
+	}
+	defer stop()
+	if err := r.emit(Event{Phase: &Phase{Name: "original"}}); err != nil {
+		return "", err
+	}
+	recording, err := record(ctx, env, rec.Sides[0], rec.Prompt, start)
+	if err != nil {
+		_ = r.emit(Event{RunFinished: &RunFinished{Error: err.Error()}})
+		return "", err
+	}
+	return finishRecord(r, rec, recording)
+}
+
+// resumeParts opens what finishing a run needs: its store, its start capsule and the
+// agents of its sides.
+func resumeParts(dir string, rec *Recipe, cfg *config.Config) (*capsule.Store, capsule.Capsule, map[string]agent.Install, error) {
+	store, err := capsule.Open(filepath.Join(dir, "store"))
+	if err != nil {
+		return nil, capsule.Capsule{}, nil, err
+	}
+	start, err := startCapsule(store)
+	if err != nil {
+		return nil, capsule.Capsule{}, nil, err
+	}
+	installs, err := findInstalls(rec.Sides, cfg)
+	return store, start, installs, err
+}
+
+// startCapsule is the run's first capsule: the project before the run.
 func startCapsule(store *capsule.Store) (capsule.Capsule, error) {
 	list, err := store.List()
 	if err != nil {
