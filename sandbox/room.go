@@ -140,10 +140,10 @@ type Room struct {
 // features", that is 0.8.0 or newer).
 type FDs struct {
 	Passwd, Group, Hosts int
-	Files                []int    // one per Room.Files, same order
-	Seccomp              int      // the room's seccomp filter (seccompFilter)
-	Sock                 string   // host folder bound at SockDir; required when Relays is non-empty
-	Version              Version  //
+	Files                []int  // one per Room.Files, same order
+	Seccomp              int    // the room's seccomp filter (seccompFilter)
+	Sock                 string // host folder bound at SockDir; required when Relays is non-empty
+	Version              Version
 	MaskProc             []string // /proc files hidden under /dev/null: those of procMasked the host has
 }
 
@@ -158,9 +158,10 @@ func SequentialFDs(nfiles int) FDs {
 	return f
 }
 
-// procMasked are the /proc files a room sees as empty: the kernel keyrings
-// any process of the caller's uid may list (descriptions of keys held in
-// other sessions, as SANDBOX.md found) and the per-uid key counts.
+// procMasked are the /proc files a room cannot read (/dev/null is bound over
+// them, and proc is nodev): the kernel keys any process of the caller's uid
+// may list (descriptions of keys held in other sessions, as SANDBOX.md
+// found) and the per-uid key counts.
 var procMasked = []string{"/proc/keys", "/proc/key-users"}
 
 // hostProcMasks returns the entries of procMasked this kernel has: bwrap
