@@ -2,18 +2,32 @@ package agent
 
 import (
 	"fmt"
+	"path"
 	"path/filepath"
 	"strings"
 )
 
-// FindSession returns the host path of session id's file, given the host
-// folder that was the room's HOME. Every agent here names the file by its id.
-func FindSession(a Agent, home, id string) (string, error) {
-	if id == "" {
-		return "", fmt.Errorf("%s: no session id to look for", a.Name())
+// SessionRoot is the folder inside the room where a's session files land: the part of its
+// session glob before the first wildcard, without the leading slash. A host folder bound
+// there keeps the sessions after the room's tmpfs HOME is gone.
+func SessionRoot(a Agent) string {
+	parts := strings.Split(a.SessionGlob(), "/")
+	for i, p := range parts {
+		if strings.ContainsAny(p, "*?[") {
+			return path.Join(parts[:i]...)
+		}
 	}
-	rel := strings.TrimPrefix(a.SessionGlob(), Home+"/")
-	matches, err := filepath.Glob(filepath.Join(home, filepath.FromSlash(rel)))
+	return path.Dir(a.SessionGlob())
+}
+
+// FindSession returns the host path of session id's file below dir, the host folder that
+// was bound at SessionRoot. Every agent here names the file by its id.
+func FindSession(a Agent, dir, id string) (string, error) {
+	if id == "" {
+		return "", fmt.Errorf("%s: the stream named no session id", a.Name())
+	}
+	rel := strings.TrimPrefix(strings.TrimPrefix(a.SessionGlob(), "/"+SessionRoot(a)), "/")
+	matches, err := filepath.Glob(filepath.Join(dir, filepath.FromSlash(rel)))
 	if err != nil {
 		return "", fmt.Errorf("%s: session glob %s: %w", a.Name(), rel, err)
 	}
@@ -22,5 +36,5 @@ func FindSession(a Agent, home, id string) (string, error) {
 			return m, nil
 		}
 	}
-	return "", fmt.Errorf("%s: no session file for %s in %s (looked for %s)", a.Name(), id, home, rel)
+	return "", fmt.Errorf("%s: no session file for %s below %s", a.Name(), id, dir)
 }

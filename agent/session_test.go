@@ -36,12 +36,13 @@ func TestPlaceSession(t *testing.T) {
 			t.Errorf("%s: %+v, want one file at %s", tt.agent.Name(), files, tt.want)
 			continue
 		}
-		// The placed file is where the agent's own glob looks, and FindSession finds it.
+		// The placed file is where the agent's own glob looks, and FindSession finds it below
+		// the folder bound at SessionRoot.
 		if ok, _ := filepath.Match(tt.agent.SessionGlob(), files[0].Path); !ok {
 			t.Errorf("%s: %s does not match SessionGlob %s", tt.agent.Name(), files[0].Path, tt.agent.SessionGlob())
 		}
-		home := t.TempDir()
-		p := filepath.Join(home, strings.TrimPrefix(files[0].Path, Home))
+		home := t.TempDir() // the host folder bound at SessionRoot
+		p := filepath.Join(home, strings.TrimPrefix(files[0].Path, "/"+SessionRoot(tt.agent)))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -91,7 +91,7 @@ func TestRealAgentsRunAndResumeInRooms(t *testing.T) {
 			if got := readFile(t, filepath.Join(work, "made.txt")); got != "made by tare\n" {
 				t.Fatalf("the tool did not change the workspace: made.txt = %q", got)
 			}
-			session, err := findSession(a, sessions, res.SessionID)
+			session, err := agent.FindSession(a, sessions, res.SessionID)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -75,7 +75,7 @@ func TestHooksRunAfterEveryToolCall(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			session, err := findSession(a, sessions, res.SessionID)
+			session, err := agent.FindSession(a, sessions, res.SessionID)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -113,7 +113,7 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 	if err != nil {
 		return nil, fmt.Errorf("recording %s: its stream: %v", a.Name(), err)
 	}
-	path, err := findSession(a, filepath.Join(dir, "session"), res.SessionID)
+	path, err := agent.FindSession(a, filepath.Join(dir, "session"), res.SessionID)
 	if err != nil {
 		return nil, fmt.Errorf("recording %s (exit %d): %v", a.Name(), code, err)
 	}

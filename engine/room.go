@@ -72,7 +72,7 @@ func buildRoom(p plan, upstream string, tw *twin) (sandbox.Room, roomSetup, erro
 		room.Files = append(room.Files, sandbox.File{Path: f.Path, Data: f.Data, Mode: f.Mode})
 	}
 	if p.sessions != "" {
-		room.Binds = append(room.Binds, sandbox.Bind{Source: p.sessions, Dest: "/" + sessionRoot(p.agent), Write: true})
+		room.Binds = append(room.Binds, sandbox.Bind{Source: p.sessions, Dest: "/" + agent.SessionRoot(p.agent), Write: true})
 	}
 	if tw != nil {
 		if err := moveHome(&room, tw); err != nil {

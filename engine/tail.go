@@ -218,7 +218,7 @@ func setAside(dir string) (int, error) {
 func runUsage(a agent.Agent, r agent.Result, placed []byte, sessions string) agent.Usage {
 	u := agent.OwnUsage(r.Usage, placed)
 	if n, ok := a.(agent.ModelNamer); ok && u.Model == "" {
-		if path, err := findSession(a, sessions, r.SessionID); err == nil {
+		if path, err := agent.FindSession(a, sessions, r.SessionID); err == nil {
 			if data, err := os.ReadFile(path); err == nil {
 				u.Model = n.SessionModel(data)
 			}

@@ -82,7 +82,7 @@ func TestTrailsAndNativeCut(t *testing.T) {
 			}
 			_, stream := runInRoom(ctx, t, room, inst.Command, a, a.RunArgs(trailTask, nil))
 			res, _ := a.ParseStream(bytes.NewReader(stream))
-			path, err := findSession(a, sessions, res.SessionID)
+			path, err := agent.FindSession(a, sessions, res.SessionID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,7 +160,7 @@ func TestTrailsAndNativeCut(t *testing.T) {
 			if !fileExists(filepath.Join(fresh, made)) || fileExists(filepath.Join(fresh, "notes", "a.txt")) {
 				t.Fatalf("the resumed session did not carry on from step 2: %s missing or notes/a.txt redone", made)
 			}
-			path, err = findSession(a, q.sessions, res.SessionID)
+			path, err = agent.FindSession(a, q.sessions, res.SessionID)
 			if err != nil {
 				t.Fatal(err)
 			}
