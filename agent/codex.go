@@ -183,6 +183,7 @@ func (u codexUsage) usage() Usage {
 	return Usage{Input: u.Input - u.Cached - u.CacheWrite, Output: u.Output, CacheRead: u.Cached, CacheWrite: u.CacheWrite, Thread: true}
 }
 
+// codexEvent is one line of `codex exec --json`, as ParseStream and ParseLine read it.
 type codexEvent struct {
 	Type     string     `json:"type"`
 	ThreadID string     `json:"thread_id"`
@@ -192,9 +193,21 @@ type codexEvent struct {
 		Message string `json:"message"`
 	} `json:"error"`
 	Item struct {
-		Type    string `json:"type"`
-		Text    string `json:"text"`
-		Message string `json:"message"`
+		ID       string `json:"id"`
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		Message  string `json:"message"`
+		Command  string `json:"command"`
+		Output   string `json:"aggregated_output"`
+		ExitCode *int   `json:"exit_code"`
+		Status   string `json:"status"`
+		Server   string `json:"server"`
+		Tool     string `json:"tool"`
+		Query    string `json:"query"`
+		Changes  []struct {
+			Path string `json:"path"`
+			Kind string `json:"kind"`
+		} `json:"changes"`
 	} `json:"item"`
 }
 

@@ -93,30 +93,7 @@ func (Claude) ParseLine(line []byte) (Live, bool) {
 // executions, file changes, MCP calls and web searches are tools; usage
 // comes with turn.completed.
 func (Codex) ParseLine(line []byte) (Live, bool) {
-	var e struct {
-		Type    string     `json:"type"`
-		Message string     `json:"message"`
-		Usage   codexUsage `json:"usage"`
-		Error   struct {
-			Message string `json:"message"`
-		} `json:"error"`
-		Item struct {
-			ID       string `json:"id"`
-			Type     string `json:"type"`
-			Text     string `json:"text"`
-			Command  string `json:"command"`
-			Output   string `json:"aggregated_output"`
-			ExitCode *int   `json:"exit_code"`
-			Status   string `json:"status"`
-			Server   string `json:"server"`
-			Tool     string `json:"tool"`
-			Query    string `json:"query"`
-			Changes  []struct {
-				Path string `json:"path"`
-				Kind string `json:"kind"`
-			} `json:"changes"`
-		} `json:"item"`
-	}
+	var e codexEvent
 	if json.Unmarshal(line, &e) != nil {
 		return Live{}, false
 	}

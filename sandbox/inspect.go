@@ -414,31 +414,15 @@ func readStatus(v *View) Status {
 		v.Errors = append(v.Errors, "status: "+errName(err))
 		return s
 	}
+	fields := map[string]*string{"Uid": &s.Uid, "Gid": &s.Gid, "CapInh": &s.CapInh, "CapPrm": &s.CapPrm,
+		"CapEff": &s.CapEff, "CapBnd": &s.CapBnd, "CapAmb": &s.CapAmb, "NoNewPrivs": &s.NoNewPrivs, "Seccomp": &s.Seccomp}
 	for _, l := range strings.Split(string(b), "\n") {
 		k, val, ok := strings.Cut(l, ":")
 		if !ok {
 			continue
 		}
-		val = strings.Join(strings.Fields(val), " ")
-		switch k {
-		case "Uid":
-			s.Uid = val
-		case "Gid":
-			s.Gid = val
-		case "CapInh":
-			s.CapInh = val
-		case "CapPrm":
-			s.CapPrm = val
-		case "CapEff":
-			s.CapEff = val
-		case "CapBnd":
-			s.CapBnd = val
-		case "CapAmb":
-			s.CapAmb = val
-		case "NoNewPrivs":
-			s.NoNewPrivs = val
-		case "Seccomp":
-			s.Seccomp = val
+		if f := fields[k]; f != nil {
+			*f = strings.Join(strings.Fields(val), " ")
 		}
 	}
 	return s
