@@ -92,15 +92,7 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 	if kind == agent.HookFromStream {
 		live.onToolEnd = func(id string) { _, _ = env.store.Snap(ctx, work, id) }
 	}
-	room.Stdout, room.Stderr = teeLines(stdout, live), stderr
-	timeout := time.Duration(env.recipe.AgentTimeout * float64(time.Second))
-	if timeout <= 0 {
-		timeout = DefaultAgentTimeout
-	}
-	rctx, cancel := context.WithTimeout(ctx, timeout)
-	code, err := runRoom(rctx, room)
-	cancel()
-	live.flush()
+	code, _, err := env.runAgent(ctx, room, stdout, stderr, live)
 	if err != nil {
 		return nil, fmt.Errorf("recording %s: %v", a.Name(), err)
 	}

@@ -181,3 +181,29 @@ func newTestRun(t *testing.T, agentName, upstream, check string) (*tailEnv, caps
 	return &tailEnv{run: r, store: store, recipe: rec, cfg: cfg, upstream: upstream,
 		installs: map[string]agent.Install{a.Name(): inst}}, start
 }
+
+// TestTailStopsAnAgentAtItsTimeout: an agent whose model never answers in time is stopped at
+// the recipe's agent timeout, and the tail says so instead of hanging the run.
+func TestTailStopsAnAgentAtItsTimeout(t *testing.T) {
+	script, err := modelserver.ParseScript([]byte("[[turn]]\ndelay = \"2m\"\ntext = \"Too late.\"\n"), "slow.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := scriptServer(t, script)
+	env, start := newTestRun(t, "codex", srv.Addr(), "true")
+	env.recipe.AgentTimeout = 3
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	began := time.Now()
+	spec := tailSpec{ID: "slow", Side: Side{Key: "a", Agent: "codex"}, How: "fresh", Prompt: "Say hi.", Start: start}
+	if err := runTail(ctx, env, spec); err != nil {
+		t.Fatal(err)
+	}
+	tl := env.run.snapshot().Tails["slow"]
+	if tl == nil || !strings.Contains(tl.Detail, "agent stopped after 3s") {
+		t.Fatalf("tail %+v, want its detail to say the agent was stopped after 3s", tl)
+	}
+	if took := time.Since(began); took > 30*time.Second {
+		t.Errorf("the tail took %s with a 3 s agent timeout", took)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"tare/agent"
 	"tare/capsule"
 	"tare/config"
+	"tare/sandbox"
 )
 
 // DefaultAgentTimeout bounds one agent run in a tail.
@@ -152,22 +154,13 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	}
 	defer stderr.Close()
 	live := newLiveStream(a, spec.ID, env.run)
-	room.Stdout, room.Stderr = teeLines(stdout, live), stderr
-
-	timeout := time.Duration(env.recipe.AgentTimeout * float64(time.Second))
-	if timeout <= 0 {
-		timeout = DefaultAgentTimeout
-	}
-	actx, cancel := context.WithTimeout(ctx, timeout)
-	code, err := runRoom(actx, room)
-	cancel()
-	live.flush()
+	code, timedOut, err := env.runAgent(ctx, room, stdout, stderr, live)
 	ran := fmt.Sprintf("agent exit %d", code)
 	switch {
+	case timedOut > 0: // runRoom also reports the stop as an error
+		ran = fmt.Sprintf("agent stopped after %s", timedOut.Round(time.Second))
 	case err != nil:
 		ran = "agent did not start: " + err.Error()
-	case errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
-		ran = fmt.Sprintf("agent stopped after %s", timeout.Round(time.Second))
 	}
 	res.Calls = live.calls()
 	if f, err := os.Open(filepath.Join(dir, "stdout.jsonl")); err == nil {
@@ -193,6 +186,24 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	res.Passed, res.Score = c.Passed, c.Score
 	res.Status = map[bool]string{true: "passed", false: "failed"}[c.Passed]
 	return ran, c.Detail
+}
+
+// runAgent runs an agent's room with its stdout teed to live, under the recipe's agent
+// timeout. timedOut is that timeout when it, not ctx, ended the agent, and zero otherwise.
+func (env *tailEnv) runAgent(ctx context.Context, room sandbox.Room, stdout, stderr io.Writer, live *liveStream) (code int, timedOut time.Duration, err error) {
+	room.Stdout, room.Stderr = teeLines(stdout, live), stderr
+	timeout := time.Duration(env.recipe.AgentTimeout * float64(time.Second))
+	if timeout <= 0 {
+		timeout = DefaultAgentTimeout
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	code, err = runRoom(actx, room)
+	live.flush()
+	if errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		timedOut = timeout
+	}
+	return code, timedOut, err
 }
 
 // setAside moves the folder of an earlier attempt of a tail (one a crash interrupted) out of
