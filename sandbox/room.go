@@ -142,19 +142,21 @@ type FDs struct {
 	Passwd, Group, Hosts int
 	Files                []int  // one per Room.Files, same order
 	Seccomp              int    // the room's seccomp filter (seccompFilter)
+	Info                 int    // bwrap's --info-fd: it writes the room's pid 1 there
 	Sock                 string // host folder bound at SockDir; required when Relays is non-empty
 	Version              Version
 	MaskProc             []string // /proc files hidden under /dev/null: those of procMasked the host has
 }
 
 // SequentialFDs is the numbering Start uses: ExtraFiles land at 3, 4, 5 ...
-// in the order passwd, group, hosts, each Room.File, then the seccomp filter.
+// in the order passwd, group, hosts, each Room.File, the seccomp filter, then the info pipe.
 func SequentialFDs(nfiles int) FDs {
 	f := FDs{Passwd: 3, Group: 4, Hosts: 5}
 	for i := range nfiles {
 		f.Files = append(f.Files, 6+i)
 	}
 	f.Seccomp = 6 + nfiles
+	f.Info = f.Seccomp + 1
 	return f
 }
 
@@ -370,7 +372,11 @@ func (r Room) Args(fds FDs) ([]string, error) {
 		}
 		a = append(a, op, b.Source, b.Dest)
 	}
-	a = append(a, "--seccomp", strconv.Itoa(fds.Seccomp), "--chdir", WorkDir, "--remount-ro", "/", "--")
+	a = append(a, "--seccomp", strconv.Itoa(fds.Seccomp))
+	if fds.Info > 2 {
+		a = append(a, "--info-fd", strconv.Itoa(fds.Info))
+	}
+	a = append(a, "--chdir", WorkDir, "--remount-ro", "/", "--")
 	a = append(a, r.command()...)
 	if r.mutate != nil {
 		a = r.mutate(slices.Clone(a))

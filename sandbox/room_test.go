@@ -42,7 +42,7 @@ func TestArgsExact(t *testing.T) {
  --perms 0700 --tmpfs /home/agent --perms 0700 --dir /home/agent/.claude --perms 0600 --file 6 /home/agent/.claude/.credentials.json
  --ro-bind /opt/agents /opt/agent --ro-bind /usr/local/bin/tare /opt/tare/tare --bind /srv/project /work
  --bind /var/lib/tare/run1 /tare-run --ro-bind /tmp/tare-room-1 /run/tare
- --seccomp 7 --chdir /work --remount-ro / --
+ --seccomp 7 --info-fd 8 --chdir /work --remount-ro / --
  /opt/tare/tare relay --listen 127.0.0.1:8080=/run/tare/8080.sock -- claude -p hi`)
 	if !slices.Equal(got, want) {
 		t.Errorf("argv differs\n got: %s\nwant: %s", strings.Join(got, " "), strings.Join(want, " "))
@@ -141,7 +141,7 @@ func TestArgsInvariants(t *testing.T) {
 		{"binds after the fixed mounts", func(r *Room) {
 			r.Binds = []Bind{{Source: "/srv/cache", Dest: HomeDir + "/.cache/x", Write: true}, {Source: "/srv/ro", Dest: "/opt/data", Try: true}}
 		}, nil, func(t *testing.T, a []string) {
-			if !seq(a, "--bind", "/srv/cache", HomeDir+"/.cache/x", "--ro-bind-try", "/srv/ro", "/opt/data", "--seccomp", "6", "--chdir") {
+			if !seq(a, "--bind", "/srv/cache", HomeDir+"/.cache/x", "--ro-bind-try", "/srv/ro", "/opt/data", "--seccomp", "6", "--info-fd", "7", "--chdir") {
 				t.Errorf("binds: %v", a)
 			}
 		}},

@@ -2,8 +2,10 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -36,8 +38,12 @@ type Proc struct {
 
 	started chan error    // cmd.Start's result, from the locked goroutine
 	done    chan struct{} // closed once bwrap has been reaped
-	waitErr error         // cmd.Wait's error, set before done closes
-	watch   sync.WaitGroup
+	// init is a pidfd of the room's pid 1 (bwrap's child, from --info-fd), or -1;
+	// initRead is closed once readInfo has set it.
+	init     int
+	initRead chan struct{}
+	waitErr  error // cmd.Wait's error, set before done closes
+	watch    sync.WaitGroup
 
 	mu     sync.Mutex
 	ctxErr error
@@ -87,7 +93,7 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("room: temp folder: %v: set Room.TempDir or TMPDIR to a writable folder", err)
 	}
-	p := &Proc{dir: dir, started: make(chan error, 1), done: make(chan struct{})}
+	p := &Proc{dir: dir, started: make(chan error, 1), done: make(chan struct{}), init: -1, initRead: make(chan struct{})}
 	var files []*os.File
 	started := false
 	defer func() {
@@ -135,6 +141,16 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 		return nil, err
 	}
 	files = append(files, f)
+	infoR, infoW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("room: info pipe: %v", err)
+	}
+	files = append(files, infoW)
+	defer func() {
+		if !started {
+			infoR.Close()
+		}
+	}()
 	fds := SequentialFDs(len(r.Files))
 	fds.Sock = dir
 	fds.Version = info.Version
@@ -188,6 +204,7 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 		return nil, fmt.Errorf("room: start bwrap %s: %v: %s", info.Path, err, fix)
 	}
 	started = true
+	go p.readInfo(infoR)
 	p.relays.serve()
 	grace := r.Grace
 	if grace <= 0 {
@@ -330,6 +347,7 @@ func (p *Proc) Wait() (int, error) {
 func (p *Proc) finish() {
 	<-p.done
 	p.watch.Wait()
+	p.waitInit()
 	p.relays.stop()
 	rmErr := os.RemoveAll(p.dir)
 
@@ -357,6 +375,46 @@ func (p *Proc) finish() {
 		p.err = fmt.Errorf("room: remove temp folder: %w", rmErr)
 	}
 }
+
+// readInfo reads the JSON bwrap writes to --info-fd once the room's pid 1 exists and opens a
+// pidfd on that pid 1 while bwrap, its parent, still holds it. The pipe ends when bwrap does.
+func (p *Proc) readInfo(r *os.File) {
+	defer close(p.initRead)
+	defer r.Close()
+	var info struct {
+		ChildPid int `json:"child-pid"`
+	}
+	if json.NewDecoder(r).Decode(&info) != nil || info.ChildPid <= 0 {
+		return
+	}
+	if fd, err := unix.PidfdOpen(info.ChildPid, 0); err == nil {
+		p.init = fd
+	}
+	_, _ = io.Copy(io.Discard, r)
+}
+
+// waitInit waits, after bwrap is reaped, for the room's pid 1 to be gone too. bwrap reports
+// the command's exit as soon as pid 1 hands it over, so pid 1 (killed by its parent-death
+// signal, and with it every process of the room) may outlive bwrap by a moment; Wait
+// promises that nothing of the room is left.
+func (p *Proc) waitInit() {
+	<-p.initRead
+	if p.init < 0 {
+		return
+	}
+	defer unix.Close(p.init)
+	fds := []unix.PollFd{{Fd: int32(p.init), Events: unix.POLLIN}}
+	for deadline := time.Now().Add(initGrace); time.Now().Before(deadline); {
+		n, err := unix.Poll(fds, int(time.Until(deadline).Milliseconds())+1)
+		if n > 0 || (err != nil && err != unix.EINTR) {
+			return
+		}
+	}
+}
+
+// initGrace bounds waitInit: pid 1 has a parent-death SIGKILL, so it is gone in
+// milliseconds; the bound only keeps a kernel oddity from hanging Wait.
+const initGrace = 5 * time.Second
 
 // children lists the child pids of pid, from /proc/PID/task/*/children when
 // the kernel has it, else by scanning every /proc/*/stat.
