@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -38,17 +40,41 @@ until tr '\0' ' ' </proc/$pid/cmdline | grep -q '^%[1]s-bg'; do :; done
 // childMain runs in a test child process (see TestMain).
 func childMain(mode string) int {
 	switch mode {
+	case "churn":
+		return churnMain()
 	case "lifecycle":
 		// Start a room with jobs, say so, and wait to be killed.
 		marker := os.Getenv(markerEnv)
 		r := Room{Workspace: os.Getenv(wsEnv), Argv: jobsScript(marker, false)}
-		if os.Getenv(mutateEnv) == "die-with-parent" {
-			r.mutate = removeSeq("--die-with-parent")
+		for _, m := range strings.Split(os.Getenv(mutateEnv), ",") {
+			switch m {
+			case "":
+			case "die-with-parent":
+				r.mutate = removeSeq("--die-with-parent")
+			case "lifeline":
+				r.noLifeline = true
+			case "setup-window":
+				// Hold the room's setup until this process is gone: the pipe's
+				// write end is close-on-exec, so bwrap's read sees EOF then.
+				hold, release, err := os.Pipe()
+				if err != nil {
+					fmt.Println("error", err)
+					return 1
+				}
+				defer release.Close()
+				r.block = hold
+			default:
+				fmt.Println("error: unknown mutation", m)
+				return 2
+			}
 		}
 		p, err := Start(context.Background(), r)
 		if err != nil {
 			fmt.Println("error", err)
 			return 1
+		}
+		if r.block != nil {
+			<-p.initRead // bwrap has set the room's pid 1 going and holds it at --block-fd
 		}
 		fmt.Println("started", p.Pid())
 		p.Wait()
@@ -70,7 +96,8 @@ func procsNamed(name string) bool {
 }
 
 // checkParentKilled starts a child test process that runs a room with a
-// foreground and a background job, SIGKILLs the child once both jobs run,
+// foreground and a background job, SIGKILLs the child once both jobs run
+// (with the "setup-window" mutation: while the room is still being set up),
 // and returns the room processes still alive after dieDeadline.
 func checkParentKilled(t *testing.T, mutation string) []string {
 	t.Helper()
@@ -94,7 +121,7 @@ func checkParentKilled(t *testing.T, mutation string) []string {
 		t.Fatalf("child: %q", line)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for !procsNamed(marker+"-bg") || !procsNamed(marker+"-fg") {
+	for !strings.Contains(mutation, "setup-window") && (!procsNamed(marker+"-bg") || !procsNamed(marker+"-fg")) {
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()
 			cmd.Wait()
@@ -123,6 +150,15 @@ func checkBackgroundJobs(t *testing.T, mutate func([]string) []string) []string 
 func TestLifecycleParentKilled(t *testing.T) {
 	if s := checkParentKilled(t, ""); len(s) > 0 {
 		t.Errorf("room processes survived tare's SIGKILL: %v", s)
+	}
+}
+
+// TestLifecycleKilledDuringSetup: tare killed while bwrap is still setting
+// the room up, before the room's pid 1 has armed its parent-death signal
+// (the window a kill -9 of a calibrate hit in CI): the room never runs.
+func TestLifecycleKilledDuringSetup(t *testing.T) {
+	if s := checkParentKilled(t, "setup-window"); len(s) > 0 {
+		t.Errorf("room processes survived tare's SIGKILL during the room's setup: %v", s)
 	}
 }
 
@@ -256,4 +292,57 @@ func TestStaleRoomFoldersAreSwept(t *testing.T) {
 	if _, err := os.Stat(live); err != nil {
 		t.Errorf("a live tare's room folder was removed: %v", err)
 	}
+}
+
+// TestStrandedRoomIsSwept: bwrap killed after arming its parent-death signal but
+// before letting the room's pid 1 go on (held there by --userns-block-fd) strands
+// that pid 1, waiting forever; the next tare's first room start kills it.
+func TestStrandedRoomIsSwept(t *testing.T) {
+	requireBwrap(t)
+	marker := "tare-stranded-" + randHex(6)
+	t.Cleanup(func() { killMarker(marker) })
+	hold, release, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release.Close()
+	p, err := Start(context.Background(), Room{Workspace: t.TempDir(), Tare: testBinary(t),
+		Argv: []string{"/bin/sh", "-c", "exec -a " + marker + " sleep 1000"}, block: hold, blockFlag: "--userns-block-fd",
+		mutate: removeSeq("--disable-userns")}) // bwrap refuses it beside --userns-block-fd
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-p.initRead
+	pid1 := children(p.Pid())
+	if len(pid1) != 1 {
+		t.Fatalf("bwrap %d has children %v, want the room's pid 1", p.Pid(), pid1)
+	}
+	// Kill bwrap as a dead tare would leave it: Wait, which would end pid 1 too,
+	// comes only after the sweep.
+	defer p.Wait()
+	if err := syscall.Kill(p.Pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-p.done
+	if stranded(pid1[0]) {
+		t.Fatalf("pid %d, stranded %v ago, is already taken for stranded (strandedAge %v)", pid1[0], age(pid1[0]), strandedAge)
+	}
+	setStrandedAge(t, 0) // this test's room is stranded on purpose, a moment ago
+	if !stranded(pid1[0]) {
+		t.Fatalf("pid %d is not taken for a stranded room (comm %q, status %v)", pid1[0], comm(pid1[0]), procStatus(pid1[0]))
+	}
+	if got := sweepStranded(); !slices.Contains(got, pid1[0]) {
+		t.Fatalf("sweepStranded killed %v, not the stranded pid 1 %d", got, pid1[0])
+	}
+	if s := waitGone(marker, dieDeadline); len(s) > 0 {
+		t.Fatalf("the stranded room survived the sweep: %v", s)
+	}
+}
+
+// setStrandedAge lets this test process sweep rooms stranded just now; other
+// processes keep the default and leave them alone.
+func setStrandedAge(t *testing.T, d time.Duration) {
+	old := strandedAge
+	strandedAge = d
+	t.Cleanup(func() { strandedAge = old })
 }

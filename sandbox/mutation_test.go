@@ -89,7 +89,9 @@ func TestMutations(t *testing.T) {
 			func(v View, r Room, w *world) []string { return checkPrivileges(v) }},
 		{"--seccomp", func(r *Room) { r.mutate = removeFlag("--seccomp") },
 			func(v View, r Room, w *world) []string { return checkSeccomp(v) }},
-		{"close-on-exec sweep of inherited fds", func(r *Room) { r.keepFDs = true },
+		// Two layers: tare's sweep before bwrap, and the relay's close in the
+		// room (TestRelayClosesInheritedFDs shows the relay's alone).
+		{"close-on-exec sweep of inherited fds and the relay's close", func(r *Room) { r.keepFDs, r.noLifeline = true, true },
 			func(v View, r Room, w *world) []string { return checkFDs(v) }},
 	}
 	w := newWorld(t)
@@ -122,15 +124,16 @@ func TestMutationNewSession(t *testing.T) {
 	t.Logf("red without --new-session: %s", got[0])
 }
 
-// TestMutationDieWithParent: without --die-with-parent the room outlives a
+// TestMutationDieWithParent: without --die-with-parent (and without the
+// lifeline, the other way a room ends with tare) the room outlives a
 // SIGKILLed tare, and background jobs outlive the room's command.
 func TestMutationDieWithParent(t *testing.T) {
 	t.Run("parent killed", func(t *testing.T) {
-		got := checkParentKilled(t, "die-with-parent")
+		got := checkParentKilled(t, "die-with-parent,lifeline")
 		if len(got) == 0 {
-			t.Fatalf("removing --die-with-parent left checkParentKilled green")
+			t.Fatalf("removing --die-with-parent and the lifeline left checkParentKilled green")
 		}
-		t.Logf("red without --die-with-parent: survivors %v", got)
+		t.Logf("red without --die-with-parent and the lifeline: survivors %v", got)
 	})
 	t.Run("background jobs", func(t *testing.T) {
 		got := checkBackgroundJobs(t, removeSeq("--die-with-parent"))
@@ -139,4 +142,27 @@ func TestMutationDieWithParent(t *testing.T) {
 		}
 		t.Logf("red without --die-with-parent: survivors %v", got)
 	})
+}
+
+// TestMutationLifeline: a room whose bwrap is killed while the room is still
+// being set up (held there by --block-fd) outlives tare without the lifeline:
+// its pid 1 arms --die-with-parent against its new parent, which never dies.
+func TestMutationLifeline(t *testing.T) {
+	got := checkParentKilled(t, "setup-window,lifeline")
+	if len(got) == 0 {
+		t.Fatalf("removing the lifeline left a room killed during its setup green")
+	}
+	t.Logf("red without the lifeline: survivors %v", got)
+}
+
+// TestRelayClosesInheritedFDs: with tare's close-on-exec sweep off, the
+// descriptor that then reaches bwrap stops at `tare relay`, which closes
+// every descriptor it inherited before the command starts.
+func TestRelayClosesInheritedFDs(t *testing.T) {
+	w := newWorld(t)
+	r := cleanRoom(t, w)
+	r.keepFDs = true
+	if got := checkFDs(inspectWorld(t, w, r)); len(got) > 0 {
+		t.Fatalf("without tare's sweep the relay let descriptors through: %v", got)
+	}
 }

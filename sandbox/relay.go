@@ -8,28 +8,53 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // relaySignals are passed on from the relay to the command it started.
 var relaySignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGWINCH,
 	syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
 
-// RelayMain is `tare relay --listen 127.0.0.1:PORT=/run/tare/NAME.sock ...
-// -- CMD ARGS`, run inside a room as its command. It binds every listener
-// first (so the agent never races a missing port), then forwards each TCP
+// RelayMain is `tare relay [--lifeline FD] --listen 127.0.0.1:PORT=/run/tare/NAME.sock
+// ... -- CMD ARGS`, run inside a room as its command. It first closes every
+// descriptor it inherited but the lifeline, so CMD sees only 0, 1 and 2.
+// With --lifeline it checks that tare is still there, and ends the whole
+// room the moment tare is gone (see watchLifeline). It binds every listener
+// (so the agent never races a missing port), then forwards each TCP
 // connection to its unix socket, starts CMD with the same environment and
 // stdio, passes SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGQUIT and SIGUSR1/2 on
 // to it, and returns its exit code (128+n when it died of signal n; 127
-// when it could not be started; 2 for a bad command line).
+// when it could not be started; 2 for a bad command line; 137 when tare was
+// gone).
 func RelayMain(args []string) int {
-	listens, argv, err := parseRelayArgs(args)
+	ra, err := parseRelayArgs(args)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "tare relay: %v\n", err)
 		return 2
 	}
-	for _, l := range listens {
+	if err := closeInherited(ra.lifeline); err != nil {
+		fmt.Fprintf(os.Stderr, "tare relay: %v\n", err)
+		return 2
+	}
+	if ra.lifeline > 0 {
+		err := watchLifeline(ra.lifeline, func() {
+			endRoom()
+			os.Exit(128 + int(syscall.SIGKILL))
+		})
+		if errors.Is(err, errLifelineCut) {
+			fmt.Fprintf(os.Stderr, "tare relay: %v: the room ends before %s starts\n", err, ra.argv[0])
+			return 128 + int(syscall.SIGKILL)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "tare relay: %v\n", err)
+			return 2
+		}
+	}
+	for _, l := range ra.listens {
 		ln, err := net.Listen("tcp", l.addr)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "tare relay: listen %s: %v: pick another Relay.Port\n", l.addr, err)
@@ -40,6 +65,7 @@ func RelayMain(args []string) int {
 
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, relaySignals...)
+	argv := ra.argv
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -59,6 +85,27 @@ func RelayMain(args []string) int {
 	return exitCode(cmd.ProcessState, err)
 }
 
+// closeInherited closes every descriptor above 2 this process inherited
+// (those without close-on-exec: Go opens its own with it), but keep, so the
+// command sees only 0, 1 and 2 (and bwrap's info pipe stays out of reach).
+func closeInherited(keep int) error {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("list inherited descriptors: %v", err)
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd < 3 || fd == keep {
+			continue
+		}
+		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+		if err == nil && flags&unix.FD_CLOEXEC == 0 {
+			unix.Close(fd)
+		}
+	}
+	return nil
+}
+
 func exitCode(st *os.ProcessState, err error) int {
 	if st == nil {
 		return 127
@@ -71,37 +118,70 @@ func exitCode(st *os.ProcessState, err error) int {
 
 type relayListen struct{ addr, sock string }
 
-func parseRelayArgs(args []string) ([]relayListen, []string, error) {
-	var ls []relayListen
-	for i := 0; i < len(args); i++ {
-		switch a := args[i]; {
-		case a == "--":
-			if i+1 >= len(args) || args[i+1] == "" {
-				return nil, nil, errors.New("no command after --: usage: tare relay --listen 127.0.0.1:PORT=/run/tare/NAME.sock ... -- CMD ARGS")
-			}
-			return ls, args[i+1:], nil
-		case a == "--listen" || strings.HasPrefix(a, "--listen="):
-			v, ok := strings.CutPrefix(a, "--listen=")
-			if !ok {
-				if i+1 >= len(args) {
-					return nil, nil, errors.New("--listen needs a value: 127.0.0.1:PORT=/run/tare/NAME.sock")
-				}
-				i++
-				v = args[i]
-			}
-			addr, sock, ok := strings.Cut(v, "=")
-			if !ok || addr == "" || sock == "" {
-				return nil, nil, fmt.Errorf("--listen %q: write it as 127.0.0.1:PORT=/run/tare/NAME.sock", v)
-			}
-			if _, _, err := net.SplitHostPort(addr); err != nil {
-				return nil, nil, fmt.Errorf("--listen %q: %v: write the address as 127.0.0.1:PORT", v, err)
-			}
-			ls = append(ls, relayListen{addr, sock})
-		default:
-			return nil, nil, fmt.Errorf("unknown argument %q: usage: tare relay --listen 127.0.0.1:PORT=/run/tare/NAME.sock ... -- CMD ARGS", a)
-		}
+// relayArgs is a parsed `tare relay` command line.
+type relayArgs struct {
+	lifeline int // 0 = none
+	listens  []relayListen
+	argv     []string
+}
+
+const relayUsage = "usage: tare relay [--lifeline FD] --listen 127.0.0.1:PORT=/run/tare/NAME.sock ... -- CMD ARGS"
+
+// flagValue returns the value of flag name at args[*i] (as "--name=V" or "--name V"),
+// advancing *i past a separate value; ok is false when args[*i] is another flag.
+func flagValue(args []string, i *int, name string) (v string, ok bool, err error) {
+	a := args[*i]
+	if v, ok := strings.CutPrefix(a, name+"="); ok {
+		return v, true, nil
 	}
-	return nil, nil, errors.New("missing -- CMD: usage: tare relay --listen 127.0.0.1:PORT=/run/tare/NAME.sock ... -- CMD ARGS")
+	if a != name {
+		return "", false, nil
+	}
+	if *i+1 >= len(args) {
+		return "", true, fmt.Errorf("%s needs a value: %s", name, relayUsage)
+	}
+	*i++
+	return args[*i], true, nil
+}
+
+func parseRelayArgs(args []string) (relayArgs, error) {
+	var ra relayArgs
+	for i := 0; i < len(args); i++ {
+		if args[i] == "--" {
+			if i+1 >= len(args) || args[i+1] == "" {
+				return relayArgs{}, errors.New("no command after --: " + relayUsage)
+			}
+			ra.argv = args[i+1:]
+			return ra, nil
+		}
+		if v, ok, err := flagValue(args, &i, "--lifeline"); ok {
+			if err != nil {
+				return relayArgs{}, err
+			}
+			fd, err := strconv.Atoi(v)
+			if err != nil || fd < 3 {
+				return relayArgs{}, fmt.Errorf("--lifeline %q: give the descriptor number (3 or more) of the lifeline's read end", v)
+			}
+			ra.lifeline = fd
+			continue
+		}
+		v, ok, err := flagValue(args, &i, "--listen")
+		if err != nil {
+			return relayArgs{}, err
+		}
+		if !ok {
+			return relayArgs{}, fmt.Errorf("unknown argument %q: %s", args[i], relayUsage)
+		}
+		addr, sock, ok := strings.Cut(v, "=")
+		if !ok || addr == "" || sock == "" {
+			return relayArgs{}, fmt.Errorf("--listen %q: write it as 127.0.0.1:PORT=/run/tare/NAME.sock", v)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return relayArgs{}, fmt.Errorf("--listen %q: %v: write the address as 127.0.0.1:PORT", v, err)
+		}
+		ra.listens = append(ra.listens, relayListen{addr, sock})
+	}
+	return relayArgs{}, errors.New("missing -- CMD: " + relayUsage)
 }
 
 func acceptTo(ln net.Listener, sock string) {

@@ -128,10 +128,18 @@ type Room struct {
 
 	// Test hooks: set only by this package's tests to show that each
 	// defence is load-bearing (the mutation tests).
-	mutate   func([]string) []string // rewrites the bwrap argv
-	bwrapEnv []string                // replaces the minimal bwrap env when non-nil
-	keepFDs  bool                    // skips marking inherited descriptors close-on-exec
-	keepKeys bool                    // starts bwrap in the caller's session keyring
+	mutate     func([]string) []string // rewrites the bwrap argv
+	bwrapEnv   []string                // replaces the minimal bwrap env when non-nil
+	keepFDs    bool                    // skips marking inherited descriptors close-on-exec
+	keepKeys   bool                    // starts bwrap in the caller's session keyring
+	noLifeline bool                    // starts the room without tare's lifeline
+	// block, when set, is passed to bwrap with blockFlag (--block-fd when
+	// empty): the room's setup waits there until it is readable. --block-fd
+	// holds the room's pid 1 before it has a parent-death signal (the window
+	// the lifeline closes); --userns-block-fd holds bwrap itself before it
+	// lets pid 1 go on (the window sweepStranded cleans up after).
+	block     *os.File
+	blockFlag string
 }
 
 // FDs is what Start prepared for one bwrap run: the descriptor numbers, as
@@ -143,13 +151,15 @@ type FDs struct {
 	Files                []int  // one per Room.Files, same order
 	Seccomp              int    // the room's seccomp filter (seccompFilter)
 	Info                 int    // bwrap's --info-fd: it writes the room's pid 1 there
+	Lifeline             int    // read end of tare's lifeline pipe, watched by `tare relay` (0 = none)
 	Sock                 string // host folder bound at SockDir; required when Relays is non-empty
 	Version              Version
 	MaskProc             []string // /proc files hidden under /dev/null: those of procMasked the host has
 }
 
 // SequentialFDs is the numbering Start uses: ExtraFiles land at 3, 4, 5 ...
-// in the order passwd, group, hosts, each Room.File, the seccomp filter, then the info pipe.
+// in the order passwd, group, hosts, each Room.File, the seccomp filter, the info pipe, then
+// the lifeline.
 func SequentialFDs(nfiles int) FDs {
 	f := FDs{Passwd: 3, Group: 4, Hosts: 5}
 	for i := range nfiles {
@@ -157,6 +167,7 @@ func SequentialFDs(nfiles int) FDs {
 	}
 	f.Seccomp = 6 + nfiles
 	f.Info = f.Seccomp + 1
+	f.Lifeline = f.Info + 1
 	return f
 }
 
@@ -240,12 +251,16 @@ func (r Room) pathValue() string {
 }
 
 // command is what bwrap runs: Argv, wrapped in `tare relay` when the room
-// has relays so that every listener is bound before the agent starts.
-func (r Room) command() []string {
-	if len(r.Relays) == 0 {
+// has relays (so that every listener is bound before the agent starts) or a
+// lifeline (so that the room ends when tare does, see Start).
+func (r Room) command(fds FDs) []string {
+	if len(r.Relays) == 0 && fds.Lifeline <= 2 {
 		return r.Argv
 	}
 	cmd := []string{TareBin, "relay"}
+	if fds.Lifeline > 2 {
+		cmd = append(cmd, "--lifeline", strconv.Itoa(fds.Lifeline))
+	}
 	for _, rl := range r.Relays {
 		cmd = append(cmd, "--listen", fmt.Sprintf("127.0.0.1:%d=%s", rl.Port, path.Join(SockDir, rl.sock())))
 	}
@@ -268,6 +283,9 @@ func (r Room) Args(fds FDs) ([]string, error) {
 	}
 	if len(r.Relays) > 0 && fds.Sock == "" {
 		return nil, errors.New("room: FDs.Sock is empty but the room has relays: Start fills it with the host socket folder")
+	}
+	if fds.Lifeline > 2 && r.Tare == "" {
+		return nil, fmt.Errorf("room: Tare is empty but the lifeline is watched by %s inside the room: set Room.Tare (Start defaults it to os.Executable())", TareBin)
 	}
 	v := fds.Version
 	perms := v.IsZero() || !v.Less(Version{0, 5, 0})
@@ -377,7 +395,7 @@ func (r Room) Args(fds FDs) ([]string, error) {
 		a = append(a, "--info-fd", strconv.Itoa(fds.Info))
 	}
 	a = append(a, "--chdir", WorkDir, "--remount-ro", "/", "--")
-	a = append(a, r.command()...)
+	a = append(a, r.command(fds)...)
 	if r.mutate != nil {
 		a = r.mutate(slices.Clone(a))
 	}

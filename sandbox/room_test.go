@@ -43,7 +43,7 @@ func TestArgsExact(t *testing.T) {
  --ro-bind /opt/agents /opt/agent --ro-bind /usr/local/bin/tare /opt/tare/tare --bind /srv/project /work
  --bind /var/lib/tare/run1 /tare-run --ro-bind /tmp/tare-room-1 /run/tare
  --seccomp 7 --info-fd 8 --chdir /work --remount-ro / --
- /opt/tare/tare relay --listen 127.0.0.1:8080=/run/tare/8080.sock -- claude -p hi`)
+ /opt/tare/tare relay --lifeline 9 --listen 127.0.0.1:8080=/run/tare/8080.sock -- claude -p hi`)
 	if !slices.Equal(got, want) {
 		t.Errorf("argv differs\n got: %s\nwant: %s", strings.Join(got, " "), strings.Join(want, " "))
 	}
@@ -297,12 +297,16 @@ func TestParseVersion(t *testing.T) {
 }
 
 func TestParseRelayArgs(t *testing.T) {
-	ls, argv, err := parseRelayArgs([]string{"--listen", "127.0.0.1:80=/run/tare/80.sock", "--listen=127.0.0.1:81=/run/tare/81.sock", "--", "sh", "-c", "x"})
-	if err != nil || len(ls) != 2 || ls[1].sock != "/run/tare/81.sock" || !slices.Equal(argv, []string{"sh", "-c", "x"}) {
-		t.Fatalf("got %v %v %v", ls, argv, err)
+	ra, err := parseRelayArgs([]string{"--lifeline", "9", "--listen", "127.0.0.1:80=/run/tare/80.sock", "--listen=127.0.0.1:81=/run/tare/81.sock", "--", "sh", "-c", "x"})
+	if err != nil || ra.lifeline != 9 || len(ra.listens) != 2 || ra.listens[1].sock != "/run/tare/81.sock" || !slices.Equal(ra.argv, []string{"sh", "-c", "x"}) {
+		t.Fatalf("got %+v %v", ra, err)
 	}
-	for _, bad := range [][]string{{"--listen", "127.0.0.1:80"}, {"--listen", "80=/x", "--", "sh"}, {"--"}, {"--", ""}, {"sh"}, {"--listen"}} {
-		if _, _, err := parseRelayArgs(bad); err == nil {
+	if ra, err := parseRelayArgs([]string{"--lifeline=4", "--", "sh"}); err != nil || ra.lifeline != 4 || len(ra.listens) != 0 {
+		t.Fatalf("lifeline alone: got %+v %v", ra, err)
+	}
+	for _, bad := range [][]string{{"--listen", "127.0.0.1:80"}, {"--listen", "80=/x", "--", "sh"}, {"--"}, {"--", ""}, {"sh"}, {"--listen"},
+		{"--lifeline", "--", "sh"}, {"--lifeline", "2", "--", "sh"}, {"--lifeline"}} {
+		if _, err := parseRelayArgs(bad); err == nil {
 			t.Errorf("parseRelayArgs(%q) accepted", bad)
 		}
 	}

@@ -58,10 +58,10 @@ type Proc struct {
 // files and Room.Files to memory files handed to bwrap as descriptors 3, 4
 // ..., marks every other descriptor of this process close-on-exec, and starts
 // bwrap from a goroutine that holds its OS thread until bwrap is reaped (the
-// parent-death signal is tied to the thread that forked, golang/go#27505).
+// parent-death signal bwrap arms is tied to the thread that forked,
+// golang/go#27505).
 //
-// bwrap runs with PATH as its only variable and SIGKILL as its parent-death
-// signal. Without a TTY it gets its own process group (Setpgid), so a ^C
+// bwrap runs with PATH as its only variable. Without a TTY it gets its own process group (Setpgid), so a ^C
 // meant for tare does not reach it directly. With Room.TTY it becomes the
 // leader of a new session whose controlling terminal is that pty (Setsid +
 // Setctty): closing the pty hangs up bwrap and so the room, and the pty is
@@ -70,6 +70,14 @@ type Proc struct {
 // TIOCSTI fail with EPERM and /dev/tty with ENXIO; as a consequence the
 // kernel sends no SIGWINCH into the room, so after resizing the pty call
 // Signal(syscall.SIGWINCH).
+//
+// A SIGKILL of this process ends its rooms two ways: --die-with-parent
+// (bwrap dies with the forking thread, the room's pid 1 with bwrap), and the
+// lifeline: the room's command runs under `tare relay --lifeline FD`, FD
+// being the read end of a pipe only this process can write to, and the
+// relay ends the room when this process is gone. The lifeline covers the
+// start of a room, before its pid 1 has armed its parent-death signal (see
+// lifeline.go).
 //
 // When ctx ends, the room's command gets SIGTERM and, Room.Grace later,
 // the room is killed. Every exit path removes the temp folder.
@@ -89,6 +97,7 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 		return nil, err
 	}
 	sweepRooms(r.TempDir)
+	sweepStrandedOnce.Do(func() { sweepStranded() })
 	dir, err := os.MkdirTemp(r.TempDir, fmt.Sprintf("%s%d-", roomPrefix, os.Getpid()))
 	if err != nil {
 		return nil, fmt.Errorf("room: temp folder: %v: set Room.TempDir or TMPDIR to a writable folder", err)
@@ -152,6 +161,20 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 		}
 	}()
 	fds := SequentialFDs(len(r.Files))
+	extra := append([]*os.File(nil), files...)
+	if r.noLifeline {
+		fds.Lifeline = 0
+	} else {
+		lr, err := lifelineReader()
+		if err != nil {
+			return nil, err
+		}
+		// bwrap also gets a read end of its info pipe, which `tare relay`
+		// closes at once: with this process gone, bwrap's write to --info-fd
+		// must not fail (EPIPE kills bwrap before it lets the room's pid 1 go
+		// on, and that pid 1 would then wait for it forever).
+		extra = append(extra, lr, infoR)
+	}
 	fds.Sock = dir
 	fds.Version = info.Version
 	fds.MaskProc = hostProcMasks()
@@ -159,19 +182,30 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r.block != nil {
+		extra = append(extra, r.block)
+		flag := r.blockFlag
+		if flag == "" {
+			flag = "--block-fd"
+		}
+		args = append([]string{flag, strconv.Itoa(2 + len(extra))}, args...)
+	}
 
 	cmd := &exec.Cmd{
 		Path:       info.Path,
 		Args:       append([]string{"bwrap"}, args...),
 		Env:        minimalEnv,
 		Dir:        "/",
-		ExtraFiles: files,
+		ExtraFiles: extra,
 		WaitDelay:  2 * time.Second,
 	}
 	if r.bwrapEnv != nil {
 		cmd.Env = r.bwrapEnv
 	}
-	attr := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// No Pdeathsig here: bwrap arms its own (--die-with-parent) once it has
+	// released the room's pid 1. Killed before that, bwrap would leave pid 1
+	// blocked forever on bwrap's go-ahead, an orphan no signal of ours reaches.
+	attr := &syscall.SysProcAttr{}
 	if r.TTY != nil {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = r.TTY, r.TTY, r.TTY
 		if ownTerminal(r.TTY) {
@@ -215,8 +249,9 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 	return p, nil
 }
 
-// run starts and reaps bwrap from one locked OS thread: Pdeathsig fires
-// when the forking thread exits, so that thread must live as long as bwrap.
+// run starts and reaps bwrap from one locked OS thread: bwrap's parent-death
+// signal fires when the forking thread exits, so that thread must live as
+// long as bwrap.
 //
 // Before the fork the thread joins a fresh, empty session keyring, which
 // bwrap and the room inherit instead of the caller's: otherwise the room
@@ -318,21 +353,12 @@ func (p *Proc) commandPid() int {
 
 // innerPid is pid's number in its own pid namespace (the last NSpid field).
 func innerPid(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
+	f := strings.Fields(procStatus(pid)["NSpid"])
+	if len(f) == 0 {
 		return 0
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(l, "NSpid:"); ok {
-			f := strings.Fields(rest)
-			if len(f) == 0 {
-				return 0
-			}
-			n, _ := strconv.Atoi(f[len(f)-1])
-			return n
-		}
-	}
-	return 0
+	n, _ := strconv.Atoi(f[len(f)-1])
+	return n
 }
 
 // Wait waits for the room to end and returns the command's exit code

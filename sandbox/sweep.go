@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 )
 
 // roomPrefix starts the name of every room's host temp folder, followed by the pid of the
@@ -38,4 +40,100 @@ func sweepRooms(tempDir string) {
 			_ = os.RemoveAll(filepath.Join(tempDir, e.Name()))
 		}
 	}
+}
+
+// sweepStrandedOnce runs sweepStranded once per process, before its first room.
+var sweepStrandedOnce sync.Once
+
+// sweepStranded kills the rooms a killed tare may strand in bwrap's own setup. bwrap's
+// outer process arms its parent-death signal and then lets the room's pid 1 go on; a
+// tare killed between the two takes that outer process with it, and pid 1 then waits
+// for its go-ahead forever (no lifeline reaches a room whose command never starts).
+// Such a pid 1 is a bwrap of this uid, pid 1 of its own pid namespace, with no child,
+// whose parent is no bwrap, and whose argv binds the tare binary at TareBin. Killing it
+// ends its pid namespace. It returns the pids it killed.
+func sweepStranded() []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var killed []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || !stranded(pid) {
+			continue
+		}
+		if syscall.Kill(pid, syscall.SIGKILL) == nil {
+			killed = append(killed, pid)
+		}
+	}
+	return killed
+}
+
+// strandedAge is how long a room's pid 1 must have been stuck before sweepStranded takes
+// it for stranded: a room whose bwrap just died finishes its setup in milliseconds (and
+// then its lifeline ends it), and a test may be holding one there on purpose.
+var strandedAge = 2 * time.Second
+
+// stranded reports whether pid is a room's pid 1 stuck in setup with its bwrap gone.
+func stranded(pid int) bool {
+	if comm(pid) != "bwrap" || age(pid) < strandedAge {
+		return false
+	}
+	st := procStatus(pid)
+	if uid := strings.Fields(st["Uid"]); len(uid) == 0 || uid[0] != strconv.Itoa(os.Getuid()) {
+		return false
+	}
+	if ns := strings.Fields(st["NSpid"]); len(ns) < 2 || ns[len(ns)-1] != "1" {
+		return false
+	}
+	ppid, err := strconv.Atoi(st["PPid"])
+	if err != nil || comm(ppid) == "bwrap" || len(children(pid)) > 0 {
+		return false
+	}
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	return err == nil && strings.Contains(string(cmdline), "\x00"+TareBin+"\x00")
+}
+
+// userHZ is the unit of the start time in /proc/PID/stat (USER_HZ, 100 on every
+// architecture Linux runs tare on).
+const userHZ = 100
+
+// age is how long pid has run, or 0 when that cannot be told.
+func age(pid int) time.Duration {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	_, rest, ok := strings.Cut(string(stat), ") ") // the name may hold spaces
+	f := strings.Fields(rest)
+	if !ok || len(f) < 20 {
+		return 0
+	}
+	start, err1 := strconv.ParseUint(f[19], 10, 64) // field 22, starttime
+	up, err2 := os.ReadFile("/proc/uptime")
+	secs, _, _ := strings.Cut(string(up), " ")
+	uptime, err3 := strconv.ParseFloat(secs, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return 0
+	}
+	return time.Duration(uptime*float64(time.Second)) - time.Duration(start)*time.Second/userHZ
+}
+
+// comm is pid's command name, or "" when it is gone.
+func comm(pid int) string {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	return strings.TrimSpace(string(b))
+}
+
+// procStatus is pid's /proc status as field: value.
+func procStatus(pid int) map[string]string {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	m := map[string]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok {
+			m[k] = strings.TrimSpace(v)
+		}
+	}
+	return m
 }
