@@ -67,7 +67,7 @@ const smallFile = 4 << 20
 var errBase = errors.New("base capsule damaged")
 
 func (s *Store) take(ctx context.Context, workspace, id string, dirty []string, partial bool) (Capsule, error) {
-	if !idPattern.MatchString(id) {
+	if !validID(id) {
 		return Capsule{}, fmt.Errorf("snapshot id %q: use letters, digits, '_', '.', '-' (up to 200), as tool-use ids are", id)
 	}
 	unlock, err := s.lock()
