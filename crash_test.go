@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -149,7 +150,7 @@ func waitGone(t *testing.T, marker string) {
 	t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); len(processesWith(marker)) > 0; {
 		if time.Now().After(deadline) {
-			t.Fatalf("processes of the killed run survive: %v", processesWith(marker))
+			t.Fatalf("processes of the killed run survive: %s", describe(processesWith(marker)))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -158,6 +159,24 @@ func waitGone(t *testing.T, marker string) {
 func readEvents(dir string) []engine.Event {
 	events, _ := engine.ReadJournal(dir)
 	return events
+}
+
+// describe names each pid with its argv[0], state and wait channel, which tell a
+// room that runs on from one stuck in its setup.
+func describe(pids []string) string {
+	var out []string
+	for _, pid := range pids {
+		cmdline, _ := os.ReadFile("/proc/" + pid + "/cmdline")
+		argv0, _, _ := strings.Cut(string(cmdline), "\x00")
+		stat, _ := os.ReadFile("/proc/" + pid + "/stat")
+		state := "?"
+		if _, after, ok := strings.Cut(string(stat), ") "); ok && after != "" {
+			state = after[:1]
+		}
+		wchan, _ := os.ReadFile("/proc/" + pid + "/wchan")
+		out = append(out, fmt.Sprintf("%s %s state %s wchan %s", pid, argv0, state, wchan))
+	}
+	return strings.Join(out, "; ")
 }
 
 // processesWith lists the pids whose command line holds marker.
