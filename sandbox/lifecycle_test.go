@@ -74,7 +74,17 @@ func childMain(mode string) int {
 			return 1
 		}
 		if r.block != nil {
-			<-p.initRead // bwrap has set the room's pid 1 going and holds it at --block-fd
+			// Wait until bwrap has let the room's pid 1 go on and pid 1 is
+			// done with the setup, held at --block-fd. bwrap's own
+			// window before that is sweepStranded's (TestStrandedRoomIsSwept).
+			<-p.initRead
+			for deadline := time.Now().Add(10 * time.Second); !roomSetUp(p.Pid()); {
+				if time.Now().After(deadline) {
+					fmt.Println("error: the room's pid 1 never finished its setup")
+					return 1
+				}
+				time.Sleep(time.Millisecond)
+			}
 		}
 		fmt.Println("started", p.Pid())
 		p.Wait()
@@ -82,6 +92,18 @@ func childMain(mode string) int {
 	}
 	fmt.Fprintln(os.Stderr, "unknown test child mode", mode)
 	return 2
+}
+
+// roomSetUp reports whether bwrap's child, the room's pid 1, is done setting
+// the room up: it drops its last capability (CapEff in its status, readable
+// by any uid) just before it would wait at --block-fd.
+func roomSetUp(bwrap int) bool {
+	for _, c := range children(bwrap) {
+		if procStatus(c)["CapEff"] == "0000000000000000" {
+			return true
+		}
+	}
+	return false
 }
 
 // procsNamed reports whether a process whose argv[0] is name exists.

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -17,25 +16,20 @@ import (
 // parent-death signal against its new parent (the host's init or a
 // subreaper, which never dies) and starts the agent: a room nobody owns.
 //
-// So every room also gets the read end of one pipe whose write end only this
-// process holds (close-on-exec, never passed to any child). The room's
-// command starts under `tare relay --lifeline FD`, which ends the room when
-// the pipe reports a hang-up: when tare is gone, however it went.
-var lifeline struct {
-	once sync.Once
-	r, w *os.File // kept for the life of the process: closing w is tare's death notice
-	err  error
-}
-
-// lifelineReader returns the read end of this process's lifeline pipe.
-func lifelineReader() (*os.File, error) {
-	lifeline.once.Do(func() {
-		lifeline.r, lifeline.w, lifeline.err = os.Pipe()
-	})
-	if lifeline.err != nil {
-		return nil, fmt.Errorf("room: lifeline pipe: %v", lifeline.err)
+// So every room also gets the read end of a pipe of its own whose write end
+// only this process holds (close-on-exec, never passed to any child, closed
+// by Wait). The room's command starts under `tare relay --lifeline FD`, which
+// ends the room when the pipe reports a hang-up: when tare is gone, however
+// it went. The relay makes itself non-dumpable, so the agent cannot reopen
+// the pipe through /proc/2/fd (a pipe opened there for writing would keep
+// the lifeline from ever hanging up); and one pipe per room means no room
+// can touch another's.
+func newLifeline() (r, w *os.File, err error) {
+	r, w, err = os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("room: lifeline pipe: %v", err)
 	}
-	return lifeline.r, nil
+	return r, w, nil
 }
 
 // errLifelineCut means the process that started the room is gone.

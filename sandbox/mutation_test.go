@@ -166,3 +166,27 @@ func TestRelayClosesInheritedFDs(t *testing.T) {
 		t.Fatalf("without tare's sweep the relay let descriptors through: %v", got)
 	}
 }
+
+// TestRelayIsOutOfReach: the room's command cannot reopen the relay's
+// lifeline through /proc/2/fd. Opened there for writing, the pipe would never
+// hang up, and the room would outlive tare. The control reopens the shell's
+// own stdout pipe for writing the same way, from a subshell.
+func TestRelayIsOutOfReach(t *testing.T) {
+	var out strings.Builder
+	// The results are printed from variables: /proc/2/cmdline holds the script itself.
+	script := `tr '\0' ' ' </proc/2/cmdline; echo
+n=$(tr '\0' ' ' </proc/2/cmdline | sed -n 's/.*--lifeline \([0-9]*\).*/\1/p')
+c=no; ( exec 9>/proc/$$/fd/1 ) && c=yes; echo "control=$c"
+r=shut; ( exec 9>/proc/2/fd/$n ) 2>/dev/null && r=writable; echo "lifeline=$r"`
+	code := runRoom(t, Room{Workspace: t.TempDir(), Argv: []string{"/bin/sh", "-c", script}, Stdout: &out})
+	got := out.String()
+	if code != 0 || !strings.Contains(got, "control=yes") {
+		t.Fatalf("room exited %d, the control failed:\n%s", code, got)
+	}
+	if !strings.Contains(got, TareBin+" relay --lifeline") {
+		t.Fatalf("pid 2 is not the relay watching the lifeline:\n%s", got)
+	}
+	if !strings.Contains(got, "lifeline=shut") {
+		t.Fatalf("the room's command can open the lifeline for writing:\n%s", got)
+	}
+}

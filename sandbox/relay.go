@@ -20,8 +20,9 @@ var relaySignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, 
 	syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
 
 // RelayMain is `tare relay [--lifeline FD] --listen 127.0.0.1:PORT=/run/tare/NAME.sock
-// ... -- CMD ARGS`, run inside a room as its command. It first closes every
-// descriptor it inherited but the lifeline, so CMD sees only 0, 1 and 2.
+// ... -- CMD ARGS`, run inside a room as its command. It first makes itself
+// non-dumpable and closes every descriptor it inherited but the lifeline, so
+// CMD sees only 0, 1 and 2 and cannot reach the relay's.
 // With --lifeline it checks that tare is still there, and ends the whole
 // room the moment tare is gone (see watchLifeline). It binds every listener
 // (so the agent never races a missing port), then forwards each TCP
@@ -34,6 +35,12 @@ func RelayMain(args []string) int {
 	ra, err := parseRelayArgs(args)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "tare relay: %v\n", err)
+		return 2
+	}
+	// Nothing in the room may open this process's descriptors through
+	// /proc/2/fd (the lifeline above all: see lifeline.go).
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		fmt.Fprintf(os.Stderr, "tare relay: make the relay non-dumpable: %v\n", err)
 		return 2
 	}
 	if err := closeInherited(ra.lifeline); err != nil {

@@ -34,7 +34,8 @@ type Proc struct {
 	cmd      *exec.Cmd
 	dir      string
 	relays   *hostRelays
-	keepKeys bool // Room.keepKeys
+	keepKeys bool     // Room.keepKeys
+	lifeline *os.File // write end of the room's lifeline (nil without one)
 
 	started chan error    // cmd.Start's result, from the locked goroutine
 	done    chan struct{} // closed once bwrap has been reaped
@@ -110,6 +111,9 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 			f.Close() // bwrap holds its own copies
 		}
 		if !started {
+			if p.lifeline != nil {
+				p.lifeline.Close()
+			}
 			if p.relays != nil {
 				p.relays.stop()
 			}
@@ -165,10 +169,12 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 	if r.noLifeline {
 		fds.Lifeline = 0
 	} else {
-		lr, err := lifelineReader()
+		lr, lw, err := newLifeline()
 		if err != nil {
 			return nil, err
 		}
+		files = append(files, lr) // closed below once bwrap holds its copy
+		p.lifeline = lw
 		// bwrap also gets a read end of its info pipe, which `tare relay`
 		// closes at once: with this process gone, bwrap's write to --info-fd
 		// must not fail (EPIPE kills bwrap before it lets the room's pid 1 go
@@ -374,6 +380,9 @@ func (p *Proc) finish() {
 	<-p.done
 	p.watch.Wait()
 	p.waitInit()
+	if p.lifeline != nil {
+		p.lifeline.Close()
+	}
 	p.relays.stop()
 	rmErr := os.RemoveAll(p.dir)
 
