@@ -151,7 +151,7 @@ type FDs struct {
 	Files                []int  // one per Room.Files, same order
 	Seccomp              int    // the room's seccomp filter (seccompFilter)
 	Info                 int    // bwrap's --info-fd: it writes the room's pid 1 there
-	Lifeline             int    // read end of tare's lifeline pipe, watched by `tare relay` (0 = none)
+	Lifeline             int    // read end of the room's lifeline pipe, watched by `tare relay` (0 = none)
 	Sock                 string // host folder bound at SockDir; required when Relays is non-empty
 	Version              Version
 	MaskProc             []string // /proc files hidden under /dev/null: those of procMasked the host has
@@ -159,7 +159,7 @@ type FDs struct {
 
 // SequentialFDs is the numbering Start uses: ExtraFiles land at 3, 4, 5 ...
 // in the order passwd, group, hosts, each Room.File, the seccomp filter, the info pipe, then
-// the lifeline.
+// the lifeline. (Start passes one more, a read end of the info pipe, which the relay closes.)
 func SequentialFDs(nfiles int) FDs {
 	f := FDs{Passwd: 3, Group: 4, Hosts: 5}
 	for i := range nfiles {

@@ -62,8 +62,8 @@ type Proc struct {
 // parent-death signal bwrap arms is tied to the thread that forked,
 // golang/go#27505).
 //
-// bwrap runs with PATH as its only variable. Without a TTY it gets its own process group (Setpgid), so a ^C
-// meant for tare does not reach it directly. With Room.TTY it becomes the
+// bwrap runs with PATH as its only variable. Without a TTY it gets its own
+// process group (Setpgid), so a ^C meant for tare does not reach it directly. With Room.TTY it becomes the
 // leader of a new session whose controlling terminal is that pty (Setsid +
 // Setctty): closing the pty hangs up bwrap and so the room, and the pty is
 // not tare's own terminal. Inside, --new-session puts the command in yet
@@ -208,9 +208,10 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 	if r.bwrapEnv != nil {
 		cmd.Env = r.bwrapEnv
 	}
-	// No Pdeathsig here: bwrap arms its own (--die-with-parent) once it has
-	// released the room's pid 1. Killed before that, bwrap would leave pid 1
-	// blocked forever on bwrap's go-ahead, an orphan no signal of ours reaches.
+	// No Pdeathsig here: bwrap arms its own (--die-with-parent) just before
+	// it releases the room's pid 1. Killed earlier, bwrap would leave pid 1
+	// blocked forever on bwrap's go-ahead, an orphan no signal of ours
+	// reaches; the few microseconds left between the two are sweepStranded's.
 	attr := &syscall.SysProcAttr{}
 	if r.TTY != nil {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = r.TTY, r.TTY, r.TTY
