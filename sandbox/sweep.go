@@ -117,7 +117,9 @@ func age(pid int) time.Duration {
 	if err1 != nil || err2 != nil || err3 != nil {
 		return 0
 	}
-	return time.Duration(uptime*float64(time.Second)) - time.Duration(start)*time.Second/userHZ
+	// Both clocks tick in hundredths: a process started this very tick may come out a
+	// hair below zero.
+	return max(0, time.Duration(uptime*float64(time.Second))-time.Duration(start)*time.Second/userHZ)
 }
 
 // comm is pid's command name, or "" when it is gone.
