@@ -416,14 +416,9 @@ func readStatus(v *View) Status {
 	}
 	fields := map[string]*string{"Uid": &s.Uid, "Gid": &s.Gid, "CapInh": &s.CapInh, "CapPrm": &s.CapPrm,
 		"CapEff": &s.CapEff, "CapBnd": &s.CapBnd, "CapAmb": &s.CapAmb, "NoNewPrivs": &s.NoNewPrivs, "Seccomp": &s.Seccomp}
-	for _, l := range strings.Split(string(b), "\n") {
-		k, val, ok := strings.Cut(l, ":")
-		if !ok {
-			continue
-		}
-		if f := fields[k]; f != nil {
-			*f = strings.Join(strings.Fields(val), " ")
-		}
+	st := parseStatus(b)
+	for k, f := range fields {
+		*f = st[k]
 	}
 	return s
 }

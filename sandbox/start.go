@@ -490,22 +490,28 @@ func children(pid int) []int {
 }
 
 func ppid(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	// The command name may hold spaces and parentheses: fields start after the last ')'.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
+	f := statFields(pid)
 	if len(f) < 2 {
 		return 0
 	}
 	n, _ := strconv.Atoi(f[1])
 	return n
+}
+
+// statFields are the fields of /proc/PID/stat after the command name, from the
+// state (field 3) on; nil when pid is gone.
+func statFields(pid int) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil
+	}
+	// The command name may hold spaces and parentheses: fields start after the last ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(s[i+1:])
 }
 
 // dataFile holds data in an anonymous memory file (an unlinked temp file in

@@ -101,13 +101,8 @@ const userHZ = 100
 
 // age is how long pid has run, or 0 when that cannot be told.
 func age(pid int) time.Duration {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	_, rest, ok := strings.Cut(string(stat), ") ") // the name may hold spaces
-	f := strings.Fields(rest)
-	if !ok || len(f) < 20 {
+	f := statFields(pid)
+	if len(f) < 20 {
 		return 0
 	}
 	start, err1 := strconv.ParseUint(f[19], 10, 64) // field 22, starttime
@@ -128,13 +123,19 @@ func comm(pid int) string {
 	return strings.TrimSpace(string(b))
 }
 
-// procStatus is pid's /proc status as field: value.
+// procStatus is pid's /proc status as field: value (empty when pid is gone).
 func procStatus(pid int) map[string]string {
 	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	return parseStatus(b)
+}
+
+// parseStatus reads a /proc status file as field: value, the value's blanks
+// (tabs between the ids of Uid, say) made single spaces.
+func parseStatus(b []byte) map[string]string {
 	m := map[string]string{}
 	for _, l := range strings.Split(string(b), "\n") {
 		if k, v, ok := strings.Cut(l, ":"); ok {
-			m[k] = strings.TrimSpace(v)
+			m[k] = strings.Join(strings.Fields(v), " ")
 		}
 	}
 	return m
