@@ -1,0 +1,211 @@
+package cliff
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// A synthetic recording: tails from steps before the cliff pass at before, from the cliff on
+// at after.
+type synthetic struct {
+	steps, cliff  int
+	before, after float64
+}
+
+func (s synthetic) rate(step int) float64 {
+	if step < s.cliff {
+		return s.before
+	}
+	return s.after
+}
+
+func drawSynthetic(rng *rand.Rand, steps int) synthetic {
+	return synthetic{
+		steps:  steps,
+		cliff:  1 + rng.IntN(steps), // the tool calls are steps 1..steps
+		before: 0.5 + 0.45*rng.Float64(),
+		after:  0.3 * rng.Float64(),
+	}
+}
+
+// point is where an adaptive search stood after one of its rounds.
+type point struct {
+	spent  int
+	guess  int // the step the report would name: Hi of the boundary
+	pinned bool
+}
+
+// searchTrajectory runs the search on s with a budget too large to bind and returns where it
+// stood after every round, so the location a smaller budget would have reported can be read
+// off: the search is a function of its observations, so a smaller budget sees a prefix.
+func searchTrajectory(rng *rand.Rand, s synthetic, tails int) []point {
+	cfg := Config{Steps: s.steps, Tails: tails, Budget: 1 << 20, GapBelow: 0}
+	obs := map[int]Count{}
+	var path []point
+	for {
+		d := Decide(cfg, obs)
+		if d.Kind != Running {
+			p := point{spent: d.Spent, guess: d.Hi, pinned: d.Kind == Pinned}
+			if d.Kind == NoCliff {
+				p.guess = -1
+			}
+			return append(path, p)
+		}
+		c := obs[d.Step]
+		for range d.Want {
+			c.Tails++
+			c.Verdicts++
+			if rng.Float64() < s.rate(d.Step) {
+				c.Passed++
+			}
+		}
+		obs[d.Step] = c
+		path = append(path, point{spent: d.Spent + d.Want, guess: Posterior(s.steps, obs).MostLikely()})
+		if len(path) > 100000 {
+			panic(fmt.Sprintf("search does not stop: %+v %+v %v", s, d, obs))
+		}
+	}
+}
+
+// guessAt is the step a search limited to budget tails would have named.
+func guessAt(path []point, budget int) int {
+	g := -1
+	for _, p := range path {
+		if p.spent > budget {
+			break
+		}
+		g = p.guess
+	}
+	return g
+}
+
+// linearScan starts tails at every step and names the most likely split.
+func linearScan(rng *rand.Rand, s synthetic, perStep int) int {
+	obs := map[int]Count{}
+	for step := 0; step <= s.steps; step++ {
+		c := Count{Tails: perStep, Verdicts: perStep}
+		for range perStep {
+			if rng.Float64() < s.rate(step) {
+				c.Passed++
+			}
+		}
+		obs[step] = c
+	}
+	return Posterior(s.steps, obs).MostLikely()
+}
+
+func within1(guess, cliff int) bool { return guess >= 0 && abs(guess-cliff) <= 1 }
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+type simRow struct {
+	steps           int
+	adaptive90      int     // fewest tails with which 90% of searches name the cliff within one step
+	pinnedMedian    int     // median tails until pinned
+	linearTails     int     // the linear scan's tails at the same tails per step
+	linearWithin1   float64 // how often that scan names the cliff within one step
+	linear90PerStep int     // tails per step a linear scan needs for 90% within one step
+	linear90Tails   int
+}
+
+func simulate(steps, reps, tails int, seed uint64) simRow {
+	rng := rand.New(rand.NewPCG(seed, uint64(steps)))
+	row := simRow{steps: steps, linearTails: (steps + 1) * tails}
+	cases := make([]synthetic, reps)
+	paths := make([][]point, reps)
+	var pinnedAt []int
+	maxSpent := 0
+	for i := range cases {
+		cases[i] = drawSynthetic(rng, steps)
+		paths[i] = searchTrajectory(rng, cases[i], tails)
+		last := paths[i][len(paths[i])-1]
+		pinnedAt = append(pinnedAt, last.spent)
+		maxSpent = max(maxSpent, last.spent)
+	}
+	sort.Ints(pinnedAt)
+	row.pinnedMedian = pinnedAt[len(pinnedAt)/2]
+	row.adaptive90 = -1
+	for budget := 2 * tails; budget <= maxSpent; budget++ {
+		hits := 0
+		for i, c := range cases {
+			if within1(guessAt(paths[i], budget), c.cliff) {
+				hits++
+			}
+		}
+		if float64(hits) >= 0.9*float64(reps) {
+			row.adaptive90 = budget
+			break
+		}
+	}
+	hits := 0
+	for _, c := range cases {
+		if within1(linearScan(rng, c, tails), c.cliff) {
+			hits++
+		}
+	}
+	row.linearWithin1 = float64(hits) / float64(reps)
+	for per := 1; per <= 40; per++ {
+		hits := 0
+		for _, c := range cases {
+			if within1(linearScan(rng, c, per), c.cliff) {
+				hits++
+			}
+		}
+		if float64(hits) >= 0.9*float64(reps) {
+			row.linear90PerStep, row.linear90Tails = per, per*(steps+1)
+			break
+		}
+	}
+	return row
+}
+
+// TestSimulatedCliffs runs the search on synthetic recordings of 10 to 200 steps with a known
+// cliff (before 0.5-0.95, after 0-0.3) and compares the tails it needs to name the cliff within
+// one step in 90% of searches with a linear scan of every step, at 3 tails a step and at the
+// fewest tails a step that reach the same 90%. The design targets: at most half the tails of
+// an equally accurate linear scan at 50 steps, growing close to log(steps).
+func TestSimulatedCliffs(t *testing.T) {
+	const tails, reps = 3, 600
+	var rows []simRow
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%6s %12s %14s %13s %14s %16s %9s\n", "steps", "adaptive 90%", "pinned median", "linear 3/step", "linear within1", "linear 90% needs", "adaptive/linear")
+	for _, steps := range []int{10, 20, 50, 100, 200} {
+		r := simulate(steps, reps, tails, 7)
+		rows = append(rows, r)
+		need := "more than 40/step"
+		if r.linear90PerStep > 0 {
+			need = fmt.Sprintf("%d (%d/step)", r.linear90Tails, r.linear90PerStep)
+		}
+		fmt.Fprintf(&b, "%6d %12d %14d %13d %13.0f%% %18s %15.0f%%\n", r.steps, r.adaptive90, r.pinnedMedian, r.linearTails, 100*r.linearWithin1, need, 100*float64(r.adaptive90)/float64(max(1, r.linear90Tails)))
+	}
+	t.Log(b.String())
+	for _, r := range rows {
+		if r.adaptive90 < 0 {
+			t.Fatalf("%d steps: the search never names the cliff within one step in 90%% of cases", r.steps)
+		}
+		// At equal accuracy: a linear scan with 3 tails a step names the cliff within one
+		// step in well under 90% of cases, so the fair baseline is the scan with the fewest
+		// tails a step that reaches 90%.
+		if r.steps == 50 && (r.linear90Tails == 0 || r.adaptive90*2 > r.linear90Tails) {
+			t.Errorf("50 steps: the search needs %d tails for 90%% within one step, more than half the %d of a linear scan as accurate", r.adaptive90, r.linear90Tails)
+		}
+	}
+	// Growth close to log(steps): from 10 to 200 steps (log ratio 2.3) the tails needed may
+	// grow by at most about the log ratio plus the fixed cost of the two anchors, far below the
+	// 20x of a linear scan.
+	first, last := rows[0], rows[len(rows)-1]
+	growth := float64(last.adaptive90) / float64(first.adaptive90)
+	logGrowth := math.Log(float64(last.steps)) / math.Log(float64(first.steps))
+	if growth > 2*logGrowth {
+		t.Errorf("tails grow %.1fx from %d to %d steps, against log growth %.1fx", growth, first.steps, last.steps, logGrowth)
+	}
+}
