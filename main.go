@@ -311,7 +311,7 @@ tare resume DIR finishes a run a crash interrupted.`,
 	f.StringVar(&project, "project", ".", "the project each run starts from")
 	f.StringVar(&o.Out, "out", "", "run directory (default $XDG_STATE_HOME/tare/calibrate/<project>-<time>)")
 	f.StringVar(&o.Script, "script", "", "every side talks to tare's own model server replaying this script, instead of its provider")
-	f.Int64Var(&o.Seed, "seed", 0, "seed of the script's branches (default: the script's)")
+	f.Int64Var(&o.Seed, "seed", 0, "seed of the script's branch draws, to replay a run (default: a fresh one, shown in the report)")
 	f.BoolVar(&o.AllowDirty, "allow-dirty", false, `run even when a reading is not "tare: 0.00"`)
 	return cmd
 }
@@ -445,6 +445,7 @@ continues it from any step in a fresh room, natively or by handoff to any agent.
 		},
 	}
 	f := cmd.Flags()
+	f.Int64Var(&o.Seed, "seed", 0, "seed of the script's branch draws, to replay a run (default: a fresh one, in recipe.json)")
 	f.StringVar(&side, "side", "claude", "the agent and its arguments")
 	f.StringVar(&project, "project", ".", "the project the run starts from")
 	f.StringVar(&o.Check, "check", "", "shell command that scores the tails (exit 0 passes)")
@@ -596,8 +597,9 @@ func demoCmd() *cobra.Command {
 		Use:   "demo",
 		Short: "Calibrate claude against codex on tare's demo project and model: no account needed",
 		Long: `Extracts the demo experiment that ships with tare (a small project, a task, a check and a
-model script with a seeded branch) into the state directory and runs tare calibrate on it, every
-side talking to tare's own model server. Pass rates land strictly between 0 and 1.`,
+model script with a branch) into the state directory and runs tare calibrate on it, every side
+talking to tare's own model server. Every run draws the branch on its own, as calls to a real
+model would; --seed fixes the draws (the default seed shows rates strictly between 0 and 1).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
@@ -622,6 +624,7 @@ side talking to tare's own model server. Pass rates land strictly between 0 and 
 	cmd.Flags().StringArrayVar(&sides, "side", []string{"claude", "codex"}, "a side, as for tare calibrate")
 	cmd.Flags().IntVar(&o.Runs, "runs", 6, "fresh starts per side")
 	cmd.Flags().IntVar(&o.Jobs, "jobs", 2, "runs at the same time")
+	cmd.Flags().Int64Var(&o.Seed, "seed", 7, "seed of the model script's branch draws")
 	return cmd
 }
 

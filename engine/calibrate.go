@@ -131,10 +131,7 @@ func Calibrate(ctx context.Context, o CalibrateOptions) (dir, report string, err
 			return dir, "", fmt.Errorf("--script %s: %v", o.Script, err)
 		}
 		rec.Script, rec.ScriptText = o.Script, string(text)
-		if rec.Seed == 0 {
-			script, _ := modelserver.ParseScript(text, o.Script)
-			rec.Seed = script.Seed
-		}
+		rec.Seed = runSeed(o.Seed)
 	}
 	if err := writeRecipe(dir, rec); err != nil {
 		return dir, "", err

@@ -27,7 +27,7 @@ func calibrateDemo(t *testing.T, sides []string, runs, jobs int, check string, c
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	return Calibrate(ctx, CalibrateOptions{Prompt: demo.Task, Sides: parsed, Check: check, CheckTimeout: checkTimeout,
-		Runs: runs, Jobs: jobs, Project: paths.Project, Out: filepath.Join(t.TempDir(), "run"), Config: cfg, Script: paths.Script})
+		Runs: runs, Jobs: jobs, Project: paths.Project, Out: filepath.Join(t.TempDir(), "run"), Config: cfg, Script: paths.Script, Seed: 7})
 }
 
 // TestCalibrateOnTheDemoGivesRatesStrictlyBetweenZeroAndOne: the shipped demo, two real

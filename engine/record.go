@@ -67,7 +67,11 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 	if kind == agent.HookInAgent {
 		p.hooks = []agent.Hook{{Event: "PostToolUse", Command: snapCommand}}
 	}
-	room, setup, err := buildRoom(p, env.upstream, nil)
+	upstream, err := env.upstreamFor("original")
+	if err != nil {
+		return nil, err
+	}
+	room, setup, err := buildRoom(p, upstream, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +218,9 @@ type RecordOptions struct {
 	Out          string
 	Config       *config.Config
 	// Script makes the agent talk to tare's own model server replaying it.
-	Script     string
+	Script string
+	// Seed fixes the script's branch draws (0: a fresh seed, written to the recipe).
+	Seed       int64
 	AllowDirty bool
 	Argv       []string
 	Version    string
@@ -260,6 +266,7 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 			return dir, nil, fmt.Errorf("--script %s: %v", o.Script, err)
 		}
 		rec.Script, rec.ScriptText = o.Script, string(text)
+		rec.Seed = runSeed(o.Seed)
 	}
 	if err := writeRecipe(dir, rec); err != nil {
 		return dir, nil, err
@@ -391,8 +398,7 @@ func newTailEnv(r *run, store *capsule.Store, rec *Recipe, installs map[string]a
 	if err != nil {
 		return nil, nil, err
 	}
-	// Spread: runs that measure rates draw the script's branches evenly.
-	srv, err := modelserver.New(modelserver.Options{Script: script, Seed: rec.Seed, Spread: true,
+	srv, err := modelserver.New(modelserver.Options{Script: script, Seed: rec.Seed,
 		LogPath: filepath.Join(r.dir, "model-requests.jsonl")})
 	if err != nil {
 		return nil, nil, err
@@ -400,6 +406,17 @@ func newTailEnv(r *run, store *capsule.Store, rec *Recipe, installs map[string]a
 	if err := srv.Start("127.0.0.1:0"); err != nil {
 		return nil, nil, err
 	}
-	env.upstream = srv.Addr()
+	env.upstream, env.models = srv.Addr(), srv
 	return env, func() { srv.Close() }, nil
+}
+
+// upstreamFor is the model address the agent of one tail attempt (or the recording) talks
+// to: on tare's model server, a draw stream of its own, so every tail samples the script's
+// branches independently of the others, as calls to a real model would, and the run replays
+// from its recorded seed.
+func (env *tailEnv) upstreamFor(stream string) (string, error) {
+	if env.models == nil {
+		return env.upstream, nil
+	}
+	return env.models.Stream(stream)
 }

@@ -207,3 +207,76 @@ func TestTailStopsAnAgentAtItsTimeout(t *testing.T) {
 		t.Errorf("the tail took %s with a 3 s agent timeout", took)
 	}
 }
+
+// TestTailsFromOneStepDrawIndependently: tails that continue one recording from the same step
+// sample the script's branches like separate calls to a real model, not the recording's
+// draw again. The recording's second turn is a coin; eight native tails from step 1 (which
+// resume the recorded session and so send its session id) must not all land on one side,
+// and each tail's draw must be its own stream's.
+func TestTailsFromOneStepDrawIndependently(t *testing.T) {
+	const src = `
+[[turn]]
+text = "First."
+shell = "echo one > one.txt"
+
+[[turn]]
+  [[turn.branch]]
+  p = 0.5
+  text = "Heads."
+  shell = "echo heads > coin.txt"
+  [[turn.branch]]
+  p = 0.5
+  text = "Tails."
+  shell = "echo tails > coin.txt"
+
+[[turn]]
+text = "Done."
+`
+	script, err := modelserver.ParseScript([]byte(src), "coin.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	srv := scriptServer(t, script)
+	env, start := newTestRun(t, "claude", srv.Addr(), "true")
+	env.models = srv
+	side := Side{Key: "a", Agent: "claude"}
+	rec, err := record(ctx, env, side, "Toss the coin.", start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Steps) < 2 {
+		t.Fatalf("the recording has %d steps, want 2", len(rec.Steps))
+	}
+	const tails = 8
+	for i := range tails {
+		spec, err := tailFrom(rec, side, 1, "native", fmt.Sprintf("native-1-%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := runTail(ctx, env, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	branch := map[string]int{} // stream -> branch drawn at turn 2
+	for _, r := range srv.Requests() {
+		if r.Turn == 2 && strings.HasPrefix(r.Stream, "native-1-") {
+			if b, seen := branch[r.Stream]; seen && b != r.Branch {
+				t.Errorf("stream %s drew branch %d and then %d", r.Stream, b, r.Branch)
+			}
+			branch[r.Stream] = r.Branch
+		}
+	}
+	if len(branch) != tails {
+		t.Fatalf("%d tails reached the coin turn in a stream of their own, want %d: %v", len(branch), tails, branch)
+	}
+	count := map[int]int{}
+	for _, b := range branch {
+		count[b]++
+	}
+	if len(count) < 2 {
+		t.Errorf("all %d tails from step 1 drew branch %v: they replay one draw", tails, count)
+	}
+	t.Logf("branches drawn by %d tails from step 1: %v", tails, count)
+}

@@ -13,6 +13,7 @@ import (
 	"tare/agent"
 	"tare/capsule"
 	"tare/config"
+	"tare/modelserver"
 	"tare/sandbox"
 )
 
@@ -30,6 +31,8 @@ type tailSpec struct {
 	// Session and SessionID, for a native tail: the recorded session cut after Step.
 	Session   []byte
 	SessionID string
+	// Attempt is the tail's attempt number; each attempt draws the script's branches anew.
+	Attempt int
 }
 
 // TailResult is a tail's result.json: what a tail did and its verdict.
@@ -65,6 +68,7 @@ type tailEnv struct {
 	recipe   *Recipe
 	cfg      *config.Config
 	upstream string // tare's model server, or "" for real providers
+	models   *modelserver.Server
 	installs map[string]agent.Install
 }
 
@@ -77,6 +81,7 @@ func runTail(ctx context.Context, env *tailEnv, spec tailSpec) error {
 	if err != nil {
 		return err
 	}
+	spec.Attempt = attempt
 	if err := os.MkdirAll(filepath.Join(dir, "session"), 0o755); err != nil {
 		return err
 	}
@@ -133,7 +138,11 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 			return "not started", err.Error()
 		}
 	}
-	room, setup, err := buildRoom(p, env.upstream, nil)
+	upstream, err := env.upstreamFor(fmt.Sprintf("%s@%d", spec.ID, spec.Attempt))
+	if err != nil {
+		return "not started", err.Error()
+	}
+	room, setup, err := buildRoom(p, upstream, nil)
 	if err != nil {
 		return "not started", err.Error()
 	}

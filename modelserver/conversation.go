@@ -36,6 +36,9 @@ type convo struct {
 	cwd string
 	// key is the conversation key (session id) the client sent, "" if none.
 	key string
+	// draws is the draw stream of the address the request came in on (Server.Stream), ""
+	// for the main address.
+	draws string
 	// schema is set when the request asks for structured JSON output.
 	schema     map[string]any
 	structured bool

@@ -159,8 +159,14 @@
 // server restarts with the same seed, while distinct sessions spread
 // according to p. Without a key the draw comes from a sequence seeded by
 // the seed; an identical retry of a keyless conversation (same history)
-// keeps the branch it drew until it is answered without an error. Attempts
-// for error_times are counted per conversation and turn the same way.
+// keeps the branch it drew until it is answered without an error.
+//
+// A run's tails each talk to an address of their own (Server.Stream): its
+// draws come from (seed, stream, turn), independent of every other stream
+// and of the session id the CLI made up. Tails that resume one recorded
+// session therefore sample like separate calls to a real model, and a run
+// replays from its seed. Attempts for error_times are counted per
+// conversation and turn.
 //
 // Side calls that are not the main conversation do not use the script and
 // do not advance it: requests that offer no tools (Claude Code's title and

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
-	"math"
 	"time"
 )
 
@@ -68,9 +67,9 @@ func (s *Server) decide(c *convo) decision {
 		return decision{answer: answer{text: s.script.Final}, outcome: "final"}
 	}
 	turn := &s.script.Turns[idx]
-	k := turnKey{conv: "history:" + c.history, turn: idx}
+	k := turnKey{conv: c.draws + "\x00history:" + c.history, turn: idx}
 	if c.key != "" {
-		k.conv = "key:" + c.key
+		k.conv = c.draws + "\x00key:" + c.key
 	}
 
 	s.stateMu.Lock()
@@ -78,9 +77,10 @@ func (s *Server) decide(c *convo) decision {
 	if !ok {
 		var u float64
 		switch {
-		case s.spread:
-			u = spreadDraw(s.seed, s.arrivals[idx])
-			s.arrivals[idx]++
+		case c.draws != "":
+			// A stream is one tail: its draws depend on the seed and the stream alone, not
+			// on the session id its CLI made up, so the run replays from its seed.
+			u = keyedDraw(s.seed, "stream\x00"+c.draws, idx)
 		case c.key != "":
 			u = keyedDraw(s.seed, c.key, idx)
 		default:
@@ -128,15 +128,6 @@ func (s *Server) cwdFor(c *convo) string {
 		return c.cwd
 	}
 	return s.workspace
-}
-
-// spreadDraw is the n-th point of the golden-ratio sequence, offset by the seed: any few
-// consecutive points cover [0,1) evenly, so n runs show a branch of probability p about
-// p*n times, never all or none unless p is near 0 or 1.
-func spreadDraw(seed int64, n int) float64 {
-	const phi = 0.6180339887498949
-	u := keyedDraw(seed, "spread", 0) + float64(n)*phi
-	return u - math.Floor(u)
 }
 
 // keyedDraw is a uniform number in [0,1) fixed by (seed, key, turn), so a

@@ -28,6 +28,8 @@ type Request struct {
 	API string `json:"api,omitempty"`
 	// Key is the conversation key (session id header) when the client sent one.
 	Key string `json:"key,omitempty"`
+	// Stream is the draw stream of the address the request came in on (Server.Stream).
+	Stream string `json:"stream,omitempty"`
 	// Turn is the 1-based scripted turn this request was answered from; 0
 	// when no scripted turn was used (probe, side call, after the script).
 	Turn int `json:"turn,omitempty"`

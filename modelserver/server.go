@@ -58,12 +58,6 @@ type Options struct {
 	// Workspace is the working directory for write actions when the
 	// request names none; default DefaultWorkspace.
 	Workspace string
-	// Spread draws branches from a low-discrepancy sequence in the order
-	// conversations reach each turn (still fixed per session once drawn), so
-	// a few runs already show each branch close to its p: what a demo or a
-	// test of pass rates needs. The default draws by session key, which is
-	// reproducible across servers but only right on average.
-	Spread bool
 }
 
 // Server is tare's model server: a loopback HTTP server speaking the
@@ -83,8 +77,6 @@ type Server struct {
 	stateMu   sync.Mutex
 	turnState map[turnKey]*turnState
 	rng       *rand.Rand
-	spread    bool
-	arrivals  map[int]int // turn -> conversations that drew at it (Spread)
 
 	mu       sync.Mutex // guards the fields below
 	ln       net.Listener
@@ -112,7 +104,6 @@ func New(opts Options) (*Server, error) {
 		s.seed = s.script.Seed
 	}
 	s.rng = rand.New(rand.NewPCG(uint64(s.seed), 0x74617265))
-	s.spread, s.arrivals = opts.Spread, map[int]int{}
 	if opts.Log != nil {
 		s.logs = append(s.logs, opts.Log)
 	}
@@ -167,7 +158,13 @@ func (s *Server) Start(addr string) error {
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       5 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return s.ctx },
-		ErrorLog:          log.New(io.Discard, "", 0),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if sc, ok := c.(streamConn); ok {
+				return context.WithValue(ctx, streamKey{}, sc.stream)
+			}
+			return ctx
+		},
+		ErrorLog: log.New(io.Discard, "", 0),
 	}
 	s.serving.Add(1)
 	go func() {
@@ -175,6 +172,51 @@ func (s *Server) Start(addr string) error {
 		_ = s.srv.Serve(ln)
 	}()
 	return nil
+}
+
+// Stream opens another loopback address on the running server whose requests draw their
+// branches from a stream of their own, name: tails that resume one recorded session (and so
+// send the same session id) still sample like separate calls to a real model. A stream's
+// draws are fixed by (seed, name, turn), not by the session id its CLI made up, so a run
+// replays from its seed. The address lives until Close.
+func (s *Server) Stream(name string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv == nil || s.closed {
+		return "", errors.New("model server: Stream needs a started server")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("model server: listen for stream %q: %w", name, err)
+	}
+	s.serving.Add(1)
+	go func() {
+		defer s.serving.Done()
+		_ = s.srv.Serve(streamListener{Listener: ln, stream: name})
+	}()
+	return ln.Addr().String(), nil
+}
+
+// streamKey is the request context key of a request's draw stream.
+type streamKey struct{}
+
+// streamListener tags each connection it accepts with its stream.
+type streamListener struct {
+	net.Listener
+	stream string
+}
+
+func (l streamListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return streamConn{Conn: c, stream: l.stream}, nil
+}
+
+type streamConn struct {
+	net.Conn
+	stream string
 }
 
 // Addr is the listening address ("127.0.0.1:41234"), "" before Start.
@@ -351,6 +393,10 @@ func (s *Server) model(w *statusWriter, r *http.Request, rec *Request, a api, bo
 		return
 	}
 	c, err := parseConvo(a, body, r.Header)
+	if err == nil {
+		c.draws, _ = r.Context().Value(streamKey{}).(string)
+		rec.Stream = c.draws
+	}
 	if err != nil {
 		rec.Outcome, rec.Note = "bad_request", err.Error()
 		writeJSON(w, http.StatusBadRequest, errorBody(a, "invalid_request_error", "tare model server: "+err.Error()))

@@ -434,38 +434,91 @@ func TestEveryFeatureScriptWalk(t *testing.T) {
 	}
 }
 
-// With Spread, a handful of conversations already shows each branch: the 10 draws of a
-// turn with p = 0.5 split 5/5 (give or take one), and every pair of runs two apart differ
-// enough that no side of an interleaved calibrate is all one branch.
-func TestSpreadDrawsCoverEachBranchInFewRuns(t *testing.T) {
-	for seed := int64(1); seed <= 50; seed++ {
-		below := 0
-		var evens []float64
-		for n := 0; n < 10; n++ {
-			u := spreadDraw(seed, n)
-			if u < 0 || u >= 1 {
-				t.Fatalf("draw %v outside [0,1)", u)
-			}
-			if u < 0.5 {
-				below++
-			}
-			if n%2 == 0 {
-				evens = append(evens, u)
-			}
+// branchAt asks the server at addr for turn 1 of session key and says whether the p = 0.6
+// branch answered.
+func branchAt(t *testing.T, addr, key string) bool {
+	t.Helper()
+	resp := post(t, "http://"+addr+"/v1/messages", claudeRequest(false, claudeHistory(0)...), "X-Claude-Code-Session-Id: "+key)
+	defer resp.Body.Close()
+	var m map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || resp.StatusCode != 200 {
+		fatalf(t, "status %d: %v", resp.StatusCode, err)
+	}
+	return get(m, "content", 0, "text") == "branch"
+}
+
+// Tails that resume one recorded session send its session id, yet each must sample the
+// branch like a separate call to a real model: across streams the p = 0.6 branch is taken at
+// about 0.6, neighbouring tails are independent, a retry within a tail keeps its branch, and
+// the same seed replays every stream's draw.
+func TestStreamsDrawIndependently(t *testing.T) {
+	const n = 300
+	srv := startServer(t, Options{Script: mustScript(t, branchScript), Seed: 42})
+	draws := make([]bool, n)
+	addrs := make([]string, n)
+	hits := 0
+	for i := range draws {
+		addr, err := srv.Stream(fmt.Sprintf("tail-%03d", i))
+		if err != nil {
+			t.Fatal(err)
 		}
-		if below < 4 || below > 6 {
-			t.Errorf("seed %d: %d of 10 draws below 0.5", seed, below)
+		addrs[i] = addr
+		if draws[i] = branchAt(t, addr, "recorded-session"); draws[i] {
+			hits++
 		}
-		lo, hi := 0, 0
-		for _, u := range evens {
-			if u < 0.5 {
-				lo++
-			} else {
-				hi++
-			}
+	}
+	// Binomial(300, 0.6): mean 180, sd 8.5; four sd either side.
+	if hits < 146 || hits > 214 {
+		t.Errorf("the p = 0.6 branch was taken by %d of %d tails of one session, want 146..214", hits, n)
+	}
+	// Neighbours: both took the branch about 0.36 of the time (mean 107.6, sd 8.3).
+	both := 0
+	for i := 1; i < n; i++ {
+		if draws[i] && draws[i-1] {
+			both++
 		}
-		if lo == 0 || hi == 0 {
-			t.Errorf("seed %d: every other draw fell on one side of 0.5: %v", seed, evens)
+	}
+	if both < 74 || both > 141 {
+		t.Errorf("neighbouring tails both took the branch %d times of %d, want 74..141 for independent draws", both, n-1)
+	}
+	t.Logf("%d/%d tails took the p=0.6 branch; %d of %d neighbours both did", hits, n, both, n-1)
+	for i := 0; i < n; i += 30 {
+		if got := branchAt(t, addrs[i], "recorded-session"); got != draws[i] {
+			t.Errorf("tail %d: a retry drew again (%v, first %v)", i, got, draws[i])
+		}
+	}
+	// A fresh CLI session makes up its own id; the stream's draw does not depend on it.
+	for i := 1; i < n; i += 30 {
+		if got := branchAt(t, addrs[i], fmt.Sprintf("random-id-%d", i)); got != draws[i] {
+			t.Errorf("tail %d: another session id drew %v, first %v", i, got, draws[i])
+		}
+	}
+	replay := startServer(t, Options{Script: mustScript(t, branchScript), Seed: 42})
+	other := startServer(t, Options{Script: mustScript(t, branchScript), Seed: 43})
+	differ := 0
+	for i := 0; i < 40; i++ {
+		name := fmt.Sprintf("tail-%03d", i)
+		a, err := replay.Stream(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := branchAt(t, a, "recorded-session"); got != draws[i] {
+			t.Errorf("seed 42 again, %s: %v, first %v", name, got, draws[i])
+		}
+		b, err := other.Stream(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if branchAt(t, b, "recorded-session") != draws[i] {
+			differ++
+		}
+	}
+	if differ == 0 {
+		t.Errorf("seed 43 drew exactly what seed 42 drew for 40 tails")
+	}
+	for _, r := range srv.Requests()[:3] {
+		if r.Stream == "" {
+			t.Errorf("the request log does not name the stream: %+v", r)
 		}
 	}
 }
