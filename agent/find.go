@@ -19,9 +19,14 @@ type FindOptions struct {
 	// (agents.<name>.bin); it wins over every other place.
 	Bins map[string]string
 	// Search are folders that may hold node_modules/.bin (tare's own
-	// agents/ folder next to its binary or in the working dir), tried in order.
-	// DefaultSearch gives the usual list.
+	// agents/ folder next to its binary), tried in order. DefaultSearch gives
+	// the usual list.
 	Search []string
+	// Avoid are folders no CLI may come from: the project, which an agent in
+	// an attached run can write. tare runs the CLI it finds (`--version` on
+	// the host, then in every room), so a CLI there would be the agent's own
+	// code run as the operator.
+	Avoid []string
 	// PATH is searched last; empty means the process's PATH.
 	PATH string
 	// Home is the operator's HOME, for installers that drop the CLI in
@@ -45,8 +50,10 @@ type Install struct {
 	Node string
 }
 
-// DefaultSearch is the usual search list: agents/ next to the tare binary,
-// one folder up from it (bin/tare in a checkout), and in the working dir.
+// DefaultSearch is the usual search list: tare's own install, that is agents/
+// next to the tare binary and one folder up from it (bin/tare in a checkout,
+// as scripts/setup lays it out). Never the working dir: tare usually runs from
+// the project, which the agent can write.
 func DefaultSearch() []string {
 	var dirs []string
 	if exe, err := os.Executable(); err == nil {
@@ -55,10 +62,44 @@ func DefaultSearch() []string {
 			dirs = append(dirs, filepath.Join(dir, "agents"), filepath.Join(filepath.Dir(dir), "agents"))
 		}
 	}
-	if wd, err := os.Getwd(); err == nil {
-		dirs = append(dirs, filepath.Join(wd, "agents"))
-	}
 	return dirs
+}
+
+// inside returns the folder of avoid that holds p, or p's real path, or "".
+func inside(p string, avoid []string) string {
+	paths := []string{p}
+	if abs, err := filepath.Abs(p); err == nil {
+		paths = append(paths, abs)
+	}
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		paths = append(paths, real)
+	}
+	for _, dir := range avoid {
+		if dir == "" {
+			continue
+		}
+		dirs := []string{dir}
+		if abs, err := filepath.Abs(dir); err == nil {
+			dirs = append(dirs, abs)
+		}
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			dirs = append(dirs, real)
+		}
+		for _, d := range dirs {
+			for _, q := range paths {
+				if within(q, d) {
+					return dir
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// within says whether p is dir or below it.
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // cli describes how to find one agent's binary.
@@ -93,13 +134,27 @@ func (c cli) locate(o FindOptions) (string, error) {
 		if err := executable(p); err != nil {
 			return "", fmt.Errorf("%s: agents.%s.bin = %q in tare's config: %v; fix the path or remove the key", c.name, c.name, p, err)
 		}
+		if dir := inside(p, o.Avoid); dir != "" {
+			return "", fmt.Errorf("%s: agents.%s.bin = %q in tare's config is inside %s, which the agent can write; install the CLI elsewhere and point the key there", c.name, c.name, p, dir)
+		}
 		return p, nil
 	}
 	var tried []string
+	// ok says whether p is a usable candidate, noting in tried why it is not.
+	ok := func(p, label string) bool {
+		if executable(p) != nil {
+			tried = append(tried, label)
+			return false
+		}
+		if dir := inside(p, o.Avoid); dir != "" {
+			tried = append(tried, p+" (skipped: inside "+dir+", which the agent can write)")
+			return false
+		}
+		return true
+	}
 	for _, dir := range o.Search {
 		p := filepath.Join(dir, "node_modules", ".bin", c.bin)
-		tried = append(tried, p)
-		if executable(p) == nil {
+		if ok(p, p) {
 			return p, nil
 		}
 	}
@@ -112,7 +167,10 @@ func (c cli) locate(o FindOptions) (string, error) {
 			continue
 		}
 		p := filepath.Join(dir, c.bin)
-		if executable(p) == nil {
+		if executable(p) != nil {
+			continue
+		}
+		if ok(p, p) {
 			return p, nil
 		}
 	}
@@ -123,8 +181,7 @@ func (c cli) locate(o FindOptions) (string, error) {
 	}
 	if home != "" {
 		p := filepath.Join(home, ".local", "bin", c.bin)
-		tried = append(tried, p)
-		if executable(p) == nil {
+		if ok(p, p) {
 			return p, nil
 		}
 	}

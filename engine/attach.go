@@ -63,7 +63,7 @@ func Attach(ctx context.Context, o AttachOptions) (int, error) {
 		}
 		fmt.Fprintf(o.Stderr, "tare: --allow-dirty given: running %s in a room whose reading is %q\n", o.Agent.Name(), reading.Verdict())
 	}
-	inst, err := findAgent(o.Agent, o.Config)
+	inst, err := findAgent(o.Agent, o.Config, o.Project)
 	if err != nil {
 		return 0, err
 	}

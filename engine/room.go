@@ -19,15 +19,16 @@ const (
 	proxyPort = 4001
 )
 
-// findAgent locates the agent's CLI, honouring the config's agents.NAME.bin.
-func findAgent(a agent.Agent, cfg *config.Config) (agent.Install, error) {
+// findAgent locates the agent's CLI, honouring the config's agents.NAME.bin. A CLI inside
+// one of the projects is never used: the agent can write there.
+func findAgent(a agent.Agent, cfg *config.Config, projects ...string) (agent.Install, error) {
 	bins := map[string]string{}
 	for name, ac := range cfg.Agents {
 		if ac.Bin != "" {
 			bins[name] = ac.Bin
 		}
 	}
-	return a.Find(agent.FindOptions{Bins: bins, Search: agent.DefaultSearch()})
+	return a.Find(agent.FindOptions{Bins: bins, Search: agent.DefaultSearch(), Avoid: projects})
 }
 
 // buildRoom turns a plan into a room whose agent talks to upstream (tare's model server) or,
