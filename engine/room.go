@@ -58,7 +58,7 @@ func buildRoom(p plan, upstream string, tw *twin) (sandbox.Room, roomSetup, erro
 		opts.Proxy = fmt.Sprintf("http://127.0.0.1:%d", proxyPort)
 		opts.Login = p.login
 		opts.HostHome, _ = os.UserHomeDir()
-		room.Relays = []sandbox.Relay{{Port: proxyPort, Allow: p.cfg.Network.Allow}}
+		opts.AllowOnly = p.cfg.Network.Allow
 	}
 	if p.hostNet {
 		room.Network = sandbox.NetHost
@@ -66,6 +66,10 @@ func buildRoom(p plan, upstream string, tw *twin) (sandbox.Room, roomSetup, erro
 	setup, err := p.agent.Room(opts)
 	if err != nil {
 		return sandbox.Room{}, roomSetup{}, err
+	}
+	if opts.Proxy != "" {
+		// Exactly the hosts this agent needs and its reading declares, never a global list.
+		room.Relays = []sandbox.Relay{{Port: proxyPort, Allow: setup.Allow}}
 	}
 	room.Env = setup.Env
 	room.Path = setup.Path
