@@ -90,3 +90,37 @@ func TestProjectAgentsAreNeverRun(t *testing.T) {
 		}
 	})
 }
+
+// TestAgentRuntimeHoldingTheHomeIsRefused: a CLI whose runtime folder would be the home
+// (here a binary in its version folder, which tare binds whole, and that folder is HOME) is
+// refused before anything runs: one line naming the path and the fix, exit 2, the CLI never
+// started and no room folder left.
+func TestAgentRuntimeHoldingTheHomeIsRefused(t *testing.T) {
+	marks := t.TempDir()
+	cli := "#!/bin/sh\ntouch " + filepath.Join(marks, "ran") + "\necho '2.1.197 (Claude Code)'\n"
+	r := newRun(t, "")
+	r.home = filepath.Join(filepath.Dir(r.home), "2.1.197")
+	for rel, text := range map[string]string{"claude": cli, ".ssh/id_rsa": "CANARY_SSH\n", ".claude/CLAUDE.md": "personal\n"} {
+		p := filepath.Join(r.home, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(r.config, "tare", "config.toml"), []byte("[agents.claude]\nbin = \""+filepath.Join(r.home, "claude")+"\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.tare(t, "probe", "claude", "--project", t.TempDir())
+	line := strings.TrimSpace(r.stderr)
+	if r.code != 2 || strings.Contains(line, "\n") || !strings.Contains(line, "your home folder") || !strings.Contains(line, "agents.claude.bin") {
+		t.Errorf("exit %d, want 2 and one line naming the home and the fix; stderr:\n%s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(marks, "ran")); err == nil {
+		t.Error("the CLI ran")
+	}
+	if left := r.leftovers(t); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}

@@ -29,6 +29,9 @@ type FindOptions struct {
 	Avoid []string
 	// PATH is searched last; empty means the process's PATH.
 	PATH string
+	// Sensitive, when set, names what binding a runtime path would expose
+	// ("" when nothing); such a runtime is refused before anything runs.
+	Sensitive func(path string) string
 	// Home is the operator's HOME, for installers that drop the CLI in
 	// ~/.local/bin without touching PATH; empty means os.UserHomeDir.
 	Home string
@@ -39,8 +42,10 @@ type Install struct {
 	Name    string
 	Bin     string // host path found (as given, symlinks not resolved)
 	Version string // e.g. "2.1.197"
-	// Runtime is the host folder to bind read-only at AgentDir: for an npm
-	// install the folder holding node_modules, so .bin symlinks resolve.
+	// Runtime is the host path bound read-only at AgentDir/<its base name>:
+	// for an npm install its node_modules folder, so .bin symlinks and the
+	// package's dependencies resolve; for a standalone binary the file alone
+	// (or the version folder it sits in).
 	Runtime string
 	// Command is the CLI's path inside the room, below AgentDir.
 	Command string
@@ -118,6 +123,12 @@ func (c cli) find(o FindOptions) (Install, error) {
 	inst, err := runtimeOf(c.name, bin)
 	if err != nil {
 		return Install{}, err
+	}
+	if o.Sensitive != nil {
+		if bad := o.Sensitive(inst.Runtime); bad != "" {
+			return Install{}, fmt.Errorf("%s: %s would bind %s, which holds %s, into every room; fix: install the CLI in a folder of its own and point agents.%s.bin in tare's config there",
+				c.name, bin, inst.Runtime, bad, c.name)
+		}
 	}
 	if inst.Node, err = interpreter(bin, o.PATH); err != nil {
 		return Install{}, fmt.Errorf("%s: %s: %w", c.name, bin, err)
@@ -203,16 +214,19 @@ func executable(p string) error {
 	return nil
 }
 
-// runtimeOf works out the folder to bind at AgentDir and the in-room command.
+// runtimeOf works out what to bind under AgentDir and the in-room command: only the
+// agent's own package, never the folder around it (a standalone binary in ~/.local/bin sits
+// beside the operator's own scripts; a binary given as ~/claude sits in the home). The room
+// binds Runtime at AgentDir/<its base name>.
 func runtimeOf(name, bin string) (Install, error) {
 	abs, err := filepath.Abs(bin)
 	if err != nil {
 		return Install{}, fmt.Errorf("%s: %s: %w", name, bin, err)
 	}
 	inst := Install{Name: name, Bin: bin}
-	// <root>/node_modules/.bin/<x>: bind <root>; the relative symlink resolves inside.
+	// <root>/node_modules/.bin/<x>: bind <root>/node_modules; the relative symlink resolves inside.
 	if dir := filepath.Dir(abs); filepath.Base(dir) == ".bin" && filepath.Base(filepath.Dir(dir)) == "node_modules" {
-		inst.Runtime = filepath.Dir(filepath.Dir(dir))
+		inst.Runtime = filepath.Dir(dir)
 		inst.Command = filepath.Join(AgentDir, "node_modules", ".bin", filepath.Base(abs))
 		return inst, nil
 	}
@@ -220,16 +234,21 @@ func runtimeOf(name, bin string) (Install, error) {
 	if err != nil {
 		return Install{}, fmt.Errorf("%s: %s: %w", name, bin, err)
 	}
-	// A global npm install (/usr/local/lib/node_modules/pkg/...): bind the
-	// folder holding the outermost node_modules, so the package's own
-	// dependencies resolve.
+	// A global npm install (/usr/local/lib/node_modules/pkg/...): bind the outermost
+	// node_modules, so the package's own dependencies resolve.
 	if i := strings.Index(real, "/node_modules/"); i > 0 {
-		inst.Runtime = real[:i]
+		inst.Runtime = real[:i+len("/node_modules")]
 		inst.Command = filepath.Join(AgentDir, real[i+1:])
 		return inst, nil
 	}
-	// A standalone binary: bind its folder.
-	inst.Runtime = filepath.Dir(real)
+	// A standalone binary in a folder named for its version (share/agy/1.2.3/agy) may need
+	// what sits beside it there: bind that folder. Any other: bind the file alone.
+	if dir := filepath.Dir(real); versionRE.FindString(filepath.Base(dir)) == filepath.Base(dir) {
+		inst.Runtime = dir
+		inst.Command = filepath.Join(AgentDir, filepath.Base(dir), filepath.Base(real))
+		return inst, nil
+	}
+	inst.Runtime = real
 	inst.Command = filepath.Join(AgentDir, filepath.Base(real))
 	return inst, nil
 }

@@ -143,7 +143,7 @@ func (c *Config) validate(name string, data []byte) error {
 			return fmt.Errorf("%s:%d: key room.read_only: %q is not an absolute path; fix: give the full host path",
 				name, lineOf(data, toml.Key{"room", "read_only"}), p)
 		}
-		if bad := sensitive(p); bad != "" {
+		if bad := Sensitive(p); bad != "" {
 			return fmt.Errorf("%s:%d: key room.read_only: %q would bring %s into every room; fix: bind a narrower folder",
 				name, lineOf(data, toml.Key{"room", "read_only"}), p, bad)
 		}
@@ -159,8 +159,9 @@ func (c *Config) validate(name string, data []byte) error {
 	return nil
 }
 
-// sensitive names what a read-only bind of p would expose that the room exists to keep out.
-func sensitive(p string) string {
+// Sensitive names what a read-only bind of p would expose that the room exists to keep out
+// ("" when nothing): the host root, /etc, or the home folder (p is it or holds it).
+func Sensitive(p string) string {
 	clean := filepath.Clean(p)
 	home, _ := os.UserHomeDir()
 	switch {

@@ -28,7 +28,7 @@ func findAgent(a agent.Agent, cfg *config.Config, projects ...string) (agent.Ins
 			bins[name] = ac.Bin
 		}
 	}
-	return a.Find(agent.FindOptions{Bins: bins, Search: agent.DefaultSearch(), Avoid: projects})
+	return a.Find(agent.FindOptions{Bins: bins, Search: agent.DefaultSearch(), Avoid: projects, Sensitive: config.Sensitive})
 }
 
 // buildRoom turns a plan into a room whose agent talks to upstream (tare's model server) or,

@@ -102,7 +102,7 @@ func (rl Relay) sock() string { return strconv.Itoa(rl.Port) + ".sock" }
 type Room struct {
 	Workspace         string // host folder bound at WorkDir
 	WorkspaceReadOnly bool   // bind the workspace read-only (the probe's mode)
-	Agent             string // host folder of the agent runtime bound read-only at AgentDir ("" = none)
+	Agent             string // host path of the agent runtime (a folder or one binary) bound read-only at AgentDir/<its base name> ("" = none)
 	RunStore          string // host folder bound read-write at RunDir ("" = none)
 
 	Files   []File            // placed in the fresh HOME
@@ -364,7 +364,7 @@ func (r Room) Args(fds FDs) ([]string, error) {
 
 	// Read-only runtime, then the workspace, the run store and the sockets.
 	if r.Agent != "" {
-		a = append(a, "--ro-bind", r.Agent, AgentDir)
+		a = append(a, "--ro-bind", r.Agent, r.agentDest())
 	}
 	if r.Tare != "" {
 		a = append(a, "--ro-bind", r.Tare, TareBin)
@@ -401,6 +401,10 @@ func (r Room) Args(fds FDs) ([]string, error) {
 	}
 	return a, nil
 }
+
+// agentDest is where the runtime lands: below AgentDir under its own name, so a
+// binary is bound alone, never with the folder it sits in.
+func (r Room) agentDest() string { return path.Join(AgentDir, path.Base(r.Agent)) }
 
 func (f File) mode() fs.FileMode {
 	if f.Mode == 0 {
@@ -614,7 +618,7 @@ func (r Room) Declared() []string {
 	}
 	d = append(d, fmt.Sprintf("workspace: %s at %s (%s)", r.Workspace, WorkDir, mode))
 	if r.Agent != "" {
-		d = append(d, fmt.Sprintf("runtime: %s at %s (read-only)", r.Agent, AgentDir))
+		d = append(d, fmt.Sprintf("runtime: %s at %s (read-only)", r.Agent, r.agentDest()))
 	}
 	if r.RunStore != "" {
 		d = append(d, fmt.Sprintf("run store: %s at %s (read-write)", r.RunStore, RunDir))

@@ -15,7 +15,7 @@ func baseRoom() Room {
 
 func TestArgsExact(t *testing.T) {
 	r := baseRoom()
-	r.Agent = "/opt/agents"
+	r.Agent = "/opt/agents/node_modules"
 	r.RunStore = "/var/lib/tare/run1"
 	r.Files = []File{{Path: HomeDir + "/.claude/.credentials.json", Data: []byte("{}"), Mode: 0o600}}
 	r.Env = map[string]string{"ANTHROPIC_BASE_URL": "http://127.0.0.1:8080"}
@@ -40,7 +40,7 @@ func TestArgsExact(t *testing.T) {
  --proc /proc --dev /dev --ro-bind /dev/null /proc/keys --ro-bind /dev/null /proc/key-users
  --tmpfs /dev/shm --remount-ro /dev --tmpfs /tmp
  --perms 0700 --tmpfs /home/agent --perms 0700 --dir /home/agent/.claude --perms 0600 --file 6 /home/agent/.claude/.credentials.json
- --ro-bind /opt/agents /opt/agent --ro-bind /usr/local/bin/tare /opt/tare/tare --bind /srv/project /work
+ --ro-bind /opt/agents/node_modules /opt/agent/node_modules --ro-bind /usr/local/bin/tare /opt/tare/tare --bind /srv/project /work
  --bind /var/lib/tare/run1 /tare-run --ro-bind /tmp/tare-room-1 /run/tare
  --seccomp 7 --info-fd 8 --chdir /work --remount-ro / --
  /opt/tare/tare relay --lifeline 9 --listen 127.0.0.1:8080=/run/tare/8080.sock -- claude -p hi`)
