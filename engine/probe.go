@@ -158,6 +158,8 @@ type plan struct {
 	hooks []agent.Hook
 	// runStore is a host folder bound read-write at /tare-run (the capsule store).
 	runStore string
+	// guard are workspace paths the room sees read-only (sandbox.Room.Guard).
+	guard []string
 }
 
 // roomSetup is what observe learned about the room it built.

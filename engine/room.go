@@ -38,6 +38,7 @@ func buildRoom(p plan, upstream string, tw *twin) (sandbox.Room, roomSetup, erro
 	room := sandbox.Room{
 		Workspace:         p.workspace,
 		WorkspaceReadOnly: p.readOnly,
+		Guard:             p.guard,
 		Agent:             p.inst.Runtime,
 		RunStore:          p.runStore,
 		Bwrap:             p.cfg.Bwrap,

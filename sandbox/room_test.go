@@ -311,3 +311,35 @@ func TestParseRelayArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestArgsGuard: guarded paths are bound read-only after the workspace, each folder on the
+// way bound over itself first (once), shallow before deep; a path leaving the workspace is
+// refused, and so is a symlink on the way (a bind would follow it on the host).
+func TestArgsGuard(t *testing.T) {
+	r := baseRoom()
+	r.Guard = []string{"sub/.git/hooks", ".git/config", ".git/hooks", "sub/.git/config"}
+	got, err := r.Args(SequentialFDs(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.Join(got, " ")
+	want := "--bind /srv/project /work --bind /srv/project/.git /work/.git --ro-bind /srv/project/.git/config /work/.git/config" +
+		" --ro-bind /srv/project/.git/hooks /work/.git/hooks --bind /srv/project/sub /work/sub --bind /srv/project/sub/.git /work/sub/.git" +
+		" --ro-bind /srv/project/sub/.git/hooks /work/sub/.git/hooks --ro-bind /srv/project/sub/.git/config /work/sub/.git/config --seccomp"
+	if !strings.Contains(joined, want) {
+		t.Errorf("argv lacks the guard binds in order\n got: %s\nwant: %s", joined, want)
+	}
+	for _, bad := range []string{"../x", "/abs", "a/../b", ".", ""} {
+		r.Guard = []string{bad}
+		if _, err := r.Args(SequentialFDs(0)); err == nil || !strings.Contains(err.Error(), "Guard[0]") {
+			t.Errorf("Guard %q: %v", bad, err)
+		}
+	}
+	ws := t.TempDir()
+	os.MkdirAll(ws+"/real", 0o755)
+	os.Symlink("real", ws+"/.git")
+	r = Room{Workspace: ws, Argv: []string{"true"}, Guard: []string{".git"}}
+	if err := r.Validate(); err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("a symlinked guard: %v", err)
+	}
+}

@@ -1,0 +1,173 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// gitRuns are the entries of a git folder from which git on the host runs commands or takes
+// its settings: the config (core.fsmonitor, core.sshCommand, filters, aliases), the hooks,
+// info/ (attributes naming filter drivers), the per-worktree config, commondir (which moves
+// all of the above elsewhere), and the git folders of submodules and worktrees.
+var gitRuns = []string{"config", "config.worktree", "commondir", "hooks", "info", "modules", "worktrees"}
+
+// gitGuard keeps an attached run, whose room writes the real project, from changing what git
+// on the host later runs: what exists is bound read-only in the room (paths, for
+// sandbox.Room.Guard); what the room creates in its place is moved aside after the run and
+// named (after). The agent's ordinary git work (objects, the index, refs, logs) still
+// reaches the project.
+type gitGuard struct {
+	project string
+	paths   []string        // guarded paths, relative to the project
+	dirs    []string        // git folders whose gitRuns entries are checked after the run
+	had     map[string]bool // relative paths that existed before the run
+	repo    bool            // the project has a .git folder (its index may gain submodules)
+}
+
+// guardGit looks at the project's git folder and those of its submodules before the run.
+func guardGit(ctx context.Context, project string) (*gitGuard, error) {
+	g := &gitGuard{project: project, had: map[string]bool{}}
+	st, err := os.Lstat(filepath.Join(project, ".git"))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return g, nil
+	case err != nil:
+		return nil, fmt.Errorf("the project's .git: %v", err)
+	case st.Mode()&fs.ModeSymlink != 0:
+		return nil, fmt.Errorf("%s/.git is a symlink, so tare cannot keep git's config and hooks out of the room's reach; fix: run tare on a checkout whose .git is a folder", project)
+	case !st.IsDir():
+		g.guard(".git") // a gitfile: "gitdir: <elsewhere>", which git follows
+		return g, nil
+	}
+	g.repo = true
+	if err := g.guardDir(".git"); err != nil {
+		return nil, err
+	}
+	links, err := gitlinks(ctx, project)
+	if err != nil {
+		return nil, fmt.Errorf("listing the project's submodules: %v; fix: repair the repository (git status shows what is wrong)", err)
+	}
+	for _, sub := range links {
+		rel := path.Join(sub, ".git")
+		st, err := os.Lstat(filepath.Join(project, filepath.FromSlash(rel)))
+		switch {
+		case err != nil:
+			continue // not checked out; after() looks again
+		case st.Mode()&fs.ModeSymlink != 0:
+			return nil, fmt.Errorf("%s/%s is a symlink, so tare cannot keep that submodule's git config out of the room's reach; fix: make it a folder or a gitfile", project, rel)
+		case st.IsDir():
+			if err := g.guardDir(rel); err != nil {
+				return nil, err
+			}
+		default:
+			g.guard(rel)
+		}
+	}
+	return g, nil
+}
+
+func (g *gitGuard) guard(rel string) {
+	g.paths = append(g.paths, rel)
+	g.had[rel] = true
+}
+
+// guardDir guards the gitRuns entries of the git folder rel that exist.
+func (g *gitGuard) guardDir(rel string) error {
+	g.dirs = append(g.dirs, rel)
+	g.had[rel] = true
+	for _, name := range gitRuns {
+		p := path.Join(rel, name)
+		st, err := os.Lstat(filepath.Join(g.project, filepath.FromSlash(p)))
+		if err != nil {
+			continue
+		}
+		if st.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("%s/%s is a symlink, so tare cannot keep it out of the room's reach; fix: replace it with what it points to", g.project, p)
+		}
+		g.guard(p)
+	}
+	return nil
+}
+
+// after moves aside what the room made where git on the host would run it (a .git where
+// there was none, a new hooks folder or commondir, a submodule's git folder), one line each
+// on w. It runs once the room is gone, so nothing races it.
+func (g *gitGuard) after(ctx context.Context, w io.Writer) {
+	if !g.had[".git"] {
+		g.aside(w, ".git")
+	}
+	for _, dir := range g.dirs {
+		for _, name := range gitRuns {
+			if p := path.Join(dir, name); !g.had[p] {
+				g.aside(w, p)
+			}
+		}
+	}
+	if !g.repo {
+		return
+	}
+	links, err := gitlinks(ctx, g.project)
+	if err != nil {
+		fmt.Fprintf(w, "tare: could not list the project's submodules after the run (%v); before running git in %s, look for .git folders the agent made\n", err, g.project)
+		return
+	}
+	for _, sub := range links {
+		if p := path.Join(sub, ".git"); !g.had[p] {
+			g.aside(w, p)
+		}
+	}
+}
+
+// aside renames rel to rel-from-room (or -from-room.N) when it exists, and says so.
+func (g *gitGuard) aside(w io.Writer, rel string) {
+	src := filepath.Join(g.project, filepath.FromSlash(rel))
+	if _, err := os.Lstat(src); err != nil {
+		return
+	}
+	dst := src + "-from-room"
+	for n := 2; ; n++ {
+		if _, err := os.Lstat(dst); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		dst = fmt.Sprintf("%s-from-room.%d", src, n)
+	}
+	if err := os.Rename(src, dst); err != nil {
+		fmt.Fprintf(w, "tare: the agent made %s, which git on the host would run from, and moving it aside failed (%v); remove it before running git in %s\n", src, err, g.project)
+		return
+	}
+	fmt.Fprintf(w, "tare: the agent made %s, which git on the host would run from; moved it to %s: review it before moving it back\n", src, dst)
+}
+
+// gitlinks lists the submodule paths (mode 160000 entries) of the project's index: git
+// status on the host runs git inside each, with that folder's own config. Without git on
+// the host there is nothing to list.
+func gitlinks(ctx context.Context, project string) ([]string, error) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		return nil, nil
+	}
+	// ls-files runs no hook; fsmonitor is switched off all the same.
+	cmd := exec.CommandContext(ctx, git, "-C", project, "-c", "core.fsmonitor=false", "ls-files", "--stage", "-z")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("git ls-files: %v: %s", err, strings.TrimSpace(errb.String()))
+	}
+	var links []string
+	for _, rec := range strings.Split(out.String(), "\x00") {
+		meta, name, ok := strings.Cut(rec, "\t")
+		if ok && strings.HasPrefix(meta, "160000 ") {
+			links = append(links, name)
+		}
+	}
+	return links, nil
+}

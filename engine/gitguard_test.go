@@ -1,0 +1,50 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestGitGuardNewRepoAndGitfile: a .git the room made where the project had none (the
+// project may sit inside a repository whose git would then use it) is moved aside and named;
+// a gitfile (.git pointing elsewhere) is guarded whole; a symlinked .git is refused, since
+// a bind would follow it.
+func TestGitGuardNewRepoAndGitfile(t *testing.T) {
+	ctx := context.Background()
+	project := t.TempDir()
+	g, err := guardGit(ctx, project)
+	if err != nil || len(g.paths) != 0 {
+		t.Fatalf("a project without .git: %v, %v", g.paths, err)
+	}
+	if err := os.MkdirAll(filepath.Join(project, ".git", "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	g.after(ctx, &out)
+	if _, err := os.Stat(filepath.Join(project, ".git")); err == nil {
+		t.Error("the room's .git is still where git would use it")
+	}
+	if _, err := os.Stat(filepath.Join(project, ".git-from-room", "hooks")); err != nil || !strings.Contains(out.String(), "moved it to "+filepath.Join(project, ".git-from-room")) {
+		t.Errorf("not moved aside and named: %v; %q", err, out.String())
+	}
+
+	gitfile := t.TempDir()
+	if err := os.WriteFile(filepath.Join(gitfile, ".git"), []byte("gitdir: /elsewhere/.git/worktrees/x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := guardGit(ctx, gitfile); err != nil || !slices.Equal(g.paths, []string{".git"}) {
+		t.Errorf("a gitfile: guarded %v, %v", g.paths, err)
+	}
+
+	linked := t.TempDir()
+	if err := os.Symlink(filepath.Join(project, ".git-from-room"), filepath.Join(linked, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := guardGit(ctx, linked); err == nil || !strings.Contains(err.Error(), "symlink") || !strings.Contains(err.Error(), "fix:") {
+		t.Errorf("a symlinked .git: %v", err)
+	}
+}
