@@ -155,6 +155,16 @@ func gitlinks(ctx context.Context, project string) ([]string, error) {
 	if err != nil {
 		return nil, nil
 	}
+	// A git the room could have written is never run: PATH may name a folder of the project.
+	real, err := filepath.EvalSymlinks(git)
+	if err != nil {
+		return nil, err
+	}
+	for _, dir := range []string{project, realPath(project)} {
+		if rel, err := filepath.Rel(dir, real); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return nil, fmt.Errorf("the git on PATH, %s, is inside the project, which the room writes; fix: take that folder out of PATH", git)
+		}
+	}
 	// ls-files runs no hook; fsmonitor is switched off all the same.
 	cmd := exec.CommandContext(ctx, git, "-C", project, "-c", "core.fsmonitor=false", "ls-files", "--stage", "-z")
 	var out, errb bytes.Buffer
@@ -170,4 +180,12 @@ func gitlinks(ctx context.Context, project string) ([]string, error) {
 		}
 	}
 	return links, nil
+}
+
+// realPath is p with its symlinks resolved, or p when that fails.
+func realPath(p string) string {
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		return real
+	}
+	return p
 }

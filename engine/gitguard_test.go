@@ -48,3 +48,27 @@ func TestGitGuardNewRepoAndGitfile(t *testing.T) {
 		t.Errorf("a symlinked .git: %v", err)
 	}
 }
+
+// TestGitGuardNeverRunsAProjectGit: the guard lists submodules with git; a git found on
+// PATH inside the project (direnv's PATH_add does this) is the room's to write, so it is
+// refused, not run.
+func TestGitGuardNeverRunsAProjectGit(t *testing.T) {
+	project := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(project, ".git", "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(project, "bin")
+	os.MkdirAll(bin, 0o755)
+	mark := filepath.Join(t.TempDir(), "ran")
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte("#!/bin/sh\ntouch "+mark+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+":/usr/bin:/bin")
+	_, err := guardGit(context.Background(), project)
+	if err == nil || !strings.Contains(err.Error(), "inside the project") {
+		t.Errorf("a git inside the project: %v", err)
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Error("tare ran the project's git")
+	}
+}
