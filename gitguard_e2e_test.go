@@ -12,15 +12,16 @@ import (
 )
 
 // roomGitScript runs in an attached room: it commits ordinary work, then tries every way
-// it knows to make git on the host run its code (the config's fsmonitor, a hook, a
-// commondir pointing at a config of its own, a submodule with an fsmonitor), noting what
-// the room let it do.
+// it knows to make git on the host run its code (the config's fsmonitor, a hook, a config
+// file the repository includes, a commondir pointing at a config of its own, a submodule
+// with an fsmonitor), noting what the room let it do.
 const roomGitScript = `exec > room.out 2>&1
 echo made in the room > made.txt
 git add made.txt && git -c user.name=room -c user.email=room@example.com commit -q -m "from the room" && echo COMMIT-OK
 git config core.fsmonitor 'touch PWNED-fsmonitor; false' && echo FSMONITOR-SET
 printf '#!/bin/sh\ntouch PWNED-hook\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && echo HOOK-SET
 mv .git .git-old && echo GIT-MOVED && mv .git-old .git
+printf '[core]\n\tfsmonitor = touch PWNED-include; false\n' >> shared.gitconfig && echo INCLUDE-SET
 git init -q --bare evil && git -C evil config core.fsmonitor 'touch PWNED-commondir; false'
 git init -q sub && git -C sub -c user.name=room -c user.email=room@example.com commit -q --allow-empty -m s
 git -C sub config core.fsmonitor 'touch ../PWNED-submodule; false'
@@ -54,7 +55,12 @@ func TestAttachedRunCannotArmHostGit(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(project, "rt.sh"), []byte(roomGitScript), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	host("add", "rt.sh")
+	// A repository that includes a tracked config file: the room must not write it either.
+	if err := os.WriteFile(filepath.Join(project, "shared.gitconfig"), []byte("[diff]\n\trenames = true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	host("config", "include.path", "../shared.gitconfig")
+	host("add", "rt.sh", "shared.gitconfig")
 	host("commit", "-q", "-m", "start")
 	script := filepath.Join(t.TempDir(), "git.toml")
 	if err := os.WriteFile(script, []byte("[[turn]]\ntext = \"Working.\"\nshell = \"bash rt.sh\"\n\n[[turn]]\ntext = \"Done.\"\n"), 0o644); err != nil {
@@ -81,7 +87,7 @@ func TestAttachedRunCannotArmHostGit(t *testing.T) {
 			t.Errorf("the room could not do %s (ordinary git work must reach the project)", want)
 		}
 	}
-	for _, refused := range []string{"FSMONITOR-SET", "HOOK-SET", "GIT-MOVED"} {
+	for _, refused := range []string{"FSMONITOR-SET", "HOOK-SET", "GIT-MOVED", "INCLUDE-SET"} {
 		if strings.Contains(string(room), refused) {
 			t.Errorf("the room could do %s", refused)
 		}

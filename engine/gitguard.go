@@ -30,6 +30,7 @@ type gitGuard struct {
 	paths   []string        // guarded paths, relative to the project
 	dirs    []string        // git folders whose gitRuns entries are checked after the run
 	had     map[string]bool // relative paths that existed before the run
+	watch   []string        // paths git would read that did not exist: checked after the run
 	repo    bool            // the project has a .git folder (its index may gain submodules)
 }
 
@@ -49,7 +50,7 @@ func guardGit(ctx context.Context, project string) (*gitGuard, error) {
 		return g, nil
 	}
 	g.repo = true
-	if err := g.guardDir(".git"); err != nil {
+	if err := g.guardDir(ctx, ".git"); err != nil {
 		return nil, err
 	}
 	links, err := gitlinks(ctx, project)
@@ -65,7 +66,7 @@ func guardGit(ctx context.Context, project string) (*gitGuard, error) {
 		case st.Mode()&fs.ModeSymlink != 0:
 			return nil, fmt.Errorf("%s/%s is a symlink, so tare cannot keep that submodule's git config out of the room's reach; fix: make it a folder or a gitfile", project, rel)
 		case st.IsDir():
-			if err := g.guardDir(rel); err != nil {
+			if err := g.guardDir(ctx, rel); err != nil {
 				return nil, err
 			}
 		default:
@@ -81,7 +82,7 @@ func (g *gitGuard) guard(rel string) {
 }
 
 // guardDir guards the gitRuns entries of the git folder rel that exist.
-func (g *gitGuard) guardDir(rel string) error {
+func (g *gitGuard) guardDir(ctx context.Context, rel string) error {
 	g.dirs = append(g.dirs, rel)
 	g.had[rel] = true
 	for _, name := range gitRuns {
@@ -94,6 +95,52 @@ func (g *gitGuard) guardDir(rel string) error {
 			return fmt.Errorf("%s/%s is a symlink, so tare cannot keep it out of the room's reach; fix: replace it with what it points to", g.project, p)
 		}
 		g.guard(p)
+	}
+	return g.guardIncludes(ctx, path.Join(rel, "config"), 0)
+}
+
+// guardIncludes guards the files inside the project that the config file rel includes
+// (include.path, includeIf.*.path: a repository may include a tracked file such as
+// ../.gitconfig), and what those include in turn; one that does not exist yet is checked
+// after the run.
+func (g *gitGuard) guardIncludes(ctx context.Context, rel string, depth int) error {
+	abs := filepath.Join(g.project, filepath.FromSlash(rel))
+	if _, err := os.Stat(abs); err != nil || depth > 8 {
+		return nil
+	}
+	git, err := hostGit(g.project)
+	if git == "" || err != nil {
+		return err
+	}
+	out, err := exec.CommandContext(ctx, git, "config", "--file", abs, "--null", "--get-regexp", `^include(if\..*)?\.path$`).Output()
+	if err != nil {
+		return nil // exit 1: no include
+	}
+	for _, rec := range strings.Split(string(out), "\x00") {
+		_, target, ok := strings.Cut(rec, "\n")
+		if !ok || target == "" || strings.HasPrefix(target, "~") {
+			continue
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(abs), target)
+		}
+		inc, err := filepath.Rel(g.project, filepath.Clean(target))
+		if err != nil || inc == ".." || strings.HasPrefix(inc, "../") || g.had[filepath.ToSlash(inc)] {
+			continue // outside the project: the room cannot write it
+		}
+		inc = filepath.ToSlash(inc)
+		st, err := os.Lstat(target)
+		switch {
+		case err != nil:
+			g.watch = append(g.watch, inc)
+		case st.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf("%s includes %s, a symlink, so tare cannot keep it out of the room's reach; fix: include the real file", abs, target)
+		default:
+			g.guard(inc)
+			if err := g.guardIncludes(ctx, inc, depth+1); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -111,6 +158,9 @@ func (g *gitGuard) after(ctx context.Context, w io.Writer) {
 				g.aside(w, p)
 			}
 		}
+	}
+	for _, p := range g.watch {
+		g.aside(w, p)
 	}
 	if !g.repo {
 		return
@@ -151,19 +201,9 @@ func (g *gitGuard) aside(w io.Writer, rel string) {
 // status on the host runs git inside each, with that folder's own config. Without git on
 // the host there is nothing to list.
 func gitlinks(ctx context.Context, project string) ([]string, error) {
-	git, err := exec.LookPath("git")
-	if err != nil {
-		return nil, nil
-	}
-	// A git the room could have written is never run: PATH may name a folder of the project.
-	real, err := filepath.EvalSymlinks(git)
-	if err != nil {
+	git, err := hostGit(project)
+	if git == "" || err != nil {
 		return nil, err
-	}
-	for _, dir := range []string{project, realPath(project)} {
-		if rel, err := filepath.Rel(dir, real); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
-			return nil, fmt.Errorf("the git on PATH, %s, is inside the project, which the room writes; fix: take that folder out of PATH", git)
-		}
 	}
 	// ls-files runs no hook; fsmonitor is switched off all the same.
 	cmd := exec.CommandContext(ctx, git, "-C", project, "-c", "core.fsmonitor=false", "ls-files", "--stage", "-z")
@@ -180,6 +220,25 @@ func gitlinks(ctx context.Context, project string) ([]string, error) {
 		}
 	}
 	return links, nil
+}
+
+// hostGit is the git on PATH ("" when there is none), refused when it lies inside the
+// project: PATH may name a folder of the project (direnv's PATH_add), which the room writes.
+func hostGit(project string) (string, error) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		return "", nil
+	}
+	real, err := filepath.EvalSymlinks(git)
+	if err != nil {
+		return "", err
+	}
+	for _, dir := range []string{project, realPath(project)} {
+		if rel, err := filepath.Rel(dir, real); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return "", fmt.Errorf("the git on PATH, %s, is inside the project, which the room writes; fix: take that folder out of PATH", git)
+		}
+	}
+	return git, nil
 }
 
 // realPath is p with its symlinks resolved, or p when that fails.

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -70,5 +71,43 @@ func TestGitGuardNeverRunsAProjectGit(t *testing.T) {
 	}
 	if _, err := os.Stat(mark); err == nil {
 		t.Error("tare ran the project's git")
+	}
+}
+
+// TestGitGuardIncludes: a config file the repository includes from inside the project is
+// guarded like the config; one it names that does not exist yet is moved aside if the room
+// makes it; one outside the project is left alone (the room cannot write it).
+func TestGitGuardIncludes(t *testing.T) {
+	ctx := context.Background()
+	project := t.TempDir()
+	if out, err := exec.Command("git", "init", "-q", project).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v: %s", err, out)
+	}
+	os.WriteFile(filepath.Join(project, "shared.gitconfig"), []byte("[include]\n\tpath = nested.gitconfig\n"), 0o644)
+	os.WriteFile(filepath.Join(project, "nested.gitconfig"), []byte("[diff]\n\trenames = true\n"), 0o644)
+	for _, kv := range [][]string{{"include.path", "../shared.gitconfig"}, {"includeIf.gitdir:/nowhere/.path", "../later.gitconfig"}, {"--add", "include.path", "/etc/outside.gitconfig"}} {
+		if out, err := exec.Command("git", append([]string{"-C", project, "config"}, kv...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git config %v: %v: %s", kv, err, out)
+		}
+	}
+	g, err := guardGit(ctx, project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{".git/config", "shared.gitconfig", "nested.gitconfig"} {
+		if !slices.Contains(g.paths, want) {
+			t.Errorf("guarded %v, want %s among them", g.paths, want)
+		}
+	}
+	for _, p := range g.paths {
+		if strings.Contains(p, "outside") || strings.Contains(p, "later") {
+			t.Errorf("guarded %s", p)
+		}
+	}
+	os.WriteFile(filepath.Join(project, "later.gitconfig"), []byte("[core]\n\tfsmonitor = touch x\n"), 0o644)
+	var out strings.Builder
+	g.after(ctx, &out)
+	if _, err := os.Stat(filepath.Join(project, "later.gitconfig-from-room")); err != nil {
+		t.Errorf("the include the room made was not moved aside: %v; %q", err, out.String())
 	}
 }
