@@ -146,7 +146,7 @@ func (c cli) locate(o FindOptions) (string, error) {
 			return "", fmt.Errorf("%s: agents.%s.bin = %q in tare's config: %v; fix the path or remove the key", c.name, c.name, p, err)
 		}
 		if dir := inside(p, o.Avoid); dir != "" {
-			return "", fmt.Errorf("%s: agents.%s.bin = %q in tare's config is inside %s, which the agent can write; install the CLI elsewhere and point the key there", c.name, c.name, p, dir)
+			return "", fmt.Errorf("%s: agents.%s.bin = %q in tare's config is inside %s, which the agent can write; fix: install the CLI outside the project and point the key there", c.name, c.name, p, dir)
 		}
 		return p, nil
 	}
