@@ -14,7 +14,8 @@ import (
 // roomGitScript runs in an attached room: it commits ordinary work, then tries every way
 // it knows to make git on the host run its code (the config's fsmonitor, a hook, a config
 // file the repository includes, a commondir pointing at a config of its own, a submodule
-// with an fsmonitor), noting what the room let it do.
+// with an fsmonitor, an untracked repository the operator's "git add -A" would make one),
+// noting what the room let it do.
 const roomGitScript = `exec > room.out 2>&1
 echo made in the room > made.txt
 git add made.txt && git -c user.name=room -c user.email=room@example.com commit -q -m "from the room" && echo COMMIT-OK
@@ -26,14 +27,16 @@ git init -q --bare evil && git -C evil config core.fsmonitor 'touch PWNED-common
 git init -q sub && git -C sub -c user.name=room -c user.email=room@example.com commit -q --allow-empty -m s
 git -C sub config core.fsmonitor 'touch ../PWNED-submodule; false'
 git add sub && echo SUBMODULE-ADDED
+git init -q tools/x && git -C tools/x -c user.name=room -c user.email=room@example.com commit -q --allow-empty -m x && git -C tools/x config core.fsmonitor 'touch ../../PWNED-nested; false' && echo NESTED-MADE
 echo ../evil > .git/commondir && echo COMMONDIR-SET
 `
 
 // TestAttachedRunCannotArmHostGit: a real Claude Code, attached to a project that is a git
 // repository and driven by tare's model server, commits ordinary work and tries to leave
 // code that git on the host would run. The commit lands in the project; the fsmonitor and
-// hook writes fail in the room; the commondir and the submodule's git folder it made are
-// moved aside and named; the operator's git status afterwards runs nothing.
+// hook writes fail in the room; the commondir and the git folders of the repositories it
+// made are moved aside and named; the operator's git status, add and commit afterwards run
+// nothing.
 func TestAttachedRunCannotArmHostGit(t *testing.T) {
 	project := t.TempDir()
 	git := func(args ...string) (string, error) {
@@ -82,7 +85,7 @@ func TestAttachedRunCannotArmHostGit(t *testing.T) {
 		t.Fatalf("the script did not run in the room: %v\n%s", err, stderr.String())
 	}
 	t.Logf("in the room:\n%s", room)
-	for _, want := range []string{"COMMIT-OK", "SUBMODULE-ADDED", "COMMONDIR-SET"} {
+	for _, want := range []string{"COMMIT-OK", "SUBMODULE-ADDED", "NESTED-MADE", "COMMONDIR-SET"} {
 		if !strings.Contains(string(room), want) {
 			t.Errorf("the room could not do %s (ordinary git work must reach the project)", want)
 		}
@@ -92,14 +95,15 @@ func TestAttachedRunCannotArmHostGit(t *testing.T) {
 			t.Errorf("the room could do %s", refused)
 		}
 	}
-	for _, moved := range []string{".git/commondir", "sub/.git"} {
+	for _, moved := range []string{".git/commondir", "sub/.git", "tools/x/.git"} {
 		if !strings.Contains(stderr.String(), filepath.Join(project, moved)+", which git on the host would run from; moved it to") {
 			t.Errorf("tare did not name %s as moved aside:\n%s", moved, stderr.String())
 		}
 	}
 
 	// The operator's git, afterwards, on the host.
-	for _, args := range [][]string{{"status"}, {"commit", "-q", "--allow-empty", "-m", "operator"}} { // commit runs pre-commit
+	// git add -A would make the untracked repository a submodule, which status then enters.
+	for _, args := range [][]string{{"status"}, {"add", "-A"}, {"status"}, {"commit", "-q", "--allow-empty", "-m", "operator"}} { // commit runs pre-commit
 		if out, err := git(args...); err != nil {
 			t.Errorf("git %v on the host after the run: %v: %s", args, err, out)
 		}

@@ -31,7 +31,7 @@ type gitGuard struct {
 	dirs    []string        // git folders whose gitRuns entries are checked after the run
 	had     map[string]bool // relative paths that existed before the run
 	watch   []string        // paths git would read that did not exist: checked after the run
-	repo    bool            // the project has a .git folder (its index may gain submodules)
+	repo    bool            // the project is in a git work tree (its index may gain submodules)
 }
 
 // guardGit looks at the project's git folder and those of its submodules before the run.
@@ -40,31 +40,31 @@ func guardGit(ctx context.Context, project string) (*gitGuard, error) {
 	st, err := os.Lstat(filepath.Join(project, ".git"))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return g, nil
+		// The project may still sit in a repository whose git would see what the room adds.
 	case err != nil:
 		return nil, fmt.Errorf("the project's .git: %v", err)
 	case st.Mode()&fs.ModeSymlink != 0:
 		return nil, fmt.Errorf("%s/.git is a symlink, so tare cannot keep git's config and hooks out of the room's reach; fix: run tare on a checkout whose .git is a folder", project)
 	case !st.IsDir():
 		g.guard(".git") // a gitfile: "gitdir: <elsewhere>", which git follows
-		return g, nil
+	default:
+		if err := g.guardDir(ctx, ".git"); err != nil {
+			return nil, err
+		}
 	}
-	g.repo = true
-	if err := g.guardDir(ctx, ".git"); err != nil {
-		return nil, err
-	}
-	links, err := gitlinks(ctx, project)
+	repos, inRepo, err := innerRepos(ctx, project)
 	if err != nil {
-		return nil, fmt.Errorf("listing the project's submodules: %v; fix: repair the repository (git status shows what is wrong)", err)
+		return nil, fmt.Errorf("listing the repositories inside the project: %v; fix: repair the repository (git status shows what is wrong)", err)
 	}
-	for _, sub := range links {
+	g.repo = inRepo
+	for _, sub := range repos {
 		rel := path.Join(sub, ".git")
 		st, err := os.Lstat(filepath.Join(project, filepath.FromSlash(rel)))
 		switch {
 		case err != nil:
-			continue // not checked out; after() looks again
+			continue // a submodule not checked out; after() looks again
 		case st.Mode()&fs.ModeSymlink != 0:
-			return nil, fmt.Errorf("%s/%s is a symlink, so tare cannot keep that submodule's git config out of the room's reach; fix: make it a folder or a gitfile", project, rel)
+			return nil, fmt.Errorf("%s/%s is a symlink, so tare cannot keep that repository's git config out of the room's reach; fix: make it a folder or a gitfile", project, rel)
 		case st.IsDir():
 			if err := g.guardDir(ctx, rel); err != nil {
 				return nil, err
@@ -165,12 +165,12 @@ func (g *gitGuard) after(ctx context.Context, w io.Writer) {
 	if !g.repo {
 		return
 	}
-	links, err := gitlinks(ctx, g.project)
+	repos, _, err := innerRepos(ctx, g.project)
 	if err != nil {
-		fmt.Fprintf(w, "tare: could not list the project's submodules after the run (%v); before running git in %s, look for .git folders the agent made\n", err, g.project)
+		fmt.Fprintf(w, "tare: could not list the repositories inside the project after the run (%v); before running git in %s, look for .git folders the agent made\n", err, g.project)
 		return
 	}
-	for _, sub := range links {
+	for _, sub := range repos {
 		if p := path.Join(sub, ".git"); !g.had[p] {
 			g.aside(w, p)
 		}
@@ -197,29 +197,49 @@ func (g *gitGuard) aside(w io.Writer, rel string) {
 	fmt.Fprintf(w, "tare: the agent made %s, which git on the host would run from; moved it to %s: review it before moving it back\n", src, dst)
 }
 
-// gitlinks lists the submodule paths (mode 160000 entries) of the project's index: git
-// status on the host runs git inside each, with that folder's own config. Without git on
-// the host there is nothing to list.
-func gitlinks(ctx context.Context, project string) ([]string, error) {
+// innerRepos lists the repositories inside the project that git on the host would run
+// git in, with their own config: the submodules of the index (mode 160000 entries; git
+// status runs git in each) and the untracked repositories (a "git add -A" makes them
+// submodules). inRepo is false when the project is in no git work tree, or there is no git
+// on the host: then there is nothing to list.
+func innerRepos(ctx context.Context, project string) (repos []string, inRepo bool, err error) {
 	git, err := hostGit(project)
 	if git == "" || err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	// ls-files runs no hook; fsmonitor is switched off all the same.
-	cmd := exec.CommandContext(ctx, git, "-C", project, "-c", "core.fsmonitor=false", "ls-files", "--stage", "-z")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("git ls-files: %v: %s", err, strings.TrimSpace(errb.String()))
+	list := func(args ...string) ([]string, error) {
+		// ls-files runs no hook; fsmonitor is switched off all the same.
+		cmd := exec.CommandContext(ctx, git, append([]string{"-C", project, "-c", "core.fsmonitor=false", "ls-files", "-z"}, args...)...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("git ls-files: %v: %s", err, strings.TrimSpace(errb.String()))
+		}
+		return strings.Split(strings.TrimSuffix(out.String(), "\x00"), "\x00"), nil
 	}
-	var links []string
-	for _, rec := range strings.Split(out.String(), "\x00") {
+	staged, err := list("--stage")
+	if err != nil {
+		if _, serr := os.Lstat(filepath.Join(project, ".git")); errors.Is(serr, fs.ErrNotExist) && strings.Contains(err.Error(), "not a git repository") {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	for _, rec := range staged {
 		meta, name, ok := strings.Cut(rec, "\t")
 		if ok && strings.HasPrefix(meta, "160000 ") {
-			links = append(links, name)
+			repos = append(repos, name)
 		}
 	}
-	return links, nil
+	others, err := list("--others", "--exclude-standard")
+	if err != nil {
+		return nil, false, err
+	}
+	for _, name := range others {
+		if dir, ok := strings.CutSuffix(name, "/"); ok {
+			repos = append(repos, dir) // git lists an untracked repository as "dir/"
+		}
+	}
+	return repos, true, nil
 }
 
 // hostGit is the git on PATH ("" when there is none), refused when it lies inside the

@@ -12,7 +12,7 @@ import (
 
 // TestGitGuardNewRepoAndGitfile: a .git the room made where the project had none (the
 // project may sit inside a repository whose git would then use it) is moved aside and named;
-// a gitfile (.git pointing elsewhere) is guarded whole; a symlinked .git is refused, since
+// a gitfile (.git pointing elsewhere, as in a worktree) is guarded whole; a symlinked .git is refused, since
 // a bind would follow it.
 func TestGitGuardNewRepoAndGitfile(t *testing.T) {
 	ctx := context.Background()
@@ -33,9 +33,14 @@ func TestGitGuardNewRepoAndGitfile(t *testing.T) {
 		t.Errorf("not moved aside and named: %v; %q", err, out.String())
 	}
 
-	gitfile := t.TempDir()
-	if err := os.WriteFile(filepath.Join(gitfile, ".git"), []byte("gitdir: /elsewhere/.git/worktrees/x\n"), 0o644); err != nil {
-		t.Fatal(err)
+	// A worktree of a repository outside the project: its .git is a gitfile.
+	main := t.TempDir()
+	gitfile := filepath.Join(t.TempDir(), "wt")
+	for _, args := range [][]string{{"init", "-q", main}, {"-C", main, "-c", "user.name=op", "-c", "user.email=op@example.com", "commit", "-q", "--allow-empty", "-m", "start"},
+		{"-C", main, "worktree", "add", "-q", gitfile}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
 	}
 	if g, err := guardGit(ctx, gitfile); err != nil || !slices.Equal(g.paths, []string{".git"}) {
 		t.Errorf("a gitfile: guarded %v, %v", g.paths, err)
@@ -109,5 +114,31 @@ func TestGitGuardIncludes(t *testing.T) {
 	g.after(ctx, &out)
 	if _, err := os.Stat(filepath.Join(project, "later.gitconfig-from-room")); err != nil {
 		t.Errorf("the include the room made was not moved aside: %v; %q", err, out.String())
+	}
+}
+
+// TestGitGuardProjectInsideARepository: a project that is a folder of a larger repository
+// has no .git of its own, yet the outer repository's "git add -A" would make a repository
+// the room creates in it a submodule: that repository's git folder is moved aside too.
+func TestGitGuardProjectInsideARepository(t *testing.T) {
+	ctx := context.Background()
+	outer := t.TempDir()
+	project := filepath.Join(outer, "service")
+	os.MkdirAll(project, 0o755)
+	os.WriteFile(filepath.Join(project, "main.go"), []byte("package main\n"), 0o644)
+	if out, err := exec.Command("git", "init", "-q", outer).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v: %s", err, out)
+	}
+	g, err := guardGit(ctx, project)
+	if err != nil || !g.repo {
+		t.Fatalf("a project inside a repository: repo %v, %v", g != nil && g.repo, err)
+	}
+	if out, err := exec.Command("git", "init", "-q", filepath.Join(project, "vendor", "lib")).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v: %s", err, out)
+	}
+	var out strings.Builder
+	g.after(ctx, &out)
+	if _, err := os.Stat(filepath.Join(project, "vendor", "lib", ".git-from-room")); err != nil {
+		t.Errorf("the repository the room made was not moved aside: %v; %q", err, out.String())
 	}
 }
