@@ -26,9 +26,24 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "building tare: %v\n%s", err, out)
 		os.Exit(1)
 	}
+	// The agent CLIs sit next to the binary, as in an install (tare never looks in the
+	// working dir): agents/ links to this checkout's pinned CLIs.
+	if err := os.Symlink(filepath.Join(repoDir(), "agents"), filepath.Join(dir, "agents")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// repoDir is this checkout: go test runs package main's tests in it.
+func repoDir() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		panic(err)
+	}
+	return wd
 }
 
 // run is one tare command in a sandbox of its own: a fresh HOME, config folder and TMPDIR,

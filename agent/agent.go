@@ -110,6 +110,10 @@ type RoomOptions struct {
 	// Proxy is the in-room HTTP CONNECT proxy for the real provider, e.g.
 	// "http://127.0.0.1:3128". Empty with no BaseURL: the room's network.
 	Proxy string
+	// AllowOnly, when non-nil, narrows the hosts the proxy lets through for
+	// the real provider to those also listed here (tare's network.allow);
+	// nil leaves the agent's own list.
+	AllowOnly []string
 	// HostHome is the operator's real HOME, the only source of a login copy.
 	HostHome string
 	// Login copies the agent's login file from HostHome (real provider only).

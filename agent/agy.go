@@ -83,8 +83,10 @@ func (a Agy) Room(o RoomOptions) (Setup, error) {
 		return Setup{}, fmt.Errorf("agy: %w", err)
 	}
 	s.Files = append(s.Files, f)
-	s.Declared = append(s.Declared, realDeclared(o, s.Allow),
-		"config: ~/.gemini/antigravity-cli/settings.json (telemetry off, /work trusted; unverified keys)")
+	if err := s.declareReal(a.Name(), o); err != nil {
+		return Setup{}, err
+	}
+	s.Declared = append(s.Declared, "config: ~/.gemini/antigravity-cli/settings.json (telemetry off, /work trusted; unverified keys)")
 	return s, nil
 }
 

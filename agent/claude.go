@@ -76,7 +76,9 @@ func (c Claude) Room(o RoomOptions) (Setup, error) {
 		default:
 			return Setup{}, fmt.Errorf("claude: the real provider needs a login copy (--login) or an API key")
 		}
-		s.Declared = append(s.Declared, realDeclared(o, s.Allow))
+		if err := s.declareReal(c.Name(), o); err != nil {
+			return Setup{}, err
+		}
 	}
 	if o.Model != "" {
 		s.Env["ANTHROPIC_MODEL"] = o.Model

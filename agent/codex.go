@@ -108,7 +108,9 @@ func (c Codex) Room(o RoomOptions) (Setup, error) {
 		default:
 			return Setup{}, fmt.Errorf("codex: the real provider needs a login copy (--login) or an API key")
 		}
-		s.Declared = append(s.Declared, realDeclared(o, s.Allow))
+		if err := s.declareReal(c.Name(), o); err != nil {
+			return Setup{}, err
+		}
 	}
 	f, err := tomlFile(o.Base, codexConfig, config, 0o600)
 	if err != nil {

@@ -19,11 +19,19 @@ type FindOptions struct {
 	// (agents.<name>.bin); it wins over every other place.
 	Bins map[string]string
 	// Search are folders that may hold node_modules/.bin (tare's own
-	// agents/ folder next to its binary or in the working dir), tried in order.
-	// DefaultSearch gives the usual list.
+	// agents/ folder next to its binary), tried in order. DefaultSearch gives
+	// the usual list.
 	Search []string
+	// Avoid are folders no CLI may come from: the project, which an agent in
+	// an attached run can write. tare runs the CLI it finds (`--version` on
+	// the host, then in every room), so a CLI there would be the agent's own
+	// code run as the operator.
+	Avoid []string
 	// PATH is searched last; empty means the process's PATH.
 	PATH string
+	// Sensitive, when set, names what binding a runtime path would expose
+	// ("" when nothing); such a runtime is refused before anything runs.
+	Sensitive func(path string) string
 	// Home is the operator's HOME, for installers that drop the CLI in
 	// ~/.local/bin without touching PATH; empty means os.UserHomeDir.
 	Home string
@@ -34,8 +42,10 @@ type Install struct {
 	Name    string
 	Bin     string // host path found (as given, symlinks not resolved)
 	Version string // e.g. "2.1.197"
-	// Runtime is the host folder to bind read-only at AgentDir: for an npm
-	// install the folder holding node_modules, so .bin symlinks resolve.
+	// Runtime is the host path bound read-only at AgentDir/<its base name>:
+	// for an npm install its node_modules folder, so .bin symlinks and the
+	// package's dependencies resolve; for a standalone binary the file alone
+	// (or the version folder it sits in).
 	Runtime string
 	// Command is the CLI's path inside the room, below AgentDir.
 	Command string
@@ -45,8 +55,10 @@ type Install struct {
 	Node string
 }
 
-// DefaultSearch is the usual search list: agents/ next to the tare binary,
-// one folder up from it (bin/tare in a checkout), and in the working dir.
+// DefaultSearch is the usual search list: tare's own install, that is agents/
+// next to the tare binary and one folder up from it (bin/tare in a checkout,
+// as scripts/setup lays it out). Never the working dir: tare usually runs from
+// the project, which the agent can write.
 func DefaultSearch() []string {
 	var dirs []string
 	if exe, err := os.Executable(); err == nil {
@@ -55,10 +67,44 @@ func DefaultSearch() []string {
 			dirs = append(dirs, filepath.Join(dir, "agents"), filepath.Join(filepath.Dir(dir), "agents"))
 		}
 	}
-	if wd, err := os.Getwd(); err == nil {
-		dirs = append(dirs, filepath.Join(wd, "agents"))
-	}
 	return dirs
+}
+
+// inside returns the folder of avoid that holds p, or p's real path, or "".
+func inside(p string, avoid []string) string {
+	paths := []string{p}
+	if abs, err := filepath.Abs(p); err == nil {
+		paths = append(paths, abs)
+	}
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		paths = append(paths, real)
+	}
+	for _, dir := range avoid {
+		if dir == "" {
+			continue
+		}
+		dirs := []string{dir}
+		if abs, err := filepath.Abs(dir); err == nil {
+			dirs = append(dirs, abs)
+		}
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			dirs = append(dirs, real)
+		}
+		for _, d := range dirs {
+			for _, q := range paths {
+				if within(q, d) {
+					return dir
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// within says whether p is dir or below it.
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // cli describes how to find one agent's binary.
@@ -78,6 +124,12 @@ func (c cli) find(o FindOptions) (Install, error) {
 	if err != nil {
 		return Install{}, err
 	}
+	if o.Sensitive != nil {
+		if bad := o.Sensitive(inst.Runtime); bad != "" {
+			return Install{}, fmt.Errorf("%s: %s would bind %s, which holds %s, into every room; fix: install the CLI in a folder of its own and point agents.%s.bin in tare's config there",
+				c.name, bin, inst.Runtime, bad, c.name)
+		}
+	}
 	if inst.Node, err = interpreter(bin, o.PATH); err != nil {
 		return Install{}, fmt.Errorf("%s: %s: %w", c.name, bin, err)
 	}
@@ -93,13 +145,27 @@ func (c cli) locate(o FindOptions) (string, error) {
 		if err := executable(p); err != nil {
 			return "", fmt.Errorf("%s: agents.%s.bin = %q in tare's config: %v; fix the path or remove the key", c.name, c.name, p, err)
 		}
+		if dir := inside(p, o.Avoid); dir != "" {
+			return "", fmt.Errorf("%s: agents.%s.bin = %q in tare's config is inside %s, which the agent can write; fix: install the CLI outside the project and point the key there", c.name, c.name, p, dir)
+		}
 		return p, nil
 	}
 	var tried []string
+	// ok says whether p is a usable candidate, noting in tried why it is not.
+	ok := func(p, label string) bool {
+		if executable(p) != nil {
+			tried = append(tried, label)
+			return false
+		}
+		if dir := inside(p, o.Avoid); dir != "" {
+			tried = append(tried, p+" (skipped: inside "+dir+", which the agent can write)")
+			return false
+		}
+		return true
+	}
 	for _, dir := range o.Search {
 		p := filepath.Join(dir, "node_modules", ".bin", c.bin)
-		tried = append(tried, p)
-		if executable(p) == nil {
+		if ok(p, p) {
 			return p, nil
 		}
 	}
@@ -112,7 +178,10 @@ func (c cli) locate(o FindOptions) (string, error) {
 			continue
 		}
 		p := filepath.Join(dir, c.bin)
-		if executable(p) == nil {
+		if executable(p) != nil {
+			continue
+		}
+		if ok(p, p) {
 			return p, nil
 		}
 	}
@@ -123,8 +192,7 @@ func (c cli) locate(o FindOptions) (string, error) {
 	}
 	if home != "" {
 		p := filepath.Join(home, ".local", "bin", c.bin)
-		tried = append(tried, p)
-		if executable(p) == nil {
+		if ok(p, p) {
 			return p, nil
 		}
 	}
@@ -146,16 +214,19 @@ func executable(p string) error {
 	return nil
 }
 
-// runtimeOf works out the folder to bind at AgentDir and the in-room command.
+// runtimeOf works out what to bind under AgentDir and the in-room command: only the
+// agent's own package, never the folder around it (a standalone binary in ~/.local/bin sits
+// beside the operator's own scripts; a binary given as ~/claude sits in the home). The room
+// binds Runtime at AgentDir/<its base name>.
 func runtimeOf(name, bin string) (Install, error) {
 	abs, err := filepath.Abs(bin)
 	if err != nil {
 		return Install{}, fmt.Errorf("%s: %s: %w", name, bin, err)
 	}
 	inst := Install{Name: name, Bin: bin}
-	// <root>/node_modules/.bin/<x>: bind <root>; the relative symlink resolves inside.
+	// <root>/node_modules/.bin/<x>: bind <root>/node_modules; the relative symlink resolves inside.
 	if dir := filepath.Dir(abs); filepath.Base(dir) == ".bin" && filepath.Base(filepath.Dir(dir)) == "node_modules" {
-		inst.Runtime = filepath.Dir(filepath.Dir(dir))
+		inst.Runtime = filepath.Dir(dir)
 		inst.Command = filepath.Join(AgentDir, "node_modules", ".bin", filepath.Base(abs))
 		return inst, nil
 	}
@@ -163,16 +234,21 @@ func runtimeOf(name, bin string) (Install, error) {
 	if err != nil {
 		return Install{}, fmt.Errorf("%s: %s: %w", name, bin, err)
 	}
-	// A global npm install (/usr/local/lib/node_modules/pkg/...): bind the
-	// folder holding the outermost node_modules, so the package's own
-	// dependencies resolve.
+	// A global npm install (/usr/local/lib/node_modules/pkg/...): bind the outermost
+	// node_modules, so the package's own dependencies resolve.
 	if i := strings.Index(real, "/node_modules/"); i > 0 {
-		inst.Runtime = real[:i]
+		inst.Runtime = real[:i+len("/node_modules")]
 		inst.Command = filepath.Join(AgentDir, real[i+1:])
 		return inst, nil
 	}
-	// A standalone binary: bind its folder.
-	inst.Runtime = filepath.Dir(real)
+	// A standalone binary in a folder named for its version (share/agy/1.2.3/agy) may need
+	// what sits beside it there: bind that folder. Any other: bind the file alone.
+	if dir := filepath.Dir(real); versionRE.FindString(filepath.Base(dir)) == filepath.Base(dir) {
+		inst.Runtime = dir
+		inst.Command = filepath.Join(AgentDir, filepath.Base(dir), filepath.Base(real))
+		return inst, nil
+	}
+	inst.Runtime = real
 	inst.Command = filepath.Join(AgentDir, filepath.Base(real))
 	return inst, nil
 }

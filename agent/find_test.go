@@ -31,7 +31,7 @@ func TestFindInstalled(t *testing.T) {
 			continue
 		}
 		want := Install{Name: a.Name(), Bin: filepath.Join(dir, "node_modules", ".bin", a.Name()), Version: pins[a.Name()],
-			Runtime: dir, Command: "/opt/agent/node_modules/.bin/" + a.Name()}
+			Runtime: filepath.Join(dir, "node_modules"), Command: "/opt/agent/node_modules/.bin/" + a.Name()}
 		if a.Name() != "claude" {
 			want.Node = "/usr/bin/node" // codex's launcher and pi are node scripts; claude is a native binary
 		}
@@ -88,12 +88,20 @@ func TestRuntimeOf(t *testing.T) {
 	os.MkdirAll(filepath.Dir(link), 0o755)
 	os.Symlink(global, link)
 	inst, err := runtimeOf("codex", link)
-	if err != nil || inst.Runtime != filepath.Join(root, "lib") || inst.Command != "/opt/agent/node_modules/@openai/codex/bin/codex.js" {
+	if err != nil || inst.Runtime != filepath.Join(root, "lib", "node_modules") || inst.Command != "/opt/agent/node_modules/@openai/codex/bin/codex.js" {
 		t.Errorf("global npm install: %+v, %v", inst, err)
 	}
-	native := mk("share/agy/1.2.3/agy")
-	inst, err = runtimeOf("agy", native)
-	if err != nil || inst.Runtime != filepath.Dir(native) || inst.Command != "/opt/agent/agy" {
-		t.Errorf("native binary: %+v, %v", inst, err)
+	// A binary in its version folder brings that folder, nothing above it.
+	versioned := mk("share/agy/1.2.3/agy")
+	inst, err = runtimeOf("agy", versioned)
+	if err != nil || inst.Runtime != filepath.Dir(versioned) || inst.Command != "/opt/agent/1.2.3/agy" {
+		t.Errorf("versioned binary: %+v, %v", inst, err)
+	}
+	// A binary among other files (~/.local/bin) comes alone.
+	native := mk(".local/bin/claude")
+	mk(".local/bin/deploy.sh")
+	inst, err = runtimeOf("claude", native)
+	if err != nil || inst.Runtime != native || inst.Command != "/opt/agent/claude" {
+		t.Errorf("standalone binary: %+v, %v", inst, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -119,12 +120,30 @@ func proxyEnv(env map[string]string, proxy string) {
 	env["no_proxy"] = env["NO_PROXY"]
 }
 
-// realDeclared is the reading's line for the real-provider network path.
-func realDeclared(o RoomOptions, allow []string) string {
-	if o.Proxy != "" {
-		return fmt.Sprintf("model: real provider through proxy %s (allowed: %s)", o.Proxy, strings.Join(allow, ", "))
+// declareReal settles the hosts the room's proxy lets through for the real provider: the
+// ones the agent needs (s.Allow), narrowed to o.AllowOnly when that is set, and adds the
+// reading's line naming them. The room's proxy allows exactly s.Allow, so the line and the
+// proxy cannot disagree.
+func (s *Setup) declareReal(name string, o RoomOptions) error {
+	if o.AllowOnly != nil {
+		var kept []string
+		for _, h := range s.Allow {
+			if slices.Contains(o.AllowOnly, h) {
+				kept = append(kept, h)
+			}
+		}
+		if len(kept) == 0 {
+			return fmt.Errorf("%s: network.allow in tare's config leaves out every host %s needs (%s); fix: add them to network.allow or remove the key",
+				name, name, strings.Join(s.Allow, ", "))
+		}
+		s.Allow = kept
 	}
-	return "model: real provider over the room's network"
+	if o.Proxy != "" {
+		s.Declared = append(s.Declared, fmt.Sprintf("model: real provider through proxy %s (allowed: %s)", o.Proxy, strings.Join(s.Allow, ", ")))
+	} else {
+		s.Declared = append(s.Declared, "model: real provider over the room's network")
+	}
+	return nil
 }
 
 // apiBase is the provider base URL with /v1 for OpenAI-style clients.

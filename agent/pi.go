@@ -141,7 +141,9 @@ func (p Pi) Room(o RoomOptions) (Setup, error) {
 		if o.Model != "" {
 			settings["defaultModel"] = o.Model
 		}
-		s.Declared = append(s.Declared, realDeclared(o, s.Allow))
+		if err := s.declareReal(p.Name(), o); err != nil {
+			return Setup{}, err
+		}
 	}
 	f, err := jsonFile(o.Base, piDir+"/settings.json", settings, 0o600)
 	if err != nil {

@@ -351,3 +351,24 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// TestRoomAllowOnlyNarrows: tare's network.allow narrows an agent's hosts and the declared
+// line follows; a list leaving out every host the agent needs is one error naming the fix.
+func TestRoomAllowOnlyNarrows(t *testing.T) {
+	host := t.TempDir()
+	p := filepath.Join(host, claudeLogin)
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	os.WriteFile(p, []byte(`{"claudeAiOauth":{}}`), 0o600)
+	o := RoomOptions{HostHome: host, Login: true, Proxy: "http://127.0.0.1:3128", AllowOnly: []string{"api.anthropic.com:443", "api.openai.com:443"}}
+	s, err := Claude{}.Room(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(s.Allow, ",") != "api.anthropic.com:443" || !contains(s.Declared, "model: real provider through proxy http://127.0.0.1:3128 (allowed: api.anthropic.com:443)") {
+		t.Errorf("narrowed: allow %v, declared %q", s.Allow, s.Declared)
+	}
+	o.AllowOnly = []string{"api.openai.com:443"}
+	if _, err := (Claude{}).Room(o); err == nil || !strings.Contains(err.Error(), "network.allow") || !strings.Contains(err.Error(), "fix:") {
+		t.Errorf("a list without Claude's hosts: %v", err)
+	}
+}

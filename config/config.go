@@ -41,9 +41,11 @@ type Agent struct {
 	Args []string `toml:"args"`
 }
 
-// Network is the allow-list of the room's proxy to real providers.
+// Network bounds what the room's proxy to real providers lets through.
 type Network struct {
-	// Allow lists the host:port pairs the room's HTTPS proxy lets through.
+	// Allow, when set, narrows each room's proxy: a room reaches only the host:port pairs
+	// its agent needs (its reading declares them) that are also listed here. Unset: each
+	// agent's own list.
 	Allow []string `toml:"allow"`
 }
 
@@ -51,18 +53,6 @@ type Network struct {
 type Room struct {
 	// ReadOnly lists host paths bound read-only into every room at the same path.
 	ReadOnly []string `toml:"read_only"`
-}
-
-// DefaultAllow is the provider hosts a room may reach through tare's proxy when no
-// allow-list is configured.
-var DefaultAllow = []string{
-	"api.anthropic.com:443",
-	"api.openai.com:443",
-	"chatgpt.com:443",
-	"auth.openai.com:443",
-	"generativelanguage.googleapis.com:443",
-	"cloudcode-pa.googleapis.com:443",
-	"oauth2.googleapis.com:443",
 }
 
 // File is where tare reads its config: $XDG_CONFIG_HOME/tare/config.toml, or
@@ -153,7 +143,7 @@ func (c *Config) validate(name string, data []byte) error {
 			return fmt.Errorf("%s:%d: key room.read_only: %q is not an absolute path; fix: give the full host path",
 				name, lineOf(data, toml.Key{"room", "read_only"}), p)
 		}
-		if bad := sensitive(p); bad != "" {
+		if bad := Sensitive(p); bad != "" {
 			return fmt.Errorf("%s:%d: key room.read_only: %q would bring %s into every room; fix: bind a narrower folder",
 				name, lineOf(data, toml.Key{"room", "read_only"}), p, bad)
 		}
@@ -169,8 +159,9 @@ func (c *Config) validate(name string, data []byte) error {
 	return nil
 }
 
-// sensitive names what a read-only bind of p would expose that the room exists to keep out.
-func sensitive(p string) string {
+// Sensitive names what a read-only bind of p would expose that the room exists to keep out
+// ("" when nothing): the host root, /etc, or the home folder (p is it or holds it).
+func Sensitive(p string) string {
 	clean := filepath.Clean(p)
 	home, _ := os.UserHomeDir()
 	switch {
@@ -189,9 +180,6 @@ func defaults(c *Config) *Config {
 		c.StateDir = DefaultStateDir()
 	}
 	c.StateDir = expand(c.StateDir)
-	if c.Network.Allow == nil {
-		c.Network.Allow = append([]string(nil), DefaultAllow...)
-	}
 	if c.Agents == nil {
 		c.Agents = map[string]Agent{}
 	}

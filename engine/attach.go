@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/creack/pty"
 	"golang.org/x/term"
@@ -63,11 +64,21 @@ func Attach(ctx context.Context, o AttachOptions) (int, error) {
 		}
 		fmt.Fprintf(o.Stderr, "tare: --allow-dirty given: running %s in a room whose reading is %q\n", o.Agent.Name(), reading.Verdict())
 	}
-	inst, err := findAgent(o.Agent, o.Config)
+	inst, err := findAgent(o.Agent, o.Config, o.Project)
 	if err != nil {
 		return 0, err
 	}
-	p := plan{agent: o.Agent, inst: inst, cfg: o.Config, workspace: o.Project, hostNet: o.HostNetwork, login: o.Login && !o.Offline}
+	// The room writes the real project: git on the host must not run what it leaves in .git.
+	git, err := guardGit(ctx, o.Project)
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		git.after(ctx, o.Stderr)
+	}()
+	p := plan{agent: o.Agent, inst: inst, cfg: o.Config, workspace: o.Project, hostNet: o.HostNetwork, login: o.Login && !o.Offline, guard: git.paths}
 	upstream := ""
 	if o.Offline {
 		opts := modelserver.Options{}

@@ -100,7 +100,7 @@ func Calibrate(ctx context.Context, o CalibrateOptions) (dir, report string, err
 	if dir == "" {
 		dir = FreeRunDir(filepath.Join(o.Config.StateDir, "calibrate"), o.Project, time.Now())
 	}
-	installs, err := findInstalls(o.Sides, o.Config)
+	installs, err := findInstalls(o.Sides, o.Config, o.Project)
 	if err != nil {
 		return "", "", err
 	}
@@ -170,8 +170,9 @@ func (o *CalibrateOptions) validate() error {
 	return nil
 }
 
-// findInstalls finds every side's agent CLI before anything is written.
-func findInstalls(sides []Side, cfg *config.Config) (map[string]agent.Install, error) {
+// findInstalls finds every side's agent CLI before anything is written, never one inside
+// the projects.
+func findInstalls(sides []Side, cfg *config.Config, projects ...string) (map[string]agent.Install, error) {
 	out := map[string]agent.Install{}
 	for _, s := range sides {
 		if _, ok := out[s.Agent]; ok {
@@ -181,7 +182,7 @@ func findInstalls(sides []Side, cfg *config.Config) (map[string]agent.Install, e
 		if err != nil {
 			return nil, err
 		}
-		inst, err := findAgent(a, cfg)
+		inst, err := findAgent(a, cfg, projects...)
 		if err != nil {
 			return nil, err
 		}

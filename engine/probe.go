@@ -60,7 +60,7 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 	if !o.Agent.Verified() {
 		progress(o.Progress, "probe %s: note: %s's adapter is written from its public docs and has not been verified here", o.Agent.Name(), o.Agent.Name())
 	}
-	inst, err := findAgent(o.Agent, o.Config)
+	inst, err := findAgent(o.Agent, o.Config, o.Project)
 	if err != nil {
 		return nil, err
 	}
@@ -158,6 +158,8 @@ type plan struct {
 	hooks []agent.Hook
 	// runStore is a host folder bound read-write at /tare-run (the capsule store).
 	runStore string
+	// guard are workspace paths the room sees read-only (sandbox.Room.Guard).
+	guard []string
 }
 
 // roomSetup is what observe learned about the room it built.

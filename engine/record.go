@@ -234,7 +234,7 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 	if o.Prompt == "" {
 		return "", nil, errors.New("give the task as PROMPT (or --prompt-file)")
 	}
-	installs, err := findInstalls([]Side{o.Side}, o.Config)
+	installs, err := findInstalls([]Side{o.Side}, o.Config, o.Project)
 	if err != nil {
 		return "", nil, err
 	}

@@ -156,7 +156,7 @@ func resumeParts(dir string, rec *Recipe, cfg *config.Config) (*capsule.Store, c
 	if err != nil {
 		return nil, capsule.Capsule{}, nil, err
 	}
-	installs, err := findInstalls(rec.Sides, cfg)
+	installs, err := findInstalls(rec.Sides, cfg, rec.Project)
 	return store, start, installs, err
 }
 

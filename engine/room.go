@@ -19,15 +19,16 @@ const (
 	proxyPort = 4001
 )
 
-// findAgent locates the agent's CLI, honouring the config's agents.NAME.bin.
-func findAgent(a agent.Agent, cfg *config.Config) (agent.Install, error) {
+// findAgent locates the agent's CLI, honouring the config's agents.NAME.bin. A CLI inside
+// one of the projects is never used: the agent can write there.
+func findAgent(a agent.Agent, cfg *config.Config, projects ...string) (agent.Install, error) {
 	bins := map[string]string{}
 	for name, ac := range cfg.Agents {
 		if ac.Bin != "" {
 			bins[name] = ac.Bin
 		}
 	}
-	return a.Find(agent.FindOptions{Bins: bins, Search: agent.DefaultSearch()})
+	return a.Find(agent.FindOptions{Bins: bins, Search: agent.DefaultSearch(), Avoid: projects, Sensitive: config.Sensitive})
 }
 
 // buildRoom turns a plan into a room whose agent talks to upstream (tare's model server) or,
@@ -37,6 +38,7 @@ func buildRoom(p plan, upstream string, tw *twin) (sandbox.Room, roomSetup, erro
 	room := sandbox.Room{
 		Workspace:         p.workspace,
 		WorkspaceReadOnly: p.readOnly,
+		Guard:             p.guard,
 		Agent:             p.inst.Runtime,
 		RunStore:          p.runStore,
 		Bwrap:             p.cfg.Bwrap,
@@ -57,7 +59,7 @@ func buildRoom(p plan, upstream string, tw *twin) (sandbox.Room, roomSetup, erro
 		opts.Proxy = fmt.Sprintf("http://127.0.0.1:%d", proxyPort)
 		opts.Login = p.login
 		opts.HostHome, _ = os.UserHomeDir()
-		room.Relays = []sandbox.Relay{{Port: proxyPort, Allow: p.cfg.Network.Allow}}
+		opts.AllowOnly = p.cfg.Network.Allow
 	}
 	if p.hostNet {
 		room.Network = sandbox.NetHost
@@ -65,6 +67,10 @@ func buildRoom(p plan, upstream string, tw *twin) (sandbox.Room, roomSetup, erro
 	setup, err := p.agent.Room(opts)
 	if err != nil {
 		return sandbox.Room{}, roomSetup{}, err
+	}
+	if opts.Proxy != "" {
+		// Exactly the hosts this agent needs and its reading declares, never a global list.
+		room.Relays = []sandbox.Relay{{Port: proxyPort, Allow: setup.Allow}}
 	}
 	room.Env = setup.Env
 	room.Path = setup.Path

@@ -102,8 +102,15 @@ func (rl Relay) sock() string { return strconv.Itoa(rl.Port) + ".sock" }
 type Room struct {
 	Workspace         string // host folder bound at WorkDir
 	WorkspaceReadOnly bool   // bind the workspace read-only (the probe's mode)
-	Agent             string // host folder of the agent runtime bound read-only at AgentDir ("" = none)
+	Agent             string // host path of the agent runtime (a folder or one binary) bound read-only at AgentDir/<its base name> ("" = none)
 	RunStore          string // host folder bound read-write at RunDir ("" = none)
+	// Guard are paths below Workspace, relative to it ("/" separated), that the room sees
+	// read-only over a read-write workspace: what the host later runs from, such as git's
+	// config and hooks. Every folder between the workspace and a guarded path is bound over
+	// itself, so the agent can neither rename it away nor put another in its place (a
+	// mount point cannot be renamed or removed). Each path must exist and no part of it
+	// may be a symlink (Validate checks, on the host).
+	Guard []string
 
 	Files   []File            // placed in the fresh HOME
 	Binds   []Bind            // extra mounts, never below WorkDir
@@ -364,7 +371,7 @@ func (r Room) Args(fds FDs) ([]string, error) {
 
 	// Read-only runtime, then the workspace, the run store and the sockets.
 	if r.Agent != "" {
-		a = append(a, "--ro-bind", r.Agent, AgentDir)
+		a = append(a, "--ro-bind", r.Agent, r.agentDest())
 	}
 	if r.Tare != "" {
 		a = append(a, "--ro-bind", r.Tare, TareBin)
@@ -374,6 +381,7 @@ func (r Room) Args(fds FDs) ([]string, error) {
 	} else {
 		a = append(a, "--bind", r.Workspace, WorkDir)
 	}
+	a = append(a, r.guardArgs()...)
 	if r.RunStore != "" {
 		a = append(a, "--bind", r.RunStore, RunDir)
 	}
@@ -401,6 +409,35 @@ func (r Room) Args(fds FDs) ([]string, error) {
 	}
 	return a, nil
 }
+
+// guardArgs binds each guarded path read-only over the workspace, its folders first, each
+// over itself; shallower paths first, so a deeper bind is never hidden by a later one.
+func (r Room) guardArgs() []string {
+	guards := slices.Clone(r.Guard)
+	sort.SliceStable(guards, func(i, j int) bool { return strings.Count(guards[i], "/") < strings.Count(guards[j], "/") })
+	isGuard := map[string]bool{}
+	for _, g := range guards {
+		isGuard[g] = true
+	}
+	var a []string
+	pinned := map[string]bool{}
+	for _, g := range guards {
+		parts := strings.Split(g, "/")
+		for i := 1; i < len(parts); i++ {
+			p := strings.Join(parts[:i], "/")
+			if !pinned[p] && !isGuard[p] {
+				pinned[p] = true
+				a = append(a, "--bind", path.Join(r.Workspace, p), path.Join(WorkDir, p))
+			}
+		}
+		a = append(a, "--ro-bind", path.Join(r.Workspace, g), path.Join(WorkDir, g))
+	}
+	return a
+}
+
+// agentDest is where the runtime lands: below AgentDir under its own name, so a
+// binary is bound alone, never with the folder it sits in.
+func (r Room) agentDest() string { return path.Join(AgentDir, path.Base(r.Agent)) }
 
 func (f File) mode() fs.FileMode {
 	if f.Mode == 0 {
@@ -432,6 +469,11 @@ func (r Room) check() error {
 	}
 	if r.Network != NetRelay && r.Network != NetHost {
 		return fmt.Errorf("room: Network %d is unknown: use NetRelay or NetHost", int(r.Network))
+	}
+	for i, g := range r.Guard {
+		if g == "" || path.IsAbs(g) || path.Clean(g) != g || g == "." || g == ".." || strings.HasPrefix(g, "../") {
+			return fmt.Errorf("room: Guard[%d] %q must be a clean relative path below the workspace", i, g)
+		}
 	}
 	seen := map[string]int{}
 	for i, f := range r.Files {
@@ -577,6 +619,19 @@ func (r Room) Validate() error {
 			return fmt.Errorf("room: %s %q: %v: %s", p.field, p.v, errors.Unwrap(err), p.fix)
 		}
 	}
+	for i, g := range r.Guard {
+		parts := strings.Split(g, "/")
+		for j := range parts {
+			p := path.Join(r.Workspace, strings.Join(parts[:j+1], "/"))
+			st, err := os.Lstat(p)
+			if err != nil {
+				return fmt.Errorf("room: Guard[%d] %q: %v: guard only paths that exist", i, g, errors.Unwrap(err))
+			}
+			if st.Mode()&fs.ModeSymlink != 0 {
+				return fmt.Errorf("room: Guard[%d] %q: %s is a symlink, which a bind would follow: guard the real path", i, g, p)
+			}
+		}
+	}
 	for i, b := range r.Binds {
 		if b.Try {
 			continue
@@ -613,8 +668,11 @@ func (r Room) Declared() []string {
 		mode = "read-only"
 	}
 	d = append(d, fmt.Sprintf("workspace: %s at %s (%s)", r.Workspace, WorkDir, mode))
+	if len(r.Guard) > 0 && !r.WorkspaceReadOnly {
+		d = append(d, fmt.Sprintf("workspace: read-only within it, as the host runs from them: %s", strings.Join(r.Guard, ", ")))
+	}
 	if r.Agent != "" {
-		d = append(d, fmt.Sprintf("runtime: %s at %s (read-only)", r.Agent, AgentDir))
+		d = append(d, fmt.Sprintf("runtime: %s at %s (read-only)", r.Agent, r.agentDest()))
 	}
 	if r.RunStore != "" {
 		d = append(d, fmt.Sprintf("run store: %s at %s (read-write)", r.RunStore, RunDir))

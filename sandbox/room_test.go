@@ -15,7 +15,7 @@ func baseRoom() Room {
 
 func TestArgsExact(t *testing.T) {
 	r := baseRoom()
-	r.Agent = "/opt/agents"
+	r.Agent = "/opt/agents/node_modules"
 	r.RunStore = "/var/lib/tare/run1"
 	r.Files = []File{{Path: HomeDir + "/.claude/.credentials.json", Data: []byte("{}"), Mode: 0o600}}
 	r.Env = map[string]string{"ANTHROPIC_BASE_URL": "http://127.0.0.1:8080"}
@@ -40,7 +40,7 @@ func TestArgsExact(t *testing.T) {
  --proc /proc --dev /dev --ro-bind /dev/null /proc/keys --ro-bind /dev/null /proc/key-users
  --tmpfs /dev/shm --remount-ro /dev --tmpfs /tmp
  --perms 0700 --tmpfs /home/agent --perms 0700 --dir /home/agent/.claude --perms 0600 --file 6 /home/agent/.claude/.credentials.json
- --ro-bind /opt/agents /opt/agent --ro-bind /usr/local/bin/tare /opt/tare/tare --bind /srv/project /work
+ --ro-bind /opt/agents/node_modules /opt/agent/node_modules --ro-bind /usr/local/bin/tare /opt/tare/tare --bind /srv/project /work
  --bind /var/lib/tare/run1 /tare-run --ro-bind /tmp/tare-room-1 /run/tare
  --seccomp 7 --info-fd 8 --chdir /work --remount-ro / --
  /opt/tare/tare relay --lifeline 9 --listen 127.0.0.1:8080=/run/tare/8080.sock -- claude -p hi`)
@@ -309,5 +309,37 @@ func TestParseRelayArgs(t *testing.T) {
 		if _, err := parseRelayArgs(bad); err == nil {
 			t.Errorf("parseRelayArgs(%q) accepted", bad)
 		}
+	}
+}
+
+// TestArgsGuard: guarded paths are bound read-only after the workspace, each folder on the
+// way bound over itself first (once), shallow before deep; a path leaving the workspace is
+// refused, and so is a symlink on the way (a bind would follow it on the host).
+func TestArgsGuard(t *testing.T) {
+	r := baseRoom()
+	r.Guard = []string{"sub/.git/hooks", ".git/config", ".git/hooks", "sub/.git/config"}
+	got, err := r.Args(SequentialFDs(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.Join(got, " ")
+	want := "--bind /srv/project /work --bind /srv/project/.git /work/.git --ro-bind /srv/project/.git/config /work/.git/config" +
+		" --ro-bind /srv/project/.git/hooks /work/.git/hooks --bind /srv/project/sub /work/sub --bind /srv/project/sub/.git /work/sub/.git" +
+		" --ro-bind /srv/project/sub/.git/hooks /work/sub/.git/hooks --ro-bind /srv/project/sub/.git/config /work/sub/.git/config --seccomp"
+	if !strings.Contains(joined, want) {
+		t.Errorf("argv lacks the guard binds in order\n got: %s\nwant: %s", joined, want)
+	}
+	for _, bad := range []string{"../x", "/abs", "a/../b", ".", ""} {
+		r.Guard = []string{bad}
+		if _, err := r.Args(SequentialFDs(0)); err == nil || !strings.Contains(err.Error(), "Guard[0]") {
+			t.Errorf("Guard %q: %v", bad, err)
+		}
+	}
+	ws := t.TempDir()
+	os.MkdirAll(ws+"/real", 0o755)
+	os.Symlink("real", ws+"/.git")
+	r = Room{Workspace: ws, Argv: []string{"true"}, Guard: []string{".git"}}
+	if err := r.Validate(); err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("a symlinked guard: %v", err)
 	}
 }
