@@ -125,6 +125,11 @@ type RoomOptions struct {
 	// twin). Config files tare writes are merged into the ones there instead
 	// of replacing them, so planted MCP servers survive.
 	Base string
+	// Inert turns off everything in Base's config files that would run a command of the
+	// operator's when the agent starts or ends a turn (hooks, status lines, key helpers,
+	// notify programs): the probe's twin with a copy of the operator's setup looks at what
+	// their files put in front of the model, and must not run their code. Not with Hooks.
+	Inert bool
 }
 
 // Hook is a command run on an agent event, named as Claude Code names it,

@@ -95,7 +95,20 @@ func (c Claude) Room(o RoomOptions) (Setup, error) {
 	}
 	s.Files = append(s.Files, f)
 	s.Declared = append(s.Declared, "config: ~/.claude.json (onboarding and trust for /work only)")
-	if len(o.Hooks) > 0 {
+	switch {
+	case o.Inert && len(o.Hooks) > 0:
+		return Setup{}, fmt.Errorf("claude: a room is either inert or has tare's hooks, not both")
+	case o.Inert:
+		// disableAllHooks also turns off the status line; the helpers run commands of their own.
+		off := map[string]any{"disableAllHooks": true, "hooks": drop, "statusLine": drop, "apiKeyHelper": drop,
+			"awsAuthRefresh": drop, "awsCredentialExport": drop, "otelHeadersHelper": drop, "env": drop}
+		f, err := jsonFile(o.Base, ".claude/settings.json", off, 0o600)
+		if err != nil {
+			return Setup{}, fmt.Errorf("claude: %w", err)
+		}
+		s.Files = append(s.Files, f)
+		s.Declared = append(s.Declared, "config: ~/.claude/settings.json (disableAllHooks; no helpers, status line or env)")
+	case len(o.Hooks) > 0:
 		f, err := jsonFile(o.Base, ".claude/settings.json", map[string]any{"hooks": claudeHooks(o.Hooks)}, 0o600)
 		if err != nil {
 			return Setup{}, fmt.Errorf("claude: %w", err)

@@ -3,9 +3,13 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -114,5 +118,59 @@ func TestProbeWithoutControlIsBlind(t *testing.T) {
 	}
 	if r.Verdict() != "not proven (blind)" || r.Zero() || len(r.Leaks) != 0 {
 		t.Fatalf("reading %q with %d leaks, want not proven (blind) and none", r.Verdict(), len(r.Leaks))
+	}
+}
+
+// TestProbeTwinRunsNoneOfTheOperatorsHooks gives the operator a SessionStart hook in
+// ~/.claude/settings.json that reaches a listener on the host's loopback and prints a line
+// Claude Code puts in front of the model. The twin with a copy of the operator's setup must
+// run in a room of its own network, with the hooks off: the listener is never reached, and
+// the hook's line never reaches the twin's model.
+func TestProbeTwinRunsNoneOfTheOperatorsHooks(t *testing.T) {
+	token := "hookcanary" + strings.ToLower(newToken())
+	home, project := plantOperator(t, token)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var reached atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			reached.Add(1)
+			c.Close()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	hook := fmt.Sprintf(`bash -c 'echo hi > /dev/tcp/127.0.0.1/%s'; echo %s-hook-ran`, port, token)
+	settings, _ := json.Marshal(map[string]any{"hooks": map[string]any{"SessionStart": []any{
+		map[string]any{"hooks": []any{map[string]any{"type": "command", "command": hook}}}}}})
+	if err := os.WriteFile(filepath.Join(home, ".claude", "settings.json"), settings, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	a, _, cfg := mustFind(t, "claude")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var twin bytes.Buffer
+	r, err := Probe(ctx, ProbeOptions{Agent: a, Project: project, Config: cfg, HostHome: home, twinRequests: &twin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if twin.Len() == 0 {
+		t.Fatalf("the twin with the operator's setup sent nothing to the model\n%s", r.Render())
+	}
+	if n := reached.Load(); n > 0 {
+		t.Errorf("the operator's hook reached a listener on the host's loopback %d times during the probe", n)
+	}
+	if strings.Contains(twin.String(), token+"-hook-ran") {
+		t.Errorf("the operator's SessionStart hook ran in the twin: its output reached the model")
+	}
+	if !strings.Contains(twin.String(), token+"-claude-md") {
+		t.Errorf("the twin did not have the operator's ~/.claude/CLAUDE.md in front of its model")
 	}
 }
