@@ -246,7 +246,11 @@ type Source struct {
 	// model: distinctive instruction lines, MCP server names, skill names and
 	// descriptions, the account email. Never secrets.
 	Fingerprints []string
-	Note         string // how the agent uses it, when not obvious
+	// Unseen says why a probe could not recognise this file in what reached the model (it
+	// is too short to tell from the agent's own text); empty when it can, or when the file
+	// holds nothing that could reach the model. A probe reads such a file's detector blind.
+	Unseen string
+	Note   string // how the agent uses it, when not obvious
 }
 
 // Canary marks everything Plant writes. Token must be lowercase letters,

@@ -325,12 +325,20 @@ func (Claude) Personal(hostHome, project string) []Source {
 	}
 	pluginDir := filepath.Join(dot, "plugins")
 	if readJSON(filepath.Join(pluginDir, "installed_plugins.json"), &plugins) && len(plugins.Plugins) > 0 {
-		var names []string
+		var names, short []string
 		for _, k := range keys(plugins.Plugins) {
 			name, _, _ := strings.Cut(k, "@")
-			names = append(names, named(name, "")...)
+			prints := named(name, "")
+			if len(prints) == 0 {
+				short = append(short, fmt.Sprintf("%q", name))
+			}
+			names = append(names, prints...)
 		}
-		out = append(out, Source{Path: pluginDir, Kind: KindPlugin, Fingerprints: names, Note: "installed plugins"})
+		src := Source{Path: pluginDir, Kind: KindPlugin, Fingerprints: names, Note: "installed plugins"}
+		if len(short) > 0 {
+			src.Unseen = fmt.Sprintf("the plugin names %s are too short to recognise", strings.Join(short, ", "))
+		}
+		out = append(out, src)
 	} else {
 		out = fileSource(out, pluginDir, KindPlugin, nil, "")
 	}

@@ -394,7 +394,8 @@ func codexConfigSources(p string) []Source {
 		out = append(out, Source{Path: p, Kind: KindMCP, Fingerprints: unique(names), Note: "[mcp_servers]"})
 	}
 	if text := strings.TrimSpace(cfg.Instructions + "\n" + cfg.Developer); text != "" {
-		out = append(out, Source{Path: p, Kind: KindInstructions, Fingerprints: lines([]byte(text)), Note: "instructions in config.toml"})
+		prints, unseen := textPrints([]byte(text))
+		out = append(out, Source{Path: p, Kind: KindInstructions, Fingerprints: prints, Unseen: unseen, Note: "instructions in config.toml"})
 	}
 	if cfg.File != "" {
 		out = instructionFiles(out, "model_instructions_file of "+p, cfg.File)

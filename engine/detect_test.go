@@ -125,3 +125,54 @@ func TestVerdicts(t *testing.T) {
 		t.Errorf("an unverified agent's reading must say so")
 	}
 }
+
+// TestMCPDetectorHasOneRule: a tool is an MCP server's when the agent names it mcp__… or
+// after a server the subject declares, for the control and the operator alike; the
+// control's canary is not recognised by its own name.
+func TestMCPDetectorHasOneRule(t *testing.T) {
+	s := subject{show: tilde, sources: []agent.Source{{Path: "/home/op/.codex/config.toml", Kind: agent.KindMCP, Fingerprints: []string{"github"}}}}
+	ev := scanRequests([][]byte{[]byte(`{"tools":[{"name":"exec_command"},{"name":"tare_canary_tc0123"},
+		{"name":"github.create_issue"},{"name":"mcp__linear__list"},{"name":"githubby"}]}`)})
+	var got []string
+	for _, l := range detect(ev, s)[DetMCP] {
+		got = append(got, l.What+" <- "+l.Source)
+	}
+	want := []string{
+		"tool github.create_issue reached the model <- /home/op/.codex/config.toml (github)",
+		"tool mcp__linear__list reached the model <- /home/op/.codex/config.toml",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("MCP detector saw:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestLeaksNameTheFileNotItsText: what a detector says it saw names the kind and the file;
+// the operator's instruction text, skill text and email stay out of the reading.
+func TestLeaksNameTheFileNotItsText(t *testing.T) {
+	s := subject{show: tilde, sources: []agent.Source{
+		{Path: "/home/op/.claude/CLAUDE.md", Kind: agent.KindInstructions, Fingerprints: []string{"Never deploy on Fridays, ever."}},
+		{Path: "/home/op/.claude/skills/pdf/SKILL.md", Kind: agent.KindSkill, Fingerprints: []string{"pdf: Fill PDF forms."}},
+		{Path: "/home/op/.claude.json", Kind: agent.KindEmail, Fingerprints: []string{"op@example.org"}},
+	}}
+	// As Claude Code sends them, with the rule wrapped across lines and indented.
+	ev := scanRequests([][]byte{[]byte(`{"system":"Never deploy on\n   Fridays, ever.\n- pdf: Fill PDF forms.\nuser op@example.org"}`)})
+	r := &Reading{Agent: "claude", Verified: true, ControlSaw: map[string]string{}}
+	for _, leaks := range detect(ev, s) {
+		r.Leaks = append(r.Leaks, leaks...)
+	}
+	if len(r.Leaks) != 3 {
+		t.Fatalf("%d leaks, want instructions, skill and email: %+v", len(r.Leaks), r.Leaks)
+	}
+	r.KeptOut = r.Leaks
+	text := r.Render()
+	for _, personal := range []string{"Fridays", "Fill PDF", "op@example.org"} {
+		if strings.Contains(text, personal) {
+			t.Errorf("the reading quotes %q:\n%s", personal, text)
+		}
+	}
+	for _, want := range []string{"its instructions reached the model  <- /home/op/.claude/CLAUDE.md", "the account email reached the model  <- /home/op/.claude.json"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the reading lacks %q:\n%s", want, text)
+		}
+	}
+}

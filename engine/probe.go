@@ -104,8 +104,17 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 	}
 	sortLeaks(r.Leaks)
 
+	// A personal file a detector cannot recognise makes that detector blind: its silence
+	// says nothing about that file, however well the control's long canary was seen.
+	for _, src := range operator.sources {
+		if det := detectorOf[src.Kind]; det != "" && src.Unseen != "" {
+			r.blind(det, src.Unseen, tilde(src.Path))
+		}
+	}
 	if o.NoControl {
-		r.Blind = append(r.Blind, Detectors...)
+		for _, d := range Detectors {
+			r.blind(d, "", "")
+		}
 	} else {
 		progress(o.Progress, "probe %s: control twin in a planted dirty home", o.Agent.Name())
 		saw, planted, err := control(ctx, cleanPlan, canary.Addr())
@@ -119,7 +128,7 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 				continue
 			}
 			if len(saw[d]) == 0 {
-				r.Blind = append(r.Blind, d)
+				r.blind(d, "", "")
 				continue
 			}
 			r.ControlSaw[d] = saw[d][0].What

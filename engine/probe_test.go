@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -172,5 +173,80 @@ func TestProbeTwinRunsNoneOfTheOperatorsHooks(t *testing.T) {
 	}
 	if !strings.Contains(twin.String(), token+"-claude-md") {
 		t.Errorf("the twin did not have the operator's ~/.claude/CLAUDE.md in front of its model")
+	}
+}
+
+// TestProbeSeesTerseFilesOrSaysItCannot gives each real agent an operator whose own
+// instructions are four short rules and whose one skill is "pdf", described in three words:
+// no line of either is long enough for a line fingerprint. The twin with a copy of that
+// setup must show both reached its model (so the clean room's silence about them means
+// something), and a file too short to recognise at all makes the reading blind, naming it,
+// never "tare: 0.00".
+func TestProbeSeesTerseFilesOrSaysItCannot(t *testing.T) {
+	terse := "- Use tabs.\n- Be terse.\n- No emoji.\n- Never push.\n"
+	skill := "---\nname: pdf\ndescription: Fill PDF forms.\n---\n\nUse pdftk.\n"
+	homes := map[string][2]string{
+		"claude": {".claude/CLAUDE.md", ".claude/skills/pdf/SKILL.md"},
+		"codex":  {".codex/AGENTS.md", ".codex/skills/pdf/SKILL.md"},
+		"pi":     {".pi/agent/AGENTS.md", ".pi/agent/skills/pdf/SKILL.md"},
+	}
+	for _, name := range realAgents {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			home := filepath.Join(t.TempDir(), "operator")
+			project := filepath.Join(home, "src", "proj")
+			files := map[string]string{homes[name][0]: terse, homes[name][1]: skill}
+			for rel, text := range files {
+				if err := os.MkdirAll(filepath.Dir(filepath.Join(home, rel)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(home, rel), []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.MkdirAll(project, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			a, _, cfg := mustFind(t, name)
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			r, err := Probe(ctx, ProbeOptions{Agent: a, Project: project, Config: cfg, HostHome: home})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.Zero() {
+				t.Fatalf("reading %q, want tare: 0.00 (the room keeps both files out and the detectors can see them)\n%s", r.Verdict(), r.Render())
+			}
+			for det, file := range map[string]string{DetInstructions: homes[name][0], DetSkills: homes[name][1]} {
+				found := false
+				for _, k := range r.KeptOut {
+					found = found || (k.Detector == det && strings.HasSuffix(k.Source, file))
+				}
+				if !found {
+					t.Errorf("the twin with the operator's setup did not show ~/%s reached its model: the %s detector cannot see it\n%s", file, det, r.Render())
+				}
+			}
+			for _, secret := range []string{"Use tabs", "Fill PDF"} {
+				if strings.Contains(r.Render(), secret) {
+					t.Errorf("the reading quotes the operator's text %q; it must name the file and the kind\n%s", secret, r.Render())
+				}
+			}
+
+			// One rule of two words is too short to tell from the agent's own text.
+			short := filepath.Join(home, homes[name][0])
+			if err := os.WriteFile(short, []byte("Be terse.\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r, err = Probe(ctx, ProbeOptions{Agent: a, Project: project, Config: cfg, HostHome: home})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Zero() || r.Verdict() != "not proven (blind)" || !slices.Contains(r.Blind, DetInstructions) {
+				t.Fatalf("a file too short to recognise read %q, want not proven (blind) on instructions\n%s", r.Verdict(), r.Render())
+			}
+			if text := r.Render(); !strings.Contains(text, "blind     instructions") || !strings.Contains(text, homes[name][0]+": its text is too short") {
+				t.Errorf("the reading does not name the file it cannot see\n%s", text)
+			}
+		})
 	}
 }

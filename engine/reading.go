@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -55,8 +56,12 @@ type Reading struct {
 	Declared []string `json:"declared"`
 	// Leaks are what the clean room let through; the agent does not start while there are any.
 	Leaks []Leak `json:"leaks"`
-	// Blind lists the detectors whose control twin saw nothing: their silence proves nothing.
+	// Blind lists the detectors whose silence proves nothing: the control twin saw nothing,
+	// or one of the operator's files is one they cannot recognise (Unseen says which).
 	Blind []string `json:"blind"`
+	// Unseen gives the reasons for Blind beyond the control: each names the detector, why it
+	// cannot see (What) and the file (Source).
+	Unseen []Leak `json:"unseen,omitempty"`
 	// NotApplicable lists the detectors of mechanisms this agent does not have (pi reads no
 	// MCP servers): nothing of that kind can leak, and the control plants none.
 	NotApplicable []string `json:"not_applicable"`
@@ -68,6 +73,17 @@ type Reading struct {
 	Requests int       `json:"requests"`
 	At       time.Time `json:"at"`
 	Took     float64   `json:"took_seconds"`
+}
+
+// blind marks detector det blind; why and source, when given, say what it cannot see.
+func (r *Reading) blind(det, why, source string) {
+	if !slices.Contains(r.Blind, det) {
+		r.Blind = append(r.Blind, det)
+	}
+	u := Leak{Detector: det, What: why, Source: source}
+	if why != "" && !slices.Contains(r.Unseen, u) {
+		r.Unseen = append(r.Unseen, u)
+	}
 }
 
 // Zero reports whether the room is proven clean: no leak, and every detector proven able to see.
@@ -118,8 +134,17 @@ func (r *Reading) Render() string {
 	for _, l := range r.Leaks {
 		fmt.Fprintf(&b, "  %-13s %s  <- %s\n", l.Detector, l.What, l.Source)
 	}
-	if len(r.Blind) > 0 {
-		fmt.Fprintf(&b, "  blind     the control could not see: %s\n", strings.Join(r.Blind, ", "))
+	var control []string
+	for _, d := range r.Blind {
+		if !slices.ContainsFunc(r.Unseen, func(u Leak) bool { return u.Detector == d }) {
+			control = append(control, d)
+		}
+	}
+	if len(control) > 0 {
+		fmt.Fprintf(&b, "  blind     the control could not see: %s\n", strings.Join(control, ", "))
+	}
+	for _, u := range r.Unseen {
+		fmt.Fprintf(&b, "  blind     %-13s %s: %s\n", u.Detector, u.Source, u.What)
 	}
 	return b.String()
 }
