@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -174,5 +176,39 @@ func TestLeaksNameTheFileNotItsText(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("the reading lacks %q:\n%s", want, text)
 		}
+	}
+}
+
+// TestReadingsAreKeptPerAgentProjectAndRoom: a reading holds for one agent, project and
+// room; storing another project's (or another room's) keeps both, and the reading says
+// which room it read and that a real-provider run's room differs.
+func TestReadingsAreKeptPerAgentProjectAndRoom(t *testing.T) {
+	state := t.TempDir()
+	readings := []*Reading{
+		{Agent: "claude", Project: "/src/a", Room: RoomModelServer, Leaks: []Leak{{Detector: DetEnv, What: "x", Source: "y"}}},
+		{Agent: "claude", Project: "/src/b", Room: RoomModelServer},
+		{Agent: "claude", Project: "/src/a", Room: RoomModelServerHostNet},
+		{Agent: "codex", Project: "/src/a", Room: RoomModelServer},
+	}
+	for _, r := range readings {
+		if err := StoreReading(state, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range readings {
+		data, err := os.ReadFile(ReadingPath(state, r.Agent, r.Project, r.Room))
+		if err != nil {
+			t.Fatalf("the reading of %s for %s in %q was not kept: %v", r.Agent, r.Project, r.Room, err)
+		}
+		var got struct{ Agent, Project, Room, Verdict string }
+		if err := json.Unmarshal(data, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Agent != r.Agent || got.Project != r.Project || got.Room != r.Room || got.Verdict != r.Verdict() {
+			t.Errorf("kept %+v for %s %s %q (%s)", got, r.Agent, r.Project, r.Room, r.Verdict())
+		}
+	}
+	if text := readings[0].Render(); !strings.Contains(text, "probed    tare's model server, no login copy; a real-provider run's room adds") {
+		t.Errorf("the reading does not say which room it read:\n%s", text)
 	}
 }

@@ -79,7 +79,7 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 	progress(o.Progress, "probe %s: clean room", o.Agent.Name())
 
 	r := &Reading{
-		Agent: o.Agent.Name(), Version: inst.Version, Verified: o.Agent.Verified(), Project: o.Project,
+		Agent: o.Agent.Name(), Version: inst.Version, Verified: o.Agent.Verified(), Project: o.Project, Room: probedRoom(o.HostNetwork),
 		Bwrap: bw.Version.String(), At: began.UTC(), ControlSaw: map[string]string{},
 	}
 	operator := subject{

@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -46,7 +48,10 @@ type Reading struct {
 	Version  string `json:"version"`
 	Verified bool   `json:"verified"`
 	Project  string `json:"project"`
-	Bwrap    string `json:"bwrap"`
+	// Room is the kind of room probed (RoomModelServer, or with the host's network): a
+	// reading holds for its agent, project and room only.
+	Room  string `json:"room"`
+	Bwrap string `json:"bwrap"`
 	// Network says how the room reaches its model.
 	Network string `json:"network"`
 	// Kernel is what the clean room's inspection saw of its kernel-side defences: the
@@ -86,6 +91,29 @@ func (r *Reading) blind(det, why, source string) {
 	}
 }
 
+// The rooms a probe reads. Every probe points its agent at tare's model server: the rooms of
+// real-provider runs add a login copy and a proxy to the provider, which no reading saw.
+const (
+	RoomModelServer        = "tare's model server"
+	RoomModelServerHostNet = "tare's model server, host network"
+)
+
+// probedRoom is the room a probe with or without the host's network reads.
+func probedRoom(hostNet bool) string {
+	if hostNet {
+		return RoomModelServerHostNet
+	}
+	return RoomModelServer
+}
+
+// ReadingPath is where the last reading of agent for project in room is kept:
+// <state>/probes/<agent>-<12 hex digits of the project and room>.json. One project's reading
+// never stands in for another's, whose ancestors and files differ.
+func ReadingPath(stateDir, agent, project, room string) string {
+	sum := sha256.Sum256([]byte(project + "\x00" + room))
+	return filepath.Join(stateDir, ProbesDir, fmt.Sprintf("%s-%x.json", agent, sum[:6]))
+}
+
 // Zero reports whether the room is proven clean: no leak, and every detector proven able to see.
 func (r *Reading) Zero() bool { return len(r.Leaks) == 0 && len(r.Blind) == 0 }
 
@@ -110,6 +138,9 @@ func (r *Reading) Render() string {
 		fmt.Fprintf(&b, "  note      %s has not been verified here: its adapter is written from its public docs\n", r.Agent)
 	}
 	fmt.Fprintf(&b, "  room      bwrap %s · uid 1000 · %s\n", r.Bwrap, r.Network)
+	if r.Room != "" {
+		fmt.Fprintf(&b, "  probed    %s, no login copy; a real-provider run's room adds its login copy and proxy, unseen here\n", r.Room)
+	}
 	if r.Kernel != "" {
 		fmt.Fprintf(&b, "  kernel    %s\n", r.Kernel)
 	}
