@@ -222,7 +222,7 @@ func named(name, description string) []string {
 
 // unseenName says why a skill, agent or command without fingerprints cannot be recognised.
 func unseenName(name, description string) string {
-	return fmt.Sprintf("its name %q and description %d characters are too short to recognise (a probe needs %d in a row)",
+	return fmt.Sprintf("its name %q and description of %d characters are too short to recognise (a probe needs %d in a row; fix: a longer description)",
 		name, utf8.RuneCountInString(strings.TrimSpace(description)), minFingerprint)
 }
 

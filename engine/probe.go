@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -104,13 +105,6 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 	}
 	sortLeaks(r.Leaks)
 
-	// A personal file a detector cannot recognise makes that detector blind: its silence
-	// says nothing about that file, however well the control's long canary was seen.
-	for _, src := range operator.sources {
-		if det := detectorOf[src.Kind]; det != "" && src.Unseen != "" {
-			r.blind(det, src.Unseen, tilde(src.Path))
-		}
-	}
 	if o.NoControl {
 		for _, d := range Detectors {
 			r.blind(d, "", "")
@@ -140,6 +134,14 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 				return nil, fmt.Errorf("probe %s: twin with your setup: %w", o.Agent.Name(), err)
 			}
 			r.KeptOut = kept
+		}
+	}
+	// A personal file a detector cannot recognise makes that detector blind: its silence
+	// says nothing about that file, however well the control's long canary was seen. (A
+	// detector of a mechanism the agent lacks has nothing to see.)
+	for _, src := range operator.sources {
+		if det := detectorOf[src.Kind]; det != "" && src.Unseen != "" && !slices.Contains(r.NotApplicable, det) {
+			r.blind(det, src.Unseen, tilde(src.Path))
 		}
 	}
 	r.Took = time.Since(began).Seconds()
