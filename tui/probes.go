@@ -46,12 +46,14 @@ func readProbes(dir string) ([]ProbeReading, error) {
 			continue
 		}
 		var r ProbeReading
+		// The file is <agent>-<hash>.json (<agent>.json before readings were per project).
+		agent, _, _ := strings.Cut(strings.TrimSuffix(filepath.Base(p), ".json"), "-")
 		if err := json.Unmarshal(data, &r); err != nil {
-			bad = append(bad, fmt.Sprintf("%s: not a probe reading (%v); fix: run tare probe %s again", p, err, strings.TrimSuffix(filepath.Base(p), ".json")))
+			bad = append(bad, fmt.Sprintf("%s: not a probe reading (%v); fix: run tare probe %s again", p, err, agent))
 			continue
 		}
 		if r.Agent == "" {
-			r.Agent = strings.TrimSuffix(filepath.Base(p), ".json")
+			r.Agent = agent
 		}
 		out = append(out, r)
 	}
