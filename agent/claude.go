@@ -89,6 +89,9 @@ func (c Claude) Room(o RoomOptions) (Setup, error) {
 		}
 		state["customApiKeyResponses"] = map[string]any{"approved": []string{tail}, "rejected": []string{}}
 	}
+	if o.Inert {
+		state["primaryApiKey"] = drop // a copied key is no detector's business
+	}
 	f, err := jsonFile(o.Base, ".claude.json", state, 0o600)
 	if err != nil {
 		return Setup{}, fmt.Errorf("claude: %w", err)

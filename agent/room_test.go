@@ -358,6 +358,7 @@ func contains(list []string, s string) bool {
 func TestInertRoomRunsNoneOfTheBasesCommands(t *testing.T) {
 	base := t.TempDir()
 	files := map[string]string{
+		".claude.json":            `{"primaryApiKey":"sk-ant-copied","mcpServers":{"gh":{"command":"gh-mcp"}}}`,
 		".claude/settings.json":   `{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"touch /tmp/x"}]}]},"statusLine":{"type":"command","command":"x"},"apiKeyHelper":"x","model":"opus"}`,
 		".codex/config.toml":      "notify = [\"notify-send\", \"done\"]\n[mcp_servers.gh]\ncommand = \"gh-mcp\"\n[hooks]\n[[hooks.Stop]]\n",
 		".pi/agent/settings.json": `{"packages":["npm:pi-evil"],"extensions":["/x.ts"],"theme":"dark"}`,
@@ -371,7 +372,7 @@ func TestInertRoomRunsNoneOfTheBasesCommands(t *testing.T) {
 		}
 	}
 	want := map[string]struct{ kept, gone []string }{
-		"claude": {[]string{`"disableAllHooks": true`, `"model": "opus"`}, []string{"touch /tmp/x", "statusLine", "apiKeyHelper"}},
+		"claude": {[]string{`"disableAllHooks": true`, `"model": "opus"`, "gh-mcp"}, []string{"touch /tmp/x", "statusLine", "apiKeyHelper", "sk-ant-copied"}},
 		"codex":  {[]string{"gh-mcp", "hooks = false"}, []string{"notify", "[hooks", "Stop"}},
 		"pi":     {[]string{`"theme": "dark"`}, []string{"pi-evil", "/x.ts"}},
 	}
