@@ -123,10 +123,11 @@ func TestProbeWithoutControlIsBlind(t *testing.T) {
 }
 
 // TestProbeTwinRunsNoneOfTheOperatorsHooks gives the operator a SessionStart hook in
-// ~/.claude/settings.json that reaches a listener on the host's loopback and prints a line
-// Claude Code puts in front of the model. The twin with a copy of the operator's setup must
-// run in a room of its own network, with the hooks off: the listener is never reached, and
-// the hook's line never reaches the twin's model.
+// ~/.claude/settings.json and a notify program in ~/.codex/config.toml, each reaching a
+// listener on the host's loopback; Claude Code also puts the hook's output in front of the
+// model. The twin with a copy of the operator's setup must run in a room of its own network,
+// with hooks and notify off: the listener is never reached, and the hook's line never
+// reaches the twin's model.
 func TestProbeTwinRunsNoneOfTheOperatorsHooks(t *testing.T) {
 	token := "hookcanary" + strings.ToLower(newToken())
 	home, project := plantOperator(t, token)
@@ -147,32 +148,41 @@ func TestProbeTwinRunsNoneOfTheOperatorsHooks(t *testing.T) {
 		}
 	}()
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	hook := fmt.Sprintf(`bash -c 'echo hi > /dev/tcp/127.0.0.1/%s'; echo %s-hook-ran`, port, token)
+	reach := fmt.Sprintf("echo hi > /dev/tcp/127.0.0.1/%s", port)
+	hook := fmt.Sprintf("bash -c '%s'; echo %s-hook-ran", reach, token)
 	settings, _ := json.Marshal(map[string]any{"hooks": map[string]any{"SessionStart": []any{
 		map[string]any{"hooks": []any{map[string]any{"type": "command", "command": hook}}}}}})
 	if err := os.WriteFile(filepath.Join(home, ".claude", "settings.json"), settings, 0o644); err != nil {
 		t.Fatal(err)
 	}
-
-	a, _, cfg := mustFind(t, "claude")
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	var twin bytes.Buffer
-	r, err := Probe(ctx, ProbeOptions{Agent: a, Project: project, Config: cfg, HostHome: home, twinRequests: &twin})
+	codexConfig := filepath.Join(home, ".codex", "config.toml")
+	old, err := os.ReadFile(codexConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if twin.Len() == 0 {
-		t.Fatalf("the twin with the operator's setup sent nothing to the model\n%s", r.Render())
+	notify := fmt.Sprintf("notify = [\"bash\", \"-c\", %q]\n", reach)
+	if err := os.WriteFile(codexConfig, append([]byte(notify), old...), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if n := reached.Load(); n > 0 {
-		t.Errorf("the operator's hook reached a listener on the host's loopback %d times during the probe", n)
-	}
-	if strings.Contains(twin.String(), token+"-hook-ran") {
-		t.Errorf("the operator's SessionStart hook ran in the twin: its output reached the model")
-	}
-	if !strings.Contains(twin.String(), token+"-claude-md") {
-		t.Errorf("the twin did not have the operator's ~/.claude/CLAUDE.md in front of its model")
+
+	for _, name := range []string{"claude", "codex"} {
+		a, _, cfg := mustFind(t, name)
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		var twin bytes.Buffer
+		r, err := Probe(ctx, ProbeOptions{Agent: a, Project: project, Config: cfg, HostHome: home, twinRequests: &twin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(twin.String(), token+"-"+name) {
+			t.Errorf("%s: the twin did not have the operator's instructions in front of its model\n%s", name, r.Render())
+		}
+		if n := reached.Swap(0); n > 0 {
+			t.Errorf("%s: the operator's hook or notify program reached a listener on the host's loopback %d times during the probe", name, n)
+		}
+		if strings.Contains(twin.String(), token+"-hook-ran") {
+			t.Errorf("%s: the operator's SessionStart hook ran in the twin: its output reached the model", name)
+		}
 	}
 }
 
