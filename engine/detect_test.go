@@ -212,3 +212,30 @@ func TestReadingsAreKeptPerAgentProjectAndRoom(t *testing.T) {
 		t.Errorf("the reading does not say which room it read:\n%s", text)
 	}
 }
+
+// TestTwinCopiesNoLoginAndNoSettings: the twin with a copy of the operator's setup copies
+// the files a detector reads, never a login (Codex's auth.json is also its email source) and
+// never a settings-only file (hooks, helpers, providers, keys).
+func TestTwinCopiesNoLoginAndNoSettings(t *testing.T) {
+	home := t.TempDir()
+	for _, rel := range []string{"CLAUDE.md", "settings.json", "auth.json", "config.toml"} {
+		if err := os.WriteFile(home+"/"+rel, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sources := []agent.Source{
+		{Path: home + "/CLAUDE.md", Kind: agent.KindInstructions},
+		{Path: home + "/settings.json", Kind: agent.KindSettings},
+		{Path: home + "/auth.json", Kind: agent.KindLogin},
+		{Path: home + "/auth.json", Kind: agent.KindEmail},
+		{Path: home + "/config.toml", Kind: agent.KindSettings},
+		{Path: home + "/config.toml", Kind: agent.KindMCP},
+	}
+	var got []string
+	for _, s := range copyable(sources) {
+		got = append(got, strings.TrimPrefix(s.Path, home+"/"))
+	}
+	if strings.Join(got, " ") != "CLAUDE.md config.toml" {
+		t.Fatalf("the twin copies %v, want CLAUDE.md and config.toml (made inert) only", got)
+	}
+}
