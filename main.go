@@ -91,7 +91,7 @@ leak with the file it came from.`,
 			if err != nil {
 				return err
 			}
-			return tui.Run(cmd.Context(), tui.Options{StateDir: cfg.StateDir, Engine: eng, Agents: agentNameList()})
+			return tui.Run(cmd.Context(), tui.Options{StateDir: cfg.StateDir, Engine: eng, Agents: agentNameList(), Project: eng.project})
 		},
 	}
 	cmd.SetVersionTemplate("tare {{.Version}}\n")
@@ -577,7 +577,7 @@ login). Runs belong to the engine's processes, so a dropped session never ends o
 			if err != nil {
 				return err
 			}
-			o.StateDir, o.Engine, o.Agents = cfg.StateDir, eng, agentNameList()
+			o.StateDir, o.Engine, o.Agents, o.Project = cfg.StateDir, eng, agentNameList(), eng.project
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
 			return tui.Serve(ctx, o)

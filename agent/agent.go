@@ -129,6 +129,11 @@ type RoomOptions struct {
 	// twin). Config files tare writes are merged into the ones there instead
 	// of replacing them, so planted MCP servers survive.
 	Base string
+	// Inert turns off everything in Base's config files that would run a command of the
+	// operator's when the agent starts or ends a turn (hooks, status lines, key helpers,
+	// notify programs): the probe's twin with a copy of the operator's setup looks at what
+	// their files put in front of the model, and must not run their code. Not with Hooks.
+	Inert bool
 }
 
 // Hook is a command run on an agent event, named as Claude Code names it,
@@ -245,7 +250,11 @@ type Source struct {
 	// model: distinctive instruction lines, MCP server names, skill names and
 	// descriptions, the account email. Never secrets.
 	Fingerprints []string
-	Note         string // how the agent uses it, when not obvious
+	// Unseen says why a probe could not recognise this file in what reached the model (it
+	// is too short to tell from the agent's own text); empty when it can, or when the file
+	// holds nothing that could reach the model. A probe reads such a file's detector blind.
+	Unseen string
+	Note   string // how the agent uses it, when not obvious
 }
 
 // Canary marks everything Plant writes. Token must be lowercase letters,

@@ -91,13 +91,29 @@ func (c Claude) Room(o RoomOptions) (Setup, error) {
 		}
 		state["customApiKeyResponses"] = map[string]any{"approved": []string{tail}, "rejected": []string{}}
 	}
+	if o.Inert {
+		state["primaryApiKey"] = drop // a copied key is no detector's business
+	}
 	f, err := jsonFile(o.Base, ".claude.json", state, 0o600)
 	if err != nil {
 		return Setup{}, fmt.Errorf("claude: %w", err)
 	}
 	s.Files = append(s.Files, f)
 	s.Declared = append(s.Declared, "config: ~/.claude.json (onboarding and trust for /work only)")
-	if len(o.Hooks) > 0 {
+	switch {
+	case o.Inert && len(o.Hooks) > 0:
+		return Setup{}, fmt.Errorf("claude: a room is either inert or has tare's hooks, not both")
+	case o.Inert:
+		// disableAllHooks also turns off the status line; the helpers run commands of their own.
+		off := map[string]any{"disableAllHooks": true, "hooks": drop, "statusLine": drop, "apiKeyHelper": drop,
+			"awsAuthRefresh": drop, "awsCredentialExport": drop, "otelHeadersHelper": drop, "env": drop}
+		f, err := jsonFile(o.Base, ".claude/settings.json", off, 0o600)
+		if err != nil {
+			return Setup{}, fmt.Errorf("claude: %w", err)
+		}
+		s.Files = append(s.Files, f)
+		s.Declared = append(s.Declared, "config: ~/.claude/settings.json (disableAllHooks; no helpers, status line or env)")
+	case len(o.Hooks) > 0:
 		f, err := jsonFile(o.Base, ".claude/settings.json", map[string]any{"hooks": claudeHooks(o.Hooks)}, 0o600)
 		if err != nil {
 			return Setup{}, fmt.Errorf("claude: %w", err)
@@ -314,12 +330,20 @@ func (Claude) Personal(hostHome, project string) []Source {
 	}
 	pluginDir := filepath.Join(dot, "plugins")
 	if readJSON(filepath.Join(pluginDir, "installed_plugins.json"), &plugins) && len(plugins.Plugins) > 0 {
-		var names []string
+		var names, short []string
 		for _, k := range keys(plugins.Plugins) {
 			name, _, _ := strings.Cut(k, "@")
-			names = append(names, named(name, "")...)
+			prints := named(name, "")
+			if len(prints) == 0 {
+				short = append(short, fmt.Sprintf("%q", name))
+			}
+			names = append(names, prints...)
 		}
-		out = append(out, Source{Path: pluginDir, Kind: KindPlugin, Fingerprints: names, Note: "installed plugins"})
+		src := Source{Path: pluginDir, Kind: KindPlugin, Fingerprints: names, Note: "installed plugins"}
+		if len(short) > 0 {
+			src.Unseen = fmt.Sprintf("the plugin names %s are too short to recognise", strings.Join(short, ", "))
+		}
+		out = append(out, src)
 	} else {
 		out = fileSource(out, pluginDir, KindPlugin, nil, "")
 	}

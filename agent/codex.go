@@ -58,6 +58,15 @@ func codexQuiet() map[string]any {
 func (c Codex) Room(o RoomOptions) (Setup, error) {
 	s := Setup{Env: map[string]string{}}
 	config := codexQuiet()
+	if o.Inert {
+		if len(o.Hooks) > 0 {
+			return Setup{}, fmt.Errorf("codex: a room is either inert or has tare's hooks, not both")
+		}
+		// notify runs a program after every turn; [hooks] run on events.
+		config["notify"], config["hooks"] = drop, drop
+		config["features"].(map[string]any)["hooks"] = false
+		s.Declared = append(s.Declared, "config: ~/.codex/config.toml (no notify program, hooks off)")
+	}
 	if len(o.Hooks) > 0 {
 		hooks, err := codexHooks(o.Hooks, inRoom(codexConfig))
 		if err != nil {
@@ -387,7 +396,8 @@ func codexConfigSources(p string) []Source {
 		out = append(out, Source{Path: p, Kind: KindMCP, Fingerprints: unique(names), Note: "[mcp_servers]"})
 	}
 	if text := strings.TrimSpace(cfg.Instructions + "\n" + cfg.Developer); text != "" {
-		out = append(out, Source{Path: p, Kind: KindInstructions, Fingerprints: lines([]byte(text)), Note: "instructions in config.toml"})
+		prints, unseen := textPrints([]byte(text))
+		out = append(out, Source{Path: p, Kind: KindInstructions, Fingerprints: prints, Unseen: unseen, Note: "instructions in config.toml"})
 	}
 	if cfg.File != "" {
 		out = instructionFiles(out, "model_instructions_file of "+p, cfg.File)

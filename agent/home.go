@@ -72,6 +72,13 @@ func tomlFile(base, rel string, overlay map[string]any, mode fs.FileMode) (File,
 	return File{Path: inRoom(rel), Data: buf.Bytes(), Mode: mode}, nil
 }
 
+// dropKey is the type of drop.
+type dropKey struct{}
+
+// drop, as an overlay's value, removes the key from the base home's file: how an inert room
+// takes out what would run a command.
+var drop any = dropKey{}
+
 // marshalJSON is indented JSON with a final newline, "<>&" left as they are
 // (hook commands hold shell redirections).
 func marshalJSON(v any) ([]byte, error) {
@@ -86,6 +93,10 @@ func marshalJSON(v any) ([]byte, error) {
 // merge copies src into dst, merging nested objects.
 func merge(dst, src map[string]any) {
 	for k, v := range src {
+		if v == drop {
+			delete(dst, k)
+			continue
+		}
 		sub, ok := v.(map[string]any)
 		old, isMap := dst[k].(map[string]any)
 		if ok && isMap {

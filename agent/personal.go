@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -51,7 +52,43 @@ func instructions(p, note string) (Source, bool) {
 	if err != nil {
 		return Source{}, false
 	}
-	return Source{Path: p, Kind: KindInstructions, Fingerprints: lines(data), Note: note}, true
+	prints, unseen := textPrints(data)
+	return Source{Path: p, Kind: KindInstructions, Fingerprints: prints, Unseen: unseen, Note: note}, true
+}
+
+// textPrints are the fingerprints of an instruction file: its distinctive lines or, when
+// every line is short (a terse file of four rules), runs of consecutive lines, which reach
+// the model together because every agent puts the whole file in front of it. unseen says
+// why there are none when the file has text but too little to tell from the agent's own.
+func textPrints(data []byte) (prints []string, unseen string) {
+	if prints = lines(data); len(prints) > 0 {
+		return prints, ""
+	}
+	body := strings.Fields(stripFrontMatter(string(data)))
+	var run []string
+	for _, w := range body {
+		run = append(run, w)
+		if s := strings.Join(run, " "); utf8.RuneCountInString(s) >= minFingerprint && len(prints) < maxFingerprints {
+			prints = append(prints, s)
+			run = nil
+		}
+	}
+	if len(prints) == 0 && len(body) > 0 {
+		n := utf8.RuneCountInString(strings.Join(body, " "))
+		unseen = fmt.Sprintf("its text is too short to recognise (%d characters; a probe needs %d in a row)", n, minFingerprint)
+	}
+	return prints, unseen
+}
+
+// stripFrontMatter is text without its YAML front matter, which agents do not show.
+func stripFrontMatter(text string) string {
+	text = strings.ReplaceAll(text, "\r\n", "\n")
+	if rest, ok := strings.CutPrefix(text, "---\n"); ok {
+		if _, after, ok := strings.Cut(rest, "\n---"); ok {
+			return after
+		}
+	}
+	return text
 }
 
 // instructionFiles adds an instructions Source for every existing path.
@@ -158,20 +195,35 @@ func frontMatter(data []byte) map[string]string {
 }
 
 // named is the fingerprints of a skill, agent or command: its name (when
-// long enough to be distinctive) and the start of its description.
+// long enough to be distinctive), the start of its description, and the two
+// together as the agents list them, which tells a short name and a short
+// description apart from the agent's own text: "pdf: Fill PDF forms." (Claude
+// Code's and Codex's lists) and "<name>pdf</name> <description>Fill PDF
+// forms." (pi's, with its line break and indent read as one space).
 func named(name, description string) []string {
 	var out []string
 	if len(name) >= 10 {
 		out = append(out, name)
 	}
-	description = strings.TrimSpace(description)
+	description = strings.Join(strings.Fields(description), " ")
 	if r := []rune(description); len(r) > 100 {
 		description = string(r[:100])
 	}
 	if utf8.RuneCountInString(description) >= minFingerprint {
 		out = append(out, description)
 	}
+	if name != "" && description != "" {
+		if s := name + ": " + description; utf8.RuneCountInString(s) >= minFingerprint {
+			out = append(out, s, "<name>"+name+"</name> <description>"+description)
+		}
+	}
 	return out
+}
+
+// unseenName says why a skill, agent or command without fingerprints cannot be recognised.
+func unseenName(name, description string) string {
+	return fmt.Sprintf("its name %q and description of %d characters are too short to recognise (a probe needs %d in a row; fix: a longer description)",
+		name, utf8.RuneCountInString(strings.TrimSpace(description)), minFingerprint)
 }
 
 // markdownDefinition is a Source for a skill, agent or command file whose
@@ -186,7 +238,11 @@ func markdownDefinition(p string, kind Kind, fallback string) (Source, bool) {
 	if name == "" {
 		name = fallback
 	}
-	return Source{Path: p, Kind: kind, Fingerprints: named(name, fm["description"])}, true
+	src := Source{Path: p, Kind: kind, Fingerprints: named(name, fm["description"])}
+	if len(src.Fingerprints) == 0 {
+		src.Unseen = unseenName(name, fm["description"])
+	}
+	return src, true
 }
 
 // skills lists dir/*/SKILL.md (folders starting with "." skipped: Codex's

@@ -131,3 +131,51 @@ func TestBase64FormsFindAnEmailInsideAJWT(t *testing.T) {
 		}
 	}
 }
+
+// TestTerseFilesHaveFingerprints: four short rules and a skill called pdf described in
+// three words are recognisable by what the agents put in front of the model; a file of
+// one two-word rule is not, and says why.
+func TestTerseFilesHaveFingerprints(t *testing.T) {
+	prints, unseen := textPrints([]byte("- Use tabs.\n- Be terse.\n- No emoji.\n- Never push.\n"))
+	if len(prints) == 0 || unseen != "" {
+		t.Fatalf("four short rules: fingerprints %q, unseen %q", prints, unseen)
+	}
+	// As Claude Code, Codex and pi show the file: verbatim, white space aside.
+	shown := strings.Join(strings.Fields("Contents of CLAUDE.md:\n\n- Use tabs.\n- Be terse.\n- No emoji.\n- Never push.\n"), " ")
+	for _, p := range prints {
+		if !strings.Contains(shown, p) {
+			t.Errorf("fingerprint %q is not in the file as shown", p)
+		}
+	}
+	if prints, unseen := textPrints([]byte("---\nname: x\n---\nBe terse.\n")); len(prints) != 0 || !strings.Contains(unseen, "too short to recognise (9 characters") {
+		t.Errorf("one short rule: fingerprints %q, unseen %q", prints, unseen)
+	}
+	if prints, unseen := textPrints([]byte("\n \n")); len(prints) != 0 || unseen != "" {
+		t.Errorf("an empty file has nothing to see: fingerprints %q, unseen %q", prints, unseen)
+	}
+
+	dir := t.TempDir()
+	p := filepath.Join(dir, "pdf", "SKILL.md")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("---\nname: pdf\ndescription: Fill PDF forms.\n---\nUse pdftk.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src, ok := markdownDefinition(p, KindSkill, "pdf")
+	if !ok || src.Unseen != "" {
+		t.Fatalf("skill pdf: %+v", src)
+	}
+	// Claude Code's and Codex's skill lists, and pi's, with white space read as one space.
+	for _, shown := range []string{"- pdf: Fill PDF forms. (file: r0/pdf/SKILL.md)", "<skill> <name>pdf</name> <description>Fill PDF forms.</description>"} {
+		if !slices.ContainsFunc(src.Fingerprints, func(fp string) bool { return strings.Contains(shown, fp) }) {
+			t.Errorf("no fingerprint of skill pdf %q is in %q", src.Fingerprints, shown)
+		}
+	}
+	if err := os.WriteFile(p, []byte("---\nname: pdf\ndescription: PDF.\n---\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if src, _ := markdownDefinition(p, KindSkill, "pdf"); len(src.Fingerprints) != 0 || !strings.Contains(src.Unseen, `"pdf"`) {
+		t.Errorf("skill pdf described as PDF.: %+v", src)
+	}
+}

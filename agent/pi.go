@@ -77,6 +77,13 @@ func (p Pi) Room(o RoomOptions) (Setup, error) {
 		s.Declared = append(s.Declared, fmt.Sprintf("config: ~/%s (%d tare hooks)", piExtension, len(o.Hooks)))
 	}
 	settings := map[string]any{"enableInstallTelemetry": false}
+	if o.Inert {
+		if len(o.Hooks) > 0 {
+			return Setup{}, fmt.Errorf("pi: a room is either inert or has tare's hooks, not both")
+		}
+		// Packages and extensions are code pi runs as it starts.
+		settings["packages"], settings["extensions"] = drop, drop
+	}
 	if o.BaseURL != "" {
 		model := o.Model
 		if model == "" {

@@ -372,3 +372,52 @@ func TestRoomAllowOnlyNarrows(t *testing.T) {
 		t.Errorf("a list without Claude's hosts: %v", err)
 	}
 }
+
+// TestInertRoomRunsNoneOfTheBasesCommands: a room started from a copy of the operator's
+// files keeps their text and MCP servers but none of what runs a command: Claude Code's
+// hooks, status line and key helper, Codex's notify program and [hooks], pi's packages.
+func TestInertRoomRunsNoneOfTheBasesCommands(t *testing.T) {
+	base := t.TempDir()
+	files := map[string]string{
+		".claude.json":            `{"primaryApiKey":"sk-ant-copied","mcpServers":{"gh":{"command":"gh-mcp"}}}`,
+		".claude/settings.json":   `{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"touch /tmp/x"}]}]},"statusLine":{"type":"command","command":"x"},"apiKeyHelper":"x","model":"opus"}`,
+		".codex/config.toml":      "notify = [\"notify-send\", \"done\"]\n[mcp_servers.gh]\ncommand = \"gh-mcp\"\n[hooks]\n[[hooks.Stop]]\n",
+		".pi/agent/settings.json": `{"packages":["npm:pi-evil"],"extensions":["/x.ts"],"theme":"dark"}`,
+	}
+	for rel, text := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(base, rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(base, rel), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]struct{ kept, gone []string }{
+		"claude": {[]string{`"disableAllHooks": true`, `"model": "opus"`, "gh-mcp"}, []string{"touch /tmp/x", "statusLine", "apiKeyHelper", "sk-ant-copied"}},
+		"codex":  {[]string{"gh-mcp", "hooks = false"}, []string{"notify", "[hooks", "Stop"}},
+		"pi":     {[]string{`"theme": "dark"`}, []string{"pi-evil", "/x.ts"}},
+	}
+	for _, a := range []Agent{Claude{}, Codex{}, Pi{}} {
+		s, err := a.Room(RoomOptions{BaseURL: "http://127.0.0.1:9", Base: base, Inert: true})
+		if err != nil {
+			t.Fatalf("%s: %v", a.Name(), err)
+		}
+		var all strings.Builder
+		for _, f := range s.Files {
+			all.Write(f.Data)
+		}
+		for _, k := range want[a.Name()].kept {
+			if !strings.Contains(all.String(), k) {
+				t.Errorf("%s: the inert room's config lacks %q:\n%s", a.Name(), k, all.String())
+			}
+		}
+		for _, g := range want[a.Name()].gone {
+			if strings.Contains(all.String(), g) {
+				t.Errorf("%s: the inert room's config still has %q:\n%s", a.Name(), g, all.String())
+			}
+		}
+		if _, err := a.Room(RoomOptions{BaseURL: "http://127.0.0.1:9", Base: base, Inert: true, Hooks: []Hook{{Event: "Stop", Command: "x"}}}); err == nil {
+			t.Errorf("%s: a room both inert and with tare's hooks was built", a.Name())
+		}
+	}
+}

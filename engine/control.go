@@ -13,11 +13,12 @@ import (
 	"tare/capsule"
 )
 
-// ProbesDir is where the last reading of each agent is kept, below the state directory.
+// ProbesDir is where the last reading of each agent, project and room is kept, below the
+// state directory.
 const ProbesDir = "probes"
 
-// StoreReading keeps r as the last reading of its agent (<state>/probes/<agent>.json), where
-// the app's probes pane finds it.
+// StoreReading keeps r as the last reading of its agent for its project and room
+// (ReadingPath), where the app's probes pane finds it.
 func StoreReading(stateDir string, r *Reading) error {
 	data, err := json.MarshalIndent(struct {
 		*Reading
@@ -31,7 +32,7 @@ func StoreReading(stateDir string, r *Reading) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return capsule.WriteFileAtomic(filepath.Join(dir, r.Agent+".json"), append(data, '\n'), 0o644)
+	return capsule.WriteFileAtomic(ReadingPath(stateDir, r.Agent, r.Project, r.Room), append(data, '\n'), 0o644)
 }
 
 // killFile is the request to stop a tail: any process (the app, over ssh too) may write it;

@@ -140,19 +140,23 @@ func detect(ev evidence, s subject) map[string][]Leak {
 	add := func(det, what, source string) {
 		out[det] = append(out[det], Leak{Detector: det, What: what, Source: source})
 	}
+	// Agents indent, wrap and re-space what they put in front of the model: a fingerprint
+	// is looked for with every run of white space read as one space, on both sides.
+	text := " " + strings.Join(strings.Fields(ev.text), " ") + " "
 	for _, src := range s.sources {
 		det := detectorOf[src.Kind]
 		if det == "" {
 			continue // MCP servers are seen as tools, below; settings and logins are declared
 		}
+		// The reading names the file and the kind, never the operator's text.
 		for _, fp := range src.Fingerprints {
-			if fp != "" && strings.Contains(ev.text, fp) {
-				add(det, fmt.Sprintf("%q reached the model", clip(fp, 60)), s.show(src.Path))
+			if fp := strings.Join(strings.Fields(fp), " "); fp != "" && strings.Contains(text, fp) {
+				add(det, whatReached[src.Kind]+" reached the model", s.show(src.Path))
 				break
 			}
 			if det == DetEmail {
 				if files := ev.sight.needles[fp]; len(files) > 0 {
-					add(det, fmt.Sprintf("%s is in the room at %s", fp, strings.Join(files, ", ")), s.show(src.Path))
+					add(det, "the account email is in the room at "+strings.Join(files, ", "), s.show(src.Path))
 					break
 				}
 			}
@@ -177,8 +181,10 @@ func detect(ev evidence, s subject) map[string][]Leak {
 		tools = append(tools, t)
 	}
 	sort.Strings(tools)
+	// One rule for the control and the operator alike: an MCP tool is one the agent names
+	// mcp__<server>__<tool>, or one named after a server the subject declares.
 	for _, t := range tools {
-		if !strings.HasPrefix(t, "mcp__") && !strings.Contains(t, "tare_canary_") {
+		if _, server := mcpServerOf(t, s); !strings.HasPrefix(t, "mcp__") && server == "" {
 			continue
 		}
 		add(DetMCP, fmt.Sprintf("tool %s reached the model", t), mcpSource(t, s))
@@ -224,17 +230,43 @@ var detectorOf = map[agent.Kind]string{
 	agent.KindEmail:        DetEmail,
 }
 
-// mcpSource names the config that declares the MCP server behind tool t, where one does.
-func mcpSource(t string, s subject) string {
+// whatReached says what of a personal file reached the model, by its kind: the reading
+// names the file and the kind, not the operator's text.
+var whatReached = map[agent.Kind]string{
+	agent.KindInstructions: "its instructions",
+	agent.KindSkill:        "the skill's name and description",
+	agent.KindPlugin:       "an installed plugin's name",
+	agent.KindAgent:        "the subagent's name and description",
+	agent.KindCommand:      "the command's name and description",
+	agent.KindEmail:        "the account email",
+}
+
+// mcpServerOf finds the subject's MCP source and server that tool t is named after: the
+// tool is the server's name, or the server's name and a separator ("github__create_issue",
+// "github.create_issue"), with or without the mcp__ prefix.
+func mcpServerOf(t string, s subject) (agent.Source, string) {
+	bare := strings.TrimPrefix(t, "mcp__")
 	for _, src := range s.sources {
 		if src.Kind != agent.KindMCP {
 			continue
 		}
 		for _, name := range src.Fingerprints {
-			if name != "" && strings.Contains(t, name) {
-				return s.show(src.Path) + " (" + name + ")"
+			name = strings.TrimPrefix(name, "mcp__")
+			if name == "" {
+				continue
+			}
+			if rest, ok := strings.CutPrefix(bare, name); ok && (rest == "" || strings.HasPrefix(rest, "__") || strings.HasPrefix(rest, ".")) {
+				return src, name
 			}
 		}
+	}
+	return agent.Source{}, ""
+}
+
+// mcpSource names the config that declares the MCP server behind tool t, where one does.
+func mcpSource(t string, s subject) string {
+	if src, name := mcpServerOf(t, s); name != "" {
+		return s.show(src.Path) + " (" + name + ")"
 	}
 	for _, src := range s.sources {
 		if src.Kind == agent.KindMCP {

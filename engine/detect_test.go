@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -123,5 +125,117 @@ func TestVerdicts(t *testing.T) {
 	r.Verified = false
 	if !strings.Contains(r.Render(), "has not been verified here") {
 		t.Errorf("an unverified agent's reading must say so")
+	}
+}
+
+// TestMCPDetectorHasOneRule: a tool is an MCP server's when the agent names it mcp__… or
+// after a server the subject declares, for the control and the operator alike; the
+// control's canary is not recognised by its own name.
+func TestMCPDetectorHasOneRule(t *testing.T) {
+	s := subject{show: tilde, sources: []agent.Source{{Path: "/home/op/.codex/config.toml", Kind: agent.KindMCP, Fingerprints: []string{"github"}}}}
+	ev := scanRequests([][]byte{[]byte(`{"tools":[{"name":"exec_command"},{"name":"tare_canary_tc0123"},
+		{"name":"github.create_issue"},{"name":"mcp__linear__list"},{"name":"githubby"}]}`)})
+	var got []string
+	for _, l := range detect(ev, s)[DetMCP] {
+		got = append(got, l.What+" <- "+l.Source)
+	}
+	want := []string{
+		"tool github.create_issue reached the model <- /home/op/.codex/config.toml (github)",
+		"tool mcp__linear__list reached the model <- /home/op/.codex/config.toml",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("MCP detector saw:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestLeaksNameTheFileNotItsText: what a detector says it saw names the kind and the file;
+// the operator's instruction text, skill text and email stay out of the reading.
+func TestLeaksNameTheFileNotItsText(t *testing.T) {
+	s := subject{show: tilde, sources: []agent.Source{
+		{Path: "/home/op/.claude/CLAUDE.md", Kind: agent.KindInstructions, Fingerprints: []string{"Never deploy on Fridays, ever."}},
+		{Path: "/home/op/.claude/skills/pdf/SKILL.md", Kind: agent.KindSkill, Fingerprints: []string{"pdf: Fill PDF forms."}},
+		{Path: "/home/op/.claude.json", Kind: agent.KindEmail, Fingerprints: []string{"op@example.org"}},
+	}}
+	// As Claude Code sends them, with the rule wrapped across lines and indented.
+	ev := scanRequests([][]byte{[]byte(`{"system":"Never deploy on\n   Fridays, ever.\n- pdf: Fill PDF forms.\nuser op@example.org"}`)})
+	r := &Reading{Agent: "claude", Verified: true, ControlSaw: map[string]string{}}
+	for _, leaks := range detect(ev, s) {
+		r.Leaks = append(r.Leaks, leaks...)
+	}
+	if len(r.Leaks) != 3 {
+		t.Fatalf("%d leaks, want instructions, skill and email: %+v", len(r.Leaks), r.Leaks)
+	}
+	r.KeptOut = r.Leaks
+	text := r.Render()
+	for _, personal := range []string{"Fridays", "Fill PDF", "op@example.org"} {
+		if strings.Contains(text, personal) {
+			t.Errorf("the reading quotes %q:\n%s", personal, text)
+		}
+	}
+	for _, want := range []string{"its instructions reached the model  <- /home/op/.claude/CLAUDE.md", "the account email reached the model  <- /home/op/.claude.json"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the reading lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// TestReadingsAreKeptPerAgentProjectAndRoom: a reading holds for one agent, project and
+// room; storing another project's (or another room's) keeps both, and the reading says
+// which room it read and that a real-provider run's room differs.
+func TestReadingsAreKeptPerAgentProjectAndRoom(t *testing.T) {
+	state := t.TempDir()
+	readings := []*Reading{
+		{Agent: "claude", Project: "/src/a", Room: RoomModelServer, Leaks: []Leak{{Detector: DetEnv, What: "x", Source: "y"}}},
+		{Agent: "claude", Project: "/src/b", Room: RoomModelServer},
+		{Agent: "claude", Project: "/src/a", Room: RoomModelServerHostNet},
+		{Agent: "codex", Project: "/src/a", Room: RoomModelServer},
+	}
+	for _, r := range readings {
+		if err := StoreReading(state, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range readings {
+		data, err := os.ReadFile(ReadingPath(state, r.Agent, r.Project, r.Room))
+		if err != nil {
+			t.Fatalf("the reading of %s for %s in %q was not kept: %v", r.Agent, r.Project, r.Room, err)
+		}
+		var got struct{ Agent, Project, Room, Verdict string }
+		if err := json.Unmarshal(data, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Agent != r.Agent || got.Project != r.Project || got.Room != r.Room || got.Verdict != r.Verdict() {
+			t.Errorf("kept %+v for %s %s %q (%s)", got, r.Agent, r.Project, r.Room, r.Verdict())
+		}
+	}
+	if text := readings[0].Render(); !strings.Contains(text, "probed    tare's model server, no login copy; a real-provider run's room adds") {
+		t.Errorf("the reading does not say which room it read:\n%s", text)
+	}
+}
+
+// TestTwinCopiesNoLoginAndNoSettings: the twin with a copy of the operator's setup copies
+// the files a detector reads, never a login (Codex's auth.json is also its email source) and
+// never a settings-only file (hooks, helpers, providers, keys).
+func TestTwinCopiesNoLoginAndNoSettings(t *testing.T) {
+	home := t.TempDir()
+	for _, rel := range []string{"CLAUDE.md", "settings.json", "auth.json", "config.toml"} {
+		if err := os.WriteFile(home+"/"+rel, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sources := []agent.Source{
+		{Path: home + "/CLAUDE.md", Kind: agent.KindInstructions},
+		{Path: home + "/settings.json", Kind: agent.KindSettings},
+		{Path: home + "/auth.json", Kind: agent.KindLogin},
+		{Path: home + "/auth.json", Kind: agent.KindEmail},
+		{Path: home + "/config.toml", Kind: agent.KindSettings},
+		{Path: home + "/config.toml", Kind: agent.KindMCP},
+	}
+	var got []string
+	for _, s := range copyable(sources) {
+		got = append(got, strings.TrimPrefix(s.Path, home+"/"))
+	}
+	if strings.Join(got, " ") != "CLAUDE.md config.toml" {
+		t.Fatalf("the twin copies %v, want CLAUDE.md and config.toml (made inert) only", got)
 	}
 }

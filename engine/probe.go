@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -37,6 +38,9 @@ type ProbeOptions struct {
 	Requests io.Writer
 	// NoControl skips the control twin: every detector is then blind. For tests of the verdict.
 	NoControl bool
+	// twinRequests, when set, receives the requests of the twin with a copy of the operator's
+	// setup, as Requests does the clean room's: the tests read what that twin's agent sent.
+	twinRequests io.Writer
 }
 
 // probePrompt is what the agent is asked in the probe; the model server answers it with a
@@ -76,7 +80,7 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 	progress(o.Progress, "probe %s: clean room", o.Agent.Name())
 
 	r := &Reading{
-		Agent: o.Agent.Name(), Version: inst.Version, Verified: o.Agent.Verified(), Project: o.Project,
+		Agent: o.Agent.Name(), Version: inst.Version, Verified: o.Agent.Verified(), Project: o.Project, Room: probedRoom(o.HostNetwork),
 		Bwrap: bw.Version.String(), At: began.UTC(), ControlSaw: map[string]string{},
 	}
 	operator := subject{
@@ -88,13 +92,8 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.Requests != nil {
-		enc := json.NewEncoder(o.Requests)
-		for _, rq := range ev.raw {
-			if err := enc.Encode(rq); err != nil {
-				return nil, fmt.Errorf("writing the requests: %v", err)
-			}
-		}
+	if err := writeRequests(o.Requests, ev.raw); err != nil {
+		return nil, err
 	}
 	r.Requests = ev.requests
 	r.Network = networkLine(o.HostNetwork, false)
@@ -107,7 +106,9 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 	sortLeaks(r.Leaks)
 
 	if o.NoControl {
-		r.Blind = append(r.Blind, Detectors...)
+		for _, d := range Detectors {
+			r.blind(d, "", "")
+		}
 	} else {
 		progress(o.Progress, "probe %s: control twin in a planted dirty home", o.Agent.Name())
 		saw, planted, err := control(ctx, cleanPlan, canary.Addr())
@@ -121,18 +122,26 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 				continue
 			}
 			if len(saw[d]) == 0 {
-				r.Blind = append(r.Blind, d)
+				r.blind(d, "", "")
 				continue
 			}
 			r.ControlSaw[d] = saw[d][0].What
 		}
 		if personal := copyable(operator.sources); len(personal) > 0 {
 			progress(o.Progress, "probe %s: twin with a copy of your setup (%d files)", o.Agent.Name(), len(personal))
-			kept, err := realTwin(ctx, cleanPlan, operator, personal, canary.Addr())
+			kept, err := realTwin(ctx, cleanPlan, operator, personal, canary.Addr(), o.twinRequests)
 			if err != nil {
 				return nil, fmt.Errorf("probe %s: twin with your setup: %w", o.Agent.Name(), err)
 			}
 			r.KeptOut = kept
+		}
+	}
+	// A personal file a detector cannot recognise makes that detector blind: its silence
+	// says nothing about that file, however well the control's long canary was seen. (A
+	// detector of a mechanism the agent lacks has nothing to see.)
+	for _, src := range operator.sources {
+		if det := detectorOf[src.Kind]; det != "" && src.Unseen != "" && !slices.Contains(r.NotApplicable, det) {
+			r.blind(det, src.Unseen, tilde(src.Path))
 		}
 	}
 	r.Took = time.Since(began).Seconds()
@@ -160,6 +169,9 @@ type plan struct {
 	runStore string
 	// guard are workspace paths the room sees read-only (sandbox.Room.Guard).
 	guard []string
+	// inert turns off whatever in the room's copied config would run a command (the twin
+	// with a copy of the operator's setup).
+	inert bool
 }
 
 // roomSetup is what observe learned about the room it built.
@@ -170,13 +182,15 @@ type roomSetup struct {
 	args []string
 }
 
-// twin describes how a control twin differs from the clean room: a planted home bound at
-// its own host path, the cwd below it, a canary variable and the host's network.
+// twin describes how a twin differs from the clean room: a planted home bound at its own
+// host path, the cwd below it, a canary variable and, for the control, the host's network.
 type twin struct {
 	home, cwd string
 	env       map[string]string
 	// binds are extra host folders bound at their own path (the planted tree).
 	binds []string
+	// hostNet shares the host's network: only the control, whose planted home is tare's own.
+	hostNet bool
 }
 
 // observe runs the inspection and the agent in one room shape (clean, or a twin) against a
@@ -296,7 +310,7 @@ func control(ctx context.Context, p plan, loopback string) (map[string][]Leak, [
 		home: home, project: proj, sources: p.agent.Personal(home, proj), loopback: loopback,
 		show: func(path string) string { return strings.Replace(path, home, "~", 1) },
 	}
-	tw := &twin{home: home, cwd: proj, env: map[string]string{"TARE_CANARY_" + strings.ToUpper(token): token}, binds: []string{home}}
+	tw := &twin{home: home, cwd: proj, env: map[string]string{"TARE_CANARY_" + strings.ToUpper(token): token}, binds: []string{home}, hostNet: true}
 	q := p
 	q.workspace, q.readOnly, q.hostNet = proj, false, true
 	ev, setup, err := observe(ctx, q, s, loopback, tw)
@@ -309,7 +323,7 @@ func control(ctx context.Context, p plan, loopback string) (map[string][]Leak, [
 
 // realTwin runs a twin in a copy of the operator's personal files and returns what the
 // clean room kept out of their real setup.
-func realTwin(ctx context.Context, p plan, operator subject, files []agent.Source, loopback string) ([]Leak, error) {
+func realTwin(ctx context.Context, p plan, operator subject, files []agent.Source, loopback string, requests io.Writer) ([]Leak, error) {
 	dir, err := os.MkdirTemp("", "tare-twin-")
 	if err != nil {
 		return nil, err
@@ -340,11 +354,17 @@ func realTwin(ctx context.Context, p plan, operator subject, files []agent.Sourc
 		home: home, project: proj, sources: p.agent.Personal(home, proj), loopback: loopback,
 		show: func(path string) string { return tilde(strings.TrimPrefix(path, dir)) },
 	}
+	// The copy is the operator's: its twin gets a room like the clean one (its own network,
+	// out only to the model server), and the agent starts with its hooks and helpers off, so
+	// a probe never runs the operator's code with their reach.
 	tw := &twin{home: home, cwd: proj, binds: []string{dir}}
 	q := p
-	q.workspace, q.readOnly = proj, false
+	q.workspace, q.readOnly, q.hostNet, q.inert = proj, false, false, true
 	ev, setup, err := observe(ctx, q, s, loopback, tw)
 	if err != nil {
+		return nil, err
+	}
+	if err := writeRequests(requests, ev.raw); err != nil {
 		return nil, err
 	}
 	s.env = setup.envNames
@@ -356,14 +376,39 @@ func realTwin(ctx context.Context, p plan, operator subject, files []agent.Sourc
 	return kept, nil
 }
 
-// copyable is the operator's personal files a real-setup twin may copy: never a login.
+// writeRequests writes each request as the model server recorded it, one JSON object a line.
+func writeRequests(w io.Writer, reqs []modelserver.Request) error {
+	if w == nil {
+		return nil
+	}
+	enc := json.NewEncoder(w)
+	for _, rq := range reqs {
+		if err := enc.Encode(rq); err != nil {
+			return fmt.Errorf("writing the requests: %v", err)
+		}
+	}
+	return nil
+}
+
+// copyable is the operator's personal files a real-setup twin may copy: the ones a detector
+// looks for in what reached the model. Never a login (Codex's auth.json is also where its
+// email is), and never a file that is only settings: those hold hooks, helpers, providers and
+// keys, nothing a detector reads, and running them is not the probe's business.
 func copyable(sources []agent.Source) []agent.Source {
-	var out []agent.Source
+	login := map[string]bool{}
 	for _, s := range sources {
 		if s.Kind == agent.KindLogin {
+			login[s.Path] = true
+		}
+	}
+	var out []agent.Source
+	seen := map[string]bool{}
+	for _, s := range sources {
+		if login[s.Path] || seen[s.Path] || (detectorOf[s.Kind] == "" && s.Kind != agent.KindMCP) {
 			continue
 		}
 		if info, err := os.Stat(s.Path); err == nil && info.Mode().IsRegular() && info.Size() < 1<<20 {
+			seen[s.Path] = true
 			out = append(out, s)
 		}
 	}

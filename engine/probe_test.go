@@ -3,9 +3,14 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -114,5 +119,144 @@ func TestProbeWithoutControlIsBlind(t *testing.T) {
 	}
 	if r.Verdict() != "not proven (blind)" || r.Zero() || len(r.Leaks) != 0 {
 		t.Fatalf("reading %q with %d leaks, want not proven (blind) and none", r.Verdict(), len(r.Leaks))
+	}
+}
+
+// TestProbeTwinRunsNoneOfTheOperatorsHooks gives the operator a SessionStart hook in
+// ~/.claude/settings.json and a notify program in ~/.codex/config.toml, each reaching a
+// listener on the host's loopback; Claude Code also puts the hook's output in front of the
+// model. The twin with a copy of the operator's setup must run in a room of its own network,
+// with hooks and notify off: the listener is never reached, and the hook's line never
+// reaches the twin's model.
+func TestProbeTwinRunsNoneOfTheOperatorsHooks(t *testing.T) {
+	token := "hookcanary" + strings.ToLower(newToken())
+	home, project := plantOperator(t, token)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var reached atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			reached.Add(1)
+			c.Close()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	reach := fmt.Sprintf("echo hi > /dev/tcp/127.0.0.1/%s", port)
+	hook := fmt.Sprintf("bash -c '%s'; echo %s-hook-ran", reach, token)
+	settings, _ := json.Marshal(map[string]any{"hooks": map[string]any{"SessionStart": []any{
+		map[string]any{"hooks": []any{map[string]any{"type": "command", "command": hook}}}}}})
+	if err := os.WriteFile(filepath.Join(home, ".claude", "settings.json"), settings, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	codexConfig := filepath.Join(home, ".codex", "config.toml")
+	old, err := os.ReadFile(codexConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notify := fmt.Sprintf("notify = [\"bash\", \"-c\", %q]\n", reach)
+	if err := os.WriteFile(codexConfig, append([]byte(notify), old...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, name := range []string{"claude", "codex"} {
+		a, _, cfg := mustFind(t, name)
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		var twin bytes.Buffer
+		r, err := Probe(ctx, ProbeOptions{Agent: a, Project: project, Config: cfg, HostHome: home, twinRequests: &twin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(twin.String(), token+"-"+name) {
+			t.Errorf("%s: the twin did not have the operator's instructions in front of its model\n%s", name, r.Render())
+		}
+		if n := reached.Swap(0); n > 0 {
+			t.Errorf("%s: the operator's hook or notify program reached a listener on the host's loopback %d times during the probe", name, n)
+		}
+		if strings.Contains(twin.String(), token+"-hook-ran") {
+			t.Errorf("%s: the operator's SessionStart hook ran in the twin: its output reached the model", name)
+		}
+	}
+}
+
+// TestProbeSeesTerseFilesOrSaysItCannot gives each real agent an operator whose own
+// instructions are four short rules and whose one skill is "pdf", described in three words:
+// no line of either is long enough for a line fingerprint. The twin with a copy of that
+// setup must show both reached its model (so the clean room's silence about them means
+// something), and a file too short to recognise at all makes the reading blind, naming it,
+// never "tare: 0.00".
+func TestProbeSeesTerseFilesOrSaysItCannot(t *testing.T) {
+	terse := "- Use tabs.\n- Be terse.\n- No emoji.\n- Never push.\n"
+	skill := "---\nname: pdf\ndescription: Fill PDF forms.\n---\n\nUse pdftk.\n"
+	homes := map[string][2]string{
+		"claude": {".claude/CLAUDE.md", ".claude/skills/pdf/SKILL.md"},
+		"codex":  {".codex/AGENTS.md", ".codex/skills/pdf/SKILL.md"},
+		"pi":     {".pi/agent/AGENTS.md", ".pi/agent/skills/pdf/SKILL.md"},
+	}
+	for _, name := range realAgents {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			home := filepath.Join(t.TempDir(), "operator")
+			project := filepath.Join(home, "src", "proj")
+			files := map[string]string{homes[name][0]: terse, homes[name][1]: skill}
+			for rel, text := range files {
+				if err := os.MkdirAll(filepath.Dir(filepath.Join(home, rel)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(home, rel), []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.MkdirAll(project, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			a, _, cfg := mustFind(t, name)
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			r, err := Probe(ctx, ProbeOptions{Agent: a, Project: project, Config: cfg, HostHome: home})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.Zero() {
+				t.Fatalf("reading %q, want tare: 0.00 (the room keeps both files out and the detectors can see them)\n%s", r.Verdict(), r.Render())
+			}
+			for det, file := range map[string]string{DetInstructions: homes[name][0], DetSkills: homes[name][1]} {
+				found := false
+				for _, k := range r.KeptOut {
+					found = found || (k.Detector == det && strings.HasSuffix(k.Source, file))
+				}
+				if !found {
+					t.Errorf("the twin with the operator's setup did not show ~/%s reached its model: the %s detector cannot see it\n%s", file, det, r.Render())
+				}
+			}
+			for _, secret := range []string{"Use tabs", "Fill PDF"} {
+				if strings.Contains(r.Render(), secret) {
+					t.Errorf("the reading quotes the operator's text %q; it must name the file and the kind\n%s", secret, r.Render())
+				}
+			}
+
+			// One rule of two words is too short to tell from the agent's own text.
+			short := filepath.Join(home, homes[name][0])
+			if err := os.WriteFile(short, []byte("Be terse.\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r, err = Probe(ctx, ProbeOptions{Agent: a, Project: project, Config: cfg, HostHome: home})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Zero() || r.Verdict() != "not proven (blind)" || !slices.Contains(r.Blind, DetInstructions) {
+				t.Fatalf("a file too short to recognise read %q, want not proven (blind) on instructions\n%s", r.Verdict(), r.Render())
+			}
+			if text := r.Render(); !strings.Contains(text, "blind     instructions") || !strings.Contains(text, homes[name][0]+": its text is too short") {
+				t.Errorf("the reading does not name the file it cannot see\n%s", text)
+			}
+		})
 	}
 }

@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -45,7 +48,10 @@ type Reading struct {
 	Version  string `json:"version"`
 	Verified bool   `json:"verified"`
 	Project  string `json:"project"`
-	Bwrap    string `json:"bwrap"`
+	// Room is the kind of room probed (RoomModelServer, or with the host's network): a
+	// reading holds for its agent, project and room only.
+	Room  string `json:"room"`
+	Bwrap string `json:"bwrap"`
 	// Network says how the room reaches its model.
 	Network string `json:"network"`
 	// Kernel is what the clean room's inspection saw of its kernel-side defences: the
@@ -55,8 +61,12 @@ type Reading struct {
 	Declared []string `json:"declared"`
 	// Leaks are what the clean room let through; the agent does not start while there are any.
 	Leaks []Leak `json:"leaks"`
-	// Blind lists the detectors whose control twin saw nothing: their silence proves nothing.
+	// Blind lists the detectors whose silence proves nothing: the control twin saw nothing,
+	// or one of the operator's files is one they cannot recognise (Unseen says which).
 	Blind []string `json:"blind"`
+	// Unseen gives the reasons for Blind beyond the control: each names the detector, why it
+	// cannot see (What) and the file (Source).
+	Unseen []Leak `json:"unseen,omitempty"`
 	// NotApplicable lists the detectors of mechanisms this agent does not have (pi reads no
 	// MCP servers): nothing of that kind can leak, and the control plants none.
 	NotApplicable []string `json:"not_applicable"`
@@ -68,6 +78,40 @@ type Reading struct {
 	Requests int       `json:"requests"`
 	At       time.Time `json:"at"`
 	Took     float64   `json:"took_seconds"`
+}
+
+// blind marks detector det blind; why and source, when given, say what it cannot see.
+func (r *Reading) blind(det, why, source string) {
+	if !slices.Contains(r.Blind, det) {
+		r.Blind = append(r.Blind, det)
+	}
+	u := Leak{Detector: det, What: why, Source: source}
+	if why != "" && !slices.Contains(r.Unseen, u) {
+		r.Unseen = append(r.Unseen, u)
+	}
+}
+
+// The rooms a probe reads. Every probe points its agent at tare's model server: the rooms of
+// real-provider runs add a login copy and a proxy to the provider, which no reading saw.
+const (
+	RoomModelServer        = "tare's model server"
+	RoomModelServerHostNet = "tare's model server, host network"
+)
+
+// probedRoom is the room a probe with or without the host's network reads.
+func probedRoom(hostNet bool) string {
+	if hostNet {
+		return RoomModelServerHostNet
+	}
+	return RoomModelServer
+}
+
+// ReadingPath is where the last reading of agent for project in room is kept:
+// <state>/probes/<agent>-<12 hex digits of the project and room>.json. One project's reading
+// never stands in for another's, whose ancestors and files differ.
+func ReadingPath(stateDir, agent, project, room string) string {
+	sum := sha256.Sum256([]byte(project + "\x00" + room))
+	return filepath.Join(stateDir, ProbesDir, fmt.Sprintf("%s-%x.json", agent, sum[:6]))
 }
 
 // Zero reports whether the room is proven clean: no leak, and every detector proven able to see.
@@ -94,6 +138,9 @@ func (r *Reading) Render() string {
 		fmt.Fprintf(&b, "  note      %s has not been verified here: its adapter is written from its public docs\n", r.Agent)
 	}
 	fmt.Fprintf(&b, "  room      bwrap %s · uid 1000 · %s\n", r.Bwrap, r.Network)
+	if r.Room != "" {
+		fmt.Fprintf(&b, "  probed    %s, no login copy; a real-provider run's room adds its login copy and proxy, unseen here\n", r.Room)
+	}
 	if r.Kernel != "" {
 		fmt.Fprintf(&b, "  kernel    %s\n", r.Kernel)
 	}
@@ -118,8 +165,17 @@ func (r *Reading) Render() string {
 	for _, l := range r.Leaks {
 		fmt.Fprintf(&b, "  %-13s %s  <- %s\n", l.Detector, l.What, l.Source)
 	}
-	if len(r.Blind) > 0 {
-		fmt.Fprintf(&b, "  blind     the control could not see: %s\n", strings.Join(r.Blind, ", "))
+	var control []string
+	for _, d := range r.Blind {
+		if !slices.ContainsFunc(r.Unseen, func(u Leak) bool { return u.Detector == d }) {
+			control = append(control, d)
+		}
+	}
+	if len(control) > 0 {
+		fmt.Fprintf(&b, "  blind     the control could not see: %s\n", strings.Join(control, ", "))
+	}
+	for _, u := range r.Unseen {
+		fmt.Fprintf(&b, "  blind     %-13s %s: %s\n", u.Detector, u.Source, u.What)
 	}
 	return b.String()
 }

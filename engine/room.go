@@ -34,7 +34,7 @@ func findAgent(a agent.Agent, cfg *config.Config, projects ...string) (agent.Ins
 // buildRoom turns a plan into a room whose agent talks to upstream (tare's model server) or,
 // with p.login set and upstream empty, to its real provider through tare's proxy.
 func buildRoom(p plan, upstream string, tw *twin) (sandbox.Room, roomSetup, error) {
-	opts := agent.RoomOptions{Hooks: p.hooks}
+	opts := agent.RoomOptions{Hooks: p.hooks, Inert: p.inert}
 	room := sandbox.Room{
 		Workspace:         p.workspace,
 		WorkspaceReadOnly: p.readOnly,
@@ -46,12 +46,15 @@ func buildRoom(p plan, upstream string, tw *twin) (sandbox.Room, roomSetup, erro
 	for _, ro := range p.cfg.Room.ReadOnly {
 		room.Binds = append(room.Binds, sandbox.Bind{Source: ro, Dest: ro, Try: true})
 	}
+	if tw != nil {
+		opts.Base = tw.home
+	}
 	switch {
-	case tw != nil:
-		// A twin shares the host network on purpose, and talks to the model server directly.
+	case tw != nil && tw.hostNet:
+		// The control twin shares the host network on purpose (its loopback and other-hosts
+		// detectors must see), and talks to the model server directly.
 		room.Network = sandbox.NetHost
 		opts.BaseURL = "http://" + upstream
-		opts.Base = tw.home
 	case upstream != "":
 		opts.BaseURL = fmt.Sprintf("http://127.0.0.1:%d", modelPort)
 		room.Relays = []sandbox.Relay{{Port: modelPort, Upstream: upstream}}

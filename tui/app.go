@@ -29,6 +29,8 @@ type Options struct {
 	Engine Engine
 	// Agents are listed in the probes pane even before their first reading.
 	Agents []string
+	// Project is the folder the app works in: the probes pane shows its readings only.
+	Project string
 	// In and Out default to the process's stdin and stdout.
 	In  io.Reader
 	Out io.Writer
@@ -62,7 +64,7 @@ func Run(ctx context.Context, o Options) error {
 	defer closeLog()
 	c := modelConfig{
 		ctx: ctx, engine: o.Engine, styles: newStyles(lipgloss.NewRenderer(out)), log: logger,
-		agents: o.Agents, probes: o.StateDir != "",
+		agents: o.Agents, probes: o.StateDir != "", project: o.Project,
 	}
 	m := newModel(c)
 	if len(o.Dirs) == 1 && o.StateDir == "" {

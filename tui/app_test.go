@@ -87,7 +87,7 @@ func TestRunOnATerminal(t *testing.T) {
 	scr := newScreen(t, 120, 32)
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(context.Background(), Options{StateDir: stateDir, Engine: newStub(), Agents: []string{"claude"}, In: scr.tty, Out: scr.tty})
+		done <- Run(context.Background(), Options{StateDir: stateDir, Engine: newStub(), Agents: []string{"claude"}, Project: demoProject, In: scr.tty, Out: scr.tty})
 	}()
 	scr.waitFor(t, "Probes", "calibrate-demo", "tare: 0.00")
 	scr.press(t, "q")

@@ -12,8 +12,9 @@ import (
 // implementation must hand long work to a process or goroutine of the engine's own: a run
 // started, resumed or retried here keeps going after the app is gone.
 type Engine interface {
-	// Probe takes a new reading of agent, as `tare probe AGENT` does, and stores it at
-	// <state>/probes/<agent>.json (see ProbeReading); the app shows it from there.
+	// Probe takes a new reading of agent in the app's project, as `tare probe AGENT` does,
+	// and stores it at <state>/probes/<agent>-<hash>.json (see ProbeReading); the app shows
+	// it from there.
 	Probe(ctx context.Context, agent string) error
 	// Resume continues a crashed run (no process owns it and it has no report), as
 	// `tare resume DIR` would. It returns once the run is continuing.

@@ -141,7 +141,7 @@ func TestWatcherFindsNewRunsReadingsAndLiveness(t *testing.T) {
 	alive[r.dir] = true
 	mu.Unlock()
 	r.at(0, engine.Event{RunStarted: &engine.RunStarted{Kind: "calibrate"}})
-	writeProbe(t, stateDir, ProbeReading{Agent: "claude", Verdict: "tare: 0.00", Zero: true, At: t0})
+	writeProbe(t, stateDir, ProbeReading{Agent: "claude", Verdict: "tare: 0.00", Zero: true, At: t0, Project: demoProject, Room: engine.RoomModelServer})
 	f := w.poll(time.Now())
 	if len(f.runs) != 1 || f.runs[0].dir != r.dir || len(f.runs[0].events) != 1 {
 		t.Fatalf("new run: %+v", f.runs)
@@ -193,7 +193,7 @@ func TestBridgeCoalescesAndKeepsFinalEvents(t *testing.T) {
 		}
 		r.j.Append(&engine.Event{RunFinished: &engine.RunFinished{}})
 	}()
-	s := newStore(nil)
+	s := newStore(nil, demoProject)
 	sends, events := 0, 0
 	for !s.run(r.dir).state.Finished {
 		select {

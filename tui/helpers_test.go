@@ -142,8 +142,8 @@ func sec(s int) time.Duration  { return time.Duration(s) * time.Second }
 func demoState(t testing.TB) (stateDir, calDir, crashedDir string) {
 	t.Helper()
 	stateDir = t.TempDir()
-	writeProbe(t, stateDir, ProbeReading{Agent: "claude", Version: "2.1.197", Verdict: "tare: 0.00", Zero: true, At: t0.Add(-min_(3))})
-	writeProbe(t, stateDir, ProbeReading{Agent: "codex", Version: "0.171.0", Verdict: "tare: 2 leaks", At: t0.Add(-2 * time.Hour)})
+	writeProbe(t, stateDir, ProbeReading{Agent: "claude", Version: "2.1.197", Verdict: "tare: 0.00", Zero: true, At: t0.Add(-min_(3)), Project: demoProject, Room: engine.RoomModelServer})
+	writeProbe(t, stateDir, ProbeReading{Agent: "codex", Version: "0.171.0", Verdict: "tare: 2 leaks", At: t0.Add(-2 * time.Hour), Project: demoProject, Room: engine.RoomModelServer})
 
 	c := openRun(t, stateDir, "calibrate", "calibrate-demo")
 	c.at(-min_(10), engine.Event{RunStarted: &engine.RunStarted{Kind: "calibrate", Project: "/src/shop", Prompt: "fix the failing test",
@@ -199,14 +199,17 @@ func demoState(t testing.TB) (stateDir, calDir, crashedDir string) {
 	return stateDir, c.dir, cr.dir
 }
 
+// demoProject is the folder the demo state's readings are for, and the app's project.
+const demoProject = "/src/shop"
+
 func writeProbe(t testing.TB, stateDir string, r ProbeReading) {
 	t.Helper()
-	dir := filepath.Join(stateDir, ProbesDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	path := engine.ReadingPath(stateDir, r.Agent, r.Project, r.Room)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	data, _ := json.Marshal(r)
-	if err := os.WriteFile(filepath.Join(dir, r.Agent+".json"), data, 0o644); err != nil {
+	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -222,7 +225,7 @@ type testModel struct {
 func newTestModel(t testing.TB, stateDir string, stub *stubEngine, width, height int) *testModel {
 	t.Helper()
 	m := newModel(modelConfig{engine: stub, styles: asciiStyles(), now: func() time.Time { return t0 },
-		agents: []string{"claude", "codex", "pi"}, probes: true})
+		agents: []string{"claude", "codex", "pi"}, probes: true, project: demoProject})
 	tm := &testModel{model: m, t: t, w: newWatcher(stateDir, nil, stub.Alive, nil), st: stub}
 	tm.Update(tea.WindowSizeMsg{Width: width, Height: height})
 	tm.pollNow()

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -63,6 +64,7 @@ func newProbesPane(e *env) *probesPane {
 	t := newTable([]column{
 		{title: "agent", width: 8},
 		{title: "reading", flex: 2},
+		{title: "room", width: 12},
 		{title: "version", width: 12},
 		{title: "taken", width: 9, right: true},
 	}, "no agents known; run tare probe AGENT")
@@ -70,7 +72,13 @@ func newProbesPane(e *env) *probesPane {
 	return &probesPane{env: e, t: t}
 }
 
-func (p *probesPane) title() string      { return "Probes" }
+// title names the project the readings are for: a reading holds for one project only.
+func (p *probesPane) title() string {
+	if p.env.store.project == "" {
+		return "Probes"
+	}
+	return "Probes · " + tildePath(p.env.store.project)
+}
 func (p *probesPane) setSize(w, h int)   { p.t.setSize(w, h) }
 func (p *probesPane) capturing() bool    { return p.t.filtering }
 func (p *probesPane) view(f bool) string { return p.t.view(p.env.st, f) }
@@ -80,9 +88,9 @@ func (p *probesPane) refresh() {
 	var rows []row
 	for _, a := range s.agentNames() {
 		r, ok := s.probes[a]
-		reading, t, taken := "no reading yet", dim, ""
+		reading, t, taken, room := "no reading of this project yet", dim, "", ""
 		if ok {
-			reading, taken = r.Verdict, ago(r.At, now)
+			reading, taken, room = r.Verdict, ago(r.At, now), shortRoom(r.Room)
 			t = bad
 			if r.Zero {
 				t = good
@@ -91,9 +99,31 @@ func (p *probesPane) refresh() {
 		if s.probing[a] {
 			reading, t = "probing…", warn
 		}
-		rows = append(rows, row{key: a, cells: []cell{{a, plain}, {reading, t}, {r.Version, dim}, {taken, dim}}})
+		rows = append(rows, row{key: a, cells: []cell{{a, plain}, {reading, t}, {room, dim}, {r.Version, dim}, {taken, dim}}})
 	}
 	p.t.setRows(rows)
+}
+
+// shortRoom is a reading's room in a dozen columns; the reading itself says it in full.
+func shortRoom(room string) string {
+	switch {
+	case room == "":
+		return ""
+	case strings.Contains(room, "host network"):
+		return "host network"
+	case strings.Contains(room, "model server"):
+		return "model server"
+	}
+	return room
+}
+
+// tildePath shows a path under the operator's home as ~/...
+func tildePath(p string) string {
+	home, err := os.UserHomeDir()
+	if err == nil && home != "" && home != "/" && (p == home || strings.HasPrefix(p, home+"/")) {
+		return "~" + strings.TrimPrefix(p, home)
+	}
+	return p
 }
 
 func (p *probesPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {

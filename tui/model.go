@@ -44,6 +44,8 @@ type modelConfig struct {
 	agents []string
 	// probes shows the probes pane (a state directory is followed, not only run dirs).
 	probes bool
+	// project is the folder whose readings the probes pane shows.
+	project string
 	// live opens the app on this run, without a home, and ends it when the run finishes.
 	live string
 }
@@ -88,7 +90,7 @@ func newModel(c modelConfig) *model {
 	if c.log == nil {
 		c.log = log.New(io.Discard, "", 0)
 	}
-	e := &env{st: c.styles, keys: DefaultKeyMap(), store: newStore(c.agents), now: c.now}
+	e := &env{st: c.styles, keys: DefaultKeyMap(), store: newStore(c.agents, c.project), now: c.now}
 	h := help.New()
 	h.Styles = c.styles.help
 	m := &model{ctx: c.ctx, eng: c.engine, log: c.log, env: e, help: h, live: c.live}

@@ -1,7 +1,10 @@
 package tui
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +17,7 @@ import (
 // paneEnv is a store built from the demo state's journals, for panes tested on their own.
 func paneEnv(t *testing.T) (*env, string, string) {
 	stateDir, cal, crashed := demoState(t)
-	e := &env{st: asciiStyles(), keys: DefaultKeyMap(), store: newStore([]string{"claude", "codex", "pi"}), now: func() time.Time { return t0 }}
+	e := &env{st: asciiStyles(), keys: DefaultKeyMap(), store: newStore([]string{"claude", "codex", "pi"}, demoProject), now: func() time.Time { return t0 }}
 	w := newWatcher(stateDir, nil, func(d string) bool { return d != crashed }, nil)
 	e.store.apply(w.poll(time.Now()))
 	return e, cal, crashed
@@ -35,7 +38,7 @@ func TestProbesPane(t *testing.T) {
 	p.setSize(60, 6)
 	p.refresh()
 	v := p.view(true)
-	for _, want := range []string{"> claude   tare: 0.00", "codex    tare: 2 leaks", "0.171.0", "2h ago", "pi       no reading yet"} {
+	for _, want := range []string{"> claude   tare: 0.00", "codex    tare: 2 leaks", "0.171.0", "2h ago", "pi       no reading"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("view lacks %q:\n%s", want, v)
 		}
@@ -51,6 +54,40 @@ func TestProbesPane(t *testing.T) {
 	p.refresh()
 	if !strings.Contains(p.view(false), "pi       probing…") {
 		t.Errorf("no probing mark:\n%s", p.view(false))
+	}
+}
+
+// TestProbesPaneShowsThisProjectsReadingsOnly: a reading holds for its project and room. The
+// pane shows this project's newest reading of each agent with its room, and never another
+// project's "tare: 0.00", nor a reading stored before readings named their room.
+func TestProbesPaneShowsThisProjectsReadingsOnly(t *testing.T) {
+	stateDir := t.TempDir()
+	writeProbe(t, stateDir, ProbeReading{Agent: "claude", Verdict: "tare: 0.00", Zero: true, At: t0, Project: "/src/other", Room: engine.RoomModelServer})
+	writeProbe(t, stateDir, ProbeReading{Agent: "codex", Verdict: "tare: 1 leak", At: t0.Add(-time.Hour), Project: demoProject, Room: engine.RoomModelServer})
+	writeProbe(t, stateDir, ProbeReading{Agent: "codex", Verdict: "tare: 0.00", Zero: true, At: t0, Project: "/src/other", Room: engine.RoomModelServer})
+	writeProbe(t, stateDir, ProbeReading{Agent: "pi", Verdict: "not proven (blind)", At: t0.Add(-time.Hour), Project: demoProject, Room: engine.RoomModelServer})
+	writeProbe(t, stateDir, ProbeReading{Agent: "pi", Verdict: "tare: 0.00", Zero: true, At: t0, Project: demoProject, Room: engine.RoomModelServerHostNet})
+	// As the engine stored readings before: one file per agent, no room, any project.
+	legacy, _ := json.Marshal(ProbeReading{Agent: "claude", Verdict: "tare: 0.00", Zero: true, At: t0, Project: demoProject})
+	if err := os.WriteFile(filepath.Join(stateDir, ProbesDir, "claude.json"), legacy, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{st: asciiStyles(), keys: DefaultKeyMap(), store: newStore([]string{"claude", "codex", "pi"}, demoProject), now: func() time.Time { return t0 }}
+	e.store.apply(newWatcher(stateDir, nil, nil, nil).poll(time.Now()))
+	p := newProbesPane(e)
+	p.setSize(90, 6)
+	p.refresh()
+	v := p.view(true)
+	for _, want := range []string{"claude   no reading of this project yet", "codex    tare: 1 leak", "pi       tare: 0.00", "host network"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("view lacks %q:\n%s", want, v)
+		}
+	}
+	if strings.Count(v, "tare: 0.00") != 1 {
+		t.Errorf("another project's (or an unnamed room's) 0.00 is shown:\n%s", v)
+	}
+	if !strings.Contains(p.title(), demoProject) {
+		t.Errorf("the pane's title %q does not name the project", p.title())
 	}
 }
 

@@ -14,10 +14,15 @@ import (
 const ProbesDir = "probes"
 
 // ProbeReading is an agent's last probe reading as the engine stores it, one JSON file per
-// agent at <state>/probes/<agent>.json.
+// agent, project and room at <state>/probes/<agent>-<hash>.json.
 type ProbeReading struct {
 	Agent   string `json:"agent"`
 	Version string `json:"version"`
+	// Project is the folder the reading is for; Room the room it read ("tare's model server").
+	// A reading without a room is from before readings were kept per project: it says
+	// nothing about any one project, and the app does not show it.
+	Project string `json:"project"`
+	Room    string `json:"room"`
 	// Verdict is the reading's line: "tare: 0.00", "tare: 2 leaks", "not proven (blind)".
 	Verdict string `json:"verdict"`
 	// Zero is true only for "tare: 0.00".
@@ -41,12 +46,14 @@ func readProbes(dir string) ([]ProbeReading, error) {
 			continue
 		}
 		var r ProbeReading
+		// The file is <agent>-<hash>.json (<agent>.json before readings were per project).
+		agent, _, _ := strings.Cut(strings.TrimSuffix(filepath.Base(p), ".json"), "-")
 		if err := json.Unmarshal(data, &r); err != nil {
-			bad = append(bad, fmt.Sprintf("%s: not a probe reading (%v); fix: run tare probe %s again", p, err, strings.TrimSuffix(filepath.Base(p), ".json")))
+			bad = append(bad, fmt.Sprintf("%s: not a probe reading (%v); fix: run tare probe %s again", p, err, agent))
 			continue
 		}
 		if r.Agent == "" {
-			r.Agent = strings.TrimSuffix(filepath.Base(p), ".json")
+			r.Agent = agent
 		}
 		out = append(out, r)
 	}

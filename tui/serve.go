@@ -33,6 +33,8 @@ type ServeOptions struct {
 	HostKey string
 	Engine  Engine
 	Agents  []string
+	// Project is the folder the sessions' probes act on: the probes pane shows its readings.
+	Project string
 	// Log receives connections and errors; default stderr (the server has no UI of its own).
 	Log *log.Logger
 }
@@ -112,7 +114,7 @@ func sessionProgram(o ServeOptions) bubbletea.ProgramHandler {
 		logger := log.New(io.Discard, "", 0)
 		m := newModel(modelConfig{
 			ctx: ctx, engine: o.Engine, styles: newStyles(bubbletea.MakeRenderer(s)), log: logger,
-			agents: o.Agents, probes: true,
+			agents: o.Agents, probes: true, project: o.Project,
 		})
 		opts := append(bubbletea.MakeOptions(s), tea.WithAltScreen(), tea.WithContext(ctx))
 		p := tea.NewProgram(m, opts...)

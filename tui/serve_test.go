@@ -121,7 +121,7 @@ func TestServeOverSSH(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
-		served <- serve(ctx, ln, ServeOptions{AuthorizedKeys: keys, StateDir: stateDir, Engine: stub, Agents: []string{"claude"}, Log: log.New(io.Discard, "", 0)})
+		served <- serve(ctx, ln, ServeOptions{AuthorizedKeys: keys, StateDir: stateDir, Engine: stub, Agents: []string{"claude"}, Project: demoProject, Log: log.New(io.Discard, "", 0)})
 	}()
 	hostKeyFile := filepath.Join(stateDir, "ssh", "host_ed25519.pub")
 	until(t, 10*time.Second, "no host key was generated in the state directory", func() bool {

@@ -51,10 +51,13 @@ type store struct {
 	// probing marks agents whose probe the app started and that have not answered yet.
 	probing map[string]bool
 	agents  []string
+	// project is the folder whose readings probes holds: another project's reading, made
+	// with other ancestors and files, says nothing about this one.
+	project string
 }
 
-func newStore(agents []string) *store {
-	return &store{runs: map[string]*runEntry{}, probes: map[string]ProbeReading{}, probing: map[string]bool{}, agents: agents}
+func newStore(agents []string, project string) *store {
+	return &store{runs: map[string]*runEntry{}, probes: map[string]ProbeReading{}, probing: map[string]bool{}, agents: agents, project: project}
 }
 
 // run returns the entry for dir, adding it when it is new.
@@ -94,7 +97,13 @@ func (s *store) apply(f feedMsg) map[string]bool {
 	if f.probes != nil {
 		s.probes = map[string]ProbeReading{}
 		for _, p := range f.probes {
-			s.probes[p.Agent] = p
+			if p.Project != s.project || p.Room == "" {
+				continue
+			}
+			// One row per agent: its newest reading of this project, whichever room.
+			if old, ok := s.probes[p.Agent]; !ok || p.At.After(old.At) {
+				s.probes[p.Agent] = p
+			}
 			delete(s.probing, p.Agent)
 		}
 	}
