@@ -471,7 +471,9 @@ func tailCmd() *cobra.Command {
 		Long: `Continues the run recorded in DIR from the capsule of step N (0 is the project before the
 run) in a fresh room: natively by default (the recorded agent's own session, cut after the
 step, resumed with "Continue."), or by handoff to a fresh session of any agent given the trail
-up to the step. The recording's check scores it; the tail is journaled in DIR.`,
+up to the step. The recording's check scores it, in a room of its own (on the host only if the
+recording was made with --check-on-host, or with --check-on-host here); the tail is journaled
+in DIR.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := settings()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -56,16 +57,23 @@ func NewCheckRoom(cfg *config.Config, onHost bool) CheckRoom {
 const OnHostWarning = "the check runs ON THE HOST (--check-on-host): as you, with your environment, files and network, " +
 	"so code the agent wrote can read and change anything you can"
 
-// String says in one line where the check runs, for the report and the journal.
-func (c CheckRoom) String() string {
+// String says in one line where the check runs, for the journal.
+func (c CheckRoom) String() string { return strings.Join(c.lines(), "; ") }
+
+// reportLines is String for a report: one part a line, each line indented by indent.
+func (c CheckRoom) reportLines(indent string) string {
+	return indent + strings.Join(c.lines(), "\n"+indent) + "\n"
+}
+
+func (c CheckRoom) lines() []string {
 	if c.OnHost {
-		return "ON THE HOST (--check-on-host): as you, with your environment, files and network"
+		return []string{"ON THE HOST (--check-on-host): as you, with your environment, files and network"}
 	}
 	parts := []string{"in a room of its own: the workspace at /work read-write, a fresh home, none of your variables"}
 	if c.Network {
 		parts = append(parts, "network: HOST (check.network = true): host loopback and every network the host reaches")
 	} else {
-		parts = append(parts, "no network")
+		parts[0] += ", no network"
 	}
 	for _, e := range c.ReadOnly {
 		parts = append(parts, bindLine(e, "read-only"))
@@ -76,7 +84,7 @@ func (c CheckRoom) String() string {
 	if len(c.Env) > 0 {
 		parts = append(parts, "env: "+strings.Join(c.Env, " "))
 	}
-	return strings.Join(parts, "; ")
+	return parts
 }
 
 func bindLine(entry, mode string) string {
@@ -115,6 +123,9 @@ func (c CheckRoom) Validate(origin string) error {
 			if _, err := os.Stat(host); err != nil {
 				return fmt.Errorf("%s: key check.%s: %s: %v; fix: create it, or remove %q from [check]", origin, l.key, host, errors.Unwrap(err), e)
 			}
+			if !l.write && inUsr(host, room) {
+				continue
+			}
 			r := sandbox.Room{Workspace: "/", Argv: []string{"/bin/sh"}, Binds: []sandbox.Bind{{Source: host, Dest: room, Write: l.write}}}
 			if err := r.Validate(); err != nil {
 				return fmt.Errorf("%s: key check.%s: %q: %v; fix: give it another room path, as HOST:ROOM", origin, l.key, e, strings.TrimPrefix(err.Error(), "room: "))
@@ -129,7 +140,7 @@ func (c CheckRoom) Validate(origin string) error {
 func checkPreflight(check string, onHost bool, cr CheckRoom, origin string) error {
 	if check == "" {
 		if onHost {
-			return errors.New("--check-on-host: the run has no check; fix: give --check CMD, or drop --check-on-host")
+			return errors.New("--check-on-host: the run has no check (it was started without --check); fix: drop --check-on-host, or give the run a --check CMD")
 		}
 		return nil
 	}
@@ -152,6 +163,12 @@ func checkWhere(rec *Recipe) string {
 	return rec.CheckRoom.String()
 }
 
+// inUsr reports a read-only bind the room has already: every room holds the host's /usr
+// (/usr/local/go included) read-only at the same path.
+func inUsr(host, room string) bool {
+	return host == room && strings.HasPrefix(filepath.Clean(host)+"/", "/usr/")
+}
+
 // room is the sandbox a check runs in: the workspace dir at /work, cwd /work.
 func (c CheckRoom) room(check, dir, bwrap string, out *bytes.Buffer) sandbox.Room {
 	r := sandbox.Room{
@@ -167,8 +184,9 @@ func (c CheckRoom) room(check, dir, bwrap string, out *bytes.Buffer) sandbox.Roo
 		r.Network = sandbox.NetHost
 	}
 	for _, e := range c.ReadOnly {
-		host, room := config.SplitBind(e)
-		r.Binds = append(r.Binds, sandbox.Bind{Source: host, Dest: room})
+		if host, room := config.SplitBind(e); !inUsr(host, room) {
+			r.Binds = append(r.Binds, sandbox.Bind{Source: host, Dest: room})
+		}
 	}
 	for _, e := range c.Caches {
 		host, room := config.SplitBind(e)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"tare/demo"
 	"tare/modelserver"
 )
 
@@ -77,9 +78,12 @@ text = "Done."
 		want   []string
 		reach  bool
 		detail string
+		report string
 	}{
-		{"in its room", CheckRoom{}, []string{"home=/home/agent", "env=\n", "loopback=refused", "write=refused"}, false, "check exit 0"},
-		{"on the host", CheckRoom{OnHost: true}, []string{"file=CANARY-FILE-5c1e", "env=CANARY-ENV-77aa", "loopback=reached", "write=done"}, true, "check exit 0 (ON THE HOST)"},
+		{"in its room", CheckRoom{}, []string{"home=/home/agent", "env=\n", "loopback=refused", "write=refused"}, false, "check exit 0",
+			"in a room of its own: the workspace at /work read-write, a fresh home, none of your variables, no network"},
+		{"on the host", CheckRoom{OnHost: true}, []string{"file=CANARY-FILE-5c1e", "env=CANARY-ENV-77aa", "loopback=reached", "write=done"}, true, "check exit 0 (ON THE HOST)",
+			"ON THE HOST (--check-on-host)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -96,6 +100,9 @@ text = "Done."
 			tl := Replay("run", mustJournal(t, env.run.dir)).Tails["t"]
 			if tl == nil || !strings.HasSuffix(tl.Detail, "; "+c.detail) {
 				t.Fatalf("journaled tail %+v, want its detail to end %q", tl, c.detail)
+			}
+			if report := calibrateReport(env.recipe, env.run.snapshot()); !strings.Contains(report, c.report) {
+				t.Errorf("the report lacks %q:\n%s", c.report, report)
 			}
 			findings := readFile(t, filepath.Join(env.run.dir, "tails", "t", "work", "findings.txt"))
 			for _, w := range c.want {
@@ -121,7 +128,8 @@ text = "Done."
 }
 
 // TestCheckRoomGivesOnlyWhatConfigNames: config [check] brings a toolchain read-only, a cache
-// read-write at a path of the room's choosing, a PATH entry, the named variables and no
+// read-write at a path of the room's choosing (a toolchain under /usr, already in the room, is
+// accepted), a PATH entry, the named variables and no
 // others, and, with network = true, the host's network, which the tail's detail and the
 // report then say.
 func TestCheckRoomGivesOnlyWhatConfigNames(t *testing.T) {
@@ -132,7 +140,8 @@ func TestCheckRoomGivesOnlyWhatConfigNames(t *testing.T) {
 	t.Setenv("TARE_CHECK_PASSED", "passed-in")
 	t.Setenv("TARE_CHECK_KEPT_OUT", "CANARY-KEPT-OUT")
 	port, accepted := loopbackListener(t)
-	cr := CheckRoom{ReadOnly: []string{tool}, Caches: []string{cache + ":/home/agent/.cache/tool"}, Path: []string{tool},
+	// /usr/share is in every room already (under /usr): declaring it is accepted, not refused.
+	cr := CheckRoom{ReadOnly: []string{tool, "/usr/share"}, Caches: []string{cache + ":/home/agent/.cache/tool"}, Path: []string{tool},
 		Env: []string{"TARE_CHECK_PASSED"}, Network: true}
 	check := fmt.Sprintf(`{
 echo "tool=$(toolver)"
@@ -141,6 +150,9 @@ echo filled > /home/agent/.cache/tool/out
 echo "passed=$TARE_CHECK_PASSED kept=$TARE_CHECK_KEPT_OUT"
 if bash -c 'echo hi > /dev/tcp/127.0.0.1/%[2]d'; then echo loopback=reached; else echo loopback=refused; fi
 } > findings.txt 2>&1; echo score 7`, tool, port)
+	if err := cr.Validate("config"); err != nil {
+		t.Fatal(err)
+	}
 	c := runCheck(context.Background(), check, work, time.Minute, cr, "")
 	findings := readFile(t, filepath.Join(work, "findings.txt"))
 	for _, w := range []string{"tool=tool 1.2", "tool-write=refused", "passed=passed-in kept=\n", "loopback=reached"} {
@@ -167,7 +179,7 @@ if bash -c 'echo hi > /dev/tcp/127.0.0.1/%[2]d'; then echo loopback=reached; els
 
 // TestCheckRoomKeepsTimeoutKillAndVerdict: a check in its room keeps what the host check had:
 // its timeout (the room killed, everything in it), no background child left after it ends,
-// the exit, the last line and the judge's score.
+// the exit, the last line and the judge's score; and the demo's check still passes there.
 func TestCheckRoomKeepsTimeoutKillAndVerdict(t *testing.T) {
 	work := t.TempDir()
 	began := time.Now()
@@ -177,6 +189,13 @@ func TestCheckRoomKeepsTimeoutKillAndVerdict(t *testing.T) {
 	}
 	if took := time.Since(began); took > 15*time.Second {
 		t.Errorf("the timed-out check took %s to stop", took)
+	}
+	// The demo's own check passes on a workspace the agent got right.
+	if err := os.WriteFile(filepath.Join(work, "greet.sh"), []byte("#!/bin/sh\necho \"hello, tare\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if c := runCheck(context.Background(), demo.Check, work, time.Minute, CheckRoom{}, ""); !c.Passed || c.Detail != "check exit 0" {
+		t.Errorf("the demo's check on a right greet.sh: %+v", c)
 	}
 	c = runCheck(context.Background(), "(sleep 613.5 &); echo judged; echo score 3; exit 4", work, time.Minute, CheckRoom{}, "")
 	if c.Passed || c.Detail != "check exit 4: score 3" || c.Score == nil || *c.Score != 3 {
@@ -226,7 +245,7 @@ func TestCheckRoomRefusedBeforeAnythingStarts(t *testing.T) {
 	}{
 		{"missing bind", []string{"/nonexistent/go"}, nil, "true", false, "key check.read_only: /nonexistent/go: no such file or directory; fix: create it, or remove"},
 		{"bind over the workspace", nil, []string{t.TempDir() + ":/work/cache"}, "true", false, "key check.caches"},
-		{"on host without a check", nil, nil, "", true, "--check-on-host: the run has no check; fix:"},
+		{"on host without a check", nil, nil, "", true, "--check-on-host: the run has no check (it was started without --check); fix: drop --check-on-host"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
