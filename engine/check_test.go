@@ -264,3 +264,66 @@ func TestCheckRoomRefusedBeforeAnythingStarts(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckOnHostIsKeptByTheRun: --check-on-host is the run's choice, kept in recipe.json: a
+// tail of a recording made with it, and a resume retrying a calibrate tail, score on the host
+// again without being told, and the reports and each tail's detail say so. The check reads a
+// host file outside the workspace, so it passes only where it really ran on the host.
+func TestCheckOnHostIsKeptByTheRun(t *testing.T) {
+	canary := filepath.Join(t.TempDir(), "host-only.txt")
+	if err := os.WriteFile(canary, []byte("on the host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check := "grep -q 'on the host' " + canary
+	script := filepath.Join(t.TempDir(), "one-step.toml")
+	if err := os.WriteFile(script, []byte("[[turn]]\ntext = \"Step.\"\nshell = \"echo one > one.txt\"\n\n[[turn]]\ntext = \"Done.\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	side := Side{Key: "a", Agent: "codex"}
+	cfg := testConfig(t, []string{"codex"})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	newProject := func() string {
+		p := t.TempDir()
+		if err := os.WriteFile(filepath.Join(p, "README.md"), []byte("# one step\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	dir, _, err := Record(ctx, RecordOptions{Prompt: "Do the step.", Side: side, Project: newProject(), Check: check, CheckTimeout: time.Minute,
+		CheckOnHost: true, Out: filepath.Join(t.TempDir(), "record"), Config: cfg, Script: script})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := ReadRecipe(dir); err != nil || !rec.CheckRoom.OnHost {
+		t.Fatalf("recipe %+v (%v): the recording's --check-on-host is not kept", rec, err)
+	}
+	if report := readFile(t, filepath.Join(dir, "report.txt")); !strings.Contains(report, "ON THE HOST (--check-on-host)") {
+		t.Errorf("the record report does not say where its check runs:\n%s", report)
+	}
+	res, err := Tail(ctx, TailOptions{Dir: dir, Step: 1, How: "native", Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Passed || res.Check != "check exit 0 (ON THE HOST)" {
+		t.Errorf("tail of a recording made with --check-on-host: %+v, want passed on the host", res)
+	}
+
+	out := filepath.Join(t.TempDir(), "calibrate")
+	_, report, err := Calibrate(ctx, CalibrateOptions{Prompt: "Do the step.", Sides: []Side{side}, Check: check, CheckTimeout: time.Minute,
+		CheckOnHost: true, Runs: 1, Jobs: 1, Project: newProject(), Out: out, Config: cfg, Script: script})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(report, "ON THE HOST (--check-on-host)") || !strings.Contains(report, " 1/1 ") {
+		t.Errorf("calibrate report:\n%s", report)
+	}
+	if _, err := Resume(ctx, ResumeOptions{Dir: out, Config: cfg, Retry: []string{"a-0"}}); err != nil {
+		t.Fatal(err)
+	}
+	st := Replay("run", mustJournal(t, out))
+	if tl := st.Tails["a-0"]; tl == nil || tl.Attempt != 1 || tl.Status != "passed" || !strings.HasSuffix(tl.Detail, "check exit 0 (ON THE HOST)") {
+		t.Errorf("retried tail %+v: the resume did not keep the run's --check-on-host", tl)
+	}
+}
