@@ -53,7 +53,8 @@ func NewCheckRoom(cfg *config.Config, onHost bool) CheckRoom {
 	return CheckRoom{ReadOnly: c.ReadOnly, Caches: c.Caches, Path: c.Path, Env: c.Env, Network: c.Network}
 }
 
-// OnHostWarning is what tare prints, on stderr and in the report, when a check runs on the host.
+// OnHostWarning is what tare prints on stderr before a run whose check runs on the host (the
+// report and the journal say it too, in their own words).
 const OnHostWarning = "the check runs ON THE HOST (--check-on-host): as you, with your environment, files and network, " +
 	"so code the agent wrote can read and change anything you can"
 
