@@ -260,8 +260,9 @@ func calibrateCmd() *cobra.Command {
 		Use:   "calibrate [PROMPT] --side AGENT [--side AGENT...]",
 		Short: "How often each side (an agent with its arguments) passes a task, with its 95% interval",
 		Long: `Runs each side N times from a fresh start of the task, each in a clean room, scores each
-finished workspace with --check (a shell command run outside the room; exit 0 passes; a line
-"score N" is read as a judge's score), and reports each side's pass rate with its Wilson 95%
+finished workspace with --check (a shell command run in a room of its own: the workspace at
+/work, a fresh home, none of your variables, no network, plus what config [check] names; exit
+0 passes; a line "score N" is read as a judge's score), and reports each side's pass rate with its Wilson 95%
 interval, times, tokens and cost. Without --check a run counts as finished when its agent exits
 0, and every workspace is kept. The run directory holds the journal, recipe, usage and report;
 tare resume DIR finishes a run a crash interrupted.`,
@@ -302,8 +303,9 @@ tare resume DIR finishes a run a crash interrupted.`,
 	f.StringArrayVar(&sides, "side", nil, `an agent and its arguments, e.g. "claude --model haiku" (repeat for each side; keys a, b, c...)`)
 	f.StringVar(&promptFile, "prompt-file", "", "read the task from this file instead of PROMPT")
 	f.StringArrayVar(&prompts, "side-prompt", nil, `a side's own prompt, KEY=PROMPT, e.g. "b=/b:ideate a todo app"`)
-	f.StringVar(&o.Check, "check", "", "shell command run in each finished workspace, outside the room (exit 0 passes)")
+	f.StringVar(&o.Check, "check", "", "shell command run in each finished workspace, in a room of its own (exit 0 passes)")
 	f.DurationVar(&o.CheckTimeout, "check-timeout", engine.DefaultCheckTimeout, "a check running longer fails")
+	checkOnHostFlag(cmd, &o.CheckOnHost)
 	f.DurationVar(&o.AgentTimeout, "timeout", engine.DefaultAgentTimeout, "an agent running longer is stopped")
 	f.IntVar(&o.Runs, "runs", 10, "fresh starts per side")
 	f.IntVar(&o.Jobs, "jobs", 3, "runs at the same time")
@@ -319,6 +321,7 @@ tare resume DIR finishes a run a crash interrupted.`,
 // calibrate runs a calibrate and shows it: the live run view when stdout is a terminal, one
 // line per event on stderr otherwise; then the report on stdout.
 func calibrate(ctx context.Context, o engine.CalibrateOptions) error {
+	warnCheckOnHost(o.CheckOnHost && o.Check != "")
 	o.Bus = engine.NewBus()
 	if o.Out == "" {
 		o.Out = engine.FreeRunDir(filepath.Join(o.Config.StateDir, "calibrate"), o.Project, time.Now())
@@ -423,6 +426,7 @@ continues it from any step in a fresh room, natively or by handoff to any agent.
 			if o.Out == "" {
 				o.Out = engine.FreeRunDir(filepath.Join(o.Config.StateDir, "record"), o.Project, time.Now())
 			}
+			warnCheckOnHost(o.CheckOnHost && o.Check != "")
 			o.Bus = engine.NewBus()
 			var dir string
 			err = showRun(cmd.Context(), o.Config, o.Out, o.Bus, func(ctx context.Context, lines bool) error {
@@ -448,8 +452,9 @@ continues it from any step in a fresh room, natively or by handoff to any agent.
 	f.Int64Var(&o.Seed, "seed", 0, "seed of the script's branch draws, to replay a run (default: a fresh one, in recipe.json)")
 	f.StringVar(&side, "side", "claude", "the agent and its arguments")
 	f.StringVar(&project, "project", ".", "the project the run starts from")
-	f.StringVar(&o.Check, "check", "", "shell command that scores the tails (exit 0 passes)")
+	f.StringVar(&o.Check, "check", "", "shell command that scores the tails, in a room of its own (exit 0 passes)")
 	f.DurationVar(&o.CheckTimeout, "check-timeout", engine.DefaultCheckTimeout, "a check running longer fails")
+	checkOnHostFlag(cmd, &o.CheckOnHost)
 	f.DurationVar(&o.AgentTimeout, "timeout", engine.DefaultAgentTimeout, "an agent running longer is stopped")
 	f.StringVar(&o.Out, "out", "", "run directory (default $XDG_STATE_HOME/tare/record/<project>-<time>)")
 	f.StringVar(&o.Script, "script", "", "talk to tare's own model server replaying this script")
@@ -466,7 +471,9 @@ func tailCmd() *cobra.Command {
 		Long: `Continues the run recorded in DIR from the capsule of step N (0 is the project before the
 run) in a fresh room: natively by default (the recorded agent's own session, cut after the
 step, resumed with "Continue."), or by handoff to a fresh session of any agent given the trail
-up to the step. The recording's check scores it; the tail is journaled in DIR.`,
+up to the step. The recording's check scores it, in a room of its own (on the host only if the
+recording was made with --check-on-host, or with --check-on-host here); the tail is journaled
+in DIR.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := settings()
@@ -481,6 +488,7 @@ up to the step. The recording's check scores it; the tail is journaled in DIR.`,
 				}
 				o.How, o.Agent, o.Args = "handoff", sides[0].Agent, sides[0].Args
 			}
+			warnRecordedCheck(o.Dir, o.CheckOnHost)
 			o.Bus = engine.NewBus()
 			var res engine.TailResult
 			err = showRun(cmd.Context(), cfg, o.Dir, o.Bus, func(ctx context.Context, _ bool) error {
@@ -500,6 +508,7 @@ up to the step. The recording's check scores it; the tail is journaled in DIR.`,
 	}
 	cmd.Flags().IntVar(&o.Step, "step", 0, "the step whose capsule the tail continues (0: the project before the run)")
 	cmd.Flags().StringVar(&handoff, "handoff", "", `continue by handoff to this agent, e.g. "codex"`)
+	checkOnHostFlag(cmd, &o.CheckOnHost)
 	return cmd
 }
 
@@ -522,6 +531,7 @@ start capsule (the first attempt kept as original.attempt-1), and a tail that wa
 			if err != nil {
 				return err
 			}
+			warnRecordedCheck(args[0], false)
 			bus := engine.NewBus()
 			var report string
 			err = showRun(cmd.Context(), cfg, args[0], bus, func(ctx context.Context, _ bool) error {
@@ -625,7 +635,29 @@ model would; --seed fixes the draws (the default seed shows rates strictly betwe
 	cmd.Flags().IntVar(&o.Runs, "runs", 6, "fresh starts per side")
 	cmd.Flags().IntVar(&o.Jobs, "jobs", 2, "runs at the same time")
 	cmd.Flags().Int64Var(&o.Seed, "seed", 7, "seed of the model script's branch draws")
+	checkOnHostFlag(cmd, &o.CheckOnHost)
 	return cmd
+}
+
+// checkOnHostFlag is the loud opt-in to run a check on the host: the check runs what the
+// agent wrote, so by default it has a room of its own.
+func checkOnHostFlag(cmd *cobra.Command, on *bool) {
+	cmd.Flags().BoolVar(on, "check-on-host", false, "run the check ON THE HOST, as you, with your environment, files and network (said in the report and the journal)")
+}
+
+// warnRecordedCheck warns before a tail or a resume of the run in dir whose check will run on
+// the host: by the run's own recorded choice, or by this command's onHost.
+func warnRecordedCheck(dir string, onHost bool) {
+	if rec, err := engine.ReadRecipe(dir); err == nil {
+		warnCheckOnHost((onHost || rec.CheckRoom.OnHost) && rec.Check != "")
+	}
+}
+
+// warnCheckOnHost says on stderr, before the run, that its check will run on the host.
+func warnCheckOnHost(on bool) {
+	if on {
+		fmt.Fprintln(os.Stderr, "tare: warning: "+engine.OnHostWarning)
+	}
 }
 
 func modelServerCmd() *cobra.Command {

@@ -140,6 +140,7 @@ func TestBadInputIsOneLineAndLeavesNothing(t *testing.T) {
 		{"config unknown key", "[network]\nalow = []\n", []string{"doctor"}, []string{`config.toml:2: unknown key "network.alow"`}},
 		{"bad script", "", []string{"model-server", "--script", "/nonexistent/script.toml"}, []string{"/nonexistent/script.toml"}},
 		{"prompt file missing", "", []string{"calibrate", "--prompt-file", "/nonexistent/task.txt", "--side", "pi", "--project", project}, []string{"--prompt-file /nonexistent/task.txt", "fix:"}},
+		{"check bind missing", "[check]\nread_only = [\"/nonexistent/go\"]\n", []string{"calibrate", "x", "--side", "pi", "--check", "true", "--project", project}, []string{"key check.read_only: /nonexistent/go", "fix:"}},
 		{"unknown side agent", "", []string{"calibrate", "x", "--side", "nosuch --fast", "--project", project}, []string{`--side "nosuch --fast"`, `unknown agent "nosuch"`}},
 		{"resume of a folder that is not a run", "", []string{"resume", project}, []string{"not a tare run", "fix:"}},
 		{"tail of a folder that is not a run", "", []string{"tail", project, "--step", "1"}, []string{"not a tare run", "fix:"}},

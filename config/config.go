@@ -28,6 +28,8 @@ type Config struct {
 	Network Network `toml:"network"`
 	// Room holds extra settings for every room.
 	Room Room `toml:"room"`
+	// Check is the room a run's --check runs in.
+	Check Check `toml:"check"`
 
 	// Path is the file this config was read from, or "" when none exists.
 	Path string `toml:"-"`
@@ -53,6 +55,35 @@ type Network struct {
 type Room struct {
 	// ReadOnly lists host paths bound read-only into every room at the same path.
 	ReadOnly []string `toml:"read_only"`
+}
+
+// Check is the room a check runs in: the finished workspace at /work, a fresh HOME, nothing
+// of the operator's environment, no network, and only what this section names. The check runs
+// what the agent wrote (a test suite, a script), so nothing here is given to it by default.
+type Check struct {
+	// ReadOnly lists host folders bound read-only, "HOST" at the same path or "HOST:ROOM"
+	// (toolchains such as /usr/local/go).
+	ReadOnly []string `toml:"read_only"`
+	// Caches lists host folders bound read-write, "HOST" or "HOST:ROOM": what the check writes
+	// there stays on the host, where the operator's own tools later read it.
+	Caches []string `toml:"caches"`
+	// Path lists folders inside the room put before /usr/local/bin:/usr/bin:/bin on PATH.
+	Path []string `toml:"path"`
+	// Env names variables of tare's own environment passed into the check's room.
+	Env []string `toml:"env"`
+	// Network gives the check the host's network (host loopback included); the report says so.
+	Network bool `toml:"network"`
+}
+
+// SplitBind splits a [check] bind, "HOST" or "HOST:ROOM", into its host and room paths, with
+// "~" in HOST expanded to the operator's home. The room path of "HOST" is HOST itself.
+func SplitBind(entry string) (host, room string) {
+	host, room, ok := strings.Cut(entry, ":")
+	host = expand(host)
+	if !ok {
+		room = host
+	}
+	return host, room
 }
 
 // File is where tare reads its config: $XDG_CONFIG_HOME/tare/config.toml, or
@@ -148,6 +179,9 @@ func (c *Config) validate(name string, data []byte) error {
 				name, lineOf(data, toml.Key{"room", "read_only"}), p, bad)
 		}
 	}
+	if err := c.Check.validate(name, data); err != nil {
+		return err
+	}
 	if c.Bwrap != "" && !filepath.IsAbs(c.Bwrap) {
 		return fmt.Errorf("%s:%d: key bwrap: %q is not an absolute path; fix: give the full path to bwrap, or remove the key to use $PATH",
 			name, lineOf(data, toml.Key{"bwrap"}), c.Bwrap)
@@ -158,6 +192,46 @@ func (c *Config) validate(name string, data []byte) error {
 	}
 	return nil
 }
+
+func (c Check) validate(name string, data []byte) error {
+	for _, l := range []struct {
+		key     string
+		entries []string
+		mode    string
+	}{{"read_only", c.ReadOnly, "read-only"}, {"caches", c.Caches, "read-write"}} {
+		line := lineOf(data, toml.Key{"check", l.key})
+		for _, e := range l.entries {
+			host, room := SplitBind(e)
+			if !filepath.IsAbs(host) || !filepath.IsAbs(room) {
+				return fmt.Errorf("%s:%d: key check.%s: %q is not an absolute path; fix: give the full host path, or HOST:ROOM with both absolute",
+					name, line, l.key, e)
+			}
+			if bad := Sensitive(host); bad != "" {
+				return fmt.Errorf("%s:%d: key check.%s: %q would bring %s into the check's room (%s); fix: bind a narrower folder",
+					name, line, l.key, e, bad, l.mode)
+			}
+		}
+	}
+	for _, p := range c.Path {
+		if !filepath.IsAbs(p) || strings.Contains(p, ":") {
+			return fmt.Errorf("%s:%d: key check.path: %q is not an absolute folder without ':'; fix: give the folder as the room sees it, e.g. \"/usr/local/go/bin\"",
+				name, lineOf(data, toml.Key{"check", "path"}), p)
+		}
+	}
+	for _, v := range c.Env {
+		switch {
+		case !envName.MatchString(v):
+			return fmt.Errorf("%s:%d: key check.env: %q is not a variable name; fix: give names only, e.g. \"GOFLAGS\"",
+				name, lineOf(data, toml.Key{"check", "env"}), v)
+		case v == "HOME" || v == "USER" || v == "PATH":
+			return fmt.Errorf("%s:%d: key check.env: %s is set by the room itself; fix: remove it (use check.path for PATH entries)",
+				name, lineOf(data, toml.Key{"check", "env"}), v)
+		}
+	}
+	return nil
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Sensitive names what a read-only bind of p would expose that the room exists to keep out
 // ("" when nothing): the host root, /etc, or the home folder (p is it or holds it).
@@ -226,7 +300,7 @@ func typeName(t string) string {
 		return "a decimal number"
 	case t == "string":
 		return "a string in quotes"
-	case t == "bool":
+	case t == "bool", t == "boolean":
 		return "true or false"
 	case strings.HasPrefix(t, "[]"), t == "slice", strings.HasPrefix(t, "array"):
 		return "a list in [ ]"

@@ -22,6 +22,14 @@ func TestParseErrorsNameLineKeyAndFix(t *testing.T) {
 		{"bind of /etc", "[room]\nread_only = [\"/etc/\"]\n", "would bring all of /etc into every room"},
 		{"bind of /", "[room]\nread_only = [\"/\"]\n", "would bring the whole host into every room"},
 		{"syntax", "[agents.claude\n", "to end table name"},
+		{"check bind relative", "[check]\nread_only = [\"go\"]\n", "config.toml:2: key check.read_only: \"go\" is not an absolute path"},
+		{"check cache room path relative", "[check]\n\ncaches = [\"/var/cache/go:cache\"]\n", "config.toml:3: key check.caches: \"/var/cache/go:cache\" is not an absolute path"},
+		{"check bind of the home", "[check]\ncaches = [\"~\"]\n", "would bring your home folder into the check's room (read-write)"},
+		{"check bind of /", "[check]\nread_only = [\"/:/host\"]\n", "would bring the whole host into the check's room"},
+		{"check path relative", "[check]\npath = [\"bin\"]\n", "key check.path: \"bin\" is not an absolute folder"},
+		{"check env not a name", "[check]\nenv = [\"GOFLAGS=-x\"]\n", "key check.env: \"GOFLAGS=-x\" is not a variable name"},
+		{"check env HOME", "[check]\nenv = [\"HOME\"]\n", "key check.env: HOME is set by the room itself"},
+		{"check network not a bool", "[check]\nnetwork = \"yes\"\n", "config.toml:2: key check.network: the value is a string in quotes but must be true or false"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -58,8 +66,24 @@ func TestExampleConfigIsValidAndComplete(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the shipped example does not parse: %v", err)
 	}
-	if cfg.Agents["claude"].Bin == "" || len(cfg.Room.ReadOnly) == 0 || len(cfg.Network.Allow) == 0 {
+	if cfg.Agents["claude"].Bin == "" || len(cfg.Room.ReadOnly) == 0 || len(cfg.Network.Allow) == 0 ||
+		len(cfg.Check.ReadOnly) == 0 || len(cfg.Check.Caches) == 0 || len(cfg.Check.Path) == 0 || len(cfg.Check.Env) == 0 {
 		t.Fatalf("the example should set every key once (uncommented) so it is checked: %+v", cfg)
+	}
+}
+
+// TestCheckBinds: a [check] bind is "HOST" at the same path or "HOST:ROOM", "~" being the
+// operator's home on the host side only.
+func TestCheckBinds(t *testing.T) {
+	t.Setenv("HOME", "/home/op")
+	for entry, want := range map[string][2]string{
+		"/usr/local/go":                           {"/usr/local/go", "/usr/local/go"},
+		"~/go/pkg/mod:/home/agent/go/pkg/mod":     {"/home/op/go/pkg/mod", "/home/agent/go/pkg/mod"},
+		"/var/cache/tool:/home/agent/.cache/tool": {"/var/cache/tool", "/home/agent/.cache/tool"},
+	} {
+		if host, room := SplitBind(entry); host != want[0] || room != want[1] {
+			t.Errorf("SplitBind(%q) = %q, %q; want %q, %q", entry, host, room, want[0], want[1])
+		}
 	}
 }
 

@@ -26,6 +26,8 @@ type CalibrateOptions struct {
 	// counts when its agent exits 0, and every workspace is kept.
 	Check        string
 	CheckTimeout time.Duration
+	// CheckOnHost is the operator's opt-in to run the check on the host instead of its room.
+	CheckOnHost  bool
 	AgentTimeout time.Duration
 	Runs, Jobs   int
 	Keep         bool
@@ -121,6 +123,7 @@ func Calibrate(ctx context.Context, o CalibrateOptions) (dir, report string, err
 		Tare: o.Version, Argv: o.Argv, Kind: "calibrate", Time: time.Now().UTC(), Project: o.Project, Fingerprint: start.Root,
 		Prompt: o.Prompt, Check: o.Check, CheckTimeout: o.CheckTimeout.Seconds(), AgentTimeout: o.AgentTimeout.Seconds(),
 		Sides: o.Sides, Agents: map[string]RecipeAgent{}, Runs: o.Runs, Jobs: o.Jobs, Keep: o.Keep || o.Check == "", Seed: o.Seed,
+		CheckRoom: NewCheckRoom(o.Config, o.CheckOnHost),
 	}
 	for name, inst := range installs {
 		rec.Agents[name] = RecipeAgent{Version: inst.Version, Bin: inst.Bin, Snapshots: "none (calibrate takes no step capsules)"}
@@ -137,7 +140,7 @@ func Calibrate(ctx context.Context, o CalibrateOptions) (dir, report string, err
 		return dir, "", err
 	}
 	if err := r.emit(Event{RunStarted: &RunStarted{Kind: "calibrate", Project: o.Project, Prompt: o.Prompt, Check: o.Check,
-		Sides: o.Sides, Budget: len(o.Sides) * o.Runs, Jobs: o.Jobs}}); err != nil {
+		CheckRoom: checkWhere(rec), Sides: o.Sides, Budget: len(o.Sides) * o.Runs, Jobs: o.Jobs}}); err != nil {
 		return dir, "", err
 	}
 	if err := probeSides(ctx, r, o.Sides, o.Project, o.Config, o.AllowDirty, o.Progress); err != nil {
@@ -167,7 +170,7 @@ func (o *CalibrateOptions) validate() error {
 			return err
 		}
 	}
-	return nil
+	return checkPreflight(o.Check, o.CheckOnHost, NewCheckRoom(o.Config, o.CheckOnHost), configOrigin(o.Config))
 }
 
 // findInstalls finds every side's agent CLI before anything is written, never one inside

@@ -5,16 +5,204 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"tare/config"
+	"tare/sandbox"
 )
 
 // DefaultCheckTimeout bounds a check when the run does not say.
 const DefaultCheckTimeout = 10 * time.Minute
+
+// checkGrace is how long a check that outlived its timeout has between SIGTERM and the kill
+// of its whole room.
+const checkGrace = time.Second
+
+// CheckRoom is where a run's check runs, as recipe.json keeps it: a resume or a tail scores
+// its workspaces where the run's first check was scored. The zero value is the plain room:
+// the workspace at /work read-write, a fresh HOME, no variable of the operator's, no network.
+type CheckRoom struct {
+	// OnHost is the operator's explicit opt-in (--check-on-host) to run the check on the
+	// host, as the operator, with the operator's environment, files and network.
+	OnHost bool `json:"on_host,omitempty"`
+	// ReadOnly and Caches are host folders bound read-only and read-write, as config [check]
+	// spells them ("HOST" or "HOST:ROOM").
+	ReadOnly []string `json:"read_only,omitempty"`
+	Caches   []string `json:"caches,omitempty"`
+	// Path is put before the room's /usr/local/bin:/usr/bin:/bin.
+	Path []string `json:"path,omitempty"`
+	// Env names variables of tare's environment passed in.
+	Env []string `json:"env,omitempty"`
+	// Network is the host's network, given by config [check] network = true.
+	Network bool `json:"network,omitempty"`
+}
+
+// NewCheckRoom is the check's room from config [check], or the host when onHost.
+func NewCheckRoom(cfg *config.Config, onHost bool) CheckRoom {
+	if onHost {
+		return CheckRoom{OnHost: true}
+	}
+	c := cfg.Check
+	return CheckRoom{ReadOnly: c.ReadOnly, Caches: c.Caches, Path: c.Path, Env: c.Env, Network: c.Network}
+}
+
+// OnHostWarning is what tare prints on stderr before a run whose check runs on the host (the
+// report and the journal say it too, in their own words).
+const OnHostWarning = "the check runs ON THE HOST (--check-on-host): as you, with your environment, files and network, " +
+	"so code the agent wrote can read and change anything you can"
+
+// String says in one line where the check runs, for the journal.
+func (c CheckRoom) String() string { return strings.Join(c.lines(), "; ") }
+
+// reportLines is String for a report: one part a line, each line indented by indent.
+func (c CheckRoom) reportLines(indent string) string {
+	return indent + strings.Join(c.lines(), "\n"+indent) + "\n"
+}
+
+func (c CheckRoom) lines() []string {
+	if c.OnHost {
+		return []string{"ON THE HOST (--check-on-host): as you, with your environment, files and network"}
+	}
+	parts := []string{"in a room of its own: the workspace at /work read-write, a fresh home, none of your variables"}
+	if c.Network {
+		parts = append(parts, "network: HOST (check.network = true): host loopback and every network the host reaches")
+	} else {
+		parts[0] += ", no network"
+	}
+	for _, e := range c.ReadOnly {
+		parts = append(parts, bindLine(e, "read-only"))
+	}
+	for _, e := range c.Caches {
+		parts = append(parts, bindLine(e, "read-write"))
+	}
+	if len(c.Env) > 0 {
+		parts = append(parts, "env: "+strings.Join(c.Env, " "))
+	}
+	return parts
+}
+
+func bindLine(entry, mode string) string {
+	host, room := config.SplitBind(entry)
+	if host == room {
+		return fmt.Sprintf("%s (%s)", host, mode)
+	}
+	return fmt.Sprintf("%s at %s (%s)", host, room, mode)
+}
+
+// mark is what a tail's check detail adds when the check was not in the plain room.
+func (c CheckRoom) mark() string {
+	switch {
+	case c.OnHost:
+		return " (ON THE HOST)"
+	case c.Network:
+		return " (host network)"
+	}
+	return ""
+}
+
+// Validate refuses a check room that cannot be built, before anything is started: a bind
+// whose host folder does not exist, or one at a path the room keeps for itself. origin names
+// where the binds came from, for the one-line error.
+func (c CheckRoom) Validate(origin string) error {
+	if c.OnHost {
+		return nil
+	}
+	for _, l := range []struct {
+		key     string
+		entries []string
+		write   bool
+	}{{"read_only", c.ReadOnly, false}, {"caches", c.Caches, true}} {
+		for _, e := range l.entries {
+			host, room := config.SplitBind(e)
+			if _, err := os.Stat(host); err != nil {
+				return fmt.Errorf("%s: key check.%s: %s: %v; fix: create it, or remove %q from [check]", origin, l.key, host, errors.Unwrap(err), e)
+			}
+			if !l.write && inUsr(host, room) {
+				continue
+			}
+			r := sandbox.Room{Workspace: "/", Argv: []string{"/bin/sh"}, Binds: []sandbox.Bind{{Source: host, Dest: room, Write: l.write}}}
+			if err := r.Validate(); err != nil {
+				return fmt.Errorf("%s: key check.%s: %q: %v; fix: give it another room path, as HOST:ROOM", origin, l.key, e, strings.TrimPrefix(err.Error(), "room: "))
+			}
+		}
+	}
+	return nil
+}
+
+// checkPreflight refuses, before anything is started, --check-on-host without a check and a
+// check room that cannot be built.
+func checkPreflight(check string, onHost bool, cr CheckRoom, origin string) error {
+	if check == "" {
+		if onHost {
+			return errors.New("--check-on-host: the run has no check (it was started without --check); fix: drop --check-on-host, or give the run a --check CMD")
+		}
+		return nil
+	}
+	return cr.Validate(origin)
+}
+
+// configOrigin names the config file for an error about its [check] section.
+func configOrigin(cfg *config.Config) string {
+	if cfg.Path == "" {
+		return "config"
+	}
+	return "config " + cfg.Path
+}
+
+// checkWhere is where a run's check runs, for its journal ("" without a check).
+func checkWhere(rec *Recipe) string {
+	if rec.Check == "" {
+		return ""
+	}
+	return rec.CheckRoom.String()
+}
+
+// inUsr reports a read-only bind the room has already: every room holds the host's /usr
+// (/usr/local/go included) read-only at the same path.
+func inUsr(host, room string) bool {
+	return host == room && strings.HasPrefix(filepath.Clean(host)+"/", "/usr/")
+}
+
+// room is the sandbox a check runs in: the workspace dir at /work, cwd /work.
+func (c CheckRoom) room(check, dir, bwrap string, out *bytes.Buffer) sandbox.Room {
+	r := sandbox.Room{
+		Workspace: dir,
+		Argv:      []string{"/bin/sh", "-c", check},
+		Bwrap:     bwrap,
+		Path:      c.Path,
+		Stdout:    out,
+		Stderr:    out,
+		Grace:     checkGrace,
+	}
+	if c.Network {
+		r.Network = sandbox.NetHost
+	}
+	for _, e := range c.ReadOnly {
+		if host, room := config.SplitBind(e); !inUsr(host, room) {
+			r.Binds = append(r.Binds, sandbox.Bind{Source: host, Dest: room})
+		}
+	}
+	for _, e := range c.Caches {
+		host, room := config.SplitBind(e)
+		r.Binds = append(r.Binds, sandbox.Bind{Source: host, Dest: room, Write: true})
+	}
+	for _, name := range c.Env {
+		if v, ok := os.LookupEnv(name); ok {
+			if r.Env == nil {
+				r.Env = map[string]string{}
+			}
+			r.Env[name] = v
+		}
+	}
+	return r
+}
 
 // checkResult is a check's verdict on a finished workspace.
 type checkResult struct {
@@ -27,46 +215,35 @@ type checkResult struct {
 
 var scoreLine = regexp.MustCompile(`(?m)\bscore (\d+)\b`)
 
-// runCheck runs the user's check, a shell command, in the finished workspace outside the
-// room: exit 0 passes. A check that outlives its timeout is killed with its whole process
-// group and fails; the run goes on.
-func runCheck(ctx context.Context, check, dir string, timeout time.Duration) checkResult {
+// runCheck runs the user's check, a shell command, on the finished workspace dir: exit 0
+// passes. The check runs what the agent wrote, so it runs in a room of its own (cr), unless
+// the operator opted in to the host. A check that outlives its timeout is killed with
+// everything it started (its room, or on the host its process group) and fails; the run goes
+// on.
+func runCheck(ctx context.Context, check, dir string, timeout time.Duration, cr CheckRoom, bwrap string) checkResult {
 	if timeout <= 0 {
 		timeout = DefaultCheckTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.Command("/bin/sh", "-c", check)
-	cmd.Dir = dir
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return checkResult{Detail: fmt.Sprintf("check could not start: %v", err)}
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	var code int
 	var err error
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return checkResult{Detail: fmt.Sprintf("check timed out after %s", timeout.Round(time.Second))}
-		}
+	if cr.OnHost {
+		code, err = runOnHost(cctx, check, dir, &out)
+	} else {
+		// The room's pid namespace takes every process the check started with it.
+		code, err = runRoom(cctx, cr.room(check, dir, bwrap, &out))
+	}
+	switch {
+	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+		return checkResult{Detail: fmt.Sprintf("check timed out after %s%s", timeout.Round(time.Second), cr.mark())}
+	case ctx.Err() != nil:
 		return checkResult{Detail: "check stopped: " + ctx.Err().Error()}
+	case err != nil:
+		return checkResult{Detail: fmt.Sprintf("check could not run%s: %v", cr.mark(), err)}
 	}
-	// A check's background children must not outlive it.
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		return checkResult{Detail: fmt.Sprintf("check failed to run: %v", err)}
-	}
-	r := checkResult{Passed: code == 0, Detail: fmt.Sprintf("check exit %d", code)}
+	r := checkResult{Passed: code == 0, Detail: fmt.Sprintf("check exit %d%s", code, cr.mark())}
 	if last := lastLine(out.String()); last != "" {
 		r.Detail += ": " + clip(last, 120)
 	}
@@ -76,6 +253,35 @@ func runCheck(ctx context.Context, check, dir string, timeout time.Duration) che
 		}
 	}
 	return r
+}
+
+// runOnHost is the --check-on-host opt-in: /bin/sh -c check in dir, in a process group of its
+// own that is killed, background children included, when the check ends or ctx does.
+func runOnHost(ctx context.Context, check, dir string, out *bytes.Buffer) (int, error) {
+	cmd := exec.Command("/bin/sh", "-c", check)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return -1, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		return -1, ctx.Err()
+	}
+	// A check's background children must not outlive it.
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), nil
+	}
+	return 0, err
 }
 
 func lastLine(s string) string {

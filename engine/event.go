@@ -73,7 +73,10 @@ type RunStarted struct {
 	Project string `json:"project"`
 	Prompt  string `json:"prompt,omitempty"`
 	Check   string `json:"check,omitempty"`
-	Sides   []Side `json:"sides"`
+	// CheckRoom says where the check runs: in a room of its own (and what it was given), or
+	// on the host by the operator's opt-in.
+	CheckRoom string `json:"check_room,omitempty"`
+	Sides     []Side `json:"sides"`
 	// Budget is how many tails the run plans in all.
 	Budget int `json:"budget"`
 	Jobs   int `json:"jobs"`

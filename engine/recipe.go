@@ -31,8 +31,11 @@ type Recipe struct {
 	Check       string `json:"check,omitempty"`
 	// CheckTimeout and AgentTimeout are in seconds.
 	CheckTimeout float64 `json:"check_timeout"`
-	AgentTimeout float64 `json:"agent_timeout"`
-	Sides        []Side  `json:"sides"`
+	// CheckRoom is where the check runs: a room of its own from config [check], or the host
+	// by the operator's opt-in. A resume and every tail of a recording keep it.
+	CheckRoom    CheckRoom `json:"check_room"`
+	AgentTimeout float64   `json:"agent_timeout"`
+	Sides        []Side    `json:"sides"`
 	// Agents holds each agent's version and how its capsules are taken.
 	Agents map[string]RecipeAgent `json:"agents"`
 	Runs   int                    `json:"runs"`

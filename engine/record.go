@@ -214,6 +214,8 @@ type RecordOptions struct {
 	// Check scores the recording and every tail continued from it (optional).
 	Check        string
 	CheckTimeout time.Duration
+	// CheckOnHost is the operator's opt-in to run the check on the host instead of its room.
+	CheckOnHost  bool
 	AgentTimeout time.Duration
 	Out          string
 	Config       *config.Config
@@ -233,6 +235,9 @@ type RecordOptions struct {
 func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 	if o.Prompt == "" {
 		return "", nil, errors.New("give the task as PROMPT (or --prompt-file)")
+	}
+	if err := checkPreflight(o.Check, o.CheckOnHost, NewCheckRoom(o.Config, o.CheckOnHost), configOrigin(o.Config)); err != nil {
+		return "", nil, err
 	}
 	installs, err := findInstalls([]Side{o.Side}, o.Config, o.Project)
 	if err != nil {
@@ -258,7 +263,7 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 	a, _ := agent.ByName(o.Side.Agent)
 	rec := &Recipe{Tare: o.Version, Argv: o.Argv, Kind: "record", Time: time.Now().UTC(), Project: o.Project, Fingerprint: start.Root,
 		Prompt: o.Prompt, Check: o.Check, CheckTimeout: o.CheckTimeout.Seconds(), AgentTimeout: o.AgentTimeout.Seconds(),
-		Sides: []Side{o.Side}, Runs: 1, Jobs: 1, Keep: true,
+		Sides: []Side{o.Side}, Runs: 1, Jobs: 1, Keep: true, CheckRoom: NewCheckRoom(o.Config, o.CheckOnHost),
 		Agents: map[string]RecipeAgent{o.Side.Agent: {Version: installs[o.Side.Agent].Version, Bin: installs[o.Side.Agent].Bin, Snapshots: agent.HookKind(a)}}}
 	if o.Script != "" {
 		text, err := os.ReadFile(o.Script)
@@ -271,7 +276,7 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 	if err := writeRecipe(dir, rec); err != nil {
 		return dir, nil, err
 	}
-	if err := r.emit(Event{RunStarted: &RunStarted{Kind: "record", Project: o.Project, Prompt: o.Prompt, Check: o.Check, Sides: rec.Sides, Budget: 1, Jobs: 1}}); err != nil {
+	if err := r.emit(Event{RunStarted: &RunStarted{Kind: "record", Project: o.Project, Prompt: o.Prompt, Check: o.Check, CheckRoom: checkWhere(rec), Sides: rec.Sides, Budget: 1, Jobs: 1}}); err != nil {
 		return dir, nil, err
 	}
 	if err := probeSides(ctx, r, rec.Sides, o.Project, o.Config, o.AllowDirty, o.Progress); err != nil {
@@ -297,8 +302,12 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 
 // finishRecord writes a finished recording's report and journals the run's end.
 func finishRecord(r *run, rec *Recipe, recording *Recording) (string, error) {
-	report := fmt.Sprintf("tare record · %s\n  task      %s\n  agent     %s (%s; capsules from %s)\n  steps     %d\n%s",
-		rec.Project, rec.Prompt, sideLabel(rec.Sides[0]), recording.Exit, recording.Snapshots, len(recording.Steps), stepSummary(recording))
+	check := ""
+	if rec.Check != "" {
+		check = fmt.Sprintf("  check     %s\n%s", rec.Check, rec.CheckRoom.reportLines("            "))
+	}
+	report := fmt.Sprintf("tare record · %s\n  task      %s\n  agent     %s (%s; capsules from %s)\n%s  steps     %d\n%s",
+		rec.Project, rec.Prompt, sideLabel(rec.Sides[0]), recording.Exit, recording.Snapshots, check, len(recording.Steps), stepSummary(recording))
 	if err := capsule.WriteFileAtomic(filepath.Join(r.dir, "report.txt"), []byte(report), 0o644); err != nil {
 		return "", err
 	}
@@ -312,10 +321,13 @@ type TailOptions struct {
 	// How is "native" (the recorded agent's own session, cut after the step) or "handoff".
 	How string
 	// Agent continues a handoff (default: the recorded agent).
-	Agent  string
-	Args   []string
-	Config *config.Config
-	Bus    *Bus
+	Agent string
+	Args  []string
+	// CheckOnHost runs this tail's check on the host (an opt-in for this tail alone; a
+	// recording made with --check-on-host has every tail's check on the host already).
+	CheckOnHost bool
+	Config      *config.Config
+	Bus         *Bus
 }
 
 // Tail continues a recorded run from a step in a fresh room, runs the recipe's check and
@@ -327,6 +339,12 @@ func Tail(ctx context.Context, o TailOptions) (TailResult, error) {
 	}
 	if recipe.Kind != "record" {
 		return TailResult{}, fmt.Errorf("%s: tare tail continues a recorded run (tare record); this is a %s run", o.Dir, recipe.Kind)
+	}
+	if o.CheckOnHost {
+		recipe.CheckRoom = CheckRoom{OnHost: true}
+	}
+	if err := checkPreflight(recipe.Check, o.CheckOnHost, recipe.CheckRoom, filepath.Join(o.Dir, RecipeFile)); err != nil {
+		return TailResult{}, err
 	}
 	recording, err := readRecording(o.Dir)
 	if err != nil {

@@ -30,7 +30,7 @@ func calibrateReport(rec *Recipe, st *RunState) string {
 		}
 	}
 	if rec.Check != "" {
-		fmt.Fprintf(&b, "  check     %s\n", rec.Check)
+		fmt.Fprintf(&b, "  check     %s\n%s", rec.Check, rec.CheckRoom.reportLines("            "))
 	} else {
 		b.WriteString("  check     none. A run counts as finished when its agent exits 0. Its workspace is kept for scoring elsewhere.\n")
 	}

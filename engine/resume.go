@@ -37,6 +37,9 @@ func Resume(ctx context.Context, o ResumeOptions) (string, error) {
 	if _, err := os.Stat(filepath.Join(o.Dir, JournalFile)); err != nil {
 		return "", fmt.Errorf("%s: not a tare run (no %s); fix: give a directory that tare calibrate or tare record made", o.Dir, JournalFile)
 	}
+	if err := checkPreflight(rec.Check, false, rec.CheckRoom, filepath.Join(o.Dir, RecipeFile)); err != nil {
+		return "", err
+	}
 	if rec.Kind == "record" {
 		return resumeRecord(ctx, o, rec)
 	}

@@ -120,7 +120,7 @@ func runTail(ctx context.Context, env *tailEnv, spec tailSpec) error {
 	return env.run.emit(Event{TailFinished: res.finished()})
 }
 
-// tailBody restores the workspace, runs the agent in a room and the check outside it. It
+// tailBody restores the workspace, runs the agent in a room and then the check in one of its own. It
 // returns how the agent ended and the check's verdict, and fills res.
 func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *TailResult) (string, string) {
 	work := filepath.Join(dir, "work")
@@ -191,7 +191,7 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 		res.Status = map[bool]string{true: "passed", false: "failed"}[res.Passed]
 		return ran, "no check"
 	}
-	c := runCheck(ctx, env.recipe.Check, work, time.Duration(env.recipe.CheckTimeout*float64(time.Second)))
+	c := runCheck(ctx, env.recipe.Check, work, time.Duration(env.recipe.CheckTimeout*float64(time.Second)), env.recipe.CheckRoom, env.cfg.Bwrap)
 	res.Passed, res.Score = c.Passed, c.Score
 	res.Status = map[bool]string{true: "passed", false: "failed"}[c.Passed]
 	return ran, c.Detail
