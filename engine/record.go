@@ -271,7 +271,7 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 	if err := writeRecipe(dir, rec); err != nil {
 		return dir, nil, err
 	}
-	if err := r.emit(Event{RunStarted: &RunStarted{Kind: "record", Project: o.Project, Prompt: o.Prompt, Check: o.Check, Sides: rec.Sides, Budget: 1, Jobs: 1}}); err != nil {
+	if err := r.emit(Event{RunStarted: &RunStarted{Kind: "record", Project: o.Project, Prompt: o.Prompt, Check: o.Check, Sides: rec.Sides, Budget: 1, Jobs: 1, Simulated: o.Script != ""}}); err != nil {
 		return dir, nil, err
 	}
 	if err := probeSides(ctx, r, rec.Sides, o.Project, o.Config, o.AllowDirty, o.Progress); err != nil {

@@ -66,5 +66,13 @@ func cost(u engine.Usage) string {
 
 func dollars(c float64) string { return fmt.Sprintf("$%.2f", c) }
 
+// runCost is a run's cost so far, marked simulated when its model is tare's model server.
+func runCost(st *engine.RunState) string {
+	if st.Simulated {
+		return dollars(st.Cost()) + " simulated"
+	}
+	return dollars(st.Cost())
+}
+
 // percent formats a rate in [0, 1] as a whole percentage.
 func percent(p float64) string { return fmt.Sprintf("%d%%", int(math.Round(p*100))) }
