@@ -48,7 +48,7 @@ func main() {
 	case errors.As(err, &exit):
 		os.Exit(exit.code)
 	default:
-		fmt.Fprintf(os.Stderr, "tare: %v\n", err)
+		fmt.Fprintf(os.Stderr, "tare: %s\n", engine.Printable(err.Error()))
 		os.Exit(2)
 	}
 }
@@ -339,7 +339,7 @@ func calibrate(ctx context.Context, o engine.CalibrateOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Print(report)
+	fmt.Print(engine.Printable(report))
 	return nil
 }
 
@@ -441,7 +441,7 @@ continues it from any step in a fresh room, natively or by handoff to any agent.
 				return err
 			}
 			report, err := os.ReadFile(filepath.Join(dir, "report.txt"))
-			fmt.Print(string(report))
+			fmt.Print(engine.Printable(string(report)))
 			return err
 		},
 	}
@@ -492,7 +492,7 @@ up to the step. The recording's check scores it; the tail is journaled in DIR.`,
 			if err != nil {
 				return err
 			}
-			fmt.Printf("tail %s from step %d: %s (%s; %s)\n", res.ID, res.Step, res.Status, res.AgentExit, res.Check)
+			fmt.Print(engine.Printable(fmt.Sprintf("tail %s from step %d: %s (%s; %s)\n", res.ID, res.Step, res.Status, res.AgentExit, res.Check)))
 			if !res.Passed {
 				return exitError{1}
 			}
@@ -533,7 +533,7 @@ start capsule (the first attempt kept as original.attempt-1), and a tail that wa
 			if err != nil {
 				return err
 			}
-			fmt.Print(report)
+			fmt.Print(engine.Printable(report))
 			return nil
 		},
 	}

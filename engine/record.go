@@ -297,8 +297,8 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 
 // finishRecord writes a finished recording's report and journals the run's end.
 func finishRecord(r *run, rec *Recipe, recording *Recording) (string, error) {
-	report := fmt.Sprintf("tare record · %s\n  task      %s\n  agent     %s (%s; capsules from %s)\n  steps     %d\n%s",
-		rec.Project, rec.Prompt, sideLabel(rec.Sides[0]), recording.Exit, recording.Snapshots, len(recording.Steps), stepSummary(recording))
+	report := Printable(fmt.Sprintf("tare record · %s\n  task      %s\n  agent     %s (%s; capsules from %s)\n  steps     %d\n%s",
+		rec.Project, rec.Prompt, sideLabel(rec.Sides[0]), recording.Exit, recording.Snapshots, len(recording.Steps), stepSummary(recording)))
 	if err := capsule.WriteFileAtomic(filepath.Join(r.dir, "report.txt"), []byte(report), 0o644); err != nil {
 		return "", err
 	}

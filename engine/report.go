@@ -15,6 +15,10 @@ import (
 // its Wilson 95% interval (or, without a check, how many finished), judge scores, time, and
 // tokens and cost per side.
 func calibrateReport(rec *Recipe, st *RunState) string {
+	return Printable(calibrateText(rec, st))
+}
+
+func calibrateText(rec *Recipe, st *RunState) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "tare calibrate · %s\n", rec.Project)
 	shared := false

@@ -83,6 +83,8 @@ func (s *RunState) Apply(e Event) {
 	if e.Seq != 0 && e.Seq <= s.Seq {
 		return
 	}
+	e = printableEvent(e) // a journal written before tare escaped agent text
+
 	if e.Seq != 0 {
 		s.Seq = e.Seq
 	}
