@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -133,4 +135,97 @@ func closedPort(t *testing.T) string {
 	addr := l.Addr().String()
 	l.Close()
 	return addr
+}
+
+// TestLongContextRequestPaysItsTier: a real Claude Code on Sonnet 4.5 against tare's model
+// server, whose second request carries a 900 kB tool call (above 200k input tokens): tare
+// prices that request at Anthropic's long-context list price ($6 in, $22.50 out per million)
+// and the first at the base price ($3/$15), each by its own size as the stream shows it.
+func TestLongContextRequestPaysItsTier(t *testing.T) {
+	dir := t.TempDir()
+	big := strings.Repeat(strings.Repeat("x", 64)+"\n", 14000)
+	script := filepath.Join(dir, "long.toml")
+	text := "[[turn]]\ntext = \"Writing a big file.\"\nwrite = { path = \"big.txt\", content = \"\"\"" + big + "\"\"\" }\n\n[[turn]]\ntext = \"Done.\"\n"
+	if err := os.WriteFile(script, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	project := filepath.Join(dir, "project")
+	if err := os.MkdirAll(project, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	modules, err := filepath.EvalSymlinks(filepath.Join("agents", "node_modules"))
+	if err != nil {
+		t.Fatalf("the pinned agent CLIs: %v (run scripts/setup)", err)
+	}
+	r := newRun(t, "[agents.claude]\nbin = \""+filepath.Join(modules, ".bin", "claude")+"\"\n")
+	out := filepath.Join(dir, "run")
+	r.tare(t, "calibrate", "write big.txt", "--side", "claude --model claude-sonnet-4-5-20250929", "--script", script,
+		"--runs", "1", "--jobs", "1", "--project", project, "--out", out)
+	if r.code != 0 {
+		t.Fatalf("calibrate: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+
+	// The requests as the stream shows them: their input exactly, their output as it began.
+	stream, err := os.ReadFile(filepath.Join(out, "tails", "a-0", "stdout.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type tokens struct {
+		Input  int64 `json:"input_tokens"`
+		Output int64 `json:"output_tokens"`
+	}
+	var reqs []tokens
+	seen := map[string]bool{}
+	var total tokens
+	for _, line := range strings.Split(string(stream), "\n") {
+		var e struct {
+			Type    string
+			Message struct {
+				ID    string
+				Usage tokens
+			}
+			Usage tokens
+		}
+		if json.Unmarshal([]byte(line), &e) != nil {
+			continue
+		}
+		if e.Type == "assistant" && !seen[e.Message.ID] {
+			seen[e.Message.ID] = true
+			reqs = append(reqs, e.Message.Usage)
+		}
+		if e.Type == "result" {
+			total = e.Usage
+		}
+	}
+	long := 0
+	want, shownOut := 0.0, int64(0)
+	for _, q := range reqs {
+		in, outp := 3.0, 15.0
+		if q.Input > 200_000 {
+			in, outp = 6, 22.5
+			long++
+		}
+		want += (float64(q.Input)*in + float64(q.Output)*outp) / 1e6
+		shownOut += q.Output
+	}
+	want += float64(total.Output-shownOut) * 15 / 1e6
+	if long != 1 || len(reqs) < 2 {
+		t.Fatalf("%d requests, %d above 200k input tokens; want one long request among them: %+v", len(reqs), long, reqs)
+	}
+	data, err := os.ReadFile(filepath.Join(out, "usage.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var usage struct {
+		Total struct {
+			Cost     float64  `json:"cost"`
+			Unpriced []string `json:"unpriced"`
+		} `json:"total"`
+	}
+	if err := json.Unmarshal(data, &usage); err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(usage.Total.Cost-want) > 1e-6 || len(usage.Total.Unpriced) > 0 {
+		t.Errorf("tare's cost $%.6f (unpriced %v), want $%.6f: the long request at $6/$22.50, the rest at $3/$15", usage.Total.Cost, usage.Total.Unpriced, want)
+	}
 }
