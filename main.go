@@ -192,7 +192,7 @@ hosts). A control twin in a planted dirty home must show each of these, or the r
 					return err
 				}
 			} else {
-				fmt.Print(reading.Render())
+				fmt.Print(engine.Printable(reading.Render()))
 			}
 			if !reading.Zero() {
 				return exitError{1}
