@@ -215,6 +215,13 @@ type Request struct {
 	Input, Output, CacheRead, CacheWrite int64
 }
 
+// RequestLister is an agent whose session file shows each model request's tokens where its
+// stream shows only totals (Codex): a request's size decides its long-context price.
+type RequestLister interface {
+	// SessionRequests lists the requests of session after those of placed (nil: a fresh run).
+	SessionRequests(session, placed []byte) []Request
+}
+
 // ModelNamer is an agent whose session file names the model its stream
 // leaves out (Codex): tare needs the name to price the run.
 type ModelNamer interface {

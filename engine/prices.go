@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"os"
 	"sync"
 	"time"
 
@@ -78,6 +79,33 @@ func priceUsage(u agent.Usage, models []agent.ModelUsage, at time.Time) (cost fl
 		cost += c
 	}
 	return cost, unpriced
+}
+
+// runModels is what each model of a run used, for pricing: Claude's modelUsage as its stream
+// gives it, or, for an agent whose session file lists its requests (Codex), the run's model
+// with those requests. nil when neither is known: the tokens are then priced at the base
+// price, a long-context request among them unseen.
+func runModels(a agent.Agent, r agent.Result, u agent.Usage, placed []byte, sessions string) []agent.ModelUsage {
+	if len(r.Models) > 0 {
+		return r.Models
+	}
+	l, ok := a.(agent.RequestLister)
+	if !ok {
+		return nil
+	}
+	path, err := agent.FindSession(a, sessions, r.SessionID)
+	if err != nil {
+		return nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	reqs := l.SessionRequests(data, placed)
+	if len(reqs) == 0 {
+		return nil
+	}
+	return []agent.ModelUsage{{Model: u.Model, Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, Requests: reqs}}
 }
 
 func unpricedName(model string) string {

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -84,3 +86,19 @@ func TestClaudeUsageIsPricedPerModel(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestCodexRequestsArePricedFromItsRollout: a Codex run's requests, read from its rollout,
+// are priced one by one at gpt-5.1-codex's list price ($1.25 in, $10 out).
+func TestCodexRequestsArePricedFromItsRollout(t *testing.T) {
+	rollout, err := os.ReadFile(filepath.Join("..", "agent", "testdata", "codex_rollout_session.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := agent.Codex{}.SessionRequests(rollout, nil)
+	u := agent.Usage{Input: 200, Output: 50, Model: agent.Codex{}.SessionModel(rollout)}
+	got := usageOf(u, agent.ModelUsage{Model: u.Model, Input: u.Input, Output: u.Output, Requests: reqs})
+	want := (200*1.25 + 50*10) / 1e6
+	if len(reqs) != 2 || math.Abs(got.Cost-want) > 1e-12 || got.Model != "gpt-5.1-codex" {
+		t.Errorf("%d requests of %s cost $%.8f, want 2 of gpt-5.1-codex at $%.8f", len(reqs), got.Model, got.Cost, want)
+	}
+}

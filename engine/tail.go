@@ -175,7 +175,8 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	if f, err := os.Open(filepath.Join(dir, "stdout.jsonl")); err == nil {
 		if r, err := a.ParseStream(f); err == nil {
 			res.Session = r.SessionID
-			res.Usage = usageOf(runUsage(a, r, spec.Session, p.sessions), r.Models...)
+			u := runUsage(a, r, spec.Session, p.sessions)
+			res.Usage = usageOf(u, runModels(a, r, u, spec.Session, p.sessions)...)
 			if r.IsError && code == 0 {
 				ran = "agent error: " + clip(r.Error, 100)
 			}
