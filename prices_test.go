@@ -153,11 +153,7 @@ func TestLongContextRequestPaysItsTier(t *testing.T) {
 	if err := os.MkdirAll(project, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	modules, err := filepath.EvalSymlinks(filepath.Join("agents", "node_modules"))
-	if err != nil {
-		t.Fatalf("the pinned agent CLIs: %v (run scripts/setup)", err)
-	}
-	r := newRun(t, "[agents.claude]\nbin = \""+filepath.Join(modules, ".bin", "claude")+"\"\n")
+	r := newRun(t, "")
 	out := filepath.Join(dir, "run")
 	r.tare(t, "calibrate", "write big.txt", "--side", "claude --model claude-sonnet-4-5-20250929", "--script", script,
 		"--runs", "1", "--jobs", "1", "--project", project, "--out", out)
