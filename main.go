@@ -753,13 +753,15 @@ func showPrices(cmd *cobra.Command, args []string) error {
 	}
 	now := time.Now()
 	if len(args) == 0 {
-		table.Show(os.Stdout, path, now)
+		var b strings.Builder
+		table.Show(&b, path, now)
+		fmt.Print(engine.Printable(b.String())) // names from a downloaded price file
 		return nil
 	}
 	m, ok := table.Lookup(args[0])
 	if !ok {
 		return fmt.Errorf("prices show %s: no price for this model id; fix: check the id (tare prices show lists them), or add its price to a file and run tare prices update FILE", args[0])
 	}
-	fmt.Print(prices.Describe(args[0], m, now))
+	fmt.Print(engine.Printable(prices.Describe(args[0], m, now))) // names from a downloaded price file
 	return nil
 }
