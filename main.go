@@ -23,6 +23,7 @@ import (
 	"tare/demo"
 	"tare/engine"
 	"tare/modelserver"
+	"tare/prices"
 	"tare/tui"
 
 	"golang.org/x/term"
@@ -47,7 +48,7 @@ func main() {
 	case errors.As(err, &exit):
 		os.Exit(exit.code)
 	default:
-		fmt.Fprintf(os.Stderr, "tare: %v\n", err)
+		fmt.Fprintf(os.Stderr, "tare: %s\n", engine.Printable(err.Error()))
 		os.Exit(2)
 	}
 }
@@ -95,7 +96,7 @@ leak with the file it came from.`,
 		},
 	}
 	cmd.SetVersionTemplate("tare {{.Version}}\n")
-	cmd.AddCommand(probeCmd(), calibrateCmd(), resumeCmd(), recordCmd(), tailCmd(), demoCmd(), watchCmd(), serveCmd(), modelServerCmd(), doctorCmd())
+	cmd.AddCommand(probeCmd(), calibrateCmd(), resumeCmd(), recordCmd(), tailCmd(), demoCmd(), watchCmd(), serveCmd(), modelServerCmd(), doctorCmd(), pricesCmd())
 	for _, a := range agent.All() {
 		cmd.AddCommand(attachCmd(a))
 	}
@@ -191,7 +192,7 @@ hosts). A control twin in a planted dirty home must show each of these, or the r
 					return err
 				}
 			} else {
-				fmt.Print(reading.Render())
+				fmt.Print(engine.Printable(reading.Render()))
 			}
 			if !reading.Zero() {
 				return exitError{1}
@@ -341,7 +342,7 @@ func calibrate(ctx context.Context, o engine.CalibrateOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Print(report)
+	fmt.Print(engine.Printable(report))
 	return nil
 }
 
@@ -444,7 +445,7 @@ continues it from any step in a fresh room, natively or by handoff to any agent.
 				return err
 			}
 			report, err := os.ReadFile(filepath.Join(dir, "report.txt"))
-			fmt.Print(string(report))
+			fmt.Print(engine.Printable(string(report)))
 			return err
 		},
 	}
@@ -499,7 +500,7 @@ in DIR.`,
 			if err != nil {
 				return err
 			}
-			fmt.Printf("tail %s from step %d: %s (%s; %s)\n", res.ID, res.Step, res.Status, res.AgentExit, res.Check)
+			fmt.Print(engine.Printable(fmt.Sprintf("tail %s from step %d: %s (%s; %s)\n", res.ID, res.Step, res.Status, res.AgentExit, res.Check)))
 			if !res.Passed {
 				return exitError{1}
 			}
@@ -542,7 +543,7 @@ start capsule (the first attempt kept as original.attempt-1), and a tail that wa
 			if err != nil {
 				return err
 			}
-			fmt.Print(report)
+			fmt.Print(engine.Printable(report))
 			return nil
 		},
 	}
@@ -729,4 +730,70 @@ func agentNameList() []string {
 
 func agentNames(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	return agentNameList(), cobra.ShellCompDirectiveNoFileComp
+}
+
+func pricesCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "prices [show [MODEL]] | update [URL|FILE]",
+		Short: "The price table tare costs runs with: show it, or update it from genai-prices or LiteLLM",
+		Long: `tare prices costs runs with genai-prices' maintained database (bundled), tare's corrections
+to it, and your own table in prices.json beside config.toml, which is looked up first. A model
+no rule names has no price: its cost is shown as unknown, never guessed.
+Runs on tare's own model server (--script, tare demo) show their dollar figures as simulated.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return showPrices(cmd, nil) },
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "show [MODEL]",
+		Short: "The table's models of the agents' providers, or one model's prices and the rule that matched it",
+		Args:  cobra.MaximumNArgs(1),
+		RunE:  showPrices,
+	}, &cobra.Command{
+		Use:   "update [URL|FILE]",
+		Short: "Replace your price table with a genai-prices data.json or LiteLLM model price JSON",
+		Long: `Reads a price file from a URL or a local file: genai-prices' data.json format, or LiteLLM's
+model_prices_and_context_window.json (what tare-cli used). It is written, in genai-prices'
+format, to prices.json beside config.toml, replacing what update wrote before; models it does
+not name keep the bundled price. A file that cannot be read or understood changes nothing.`,
+		Example: `  tare prices update
+  tare prices update https://raw.githubusercontent.com/BerriAI/litellm/main/model_prices_and_context_window.json
+  tare prices update ./my-prices.json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			src := prices.DefaultURL
+			if len(args) == 1 {
+				src = args[0]
+			}
+			path := prices.OverrideFile(config.File())
+			format, n, err := prices.Update(cmd.Context(), src, path)
+			if err != nil {
+				return fmt.Errorf("prices update %v", err)
+			}
+			fmt.Printf("tare prices: %d models (%s format) from %s, now in %s\n", n, format, src, path)
+			return nil
+		},
+	})
+	return cmd
+}
+
+// showPrices prints the table, or one model's prices; an unknown model is bad input.
+func showPrices(cmd *cobra.Command, args []string) error {
+	path := prices.OverrideFile(config.File())
+	table, err := prices.Load(path)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	if len(args) == 0 {
+		var b strings.Builder
+		table.Show(&b, path, now)
+		fmt.Print(engine.Printable(b.String())) // names from a downloaded price file
+		return nil
+	}
+	m, ok := table.Lookup(args[0])
+	if !ok {
+		return fmt.Errorf("prices show %s: no price for this model id; fix: check the id (tare prices show lists them), or add its price to a file and run tare prices update FILE", args[0])
+	}
+	fmt.Print(engine.Printable(prices.Describe(args[0], m, now))) // names from a downloaded price file
+	return nil
 }

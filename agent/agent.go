@@ -182,6 +182,9 @@ type Result struct {
 	Error     string   // why, when IsError
 	Warnings  []string // harmless errors the agent reported (Codex's missing model metadata)
 	Usage     Usage
+	// Models is what each model used, where the agent says (Claude's modelUsage): a run
+	// whose subagents or side calls use a cheaper model is priced per model.
+	Models []ModelUsage
 }
 
 // Usage is the tokens and cost of a run. Input excludes cache reads and
@@ -196,6 +199,27 @@ type Usage struct {
 	// this run's alone (Codex after a resume); subtract CodexSessionUsage of
 	// the placed session file.
 	Thread bool
+}
+
+// ModelUsage is one model's tokens in a run, and its requests one by one where the stream
+// shows them: a request's prompt size decides whether it pays a long-context price.
+type ModelUsage struct {
+	Model                                string
+	Input, Output, CacheRead, CacheWrite int64
+	Requests                             []Request
+}
+
+// Request is one model request's tokens as the stream shows them. Claude's stream shows the
+// input side exactly and the output only as it stood when the answer began.
+type Request struct {
+	Input, Output, CacheRead, CacheWrite int64
+}
+
+// RequestLister is an agent whose session file shows each model request's tokens where its
+// stream shows only totals (Codex): a request's size decides its long-context price.
+type RequestLister interface {
+	// SessionRequests lists the requests of session after those of placed (nil: a fresh run).
+	SessionRequests(session, placed []byte) []Request
 }
 
 // ModelNamer is an agent whose session file names the model its stream

@@ -189,10 +189,16 @@ type claudeEvent struct {
 		CacheWrite int64 `json:"cache_creation_input_tokens"`
 		CacheRead  int64 `json:"cache_read_input_tokens"`
 	} `json:"usage"`
-	ModelUsage map[string]struct {
-		Output int64 `json:"outputTokens"`
-	} `json:"modelUsage"`
-	Message struct {
+	ModelUsage map[string]claudeModelUsage `json:"modelUsage"`
+	Message    struct {
+		ID    string `json:"id"`
+		Model string `json:"model"`
+		Usage struct {
+			Input      int64 `json:"input_tokens"`
+			Output     int64 `json:"output_tokens"`
+			CacheWrite int64 `json:"cache_creation_input_tokens"`
+			CacheRead  int64 `json:"cache_read_input_tokens"`
+		} `json:"usage"`
 		Content []struct {
 			Type string `json:"type"`
 			Text string `json:"text"`
@@ -200,12 +206,25 @@ type claudeEvent struct {
 	} `json:"message"`
 }
 
+// claudeModelUsage is one model's entry of the result's modelUsage.
+type claudeModelUsage struct {
+	Input      int64 `json:"inputTokens"`
+	Output     int64 `json:"outputTokens"`
+	CacheRead  int64 `json:"cacheReadInputTokens"`
+	CacheWrite int64 `json:"cacheCreationInputTokens"`
+}
+
 // ParseStream implements Agent: the result event carries the run's usage,
-// cost (computed by Claude Code from its price table) and final text.
+// cost (computed by Claude Code from its price table), what each model used
+// (modelUsage), and final text; the assistant events show each request.
 func (Claude) ParseStream(r io.Reader) (Result, error) {
 	var res Result
 	var last string
 	done := false
+	// Each request's usage, by message id: Claude Code repeats a message once
+	// per content block, with the same usage.
+	requests := map[string][]Request{}
+	seen := map[string]bool{}
 	err := eachJSON(r, func(line []byte) error {
 		var e claudeEvent
 		if json.Unmarshal(line, &e) != nil {
@@ -218,6 +237,10 @@ func (Claude) ParseStream(r io.Reader) (Result, error) {
 		case "assistant":
 			if t := textOf(e.Message.Content); t != "" {
 				last = t
+			}
+			if m := e.Message; m.ID != "" && m.Model != "" && !seen[m.ID] {
+				seen[m.ID] = true
+				requests[m.Model] = append(requests[m.Model], Request{Input: m.Usage.Input, Output: m.Usage.Output, CacheRead: m.Usage.CacheRead, CacheWrite: m.Usage.CacheWrite})
 			}
 		case "result":
 			done = true
@@ -235,6 +258,7 @@ func (Claude) ParseStream(r io.Reader) (Result, error) {
 				res.Usage.CostUSD, res.Usage.CostReported = *e.Cost, true
 			}
 			res.Usage.Model = mainModel(e.ModelUsage)
+			res.Models = claudeModels(e.ModelUsage, requests)
 		}
 		return nil
 	})
@@ -254,10 +278,25 @@ var (
 	slugUnsafe = regexp.MustCompile(`[^A-Za-z0-9]`)
 )
 
+// claudeModels is what each model of modelUsage used, with its requests as the stream showed
+// them (keyed by the model without Claude Code's "[1m]" context tag, as the API names it).
+func claudeModels(m map[string]claudeModelUsage, requests map[string][]Request) []ModelUsage {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	out := make([]ModelUsage, 0, len(names))
+	for _, k := range names {
+		u := m[k]
+		out = append(out, ModelUsage{Model: k, Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite,
+			Requests: requests[contextSuffix.ReplaceAllString(k, "")]})
+	}
+	return out
+}
+
 // mainModel is the model that wrote most, without Claude Code's "[1m]" context tag.
-func mainModel(m map[string]struct {
-	Output int64 `json:"outputTokens"`
-}) string {
+func mainModel(m map[string]claudeModelUsage) string {
 	names := make([]string, 0, len(m))
 	for k := range m {
 		names = append(names, k)

@@ -312,6 +312,43 @@ func CodexSessionUsage(data []byte) Usage {
 	return total.usage()
 }
 
+// SessionRequests implements RequestLister: each model request of the rollout, from the
+// last_token_usage of its token_count events (one per response; a repeat with the same
+// running total is the same response), without the placed session's own.
+func (Codex) SessionRequests(session, placed []byte) []Request {
+	all := codexRequests(session)
+	if skip := len(codexRequests(placed)); skip <= len(all) {
+		return all[skip:]
+	}
+	return nil
+}
+
+func codexRequests(data []byte) []Request {
+	var out []Request
+	var last int64 = -1
+	rolloutLines(data, `"token_count"`, func(line []byte) {
+		var e struct {
+			Payload struct {
+				Type string `json:"type"`
+				Info *struct {
+					Total codexUsage `json:"total_token_usage"`
+					Last  codexUsage `json:"last_token_usage"`
+				} `json:"info"`
+			} `json:"payload"`
+		}
+		if json.Unmarshal(line, &e) != nil || e.Payload.Type != "token_count" || e.Payload.Info == nil {
+			return
+		}
+		total := e.Payload.Info.Total
+		if n := total.Input + total.Output; n != last {
+			last = n
+			u := e.Payload.Info.Last.usage()
+			out = append(out, Request{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite})
+		}
+	})
+	return out
+}
+
 // rolloutLines calls fn with each line of a Codex rollout that holds marker
 // (lines of a long session can reach megabytes).
 func rolloutLines(data []byte, marker string, fn func(line []byte)) {

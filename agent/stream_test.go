@@ -138,3 +138,30 @@ func TestCodexSessionModel(t *testing.T) {
 		}
 	}
 }
+
+// TestCodexSessionRequests: each model request of a Codex rollout, as its token_count events
+// give it (one per response), and for a resumed run only those after the placed session's.
+func TestCodexSessionRequests(t *testing.T) {
+	placed, _ := os.ReadFile(filepath.Join("testdata", "codex_rollout_session.jsonl"))
+	after, _ := os.ReadFile(filepath.Join("testdata", "codex_rollout_after_resume.jsonl"))
+	fresh := Codex{}.SessionRequests(placed, nil)
+	resumed := Codex{}.SessionRequests(after, placed)
+	want := Request{Input: 100, Output: 25}
+	if len(fresh) != 2 || len(resumed) != 2 {
+		t.Fatalf("%d requests in the session, %d after its resume; want 2 and 2", len(fresh), len(resumed))
+	}
+	for _, r := range append(fresh, resumed...) {
+		if r != want {
+			t.Errorf("request %+v, want %+v", r, want)
+		}
+	}
+	trail, _ := os.ReadFile(filepath.Join("testdata", "codex_trail_session.jsonl"))
+	reqs := Codex{}.SessionRequests(trail, nil)
+	var in, out int64
+	for _, r := range reqs {
+		in, out = in+r.Input+r.CacheRead, out+r.Output
+	}
+	if len(reqs) != 6 || in != 63210 || out != 104 {
+		t.Errorf("%d requests of %d input and %d output tokens; the rollout's total is 6, 63210, 104", len(reqs), in, out)
+	}
+}

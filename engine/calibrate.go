@@ -140,7 +140,7 @@ func Calibrate(ctx context.Context, o CalibrateOptions) (dir, report string, err
 		return dir, "", err
 	}
 	if err := r.emit(Event{RunStarted: &RunStarted{Kind: "calibrate", Project: o.Project, Prompt: o.Prompt, Check: o.Check,
-		CheckRoom: checkWhere(rec), Sides: o.Sides, Budget: len(o.Sides) * o.Runs, Jobs: o.Jobs}}); err != nil {
+		CheckRoom: checkWhere(rec), Sides: o.Sides, Budget: len(o.Sides) * o.Runs, Jobs: o.Jobs, Simulated: o.Script != ""}}); err != nil {
 		return dir, "", err
 	}
 	if err := probeSides(ctx, r, o.Sides, o.Project, o.Config, o.AllowDirty, o.Progress); err != nil {

@@ -80,6 +80,9 @@ type RunStarted struct {
 	// Budget is how many tails the run plans in all.
 	Budget int `json:"budget"`
 	Jobs   int `json:"jobs"`
+	// Simulated is set when the agents talk to tare's own model server: the tokens, and so
+	// the dollars, are the server's invention, shown so only as "simulated".
+	Simulated bool `json:"simulated,omitempty"`
 }
 
 // Phase marks a stage of a run (probe, original, tails, report, done).

@@ -1,62 +1,116 @@
 package engine
 
 import (
-	"sort"
-	"strings"
+	"os"
+	"sync"
+	"time"
+
+	"tare/agent"
+	"tare/config"
+	"tare/prices"
 )
 
-// Price is a model's list price in USD per million tokens.
-type Price struct {
-	Input, Output, CacheRead, CacheWrite float64
-}
+// priceTable is the table runs are priced with: the bundled database under the operator's
+// override file (prices.json beside config.toml), read once per process. Agents that do not
+// report a cost (Codex) are costed from it, and those that do are shown beside it, so two
+// sides are always compared on the same table.
+var priceTable = sync.OnceValues(func() (*prices.Table, error) {
+	return prices.Load(prices.OverrideFile(config.File()))
+})
 
-// prices is tare's bundled price table, by model id prefix (the longest matching prefix
-// wins). Agents that do not report a cost (Codex) are costed from it, and those that do are
-// shown beside it, so two sides are always compared on the same table.
-var prices = map[string]Price{
-	"claude-opus-4":      {Input: 5, Output: 25, CacheRead: 0.5, CacheWrite: 6.25},
-	"claude-sonnet-4":    {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
-	"claude-haiku-4":     {Input: 1, Output: 5, CacheRead: 0.1, CacheWrite: 1.25},
-	"claude-3-5-haiku":   {Input: 0.8, Output: 4, CacheRead: 0.08, CacheWrite: 1},
-	"claude":             {Input: 5, Output: 25, CacheRead: 0.5, CacheWrite: 6.25},
-	"gpt-5.1-codex":      {Input: 1.25, Output: 10, CacheRead: 0.125},
-	"gpt-5.1-codex-mini": {Input: 0.25, Output: 2, CacheRead: 0.025},
-	"gpt-5-codex":        {Input: 1.25, Output: 10, CacheRead: 0.125},
-	"gpt-5-mini":         {Input: 0.25, Output: 2, CacheRead: 0.025},
-	"gpt-5-nano":         {Input: 0.05, Output: 0.4, CacheRead: 0.005},
-	"gpt-5":              {Input: 1.25, Output: 10, CacheRead: 0.125},
-	"gpt-4.1":            {Input: 2, Output: 8, CacheRead: 0.5},
-	"gpt-4o":             {Input: 2.5, Output: 10, CacheRead: 1.25},
-	"o3":                 {Input: 2, Output: 8, CacheRead: 0.5},
-	"o4-mini":            {Input: 1.1, Output: 4.4, CacheRead: 0.275},
-	"gemini-2.5-pro":     {Input: 1.25, Output: 10, CacheRead: 0.31},
-	"gemini-2.5-flash":   {Input: 0.3, Output: 2.5, CacheRead: 0.075},
-	"gemini-3-pro":       {Input: 2, Output: 12, CacheRead: 0.2},
-}
-
-// PriceOf finds the price of a model by its longest matching prefix; ok is false for an
-// unknown model (its cost is then shown as unknown, never as zero).
-func PriceOf(model string) (Price, bool) {
-	model = strings.ToLower(strings.TrimSpace(model))
-	keys := make([]string, 0, len(prices))
-	for k := range prices {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return len(keys[i]) > len(keys[j]) })
-	for _, k := range keys {
-		if strings.HasPrefix(model, k) {
-			return prices[k], true
-		}
-	}
-	return Price{}, false
-}
-
-// CostOf computes what tokens of a model cost on the bundled table.
+// CostOf computes what tokens of a model cost on tare's table, every token at the model's
+// base price (the requests' sizes, which pick a long-context tier, are not known here); ok is
+// false for a model the table does not name: its cost is unknown, never guessed.
 func CostOf(model string, input, output, cacheRead, cacheWrite int64) (float64, bool) {
-	p, ok := PriceOf(model)
+	return costOf(model, time.Now(), prices.Tokens{Input: input, Output: output, CacheRead: cacheRead, CacheWrite: cacheWrite}, nil)
+}
+
+// costOf prices a model's total tokens on day at, of which each of requests (where the stream
+// showed them one by one) pays the tier its own prompt size falls in; the rest pays the base
+// price.
+func costOf(model string, at time.Time, total prices.Tokens, requests []prices.Tokens) (float64, bool) {
+	table, err := priceTable()
+	if err != nil {
+		return 0, false
+	}
+	m, ok := table.Lookup(model)
 	if !ok {
 		return 0, false
 	}
-	const m = 1e6
-	return (float64(input)*p.Input + float64(output)*p.Output + float64(cacheRead)*p.CacheRead + float64(cacheWrite)*p.CacheWrite) / m, true
+	p := m.PriceAt(at)
+	cost := 0.0
+	rest := total
+	for _, r := range requests {
+		cost += p.Request(r)
+		rest = prices.Tokens{Input: rest.Input - r.Input, Output: rest.Output - r.Output,
+			CacheRead: rest.CacheRead - r.CacheRead, CacheWrite: rest.CacheWrite - r.CacheWrite}
+	}
+	rest = prices.Tokens{Input: max(rest.Input, 0), Output: max(rest.Output, 0), CacheRead: max(rest.CacheRead, 0), CacheWrite: max(rest.CacheWrite, 0)}
+	return cost + p.Base(rest), true
+}
+
+// priceUsage is tare's cost of an agent's usage: per model where the agent says what each
+// model used (Claude's modelUsage), else all at its one model. unpriced names the models the
+// table does not have; their share of the cost is unknown, and the cost is then not a total.
+func priceUsage(u agent.Usage, models []agent.ModelUsage, at time.Time) (cost float64, unpriced []string) {
+	if _, err := priceTable(); err != nil {
+		return 0, []string{"any model: " + err.Error()}
+	}
+	if len(models) == 0 {
+		if u.Input+u.Output+u.CacheRead+u.CacheWrite == 0 {
+			return 0, nil
+		}
+		c, ok := costOf(u.Model, at, prices.Tokens{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite}, nil)
+		if !ok {
+			return 0, []string{unpricedName(u.Model)}
+		}
+		return c, nil
+	}
+	for _, m := range models {
+		reqs := make([]prices.Tokens, len(m.Requests))
+		for i, r := range m.Requests {
+			reqs[i] = prices.Tokens{Input: r.Input, Output: r.Output, CacheRead: r.CacheRead, CacheWrite: r.CacheWrite}
+		}
+		c, ok := costOf(m.Model, at, prices.Tokens{Input: m.Input, Output: m.Output, CacheRead: m.CacheRead, CacheWrite: m.CacheWrite}, reqs)
+		if !ok {
+			unpriced = append(unpriced, unpricedName(m.Model))
+			continue
+		}
+		cost += c
+	}
+	return cost, unpriced
+}
+
+// runModels is what each model of a run used, for pricing: Claude's modelUsage as its stream
+// gives it, or, for an agent whose session file lists its requests (Codex), the run's model
+// with those requests. nil when neither is known: the tokens are then priced at the base
+// price, a long-context request among them unseen.
+func runModels(a agent.Agent, r agent.Result, u agent.Usage, placed []byte, sessions string) []agent.ModelUsage {
+	if len(r.Models) > 0 {
+		return r.Models
+	}
+	l, ok := a.(agent.RequestLister)
+	if !ok {
+		return nil
+	}
+	path, err := agent.FindSession(a, sessions, r.SessionID)
+	if err != nil {
+		return nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	reqs := l.SessionRequests(data, placed)
+	if len(reqs) == 0 {
+		return nil
+	}
+	return []agent.ModelUsage{{Model: u.Model, Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, Requests: reqs}}
+}
+
+func unpricedName(model string) string {
+	if model == "" {
+		return "the model (the CLI did not name it)"
+	}
+	return model
 }

@@ -276,7 +276,7 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 	if err := writeRecipe(dir, rec); err != nil {
 		return dir, nil, err
 	}
-	if err := r.emit(Event{RunStarted: &RunStarted{Kind: "record", Project: o.Project, Prompt: o.Prompt, Check: o.Check, CheckRoom: checkWhere(rec), Sides: rec.Sides, Budget: 1, Jobs: 1}}); err != nil {
+	if err := r.emit(Event{RunStarted: &RunStarted{Kind: "record", Project: o.Project, Prompt: o.Prompt, Check: o.Check, CheckRoom: checkWhere(rec), Sides: rec.Sides, Budget: 1, Jobs: 1, Simulated: o.Script != ""}}); err != nil {
 		return dir, nil, err
 	}
 	if err := probeSides(ctx, r, rec.Sides, o.Project, o.Config, o.AllowDirty, o.Progress); err != nil {
@@ -306,8 +306,8 @@ func finishRecord(r *run, rec *Recipe, recording *Recording) (string, error) {
 	if rec.Check != "" {
 		check = fmt.Sprintf("  check     %s\n%s", rec.Check, rec.CheckRoom.reportLines("            "))
 	}
-	report := fmt.Sprintf("tare record · %s\n  task      %s\n  agent     %s (%s; capsules from %s)\n%s  steps     %d\n%s",
-		rec.Project, rec.Prompt, sideLabel(rec.Sides[0]), recording.Exit, recording.Snapshots, check, len(recording.Steps), stepSummary(recording))
+	report := Printable(fmt.Sprintf("tare record · %s\n  task      %s\n  agent     %s (%s; capsules from %s)\n%s  steps     %d\n%s",
+		rec.Project, rec.Prompt, sideLabel(rec.Sides[0]), recording.Exit, recording.Snapshots, check, len(recording.Steps), stepSummary(recording)))
 	if err := capsule.WriteFileAtomic(filepath.Join(r.dir, "report.txt"), []byte(report), 0o644); err != nil {
 		return "", err
 	}

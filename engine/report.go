@@ -15,6 +15,10 @@ import (
 // its Wilson 95% interval (or, without a check, how many finished), judge scores, time, and
 // tokens and cost per side.
 func calibrateReport(rec *Recipe, st *RunState) string {
+	return Printable(calibrateText(rec, st))
+}
+
+func calibrateText(rec *Recipe, st *RunState) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "tare calibrate · %s\n", rec.Project)
 	shared := false
@@ -70,14 +74,15 @@ func calibrateReport(rec *Recipe, st *RunState) string {
 	}
 	b.WriteString("\n")
 	for i, s := range rec.Sides {
-		b.WriteString(usageLine(s.Key, tallies[i].Usage) + "\n")
+		b.WriteString(usageLine(s.Key, tallies[i].Usage, rec.Script != "") + "\n")
 	}
 	return b.String()
 }
 
 // usageLine is a side's tokens and cost: tare's figure from its price table and, beside it,
-// what the CLI itself said, where it says.
-func usageLine(key string, u Usage) string {
+// what the CLI itself said, where it says. On tare's model server (simulated) the tokens are
+// the server's estimate and nothing was paid: the dollars say so.
+func usageLine(key string, u Usage, simulated bool) string {
 	line := fmt.Sprintf("  usage %-4s %s in, %s out, %s cache read, %s cache write", key,
 		tokens(u.Input), tokens(u.Output), tokens(u.CacheRead), tokens(u.CacheWrite))
 	switch {
@@ -85,6 +90,9 @@ func usageLine(key string, u Usage) string {
 		line += fmt.Sprintf(" · cost unknown: no price for %s", strings.Join(u.Unpriced, ", "))
 	case u.Input+u.Output > 0:
 		line += fmt.Sprintf(" · $%.4f (tare's prices)", u.Cost)
+	}
+	if simulated && u.Input+u.Output > 0 {
+		line += " · simulated: tare's model server, no money spent"
 	}
 	if u.Reported != nil {
 		line += fmt.Sprintf(" · the CLI said $%.4f", *u.Reported)

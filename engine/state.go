@@ -14,8 +14,10 @@ type RunState struct {
 	Sides   []Side
 	Budget  int
 	Jobs    int
-	Phase   string
-	Started time.Time
+	// Simulated: the run's model is tare's model server, its dollars are not money spent.
+	Simulated bool
+	Phase     string
+	Started   time.Time
 	// Updated is the time of the newest event.
 	Updated time.Time
 	// Finished is set once the run has a report.
@@ -81,6 +83,8 @@ func (s *RunState) Apply(e Event) {
 	if e.Seq != 0 && e.Seq <= s.Seq {
 		return
 	}
+	e = printableEvent(e) // a journal written before tare escaped agent text
+
 	if e.Seq != 0 {
 		s.Seq = e.Seq
 	}
@@ -91,7 +95,7 @@ func (s *RunState) Apply(e Event) {
 	case e.RunStarted != nil:
 		r := e.RunStarted
 		s.Kind, s.Project, s.Prompt, s.Check, s.Sides, s.Budget, s.Jobs = r.Kind, r.Project, r.Prompt, r.Check, r.Sides, r.Budget, r.Jobs
-		s.Started = e.Time
+		s.Started, s.Simulated = e.Time, r.Simulated
 	case e.Phase != nil:
 		s.Phase = e.Phase.Name
 	case e.Probed != nil:

@@ -175,7 +175,8 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	if f, err := os.Open(filepath.Join(dir, "stdout.jsonl")); err == nil {
 		if r, err := a.ParseStream(f); err == nil {
 			res.Session = r.SessionID
-			res.Usage = usageOf(runUsage(a, r, spec.Session, p.sessions))
+			u := runUsage(a, r, spec.Session, p.sessions)
+			res.Usage = usageOf(u, runModels(a, r, u, spec.Session, p.sessions)...)
 			if r.IsError && code == 0 {
 				ran = "agent error: " + clip(r.Error, 100)
 			}
@@ -248,18 +249,10 @@ func runUsage(a agent.Agent, r agent.Result, placed []byte, sessions string) age
 }
 
 // usageOf turns an agent's reported usage into tare's, with tare's own cost beside the
-// CLI's figure when it reported one.
-func usageOf(u agent.Usage) Usage {
+// CLI's figure when it reported one; models, where the agent gives them, are priced each.
+func usageOf(u agent.Usage, models ...agent.ModelUsage) Usage {
 	out := Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, Model: u.Model}
-	if cost, ok := CostOf(u.Model, u.Input, u.Output, u.CacheRead, u.CacheWrite); ok {
-		out.Cost = cost
-	} else if u.Input+u.Output > 0 {
-		name := u.Model
-		if name == "" {
-			name = "the model (the CLI did not name it)"
-		}
-		out.Unpriced = []string{name}
-	}
+	out.Cost, out.Unpriced = priceUsage(u, models, time.Now())
 	if u.CostReported {
 		c := u.CostUSD
 		out.Reported = &c

@@ -56,15 +56,53 @@ func tokens(u engine.Usage) string {
 }
 
 // cost formats USD: $0.42, $12.30. What the CLI reported stands in when tare computed nothing.
+// A model tare has no price for makes the cost unknown: "?", or "$0.42?" for the part it
+// could price; never a guessed $0.00.
 func cost(u engine.Usage) string {
 	c := u.Cost
 	if c == 0 && u.Reported != nil {
 		c = *u.Reported
 	}
-	return dollars(c)
+	return withUnknown(c, unknownPart(u))
+}
+
+// withUnknown is c in USD, or "?" when part of it is unknown and nothing was priced, or
+// "$0.42?" when some was.
+func withUnknown(c float64, unknown bool) string {
+	switch {
+	case !unknown:
+		return dollars(c)
+	case c == 0:
+		return "?"
+	}
+	return dollars(c) + "?"
+}
+
+// unknownPart reports whether usage holds tokens of an unpriced model the CLI put no figure on.
+func unknownPart(u engine.Usage) bool {
+	return len(u.Unpriced) > 0 && u.Reported == nil
 }
 
 func dollars(c float64) string { return fmt.Sprintf("$%.2f", c) }
+
+// runCost is a run's cost so far, with "?" when a tail's model has no price.
+func runCost(st *engine.RunState) string {
+	for _, t := range st.Tails {
+		if unknownPart(t.Usage) {
+			return withUnknown(st.Cost(), true)
+		}
+	}
+	return dollars(st.Cost())
+}
+
+// runCostLabelled is runCost marked simulated when the run's model is tare's model server
+// (its tokens are the server's estimate; nothing was paid).
+func runCostLabelled(st *engine.RunState) string {
+	if st.Simulated {
+		return runCost(st) + " simulated"
+	}
+	return runCost(st)
+}
 
 // percent formats a rate in [0, 1] as a whole percentage.
 func percent(p float64) string { return fmt.Sprintf("%d%%", int(math.Round(p*100))) }

@@ -189,7 +189,7 @@ func (p *runsPane) refresh() {
 			{fmt.Sprintf("%d/%d/%d", done, running, budget), plain},
 			{passSoFar(st), plain},
 			{span(r.elapsed(now)), dim},
-			{dollars(st.Cost()), dim},
+			{runCost(st), dim},
 		}})
 	}
 	p.t.setRows(rows)

@@ -59,7 +59,7 @@ func Line(e engine.Event) string {
 	default:
 		b.WriteString(e.Kind())
 	}
-	return strings.ReplaceAll(b.String(), "\n", " ")
+	return engine.Printable(strings.ReplaceAll(b.String(), "\n", " "))
 }
 
 // PrintLines writes Line for each event from sub until ctx ends, then the events already

@@ -13,6 +13,8 @@ import (
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+
+	"tare/engine"
 )
 
 // page is one screen of the app; the root keeps a stack of them and esc pops it.
@@ -163,12 +165,14 @@ func (m *model) refresh() {
 	}
 }
 
+// note and fail set the footer's status; what an engine error carries may be an agent's
+// output, so it is made Printable too.
 func (m *model) note(format string, args ...any) {
-	m.status, m.statusErr = fmt.Sprintf(format, args...), false
+	m.status, m.statusErr = engine.Printable(fmt.Sprintf(format, args...)), false
 }
 
 func (m *model) fail(err error) {
-	m.status, m.statusErr = err.Error(), true
+	m.status, m.statusErr = engine.Printable(err.Error()), true
 	m.log.Print(err)
 }
 

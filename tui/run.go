@@ -101,7 +101,7 @@ func (v *runView) headline() string {
 		"phase " + orDash(st.Phase),
 		fmt.Sprintf("%d done · %d running · of %d", done, running, budget),
 		span(r.elapsed(v.env.now())),
-		dollars(st.Cost()),
+		runCostLabelled(st),
 	}
 	if st.Check != "" {
 		second = append(second, "check: "+st.Check)

@@ -7,6 +7,8 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
+
+	"tare/engine"
 )
 
 // column is one column of a table: a fixed width, or flexible (it takes what the fixed
@@ -64,6 +66,11 @@ func (t *table) setStyles(s styles) {
 
 // setRows replaces the rows, keeping the cursor on the same key when it is still there.
 func (t *table) setRows(rows []row) {
+	for _, r := range rows {
+		for j := range r.cells {
+			r.cells[j].text = engine.Printable(r.cells[j].text) // agent text never reaches the terminal raw
+		}
+	}
 	sel := t.selected()
 	t.all = rows
 	t.applyFilter()
