@@ -190,3 +190,14 @@ r=shut; ( exec 9>/proc/2/fd/$n ) 2>/dev/null && r=writable; echo "lifeline=$r"`
 		t.Fatalf("the room's command can open the lifeline for writing:\n%s", got)
 	}
 }
+
+// TestMutationOwnedStdio: a room handed tare's own output file reopens it through
+// /proc/self/fd and reads what tare wrote there before it started, and writes into tare's
+// stdin file.
+func TestMutationOwnedStdio(t *testing.T) {
+	got := checkOwnOutput(t, true)
+	if len(got) == 0 {
+		t.Fatalf("handing the room tare's own files left checkOwnOutput green")
+	}
+	t.Logf("red with tare's own files: %s", strings.Join(got, "; "))
+}

@@ -120,9 +120,14 @@ type Room struct {
 	Relays  []Relay
 	Argv    []string // the command; started by `tare relay` when Relays is non-empty
 
-	// Stdio of the command. An *os.File is handed to bwrap as is; any other
-	// reader or writer is copied by a goroutine of os/exec (a reader that
-	// never returns keeps that goroutine until it does).
+	// Stdio of the command. The room never gets these descriptors: it gets
+	// pipes Start made, copied to and from them (a file's descriptor could be
+	// reopened from inside through /proc/self/fd, to read what was written
+	// there before or to write to the file). Output is copied by os/exec's
+	// goroutines, which Wait waits for; a Stdin that is an *os.File is copied
+	// by a goroutine nothing waits for (it ends at EOF or at its first write
+	// after the room is gone); any other Stdin is copied by os/exec, and one
+	// that never returns keeps Wait until it does.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	TTY            *os.File // pty slave used as 0, 1, 2 (attached mode); Stdin/Stdout/Stderr ignored
@@ -140,6 +145,7 @@ type Room struct {
 	keepFDs    bool                    // skips marking inherited descriptors close-on-exec
 	keepKeys   bool                    // starts bwrap in the caller's session keyring
 	noLifeline bool                    // starts the room without tare's lifeline
+	fileStdio  bool                    // hands *os.File stdio to bwrap as is, not through pipes
 	// block, when set, is passed to bwrap with blockFlag (--block-fd when
 	// empty): the room's setup waits there until it is readable. --block-fd
 	// holds the room's pid 1 before it has a parent-death signal (the window

@@ -213,6 +213,7 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 	// blocked forever on bwrap's go-ahead, an orphan no signal of ours
 	// reaches; the few microseconds left between the two are sweepStranded's.
 	attr := &syscall.SysProcAttr{}
+	var stdinFrom, stdinTo *os.File // the caller's stdin file and the pipe the room reads
 	if r.TTY != nil {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = r.TTY, r.TTY, r.TTY
 		if ownTerminal(r.TTY) {
@@ -221,11 +222,28 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 			attr.Setsid, attr.Setctty, attr.Ctty = true, true, 0
 		}
 	} else {
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = r.Stdin, r.Stdout, r.Stderr
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = r.Stdin, ownedWriter(r.Stdout), ownedWriter(r.Stderr)
+		if r.fileStdio {
+			cmd.Stdout, cmd.Stderr = r.Stdout, r.Stderr
+		}
+		if f, ok := r.Stdin.(*os.File); ok && !r.fileStdio {
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				return nil, fmt.Errorf("room: stdin pipe: %v", err)
+			}
+			files = append(files, pr) // bwrap holds its own copy
+			cmd.Stdin = pr
+			stdinFrom, stdinTo = f, pw
+		}
 		attr.Setpgid = true
 	}
 	cmd.SysProcAttr = attr
 	p.cmd = cmd
+	defer func() {
+		if stdinTo != nil && !started {
+			stdinTo.Close()
+		}
+	}()
 	p.keepKeys = r.keepKeys
 
 	if !r.keepFDs {
@@ -245,6 +263,14 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 		return nil, fmt.Errorf("room: start bwrap %s: %v: %s", info.Path, err, fix)
 	}
 	started = true
+	if stdinTo != nil {
+		// Not waited for: a read of tare's stdin may block until its writer is done. The
+		// copy ends there, or at the first write after the room is gone (EPIPE).
+		go func() {
+			_, _ = io.Copy(stdinTo, stdinFrom)
+			stdinTo.Close()
+		}()
+	}
 	go p.readInfo(infoR)
 	p.relays.serve()
 	grace := r.Grace
@@ -512,6 +538,19 @@ func statFields(pid int) []string {
 		return nil
 	}
 	return strings.Fields(s[i+1:])
+}
+
+// ownedWriter hides an *os.File behind a plain io.Writer, so that os/exec gives the room a
+// pipe it made and copies that pipe to the file. The file itself must never reach the room:
+// a descriptor of a file is reopened through /proc/self/fd/N (or /proc/1/fd/N, bwrap's) from
+// inside, read from offset 0, which shows everything tare (or a shell's >>) wrote there
+// before, or written anew. Two hidden copies of one file compare equal, so a room whose
+// stdout and stderr are one file gets one pipe, as it would have one file.
+func ownedWriter(w io.Writer) io.Writer {
+	if f, ok := w.(*os.File); ok {
+		return struct{ io.Writer }{f}
+	}
+	return w
 }
 
 // dataFile holds data in an anonymous memory file (an unlinked temp file in

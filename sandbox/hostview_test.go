@@ -1,0 +1,84 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// What the room can learn of the host through its own /proc: tare's output through the
+// descriptors it was given (red-team F8). Each check returns what it found wrong; the
+// mutation tests show each one fails without its defence.
+
+// checkOwnOutput runs a room whose stdout and stderr are a file tare already wrote a secret
+// line to (the probe's reading, say: "kept out" lines quote personal files), and whose stdin
+// is a prompt file, as `tare claude -p go <prompt >log 2>&1` gives them. The room tries to
+// read the secret by reopening its own descriptors and bwrap's (pid 1) from offset 0, and to
+// write into the prompt file through its stdin. A control reads the secret from a workspace
+// file the same way, so a blind reader cannot pass.
+func checkOwnOutput(t *testing.T, fileStdio bool) []string {
+	t.Helper()
+	dir, ws := t.TempDir(), t.TempDir()
+	secret := "tare-reading-" + randHex(8)
+	log := filepath.Join(dir, "tare.log")
+	prompt := filepath.Join(dir, "prompt")
+	for name, data := range map[string]string{log: "kept out: " + secret + "\n", prompt: "go\n", filepath.Join(ws, "control"): secret} {
+		if err := os.WriteFile(name, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := os.OpenFile(log, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	in, err := os.Open(prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	// Reads are non-blocking (a pipe reopened for reading may be empty), and every result is
+	// printed last, so nothing the room wrote earlier is read back out of its own pipe. The
+	// shell's descriptors are named by its pid: /proc/self in $(look) is the subshell's.
+	script := `read -r line
+look() { case "$(dd if="$1" iflag=nonblock bs=65536 count=1 2>/dev/null)" in *"$SECRET"*) echo yes;; *) echo no;; esac; }
+control=$(look /work/control)
+reads=""
+for p in /proc/$$/fd/0 /proc/$$/fd/1 /proc/$$/fd/2 /proc/1/fd/0 /proc/1/fd/1 /proc/1/fd/2; do
+  [ "$(look $p)" = yes ] && reads="$reads $p"
+done
+for p in /proc/$$/fd/0 /proc/1/fd/0; do (printf 'tampered\n' >>$p) 2>/dev/null; done
+echo "stdin=$line control=$control reads=[$reads]"`
+	r := Room{Workspace: ws, Argv: []string{"/bin/sh", "-c", script}, Env: map[string]string{"SECRET": secret},
+		Stdin: in, Stdout: out, Stderr: out, fileStdio: fileStdio}
+	if code := runRoom(t, r); code != 0 {
+		t.Fatalf("room exited %d", code)
+	}
+	got, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(got)
+	if !strings.HasPrefix(text, "kept out: "+secret+"\n") || !strings.Contains(text, "stdin=go control=yes") {
+		t.Fatalf("the room's output did not reach the log after tare's line, or the control read nothing:\n%s", text)
+	}
+	var bad []string
+	if i := strings.Index(text, "reads=["); i >= 0 && !strings.HasPrefix(text[i:], "reads=[]") {
+		bad = append(bad, "read what tare wrote before the room started: "+strings.TrimSpace(text[i:]))
+	}
+	if p, _ := os.ReadFile(prompt); string(p) != "go\n" {
+		bad = append(bad, fmt.Sprintf("wrote into tare's stdin file: %q", p))
+	}
+	return bad
+}
+
+// TestRoomCannotReadTaresOutput: the room's stdio are pipes tare owns, so reopening them
+// (or bwrap's) shows nothing tare wrote, and tare's stdin file cannot be written through
+// them; the room's output and input still go through.
+func TestRoomCannotReadTaresOutput(t *testing.T) {
+	if bad := checkOwnOutput(t, false); len(bad) > 0 {
+		t.Fatal(strings.Join(bad, "\n"))
+	}
+}
