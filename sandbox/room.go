@@ -127,7 +127,8 @@ type Room struct {
 	// goroutines, which Wait waits for; a Stdin that is an *os.File is copied
 	// by a goroutine nothing waits for (it ends at EOF or at its first write
 	// after the room is gone); any other Stdin is copied by os/exec, and one
-	// that never returns keeps Wait until it does.
+	// that never returns keeps Wait until it does. Keep a Stdout or Stderr
+	// file open until Wait returns: output is written to it until then.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	TTY            *os.File // pty slave used as 0, 1, 2 (attached mode); Stdin/Stdout/Stderr ignored
