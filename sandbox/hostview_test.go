@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
 // What the room can learn of the host through its own /proc: tare's output through the
-// descriptors it was given (red-team F8). Each check returns what it found wrong; the
-// mutation tests show each one fails without its defence.
+// descriptors it was given and host paths through bwrap's command line (red-team F8, F9). Each check returns what it found
+// wrong; the mutation tests show each one fails without its defence.
 
 // checkOwnOutput runs a room whose stdout and stderr are a file tare already wrote a secret
 // line to (the probe's reading, say: "kept out" lines quote personal files), and whose stdin
@@ -80,5 +81,66 @@ echo "stdin=$line control=$control reads=[$reads]"`
 func TestRoomCannotReadTaresOutput(t *testing.T) {
 	if bad := checkOwnOutput(t, false); len(bad) > 0 {
 		t.Fatal(strings.Join(bad, "\n"))
+	}
+}
+
+// checkInitCmdline lists every host path found in the command lines of the room's
+// processes, bwrap's pid 1 above all (its argv names every bind source): the workspace, the
+// run store, the tare binary, the relay's socket folder, this checkout and HOME.
+func checkInitCmdline(t *testing.T, argvOptions bool) []string {
+	t.Helper()
+	ws, store := t.TempDir(), t.TempDir()
+	cwd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	r := Room{Workspace: ws, RunStore: store, Stdout: &out, argvOptions: argvOptions,
+		Relays: []Relay{{Port: 8080, Upstream: "127.0.0.1:9"}},
+		Argv:   []string{"/bin/sh", "-c", `for f in /proc/[0-9]*/cmdline; do echo "${f%/cmdline}: $(tr '\0' ' ' <$f)"; done`}}
+	if code := runRoom(t, r); code != 0 {
+		t.Fatalf("room exited %d", code)
+	}
+	got := out.String()
+	if !strings.Contains(got, "/proc/1: bwrap ") {
+		t.Fatalf("no command line of the room's pid 1:\n%s", got)
+	}
+	hostPaths := []string{ws, store, testBinary(t), filepath.Join(os.TempDir(), roomPrefix), cwd}
+	if home := os.Getenv("HOME"); len(home) > 1 {
+		hostPaths = append(hostPaths, home)
+	}
+	var bad []string
+	for _, l := range strings.Split(got, "\n") {
+		proc, _, _ := strings.Cut(l, ":")
+		for _, p := range hostPaths {
+			if strings.Contains(l, p) {
+				bad = append(bad, fmt.Sprintf("%s in %s/cmdline", p, proc))
+			}
+		}
+	}
+	return slices.Compact(bad)
+}
+
+// TestInitCmdlineHoldsNoHostPath: bwrap's options reach it through --args, so the command
+// line every room process can read names no host path.
+func TestInitCmdlineHoldsNoHostPath(t *testing.T) {
+	if bad := checkInitCmdline(t, false); len(bad) > 0 {
+		t.Fatal(strings.Join(bad, "\n"))
+	}
+}
+
+// TestArgsFileRefusesNUL: bwrap splits its --args file at NUL bytes, so a NUL in a path
+// would smuggle options in (here the host root, read-write): Start refuses it instead.
+func TestArgsFileRefusesNUL(t *testing.T) {
+	requireBwrap(t)
+	r := Room{Workspace: t.TempDir(), Tare: testBinary(t), Argv: []string{"/bin/true"},
+		Binds: []Bind{{Source: "/nonexistent\x00/opt/y\x00--bind\x00/\x00/host\x00--ro-bind-try\x00/nonexistent", Dest: "/opt/x", Try: true}}}
+	p, err := Start(t.Context(), r)
+	if err == nil {
+		code, _ := p.Wait()
+		t.Fatalf("Start took a path with NUL bytes in it (the room exited %d)", code)
+	}
+	if !strings.Contains(err.Error(), "NUL") {
+		t.Fatalf("Start: %v; want the NUL byte named", err)
 	}
 }

@@ -201,3 +201,13 @@ func TestMutationOwnedStdio(t *testing.T) {
 	}
 	t.Logf("red with tare's own files: %s", strings.Join(got, "; "))
 }
+
+// TestMutationArgsFile: with bwrap's options on its argv, /proc/1/cmdline in the room
+// names every bind source on the host.
+func TestMutationArgsFile(t *testing.T) {
+	got := checkInitCmdline(t, true)
+	if len(got) == 0 {
+		t.Fatalf("putting bwrap's options on its argv left checkInitCmdline green")
+	}
+	t.Logf("red with the options on bwrap's argv: %s", strings.Join(got[:min(3, len(got))], "; "))
+}

@@ -141,12 +141,13 @@ type Room struct {
 
 	// Test hooks: set only by this package's tests to show that each
 	// defence is load-bearing (the mutation tests).
-	mutate     func([]string) []string // rewrites the bwrap argv
-	bwrapEnv   []string                // replaces the minimal bwrap env when non-nil
-	keepFDs    bool                    // skips marking inherited descriptors close-on-exec
-	keepKeys   bool                    // starts bwrap in the caller's session keyring
-	noLifeline bool                    // starts the room without tare's lifeline
-	fileStdio  bool                    // hands *os.File stdio to bwrap as is, not through pipes
+	mutate      func([]string) []string // rewrites the bwrap argv
+	bwrapEnv    []string                // replaces the minimal bwrap env when non-nil
+	keepFDs     bool                    // skips marking inherited descriptors close-on-exec
+	keepKeys    bool                    // starts bwrap in the caller's session keyring
+	noLifeline  bool                    // starts the room without tare's lifeline
+	fileStdio   bool                    // hands *os.File stdio to bwrap as is, not through pipes
+	argvOptions bool                    // puts bwrap's options on its argv, not in an --args file
 	// block, when set, is passed to bwrap with blockFlag (--block-fd when
 	// empty): the room's setup waits there until it is readable. --block-fd
 	// holds the room's pid 1 before it has a parent-death signal (the window

@@ -57,7 +57,9 @@ type Proc struct {
 // Start runs the room: it makes a private temp folder (0700) holding the
 // relay sockets, serves each relay's host side, writes the synthetic /etc
 // files and Room.Files to memory files handed to bwrap as descriptors 3, 4
-// ..., marks every other descriptor of this process close-on-exec, and starts
+// ..., and bwrap's options to one more, which bwrap reads with --args (so
+// its argv names no host path: see argsFile), marks every other descriptor
+// of this process close-on-exec, and starts
 // bwrap from a goroutine that holds its OS thread until bwrap is reaped (the
 // parent-death signal bwrap arms is tied to the thread that forked,
 // golang/go#27505).
@@ -195,6 +197,19 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 			flag = "--block-fd"
 		}
 		args = append([]string{flag, strconv.Itoa(2 + len(extra))}, args...)
+	}
+	if !r.argvOptions {
+		opts, command, err := splitCommand(args, len(r.command(fds)))
+		if err != nil {
+			return nil, err
+		}
+		f, err := argsFile(opts, dir)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+		extra = append(extra, f)
+		args = append([]string{"--args", strconv.Itoa(2 + len(extra)), "--"}, command...)
 	}
 
 	cmd := &exec.Cmd{
@@ -551,6 +566,33 @@ func ownedWriter(w io.Writer) io.Writer {
 		return struct{ io.Writer }{f}
 	}
 	return w
+}
+
+// splitCommand splits a bwrap argv into its options and the command after the "--" that
+// ends them; n is the command's length (the options may hold a "--" of their own, as the
+// value of a variable).
+func splitCommand(args []string, n int) (opts, command []string, err error) {
+	i := len(args) - n - 1
+	if i < 0 || args[i] != "--" {
+		return nil, nil, fmt.Errorf("room: bwrap argv has no \"--\" before its %d-word command: this is a bug in tare", n)
+	}
+	return args[:i], args[i+1:], nil
+}
+
+// argsFile holds bwrap's options, NUL-separated, for `bwrap --args FD`. bwrap's argv, which
+// every process of the room reads as /proc/1/cmdline (the room's pid 1 is a fork of bwrap),
+// then carries no host path: the workspace, the runtime, the tare binary and the socket
+// folder are named only in this file, which bwrap reads and closes before the room starts.
+func argsFile(opts []string, dir string) (*os.File, error) {
+	var b strings.Builder
+	for _, o := range opts {
+		if strings.IndexByte(o, 0) >= 0 {
+			return nil, fmt.Errorf("room: bwrap option %q holds a NUL byte: remove it from the path or value it comes from", o)
+		}
+		b.WriteString(o)
+		b.WriteByte(0)
+	}
+	return dataFile("args", []byte(b.String()), dir)
 }
 
 // dataFile holds data in an anonymous memory file (an unlinked temp file in
