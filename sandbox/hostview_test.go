@@ -10,7 +10,8 @@ import (
 )
 
 // What the room can learn of the host through its own /proc: tare's output through the
-// descriptors it was given and host paths through bwrap's command line (red-team F8, F9). Each check returns what it found
+// descriptors it was given, host paths through bwrap's command line, and the memory of the
+// processes that are not the agent's (red-team F8, F9, F13). Each check returns what it found
 // wrong; the mutation tests show each one fails without its defence.
 
 // checkOwnOutput runs a room whose stdout and stderr are a file tare already wrote a secret
@@ -142,5 +143,40 @@ func TestArgsFileRefusesNUL(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "NUL") {
 		t.Fatalf("Start: %v; want the NUL byte named", err)
+	}
+}
+
+// checkProcMem reads 8 bytes of memory, through /proc/PID/mem, of the room's pid 1 (bwrap,
+// masked), pid 2 (tare's relay, non-dumpable) and, as the control, a sibling of the reader.
+func checkProcMem(t *testing.T, mutate func([]string) []string) []string {
+	t.Helper()
+	var out strings.Builder
+	script := `sleep 30 & s=$!
+mem() { a=$(sed -n '1s/-.*//p' /proc/$1/maps 2>/dev/null); dd if=$2 bs=8 count=1 iflag=skip_bytes skip=$((0x${a:-400000})) 2>/dev/null | wc -c; }
+echo "sibling=$(mem $s /proc/$s/mem) init=$(mem 1 /proc/1/mem) init-task=$(mem 1 /proc/1/task/1/mem) relay=$(mem 2 /proc/2/mem)"
+kill $s`
+	r := Room{Workspace: t.TempDir(), Argv: []string{"/bin/sh", "-c", script}, Stdout: &out, mutate: mutate}
+	if code := runRoom(t, r); code != 0 {
+		t.Fatalf("room exited %d:\n%s", code, out.String())
+	}
+	got := strings.TrimSpace(out.String())
+	if !strings.Contains(got, "sibling=8 ") {
+		t.Fatalf("the control could not read a sibling's memory, so the check is blind: %s", got)
+	}
+	var bad []string
+	for _, f := range strings.Fields(got)[1:] {
+		if k, v, _ := strings.Cut(f, "="); v != "0" {
+			bad = append(bad, fmt.Sprintf("read %s bytes of %s's memory", v, k))
+		}
+	}
+	return bad
+}
+
+// TestRoomMemoryOutOfReach: no process of the room can read the memory of bwrap's pid 1
+// (masked) or of tare's relay (non-dumpable), while a sibling's stays readable, as the
+// README says.
+func TestRoomMemoryOutOfReach(t *testing.T) {
+	if bad := checkProcMem(t, nil); len(bad) > 0 {
+		t.Fatal(strings.Join(bad, "\n"))
 	}
 }

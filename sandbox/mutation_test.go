@@ -211,3 +211,19 @@ func TestMutationArgsFile(t *testing.T) {
 	}
 	t.Logf("red with the options on bwrap's argv: %s", strings.Join(got[:min(3, len(got))], "; "))
 }
+
+// TestMutationInitMem: without the masks, any process of the room reads (and could write)
+// the memory of bwrap's pid 1.
+func TestMutationInitMem(t *testing.T) {
+	unmask := func(a []string) []string {
+		for _, p := range initMem {
+			a = removeSeq("--ro-bind", "/dev/null", p)(a)
+		}
+		return a
+	}
+	got := checkProcMem(t, unmask)
+	if len(got) == 0 {
+		t.Fatalf("removing the masks of /proc/1/mem left checkProcMem green")
+	}
+	t.Logf("red without the masks: %s", strings.Join(got, "; "))
+}

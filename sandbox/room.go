@@ -192,6 +192,13 @@ func SequentialFDs(nfiles int) FDs {
 // found) and the per-uid key counts.
 var procMasked = []string{"/proc/keys", "/proc/key-users"}
 
+// initMem are the memory files of the room's pid 1, bwrap's own child, masked like
+// procMasked. Every process of the room has the same uid as pid 1, which is dumpable, so the
+// kernel would let any of them read (and write) its memory there, seccomp's ban on ptrace and
+// process_vm_* notwithstanding; and that memory holds bwrap's options, host paths included.
+// pid 1 is single-threaded, so its only task is 1.
+var initMem = []string{"/proc/1/mem", "/proc/1/task/1/mem"}
+
 // hostProcMasks returns the entries of procMasked this kernel has: bwrap
 // cannot bind over a file the fresh /proc lacks.
 func hostProcMasks() []string {
@@ -344,7 +351,7 @@ func (r Room) Args(fds FDs) ([]string, error) {
 		"--ro-bind-data", strconv.Itoa(fds.Hosts), "/etc/hosts",
 		"--proc", "/proc",
 		"--dev", "/dev")
-	for _, p := range fds.MaskProc {
+	for _, p := range append(slices.Clone(fds.MaskProc), initMem...) {
 		a = append(a, "--ro-bind", "/dev/null", p)
 	}
 	a = append(a,

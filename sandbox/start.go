@@ -582,7 +582,8 @@ func splitCommand(args []string, n int) (opts, command []string, err error) {
 // argsFile holds bwrap's options, NUL-separated, for `bwrap --args FD`. bwrap's argv, which
 // every process of the room reads as /proc/1/cmdline (the room's pid 1 is a fork of bwrap),
 // then carries no host path: the workspace, the runtime, the tare binary and the socket
-// folder are named only in this file, which bwrap reads and closes before the room starts.
+// folder are named only in this file, which bwrap reads and closes before the room starts,
+// and in pid 1's memory, which the room cannot read (initMem).
 func argsFile(opts []string, dir string) (*os.File, error) {
 	var b strings.Builder
 	for _, o := range opts {
