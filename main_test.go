@@ -97,7 +97,11 @@ func (r *run) env() []string {
 }
 
 // leftovers lists what a finished command left: entries in its TMPDIR (room folders) and
-// processes that still name that folder.
+// processes that still name that folder, in their command line or, for a room's processes
+// (bwrap reads its options from a descriptor, so its argv names no host path), in their
+// mounts: a room's socket folder is bound from there. mountinfo names a bind's source from
+// the root of its file system, so there the folder is matched by its last three names
+// (t.TempDir's unique ones).
 func (r *run) leftovers(t *testing.T) []string {
 	t.Helper()
 	var left []string
@@ -105,10 +109,13 @@ func (r *run) leftovers(t *testing.T) []string {
 	for _, e := range entries {
 		left = append(left, "temp "+e.Name())
 	}
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	parts := strings.Split(r.tmp, "/")
+	tail := "/" + strings.Join(parts[max(0, len(parts)-3):], "/") + "/"
+	procs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, p := range procs {
-		data, err := os.ReadFile(p)
-		if err == nil && bytes.Contains(data, []byte(r.tmp)) {
+		cmdline, _ := os.ReadFile(filepath.Join(p, "cmdline"))
+		mounts, _ := os.ReadFile(filepath.Join(p, "mountinfo"))
+		if bytes.Contains(cmdline, []byte(r.tmp)) || bytes.Contains(mounts, []byte(tail)) {
 			left = append(left, "process "+p)
 		}
 	}

@@ -117,6 +117,8 @@ func Attach(ctx context.Context, o AttachOptions) (int, error) {
 	defer signal.Stop(interrupts)
 
 	if !term.IsTerminal(int(o.Stdin.Fd())) {
+		// The room gets pipes sandbox.Start copies to and from these, never the files: the
+		// reading just printed to o.Stderr must not be readable through /proc/1/fd/2.
 		room.Stdin, room.Stdout, room.Stderr = o.Stdin, o.Stdout, o.Stderr
 		return runRoom(ctx, room)
 	}

@@ -16,6 +16,16 @@ func InRoom(args []string) (code int, ok bool) {
 		return 0, false
 	}
 	switch args[0] {
+	case "snap", "snap-watch", "mcp-canary":
+		// They run beside the agent (snap-watch as its parent), whose tools could read or
+		// rewrite their memory. The relay does the same itself; inspect runs alone in the
+		// probe's inspection room and reads its own /proc, which this would hide from it.
+		if err := sandbox.NotDumpable(); err != nil {
+			fmt.Fprintf(os.Stderr, "tare %s: %v\n", args[0], err)
+			return 2, true
+		}
+	}
+	switch args[0] {
 	case "relay":
 		return sandbox.RelayMain(args[1:]), true
 	case "inspect":

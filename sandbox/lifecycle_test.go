@@ -233,11 +233,11 @@ func TestLifecycleKillAfterGrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pr.Close()
+	defer pw.Close() // Start copies the room's output into it until Wait returns
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	p, err := Start(ctx, Room{Workspace: t.TempDir(), Tare: testBinary(t), Grace: 300 * time.Millisecond, Stdout: pw,
 		Argv: []string{"/bin/bash", "-c", "trap '' TERM; echo ready; while :; do sleep 0.05; done"}})
-	pw.Close()
 	if err != nil {
 		t.Fatal(err)
 	}

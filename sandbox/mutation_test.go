@@ -190,3 +190,40 @@ r=shut; ( exec 9>/proc/2/fd/$n ) 2>/dev/null && r=writable; echo "lifeline=$r"`
 		t.Fatalf("the room's command can open the lifeline for writing:\n%s", got)
 	}
 }
+
+// TestMutationOwnedStdio: a room handed tare's own output file reopens it through
+// /proc/self/fd and reads what tare wrote there before it started, and writes into tare's
+// stdin file.
+func TestMutationOwnedStdio(t *testing.T) {
+	got := checkOwnOutput(t, true)
+	if len(got) == 0 {
+		t.Fatalf("handing the room tare's own files left checkOwnOutput green")
+	}
+	t.Logf("red with tare's own files: %s", strings.Join(got, "; "))
+}
+
+// TestMutationArgsFile: with bwrap's options on its argv, /proc/1/cmdline in the room
+// names every bind source on the host.
+func TestMutationArgsFile(t *testing.T) {
+	got := checkInitCmdline(t, true)
+	if len(got) == 0 {
+		t.Fatalf("putting bwrap's options on its argv left checkInitCmdline green")
+	}
+	t.Logf("red with the options on bwrap's argv: %s", strings.Join(got[:min(3, len(got))], "; "))
+}
+
+// TestMutationInitMem: without the masks, any process of the room reads (and could write)
+// the memory of bwrap's pid 1.
+func TestMutationInitMem(t *testing.T) {
+	unmask := func(a []string) []string {
+		for _, p := range initMem {
+			a = removeSeq("--ro-bind", "/dev/null", p)(a)
+		}
+		return a
+	}
+	got := checkProcMem(t, unmask)
+	if len(got) == 0 {
+		t.Fatalf("removing the masks of /proc/1/mem left checkProcMem green")
+	}
+	t.Logf("red without the masks: %s", strings.Join(got, "; "))
+}

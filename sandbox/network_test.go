@@ -121,7 +121,6 @@ func TestSignalThroughRelay(t *testing.T) {
 		Argv:      []string{"/bin/bash", "-c", `trap 'echo winch' WINCH; trap 'exit 42' TERM; echo ready; while :; do :; done`},
 	}
 	p, err := Start(t.Context(), r)
-	pw.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,6 +144,7 @@ func TestSignalThroughRelay(t *testing.T) {
 	if err != nil || code != 42 {
 		t.Errorf("Wait = %d, %v; want 42 from the trap", code, err)
 	}
+	pw.Close() // Start copies the room's output into it until Wait returns
 	io.Copy(io.Discard, pr)
 	if err := p.Signal(syscall.SIGTERM); err != os.ErrProcessDone {
 		t.Errorf("Signal after Wait = %v, want os.ErrProcessDone", err)

@@ -39,8 +39,8 @@ func RelayMain(args []string) int {
 	}
 	// Nothing in the room may open this process's descriptors through
 	// /proc/2/fd (the lifeline above all: see lifeline.go).
-	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		fmt.Fprintf(os.Stderr, "tare relay: make the relay non-dumpable: %v\n", err)
+	if err := NotDumpable(); err != nil {
+		fmt.Fprintf(os.Stderr, "tare relay: %v\n", err)
 		return 2
 	}
 	if err := closeInherited(ra.lifeline); err != nil {
@@ -90,6 +90,18 @@ func RelayMain(args []string) int {
 	err = cmd.Wait()
 	signal.Stop(sigs)
 	return exitCode(cmd.ProcessState, err)
+}
+
+// NotDumpable takes this process out of reach of the room's other processes. They all
+// share its uid, so the kernel lets any of them open its /proc/PID/mem (read and write) and
+// its descriptors through /proc/PID/fd unless it is not dumpable; seccomp's ban on ptrace
+// and process_vm_* does not cover those files. Every tare process that runs beside the agent
+// calls it first. It holds until the process execs: a command it starts is dumpable again.
+func NotDumpable() error {
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("make this process non-dumpable (PR_SET_DUMPABLE): %v", err)
+	}
+	return nil
 }
 
 // closeInherited closes every descriptor above 2 this process inherited

@@ -120,9 +120,15 @@ type Room struct {
 	Relays  []Relay
 	Argv    []string // the command; started by `tare relay` when Relays is non-empty
 
-	// Stdio of the command. An *os.File is handed to bwrap as is; any other
-	// reader or writer is copied by a goroutine of os/exec (a reader that
-	// never returns keeps that goroutine until it does).
+	// Stdio of the command. The room never gets these descriptors: it gets
+	// pipes Start made, copied to and from them (a file's descriptor could be
+	// reopened from inside through /proc/self/fd, to read what was written
+	// there before or to write to the file). Output is copied by os/exec's
+	// goroutines, which Wait waits for; a Stdin that is an *os.File is copied
+	// by a goroutine nothing waits for (it ends at EOF or at its first write
+	// after the room is gone); any other Stdin is copied by os/exec, and one
+	// that never returns keeps Wait until it does. Keep a Stdout or Stderr
+	// file open until Wait returns: output is written to it until then.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	TTY            *os.File // pty slave used as 0, 1, 2 (attached mode); Stdin/Stdout/Stderr ignored
@@ -135,11 +141,13 @@ type Room struct {
 
 	// Test hooks: set only by this package's tests to show that each
 	// defence is load-bearing (the mutation tests).
-	mutate     func([]string) []string // rewrites the bwrap argv
-	bwrapEnv   []string                // replaces the minimal bwrap env when non-nil
-	keepFDs    bool                    // skips marking inherited descriptors close-on-exec
-	keepKeys   bool                    // starts bwrap in the caller's session keyring
-	noLifeline bool                    // starts the room without tare's lifeline
+	mutate      func([]string) []string // rewrites the bwrap argv
+	bwrapEnv    []string                // replaces the minimal bwrap env when non-nil
+	keepFDs     bool                    // skips marking inherited descriptors close-on-exec
+	keepKeys    bool                    // starts bwrap in the caller's session keyring
+	noLifeline  bool                    // starts the room without tare's lifeline
+	fileStdio   bool                    // hands *os.File stdio to bwrap as is, not through pipes
+	argvOptions bool                    // puts bwrap's options on its argv, not in an --args file
 	// block, when set, is passed to bwrap with blockFlag (--block-fd when
 	// empty): the room's setup waits there until it is readable. --block-fd
 	// holds the room's pid 1 before it has a parent-death signal (the window
@@ -183,6 +191,13 @@ func SequentialFDs(nfiles int) FDs {
 // may list (descriptions of keys held in other sessions, as SANDBOX.md
 // found) and the per-uid key counts.
 var procMasked = []string{"/proc/keys", "/proc/key-users"}
+
+// initMem are the memory files of the room's pid 1, bwrap's own child, masked like
+// procMasked. Every process of the room has the same uid as pid 1, which is dumpable, so the
+// kernel would let any of them read (and write) its memory there, seccomp's ban on ptrace and
+// process_vm_* notwithstanding; and that memory holds bwrap's options, host paths included.
+// pid 1 is single-threaded, so its only task is 1.
+var initMem = []string{"/proc/1/mem", "/proc/1/task/1/mem"}
 
 // hostProcMasks returns the entries of procMasked this kernel has: bwrap
 // cannot bind over a file the fresh /proc lacks.
@@ -336,7 +351,7 @@ func (r Room) Args(fds FDs) ([]string, error) {
 		"--ro-bind-data", strconv.Itoa(fds.Hosts), "/etc/hosts",
 		"--proc", "/proc",
 		"--dev", "/dev")
-	for _, p := range fds.MaskProc {
+	for _, p := range append(slices.Clone(fds.MaskProc), initMem...) {
 		a = append(a, "--ro-bind", "/dev/null", p)
 	}
 	a = append(a,

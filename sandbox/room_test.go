@@ -37,7 +37,7 @@ func TestArgsExact(t *testing.T) {
  --ro-bind-try /etc/ca-certificates /etc/ca-certificates --ro-bind-try /etc/alternatives /etc/alternatives
  --ro-bind-try /etc/localtime /etc/localtime --ro-bind-try /etc/nsswitch.conf /etc/nsswitch.conf
  --ro-bind-data 3 /etc/passwd --ro-bind-data 4 /etc/group --ro-bind-data 5 /etc/hosts
- --proc /proc --dev /dev --ro-bind /dev/null /proc/keys --ro-bind /dev/null /proc/key-users
+ --proc /proc --dev /dev --ro-bind /dev/null /proc/keys --ro-bind /dev/null /proc/key-users --ro-bind /dev/null /proc/1/mem --ro-bind /dev/null /proc/1/task/1/mem
  --tmpfs /dev/shm --remount-ro /dev --tmpfs /tmp
  --perms 0700 --tmpfs /home/agent --perms 0700 --dir /home/agent/.claude --perms 0600 --file 6 /home/agent/.claude/.credentials.json
  --ro-bind /opt/agents/node_modules /opt/agent/node_modules --ro-bind /usr/local/bin/tare /opt/tare/tare --bind /srv/project /work

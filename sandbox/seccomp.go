@@ -16,7 +16,11 @@ import (
 // leak would start from:
 //
 //   - io_uring, whose operations bypass every other syscall rule here;
-//   - ptrace and process_vm_readv/writev: reading another process's memory;
+//   - ptrace and process_vm_readv/writev: attaching to another process and
+//     copying its memory (they do not cover /proc/PID/mem, which the kernel
+//     opens for any dumpable process of the same uid: bwrap's pid 1 has it
+//     masked, see initMem, and tare's own processes are not dumpable, see
+//     NotDumpable; the agent and its tools can read each other's);
 //   - keyctl, add_key, request_key: the kernel keyrings, where a login's
 //     secrets may live (the room also starts in a fresh session keyring);
 //   - mount, the new mount API, unshare, setns, pivot_root: reshaping the

@@ -57,7 +57,9 @@ type Proc struct {
 // Start runs the room: it makes a private temp folder (0700) holding the
 // relay sockets, serves each relay's host side, writes the synthetic /etc
 // files and Room.Files to memory files handed to bwrap as descriptors 3, 4
-// ..., marks every other descriptor of this process close-on-exec, and starts
+// ..., and bwrap's options to one more, which bwrap reads with --args (so
+// its argv names no host path: see argsFile), marks every other descriptor
+// of this process close-on-exec, and starts
 // bwrap from a goroutine that holds its OS thread until bwrap is reaped (the
 // parent-death signal bwrap arms is tied to the thread that forked,
 // golang/go#27505).
@@ -196,6 +198,19 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 		}
 		args = append([]string{flag, strconv.Itoa(2 + len(extra))}, args...)
 	}
+	if !r.argvOptions {
+		opts, command, err := splitCommand(args, len(r.command(fds)))
+		if err != nil {
+			return nil, err
+		}
+		f, err := argsFile(opts, dir)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+		extra = append(extra, f)
+		args = append([]string{"--args", strconv.Itoa(2 + len(extra)), "--"}, command...)
+	}
 
 	cmd := &exec.Cmd{
 		Path:       info.Path,
@@ -213,6 +228,7 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 	// blocked forever on bwrap's go-ahead, an orphan no signal of ours
 	// reaches; the few microseconds left between the two are sweepStranded's.
 	attr := &syscall.SysProcAttr{}
+	var stdinFrom, stdinTo *os.File // the caller's stdin file and the pipe the room reads
 	if r.TTY != nil {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = r.TTY, r.TTY, r.TTY
 		if ownTerminal(r.TTY) {
@@ -221,11 +237,28 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 			attr.Setsid, attr.Setctty, attr.Ctty = true, true, 0
 		}
 	} else {
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = r.Stdin, r.Stdout, r.Stderr
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = r.Stdin, ownedWriter(r.Stdout), ownedWriter(r.Stderr)
+		if r.fileStdio {
+			cmd.Stdout, cmd.Stderr = r.Stdout, r.Stderr
+		}
+		if f, ok := r.Stdin.(*os.File); ok && !r.fileStdio {
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				return nil, fmt.Errorf("room: stdin pipe: %v", err)
+			}
+			files = append(files, pr) // bwrap holds its own copy
+			cmd.Stdin = pr
+			stdinFrom, stdinTo = f, pw
+		}
 		attr.Setpgid = true
 	}
 	cmd.SysProcAttr = attr
 	p.cmd = cmd
+	defer func() {
+		if stdinTo != nil && !started {
+			stdinTo.Close()
+		}
+	}()
 	p.keepKeys = r.keepKeys
 
 	if !r.keepFDs {
@@ -245,6 +278,14 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 		return nil, fmt.Errorf("room: start bwrap %s: %v: %s", info.Path, err, fix)
 	}
 	started = true
+	if stdinTo != nil {
+		// Not waited for: a read of tare's stdin may block until its writer is done. The
+		// copy ends there, or at the first write after the room is gone (EPIPE).
+		go func() {
+			_, _ = io.Copy(stdinTo, stdinFrom)
+			stdinTo.Close()
+		}()
+	}
 	go p.readInfo(infoR)
 	p.relays.serve()
 	grace := r.Grace
@@ -512,6 +553,47 @@ func statFields(pid int) []string {
 		return nil
 	}
 	return strings.Fields(s[i+1:])
+}
+
+// ownedWriter hides an *os.File behind a plain io.Writer, so that os/exec gives the room a
+// pipe it made and copies that pipe to the file. The file itself must never reach the room:
+// a descriptor of a file is reopened through /proc/self/fd/N (or /proc/1/fd/N, bwrap's) from
+// inside, read from offset 0, which shows everything tare (or a shell's >>) wrote there
+// before, or written anew. Two hidden copies of one file compare equal, so a room whose
+// stdout and stderr are one file gets one pipe, as it would have one file.
+func ownedWriter(w io.Writer) io.Writer {
+	if f, ok := w.(*os.File); ok {
+		return struct{ io.Writer }{f}
+	}
+	return w
+}
+
+// splitCommand splits a bwrap argv into its options and the command after the "--" that
+// ends them; n is the command's length (the options may hold a "--" of their own, as the
+// value of a variable).
+func splitCommand(args []string, n int) (opts, command []string, err error) {
+	i := len(args) - n - 1
+	if i < 0 || args[i] != "--" {
+		return nil, nil, fmt.Errorf("room: bwrap argv has no \"--\" before its %d-word command: this is a bug in tare", n)
+	}
+	return args[:i], args[i+1:], nil
+}
+
+// argsFile holds bwrap's options, NUL-separated, for `bwrap --args FD`. bwrap's argv, which
+// every process of the room reads as /proc/1/cmdline (the room's pid 1 is a fork of bwrap),
+// then carries no host path: the workspace, the runtime, the tare binary and the socket
+// folder are named only in this file, which bwrap reads and closes before the room starts,
+// and in pid 1's memory, which the room cannot read (initMem).
+func argsFile(opts []string, dir string) (*os.File, error) {
+	var b strings.Builder
+	for _, o := range opts {
+		if strings.IndexByte(o, 0) >= 0 {
+			return nil, fmt.Errorf("room: bwrap option %q holds a NUL byte: remove it from the path or value it comes from", o)
+		}
+		b.WriteString(o)
+		b.WriteByte(0)
+	}
+	return dataFile("args", []byte(b.String()), dir)
 }
 
 // dataFile holds data in an anonymous memory file (an unlinked temp file in
