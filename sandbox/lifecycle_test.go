@@ -316,21 +316,20 @@ func TestStaleRoomFoldersAreSwept(t *testing.T) {
 	}
 }
 
-// TestStrandedRoomIsSwept: bwrap killed after arming its parent-death signal but
-// before letting the room's pid 1 go on (held there by --userns-block-fd) strands
-// that pid 1, waiting forever; the next tare's first room start kills it.
-func TestStrandedRoomIsSwept(t *testing.T) {
-	requireBwrap(t)
-	marker := "tare-stranded-" + randHex(6)
+// strandRoom starts a room held in bwrap's setup and kills its bwrap, as a tare killed at
+// that moment leaves it; it returns the room's pid 1, waiting for its go-ahead forever.
+func strandRoom(t *testing.T, marker string, mutate func([]string) []string) int {
+	t.Helper()
 	t.Cleanup(func() { killMarker(marker) })
 	hold, release, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer release.Close()
+	t.Cleanup(func() { release.Close() })
+	noUserns := removeSeq("--disable-userns") // bwrap refuses it beside --userns-block-fd
 	p, err := Start(context.Background(), Room{Workspace: t.TempDir(), Tare: testBinary(t),
 		Argv: []string{"/bin/sh", "-c", "exec -a " + marker + " sleep 1000"}, block: hold, blockFlag: "--userns-block-fd",
-		mutate: removeSeq("--disable-userns")}) // bwrap refuses it beside --userns-block-fd
+		mutate: func(a []string) []string { return mutate(noUserns(a)) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,25 +338,55 @@ func TestStrandedRoomIsSwept(t *testing.T) {
 	if len(pid1) != 1 {
 		t.Fatalf("bwrap %d has children %v, want the room's pid 1", p.Pid(), pid1)
 	}
-	// Kill bwrap as a dead tare would leave it: Wait, which would end pid 1 too,
-	// comes only after the sweep.
-	defer p.Wait()
+	// Kill bwrap as a dead tare would leave it: Wait, which would end pid 1 too, comes
+	// only at the test's end.
+	t.Cleanup(func() { p.Wait() })
 	if err := syscall.Kill(p.Pid(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	<-p.done
-	if stranded(pid1[0]) {
-		t.Fatalf("pid %d, stranded %v ago, is already taken for stranded (strandedAge %v)", pid1[0], age(pid1[0]), strandedAge)
+	return pid1[0]
+}
+
+// TestStrandedRoomIsSwept: a room's pid 1 stranded in bwrap's setup is taken for stranded
+// only once it has waited strandedAge, and then swept; a stranded room of another tare
+// binary (another install, or another package's tests running beside this one) is left to
+// its own tare, which may be holding it there on purpose.
+func TestStrandedRoomIsSwept(t *testing.T) {
+	requireBwrap(t)
+	marker := "tare-stranded-" + randHex(6)
+	pid1 := strandRoom(t, marker, func(a []string) []string { return a })
+	foreign := "tare-foreign-" + randHex(6)
+	other := strandRoom(t, foreign, func(a []string) []string {
+		i := slices.Index(a, "--owner")
+		if i < 0 {
+			panic("mutation: no --owner in argv")
+		}
+		a[i+1] = "another-binary"
+		return a
+	})
+	if stranded(pid1) {
+		t.Fatalf("pid %d, stranded %v ago, is already taken for stranded (strandedAge %v)", pid1, age(pid1), strandedAge)
 	}
-	setStrandedAge(t, 0) // this test's room is stranded on purpose, a moment ago
-	if !stranded(pid1[0]) {
-		t.Fatalf("pid %d is not taken for a stranded room (comm %q, status %v)", pid1[0], comm(pid1[0]), procStatus(pid1[0]))
+	setStrandedAge(t, 0) // this test's rooms are stranded on purpose, a moment ago
+	if !stranded(pid1) {
+		t.Fatalf("pid %d is not taken for a stranded room (comm %q, status %v)", pid1, comm(pid1), procStatus(pid1))
 	}
-	if got := sweepStranded(); !slices.Contains(got, pid1[0]) {
-		t.Fatalf("sweepStranded killed %v, not the stranded pid 1 %d", got, pid1[0])
+	if stranded(other) {
+		t.Fatalf("pid %d, stranded by another tare binary, is taken for one of ours", other)
+	}
+	got := sweepStranded()
+	if !slices.Contains(got, pid1) {
+		t.Fatalf("sweepStranded killed %v, not the stranded pid 1 %d", got, pid1)
+	}
+	if slices.Contains(got, other) {
+		t.Fatalf("sweepStranded killed %d, another tare binary's room", other)
 	}
 	if s := waitGone(marker, dieDeadline); len(s) > 0 {
 		t.Fatalf("the stranded room survived the sweep: %v", s)
+	}
+	if !slices.Contains(markerProcs(foreign), other) {
+		t.Fatalf("another binary's stranded room (pid %d) is gone", other)
 	}
 }
 

@@ -144,7 +144,7 @@ type relayArgs struct {
 	argv     []string
 }
 
-const relayUsage = "usage: tare relay [--lifeline FD] --listen 127.0.0.1:PORT=/run/tare/NAME.sock ... -- CMD ARGS"
+const relayUsage = "usage: tare relay [--lifeline FD] [--owner ID] --listen 127.0.0.1:PORT=/run/tare/NAME.sock ... -- CMD ARGS"
 
 // flagValue returns the value of flag name at args[*i] (as "--name=V" or "--name V"),
 // advancing *i past a separate value; ok is false when args[*i] is another flag.
@@ -182,6 +182,14 @@ func parseRelayArgs(args []string) (relayArgs, error) {
 				return relayArgs{}, fmt.Errorf("--lifeline %q: give the descriptor number (3 or more) of the lifeline's read end", v)
 			}
 			ra.lifeline = fd
+			continue
+		}
+		if _, ok, err := flagValue(args, &i, "--owner"); ok {
+			// The owner is read from /proc/PID/cmdline by a later tare's sweep; the relay
+			// itself has no use for it.
+			if err != nil {
+				return relayArgs{}, err
+			}
 			continue
 		}
 		v, ok, err := flagValue(args, &i, "--listen")

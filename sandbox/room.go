@@ -283,6 +283,7 @@ func (r Room) command(fds FDs) []string {
 	if fds.Lifeline > 2 {
 		cmd = append(cmd, "--lifeline", strconv.Itoa(fds.Lifeline))
 	}
+	cmd = append(cmd, "--owner", Owner())
 	for _, rl := range r.Relays {
 		cmd = append(cmd, "--listen", fmt.Sprintf("127.0.0.1:%d=%s", rl.Port, path.Join(SockDir, rl.sock())))
 	}

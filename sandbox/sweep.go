@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -50,7 +51,7 @@ var sweepStrandedOnce sync.Once
 // tare killed between the two takes that outer process with it, and pid 1 then waits
 // for its go-ahead forever (no lifeline reaches a room whose command never starts).
 // Such a pid 1 is a bwrap of this uid, pid 1 of its own pid namespace, with no child,
-// whose parent is no bwrap, and whose argv binds the tare binary at TareBin. Killing it
+// whose parent is no bwrap, and whose argv starts a relay of this very binary (Owner). Killing it
 // ends its pid namespace. It returns the pids it killed.
 func sweepStranded() []int {
 	ents, err := os.ReadDir("/proc")
@@ -92,8 +93,29 @@ func stranded(pid int) bool {
 		return false
 	}
 	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	return err == nil && strings.Contains(string(cmdline), "\x00"+TareBin+"\x00")
+	return err == nil && strings.Contains(string(cmdline), "\x00"+TareBin+"\x00relay\x00") &&
+		strings.Contains(string(cmdline), "\x00--owner\x00"+Owner()+"\x00")
 }
+
+// Owner names the tare binary this process runs, as every room it starts carries it in its
+// relay's argv (--owner): the file's device and inode. A sweep takes only the stranded rooms
+// of its own binary, so one tare never ends rooms another install (or another test binary,
+// running beside it) holds on purpose.
+func Owner() string {
+	ownerOnce.Do(func() {
+		owner = "unknown"
+		var st syscall.Stat_t
+		if err := syscall.Stat("/proc/self/exe", &st); err == nil {
+			owner = fmt.Sprintf("%x-%x", st.Dev, st.Ino)
+		}
+	})
+	return owner
+}
+
+var (
+	ownerOnce sync.Once
+	owner     string
+)
 
 // userHZ is the unit of the start time in /proc/PID/stat (USER_HZ, 100 on every
 // architecture Linux runs tare on).
