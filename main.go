@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -96,7 +97,7 @@ leak with the file it came from.`,
 		},
 	}
 	cmd.SetVersionTemplate("tare {{.Version}}\n")
-	cmd.AddCommand(probeCmd(), calibrateCmd(), resumeCmd(), recordCmd(), tailCmd(), demoCmd(), watchCmd(), serveCmd(), modelServerCmd(), doctorCmd(), pricesCmd())
+	cmd.AddCommand(probeCmd(), calibrateCmd(), resumeCmd(), recordCmd(), tailCmd(), cliffCmd(), demoCmd(), watchCmd(), serveCmd(), modelServerCmd(), doctorCmd(), pricesCmd())
 	for _, a := range agent.All() {
 		cmd.AddCommand(attachCmd(a))
 	}
@@ -463,6 +464,87 @@ continues it from any step in a fresh room, natively or by handoff to any agent.
 	return cmd
 }
 
+func cliffCmd() *cobra.Command {
+	var o engine.CliffOptions
+	var project string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "cliff AGENT PROMPT --check CMD [flags] [-- AGENT_ARGS]  |  cliff --run DIR",
+		Short: "Find the step after which a failed run became lost",
+		Long: `Records the task once (or takes a recording made earlier, --run DIR) and scores it with the
+check. When it failed, cliff continues it from chosen steps in fresh rooms (native tails, --tails
+at a time) and finds the step after which it was lost: the tool call after which tails stop
+passing. It does not scan every step: it bisects on the pass rate and spends tails where the
+answer is still uncertain, until the cliff is pinned to one step (probability 0.95 within one
+step, both sides measured), the task shows itself beyond the model (the start's upper 95% bound
+below --gap-below: a model gap), or the budget is spent. The report's first line says which.
+Tails without a verdict (provider errors, kills) spend budget but are left out of the rates.
+Run it again with --run DIR and a bigger --budget to go on from the tails already spent.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if o.Run != "" {
+				if len(args) > 0 {
+					return fmt.Errorf("--run DIR analyses an earlier recording: give no AGENT or PROMPT with it")
+				}
+				return nil
+			}
+			if n := cmd.ArgsLenAtDash(); n >= 0 && n != 2 || n < 0 && len(args) != 2 {
+				return fmt.Errorf("give AGENT and PROMPT (then -- and the agent's own arguments), or --run DIR")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if o.Config, err = settings(); err != nil {
+				return err
+			}
+			o.Argv, o.Version = os.Args[1:], version()
+			if o.Run != "" {
+				if o.Run, err = filepath.Abs(o.Run); err != nil {
+					return err
+				}
+			} else {
+				sides, err := engine.ParseSides([]string{args[0]}, nil)
+				if err != nil {
+					return err
+				}
+				o.Side = sides[0]
+				o.Side.Args = append(o.Side.Args, args[2:]...)
+				if o.Project, err = projectDir(project); err != nil {
+					return err
+				}
+				if o.Script != "" {
+					if _, err := modelserver.LoadScript(o.Script); err != nil {
+						return err
+					}
+				}
+				o.Prompt = args[1]
+				if o.Out == "" {
+					o.Out = engine.FreeRunDir(filepath.Join(o.Config.StateDir, "cliff"), o.Project, time.Now())
+				}
+				warnCheckOnHost(o.CheckOnHost && o.Check != "")
+			}
+			return cliff(cmd.Context(), o, asJSON)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Run, "run", "", "analyse a run recorded earlier (tare record) instead of recording one")
+	f.IntVar(&o.Tails, "tails", 3, "tails a round starts from one step")
+	f.IntVar(&o.Budget, "budget", 30, "tails in all")
+	f.IntVar(&o.Jobs, "jobs", 3, "tails at the same time")
+	f.Float64Var(&o.GapBelow, "gap-below", 0.2, "report a model gap when the start's upper 95% bound is below this")
+	f.BoolVar(&asJSON, "json", false, "print the result as JSON instead of the report")
+	f.StringVar(&project, "project", ".", "the project the run starts from")
+	f.StringVar(&o.Check, "check", "", "shell command that scores a workspace, in a room of its own (exit 0 passes)")
+	f.DurationVar(&o.CheckTimeout, "check-timeout", engine.DefaultCheckTimeout, "a check running longer fails")
+	checkOnHostFlag(cmd, &o.CheckOnHost)
+	f.DurationVar(&o.AgentTimeout, "timeout", engine.DefaultAgentTimeout, "an agent running longer is stopped")
+	f.StringVar(&o.Out, "out", "", "run directory (default $XDG_STATE_HOME/tare/cliff/<project>-<time>)")
+	f.StringVar(&o.Script, "script", "", "talk to tare's own model server replaying this script")
+	f.Int64Var(&o.Seed, "seed", 0, "seed of the script's branch draws, to replay a run (default: a fresh one, in recipe.json)")
+	f.BoolVar(&o.AllowDirty, "allow-dirty", false, `run even when the reading is not "tare: 0.00"`)
+	return cmd
+}
+
 func tailCmd() *cobra.Command {
 	var o engine.TailOptions
 	var handoff string
@@ -601,6 +683,84 @@ login). Runs belong to the engine's processes, so a dropped session never ends o
 	return cmd
 }
 
+// cliff runs a cliff analysis and shows it: the live run view on a terminal, lines on stderr
+// otherwise; then the report (or the result as JSON) on stdout.
+func cliff(ctx context.Context, o engine.CliffOptions, asJSON bool) error {
+	watch := o.Out
+	if o.Run != "" {
+		watch = o.Run
+	}
+	o.Bus = engine.NewBus()
+	var dir string
+	var res *engine.CliffResult
+	err := showRun(ctx, o.Config, watch, o.Bus, func(ctx context.Context, lines bool) error {
+		if lines {
+			o.Progress = os.Stderr
+		}
+		var err error
+		dir, res, err = engine.Cliff(ctx, o)
+		return err
+	})
+	if dir != "" {
+		fmt.Fprintf(os.Stderr, "tare cliff: run directory %s (go on with tare cliff --run %s --budget N)\n", dir, dir)
+	}
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	report, err := os.ReadFile(filepath.Join(dir, "report.txt"))
+	fmt.Print(engine.Printable(string(report)))
+	return err
+}
+
+func demoCliffCmd() *cobra.Command {
+	var o engine.CliffOptions
+	var side string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "cliff",
+		Short: "Find where a failed run of tare's demo was lost, offline",
+		Long: fmt.Sprintf(`Extracts tare's demo project with its cliff script (the agent fixes greet.sh, runs it, then
+tidies up; one time in seven the tidying deletes greet.sh, at step %d) and runs tare cliff on a
+recording that took that branch (--seed %d), against tare's own model server. The report's
+first line should read "cliff at step %d".`, demo.CliffStep, demo.CliffSeed, demo.CliffStep),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if o.Config, err = settings(); err != nil {
+				return err
+			}
+			sides, err := engine.ParseSides([]string{side}, nil)
+			if err != nil {
+				return err
+			}
+			name := engine.RunDirName("demo", time.Now())
+			paths, err := demo.Extract(filepath.Join(o.Config.StateDir, "demo", name))
+			if err != nil {
+				return err
+			}
+			o.Side, o.Out = sides[0], filepath.Join(o.Config.StateDir, "cliff", name)
+			o.Prompt, o.Check, o.Project, o.Script = demo.Task, demo.Check, paths.Project, paths.CliffScript
+			o.CheckTimeout, o.AgentTimeout = time.Minute, 10*time.Minute
+			o.Argv, o.Version = os.Args[1:], version()
+			return cliff(cmd.Context(), o, asJSON)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&side, "side", "claude", "the agent, as for tare cliff")
+	f.Int64Var(&o.Seed, "seed", demo.CliffSeed, "seed of the model script's branch draws")
+	f.IntVar(&o.Tails, "tails", 3, "tails a round starts from one step")
+	f.IntVar(&o.Budget, "budget", 30, "tails in all")
+	f.IntVar(&o.Jobs, "jobs", 3, "tails at the same time")
+	f.Float64Var(&o.GapBelow, "gap-below", 0.2, "report a model gap when the start's upper 95% bound is below this")
+	f.BoolVar(&asJSON, "json", false, "print the result as JSON instead of the report")
+	return cmd
+}
+
 func demoCmd() *cobra.Command {
 	var o engine.CalibrateOptions
 	var sides []string
@@ -637,6 +797,7 @@ model would; --seed fixes the draws (the default seed shows rates strictly betwe
 	cmd.Flags().IntVar(&o.Jobs, "jobs", 2, "runs at the same time")
 	cmd.Flags().Int64Var(&o.Seed, "seed", 7, "seed of the model script's branch draws")
 	checkOnHostFlag(cmd, &o.CheckOnHost)
+	cmd.AddCommand(demoCliffCmd())
 	return cmd
 }
 

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 )
 
-//go:embed project model.toml
+//go:embed project model.toml cliff.toml
 var files embed.FS
 
 // Task is the demo's prompt.
@@ -20,12 +20,22 @@ const Task = "Make greet.sh print exactly: hello, tare"
 // Check passes when greet.sh prints the greeting.
 const Check = `test "$(sh greet.sh)" = "hello, tare"`
 
+// CliffStep is where the cliff demo's runs are lost: the tool call at step 4 (cliff.toml's
+// fourth turn) sometimes deletes greet.sh, and no later step brings it back.
+const CliffStep = 4
+
+// CliffSeed is a seed whose recording of cliff.toml takes that branch, so the demo has a
+// failed run to explain.
+const CliffSeed = 13
+
 // Paths are where Extract put the demo.
 type Paths struct {
 	// Project is the demo project's folder.
 	Project string
 	// Script is the model script for tare's model server.
 	Script string
+	// CliffScript is the model script of the cliff demo (see CliffStep).
+	CliffScript string
 }
 
 // Extract writes the demo project and its model script into dir, which must not exist yet.
@@ -57,5 +67,5 @@ func Extract(dir string) (Paths, error) {
 	if err != nil {
 		return Paths{}, err
 	}
-	return Paths{Project: filepath.Join(dir, "project"), Script: filepath.Join(dir, "model.toml")}, nil
+	return Paths{Project: filepath.Join(dir, "project"), Script: filepath.Join(dir, "model.toml"), CliffScript: filepath.Join(dir, "cliff.toml")}, nil
 }

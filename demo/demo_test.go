@@ -14,8 +14,10 @@ func TestExtractGivesAProjectTheCheckFailsAndAValidScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := modelserver.LoadScript(p.Script); err != nil {
-		t.Fatalf("the shipped model script does not load: %v", err)
+	for _, script := range []string{p.Script, p.CliffScript} {
+		if _, err := modelserver.LoadScript(script); err != nil {
+			t.Fatalf("a shipped model script does not load: %v", err)
+		}
 	}
 	check := exec.Command("/bin/sh", "-c", Check)
 	check.Dir = p.Project

@@ -1,0 +1,409 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"tare/capsule"
+	"tare/engine/cliff"
+)
+
+// CliffOptions is a cliff analysis: record a run (or take one recorded earlier) and find
+// the step after which it was lost.
+type CliffOptions struct {
+	// RecordOptions records the run; with Run set only its Config, Bus, Progress, Argv,
+	// Version and AllowDirty are used.
+	RecordOptions
+	// Run is a recording made earlier (tare record): analyse it without recording again. A
+	// second analysis of the same recording counts the tails the first one spent.
+	Run string
+	// Tails is how many tails a round starts from one step; Budget the tails in all.
+	Tails, Budget, Jobs int
+	// GapBelow: a start whose upper 95% bound is below it is a model gap.
+	GapBelow float64
+}
+
+// cliffFile keeps a cliff's settings in its run directory, so tare resume can finish it.
+const cliffFile = "cliff.json"
+
+// cliffSettings is cliff.json.
+type cliffSettings struct {
+	Tails    int     `json:"tails"`
+	Budget   int     `json:"budget"`
+	Jobs     int     `json:"jobs"`
+	GapBelow float64 `json:"gap_below"`
+}
+
+// CliffResult is what a cliff found, as --json gives it.
+type CliffResult struct {
+	// Result is "pinned", "not pinned", "model gap", "no cliff" or "passed" (the recording
+	// itself passed its check: nothing to look for).
+	Result string `json:"result"`
+	// Step is the cliff (pinned) or the most likely one (not pinned).
+	Step int `json:"step,omitempty"`
+	// Lo and Hi: for "not pinned", the steps the cliff lies between.
+	Lo          int        `json:"lo,omitempty"`
+	Hi          int        `json:"hi,omitempty"`
+	Probability float64    `json:"probability,omitempty"`
+	Before      *StepRate  `json:"before,omitempty"`
+	After       *StepRate  `json:"after,omitempty"`
+	Call        string     `json:"call,omitempty"`
+	Changes     []string   `json:"changes,omitempty"`
+	Why         string     `json:"why"`
+	Spent       int        `json:"tails"`
+	Budget      int        `json:"budget"`
+	NoVerdict   int        `json:"no_verdict"`
+	Steps       []StepRate `json:"steps"`
+	Cost        float64    `json:"cost"`
+	CostKnown   bool       `json:"cost_known"`
+	Simulated   bool       `json:"simulated,omitempty"`
+	Recording   string     `json:"recording_check,omitempty"`
+}
+
+// StepRate is the tails from one step: their pass rate over verdicts, with its Wilson 95%
+// interval.
+type StepRate struct {
+	Step      int     `json:"step"`
+	Passed    int     `json:"passed"`
+	Verdicts  int     `json:"verdicts"`
+	Tails     int     `json:"tails"`
+	Rate      float64 `json:"rate"`
+	Lo        float64 `json:"lo"`
+	Hi        float64 `json:"hi"`
+	NoVerdict int     `json:"no_verdict"`
+}
+
+func stepRate(step int, c cliff.Count) *StepRate {
+	lo, hi := c.Interval()
+	return &StepRate{Step: step, Passed: c.Passed, Verdicts: c.Verdicts, Tails: c.Tails, Rate: c.Rate(), Lo: lo, Hi: hi, NoVerdict: c.Tails - c.Verdicts}
+}
+
+// Cliff records the task (or opens o.Run), scores the recording, and when it failed spends
+// tails from chosen steps until the step that lost it is pinned, the task is shown beyond
+// the model, or the budget is spent. It returns the run directory and the result; the
+// report is in report.txt.
+func Cliff(ctx context.Context, o CliffOptions) (string, *CliffResult, error) {
+	set := cliffSettings{Tails: o.Tails, Budget: o.Budget, Jobs: o.Jobs, GapBelow: o.GapBelow}
+	if set.Jobs < 1 {
+		return "", nil, fmt.Errorf("--jobs %d: run at least 1 tail at a time", set.Jobs)
+	}
+	// Everything but the recording's steps can be checked before anything starts.
+	if err := (cliff.Config{Steps: 1, Tails: set.Tails, Budget: set.Budget, GapBelow: set.GapBelow}).Validate(); err != nil {
+		return "", nil, err
+	}
+	dir := o.Run
+	if dir == "" {
+		if o.Check == "" {
+			return "", nil, errors.New("--check: cliff needs a check that scores a workspace (exit 0 passes)")
+		}
+		var err error
+		if dir, _, err = Record(ctx, o.RecordOptions); err != nil {
+			return dir, nil, err
+		}
+	} else if err := cliffRecording(dir); err != nil {
+		return "", nil, err
+	}
+	data, _ := json.MarshalIndent(set, "", "  ")
+	if err := capsule.WriteFileAtomic(filepath.Join(dir, cliffFile), append(data, '\n'), 0o644); err != nil {
+		return dir, nil, err
+	}
+	res, err := runCliff(ctx, dir, set, o.RecordOptions)
+	return dir, res, err
+}
+
+// cliffRecording says what is wrong with --run DIR, before anything is written to it.
+func cliffRecording(dir string) error {
+	recipe, err := ReadRecipe(dir)
+	if err != nil {
+		return err
+	}
+	if recipe.Kind != "record" {
+		return fmt.Errorf("--run %s: cliff analyses a recording (tare record); this is a %s run", dir, recipe.Kind)
+	}
+	if recipe.Check == "" {
+		return fmt.Errorf("--run %s: the recording has no check to score tails with; record it again with --check", dir)
+	}
+	rec, err := readRecording(dir)
+	if err != nil {
+		return err
+	}
+	if len(rec.Steps) == 0 {
+		return fmt.Errorf("--run %s: the recording made no tool calls, so it has no step to be lost at", dir)
+	}
+	return nil
+}
+
+// cliffPrefix names a cliff's tails: cliff-<step>-<n>.
+const cliffPrefix = "cliff-"
+
+// runCliff is the analysis on a recording's run directory: it can start over after a crash
+// (tare resume), since every decision is made from the tails the journal holds.
+func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOptions) (*CliffResult, error) {
+	recipe, err := ReadRecipe(dir)
+	if err != nil {
+		return nil, err
+	}
+	recording, err := readRecording(dir)
+	if err != nil {
+		return nil, err
+	}
+	side := Side{Key: "a", Agent: recording.Agent, Args: recording.Args}
+	installs, err := findInstalls([]Side{side}, o.Config, recipe.Project)
+	if err != nil {
+		return nil, err
+	}
+	r, err := openRun(dir, o.Bus)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	store, err := capsule.Open(filepath.Join(dir, "store"))
+	if err != nil {
+		return nil, err
+	}
+	env, stop, err := newTailEnv(r, store, recipe, installs, o.Config)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	cfg := cliff.Config{Steps: len(recording.Steps), Tails: set.Tails, Budget: set.Budget, GapBelow: set.GapBelow}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	res := &CliffResult{Budget: set.Budget, Simulated: recipe.ScriptText != ""}
+
+	// The recording itself first: a run that passed has no cliff.
+	if err := r.emit(Event{Phase: &Phase{Name: "cliff: scoring the recording"}}); err != nil {
+		return nil, err
+	}
+	verdict, err := scoreRecording(ctx, env, recording)
+	if err != nil {
+		return nil, err
+	}
+	res.Recording = verdict.Detail
+	if verdict.Passed {
+		res.Result, res.Why = "passed", "the recording passed its check ("+verdict.Detail+"): there is no cliff to find"
+		return res, finishCliff(r, recipe, recording, res)
+	}
+
+	// Tails a crash interrupted are run again under their own ids first: every attempt
+	// stays on the record, and the search counts only finished tails.
+	var again []tailSpec
+	for id, t := range r.snapshot().Tails {
+		if strings.HasPrefix(id, cliffPrefix) && !tailFinished(t) {
+			spec, err := tailFrom(recording, side, t.Step, "native", id)
+			if err != nil {
+				return nil, err
+			}
+			again = append(again, spec)
+		}
+	}
+	sort.Slice(again, func(i, j int) bool { return again[i].ID < again[j].ID })
+	if err := runJobs(ctx, set.Jobs, again, func(ctx context.Context, spec tailSpec) error { return runTail(ctx, env, spec) }); err != nil {
+		return nil, err
+	}
+	var d cliff.Decision
+	for {
+		obs, ids := cliffObservations(r.snapshot())
+		d = cliff.Decide(cfg, obs)
+		if d.Kind != cliff.Running {
+			break
+		}
+		if err := r.emit(Event{Phase: &Phase{Name: fmt.Sprintf("cliff: %d tails from step %d (%s)", d.Want, d.Step, d.Why)}}); err != nil {
+			return nil, err
+		}
+		specs := make([]tailSpec, d.Want)
+		for i := range specs {
+			id := fmt.Sprintf("%s%d-%d", cliffPrefix, d.Step, ids[d.Step]+i)
+			if specs[i], err = tailFrom(recording, side, d.Step, "native", id); err != nil {
+				return nil, err
+			}
+		}
+		if err := runJobs(ctx, set.Jobs, specs, func(ctx context.Context, spec tailSpec) error { return runTail(ctx, env, spec) }); err != nil {
+			return nil, err
+		}
+	}
+	fillCliffResult(res, d, store, recording, r.snapshot())
+	return res, finishCliff(r, recipe, recording, res)
+}
+
+// tailFinished says whether a tail ended, with or without a verdict.
+func tailFinished(t *TailState) bool { return t.Status != "" && t.Status != "running" }
+
+// tailVerdict says whether a finished tail reached a verdict (passed or failed); a tail that
+// ended otherwise (not started, killed, stopped by its provider) tells nothing of its step.
+func tailVerdict(t *TailState) (verdict, passed bool) {
+	return t.Status == "passed" || t.Status == "failed", t.Status == "passed"
+}
+
+// cliffObservations counts the cliff's finished tails per step, and how many tail ids each
+// step has used (finished or not), so new tails get fresh ones.
+func cliffObservations(st *RunState) (map[int]cliff.Count, map[int]int) {
+	obs, ids := map[int]cliff.Count{}, map[int]int{}
+	for id, t := range st.Tails {
+		if !strings.HasPrefix(id, cliffPrefix) {
+			continue
+		}
+		ids[t.Step]++
+		if !tailFinished(t) {
+			continue
+		}
+		c := obs[t.Step]
+		c.Tails++
+		if v, p := tailVerdict(t); v {
+			c.Verdicts++
+			if p {
+				c.Passed++
+			}
+		}
+		obs[t.Step] = c
+	}
+	return obs, ids
+}
+
+// scoreRecording runs the check on the recording's final workspace, restored afresh so that
+// the check cannot change what the tails start from.
+func scoreRecording(ctx context.Context, env *tailEnv, rec *Recording) (checkResult, error) {
+	work := filepath.Join(env.run.dir, "cliff-final")
+	_ = os.RemoveAll(work)
+	defer os.RemoveAll(work)
+	if err := env.store.Restore(ctx, rec.Capsules[len(rec.Capsules)-1], work); err != nil {
+		return checkResult{}, fmt.Errorf("restoring the recording's last capsule: %v", err)
+	}
+	return runCheck(ctx, env.recipe.Check, work, time.Duration(env.recipe.CheckTimeout*float64(time.Second)), env.recipe.CheckRoom, env.cfg.Bwrap), nil
+}
+
+// fillCliffResult turns the search's last decision into the result.
+func fillCliffResult(res *CliffResult, d cliff.Decision, store *capsule.Store, rec *Recording, st *RunState) {
+	obs, _ := cliffObservations(st)
+	steps := make([]int, 0, len(obs))
+	for s := range obs {
+		steps = append(steps, s)
+	}
+	sort.Ints(steps)
+	for _, s := range steps {
+		res.Steps = append(res.Steps, *stepRate(s, obs[s]))
+		res.NoVerdict += obs[s].Tails - obs[s].Verdicts
+	}
+	res.Spent, res.Why = d.Spent, d.Why
+	res.Cost, res.CostKnown = 0, true
+	for id, t := range st.Tails {
+		if strings.HasPrefix(id, cliffPrefix) {
+			res.Cost += t.Usage.Cost
+			if len(t.Usage.Unpriced) > 0 {
+				res.CostKnown = false
+			}
+		}
+	}
+	res.Result = d.Kind.String()
+	switch d.Kind {
+	case cliff.Pinned, cliff.NotPinned:
+		if d.Kind == cliff.NotPinned {
+			post := cliff.Posterior(len(rec.Steps), obs)
+			res.Lo, res.Hi = post.Range(0.05)
+			d.Hi = post.MostLikely()
+			d.Lo, d.Probability = d.Hi-1, post.Within(d.Hi, 0)
+		}
+		res.Step, res.Probability = d.Hi, d.Probability
+		res.Before, res.After = stepRate(d.Hi-1, obs[d.Hi-1]), stepRate(d.Hi, obs[d.Hi])
+		res.Call = Printable(rec.Steps[d.Hi-1].Tool)
+		if changes, err := store.Diff(rec.Capsules[d.Hi-1], rec.Capsules[d.Hi]); err == nil {
+			for _, c := range changes {
+				res.Changes = append(res.Changes, Printable(changeLine(c)))
+			}
+		}
+	}
+}
+
+// finishCliff writes the report and the result and journals the run's end.
+func finishCliff(r *run, recipe *Recipe, rec *Recording, res *CliffResult) error {
+	report := CliffReport(recipe, rec, res)
+	if err := capsule.WriteFileAtomic(filepath.Join(r.dir, "report.txt"), []byte(report), 0o644); err != nil {
+		return err
+	}
+	data, _ := json.MarshalIndent(res, "", "  ")
+	if err := capsule.WriteFileAtomic(filepath.Join(r.dir, "cliff-result.json"), append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	return r.emit(Event{RunFinished: &RunFinished{Report: report}})
+}
+
+// CliffReport is the text report: its first line says what was found.
+func CliffReport(recipe *Recipe, rec *Recording, res *CliffResult) string {
+	var b strings.Builder
+	rate := func(s *StepRate) string {
+		return fmt.Sprintf("step %d: %d/%d passed (%.2f, 95%% interval %.2f-%.2f)", s.Step, s.Passed, s.Verdicts, s.Rate, s.Lo, s.Hi)
+	}
+	switch res.Result {
+	case "pinned":
+		fmt.Fprintf(&b, "cliff at step %d\n", res.Step)
+	case "not pinned":
+		fmt.Fprintf(&b, "not pinned: between step %d and %d (most likely %d, probability %.2f)\n", res.Lo, res.Hi, res.Step, res.Probability)
+	case "model gap":
+		b.WriteString("no cliff: model gap\n")
+	case "no cliff":
+		b.WriteString("no cliff: the last step passes as often as the start\n")
+	case "passed":
+		b.WriteString("no cliff: the recording passed\n")
+	}
+	fmt.Fprintf(&b, "  task      %s\n  agent     %s · %d steps recorded\n  check     %s\n", recipe.Prompt, sideLabel(recipe.Sides[0]), len(rec.Steps), recipe.Check)
+	if res.Recording != "" {
+		fmt.Fprintf(&b, "  recording %s\n", res.Recording)
+	}
+	if res.Before != nil {
+		fmt.Fprintf(&b, "  before    %s\n  after     %s\n", rate(res.Before), rate(res.After))
+		fmt.Fprintf(&b, "  the call  %s\n", res.Call)
+		if len(res.Changes) == 0 {
+			b.WriteString("  changed   no files\n")
+		}
+		for i, c := range res.Changes {
+			label := "  changed   "
+			if i > 0 {
+				label = "            "
+			}
+			if i == 12 {
+				fmt.Fprintf(&b, "%s... and %d more\n", label, len(res.Changes)-i)
+				break
+			}
+			fmt.Fprintf(&b, "%s%s\n", label, c)
+		}
+	}
+	fmt.Fprintf(&b, "  why       %s\n", res.Why)
+	if res.Result != "passed" {
+		nv := ""
+		if res.NoVerdict > 0 {
+			nv = fmt.Sprintf(" · %d no verdict, left out of the rates", res.NoVerdict)
+		}
+		fmt.Fprintf(&b, "  tails     %d of a budget of %d%s\n", res.Spent, res.Budget, nv)
+		var parts []string
+		for _, s := range res.Steps {
+			parts = append(parts, fmt.Sprintf("%d: %d/%d", s.Step, s.Passed, s.Verdicts))
+		}
+		fmt.Fprintf(&b, "  per step  %s\n", strings.Join(parts, " · "))
+		cost := fmt.Sprintf("$%.4f (tare's prices)", res.Cost)
+		if !res.CostKnown {
+			cost = "unknown (a model tare has no price for)"
+		}
+		if res.Simulated {
+			cost += " · simulated: tare's model server, no money spent"
+		}
+		fmt.Fprintf(&b, "  cost      %s\n", cost)
+	}
+	return b.String()
+}
+
+// changeLine is one changed path as a report shows it: "+ added", "- removed", "M changed".
+func changeLine(c capsule.Change) string {
+	mark := map[capsule.ChangeKind]string{capsule.Added: "+", capsule.Removed: "-"}[c.Kind]
+	if mark == "" {
+		mark = "M"
+	}
+	return mark + " " + c.Path
+}
