@@ -43,7 +43,7 @@ func TestArgsExact(t *testing.T) {
  --ro-bind /opt/agents/node_modules /opt/agent/node_modules --ro-bind /usr/local/bin/tare /opt/tare/tare --bind /srv/project /work
  --bind /var/lib/tare/run1 /tare-run --ro-bind /tmp/tare-room-1 /run/tare
  --seccomp 7 --info-fd 8 --chdir /work --remount-ro / --
- /opt/tare/tare relay --lifeline 9 --owner `+Owner()+` --listen 127.0.0.1:8080=/run/tare/8080.sock -- claude -p hi`)
+ /opt/tare/tare relay --lifeline 9 --owner ` + Owner() + ` --listen 127.0.0.1:8080=/run/tare/8080.sock -- claude -p hi`)
 	if !slices.Equal(got, want) {
 		t.Errorf("argv differs\n got: %s\nwant: %s", strings.Join(got, " "), strings.Join(want, " "))
 	}
