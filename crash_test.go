@@ -287,3 +287,84 @@ func TestKillNineDuringRecordThenResume(t *testing.T) {
 		t.Errorf("the killed tail after resume: %s, %q; want error saying to run it again", st.Status, st.Detail)
 	}
 }
+
+// TestKillNineDuringCliffThenResume: tare cliff is SIGKILLed while its tails run. tare resume
+// finishes the analysis: tails that had finished are not started again, those that were
+// running are rerun (their interrupted attempt kept) and the journal says so, and the report
+// names the cliff.
+func TestKillNineDuringCliffThenResume(t *testing.T) {
+	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRun(t, "")
+	out := filepath.Join(r.home, "cliff")
+	marker := "crash-marker-" + filepath.Base(r.home)
+	cmd := exec.Command(tareBin, "cliff", "codex", demo.Task+" ("+marker+")", "--check", demo.Check, "--script", paths.CliffScript,
+		"--seed", "39", "--project", paths.Project, "--out", out)
+	cmd.Env = r.env()
+	waited := startReaped(t, cmd)
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		st := engine.Replay("run", readEvents(out))
+		done, running := 0, 0
+		for id, tl := range st.Tails {
+			if strings.HasPrefix(id, "cliff-") {
+				if tl.Status == "running" {
+					running++
+				} else {
+					done++
+				}
+			}
+		}
+		if done >= 1 && running >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no cliff tail finished while another ran (done %d, running %d)", done, running)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-waited
+	before := engine.Replay("run", readEvents(out))
+	waitGone(t, marker)
+
+	resume := r.tare(t, "resume", out)
+	if resume.code != 0 {
+		t.Fatalf("tare resume exited %d\n%s", resume.code, resume.stderr)
+	}
+	if first, _, _ := strings.Cut(resume.stdout, "\n"); !strings.HasPrefix(first, "cliff at step ") && !strings.HasPrefix(first, "not pinned") {
+		t.Fatalf("tare resume printed no cliff report:\n%s", resume.stdout)
+	}
+	started := map[string]int{}
+	var rerun []string
+	for _, e := range readEvents(out) {
+		switch {
+		case e.TailStarted != nil:
+			started[e.TailStarted.ID]++
+		case e.Resumed != nil:
+			rerun = append(rerun, e.Resumed.Rerun...)
+		}
+	}
+	for id, tl := range before.Tails {
+		switch tl.Status {
+		case "running":
+			if !contains(rerun, id) {
+				t.Errorf("tail %s was running at the kill but the journal does not say it was rerun (rerun: %v)", id, rerun)
+			}
+			if _, err := os.Stat(filepath.Join(out, "tails", id+".attempt-1")); err != nil {
+				t.Errorf("the interrupted attempt of %s was not kept: %v", id, err)
+			}
+		default:
+			if started[id] != 1 {
+				t.Errorf("tail %s had finished before the kill but was started %d times", id, started[id])
+			}
+		}
+	}
+	if len(rerun) == 0 {
+		t.Errorf("no tail was rerun: the kill did not land mid-tail")
+	}
+}

@@ -725,7 +725,7 @@ func demoCliffCmd() *cobra.Command {
 		Use:   "cliff",
 		Short: "Find where a failed run of tare's demo was lost, offline",
 		Long: fmt.Sprintf(`Extracts tare's demo project with its cliff script (the agent fixes greet.sh, runs it, then
-tidies up; one time in seven the tidying deletes greet.sh, at step %d) and runs tare cliff on a
+tidies up; one time in seven the tidying undoes the fix, at step %d) and runs tare cliff on a
 recording that took that branch (--seed %d), against tare's own model server. The report's
 first line should read "cliff at step %d".`, demo.CliffStep, demo.CliffSeed, demo.CliffStep),
 		Args: cobra.NoArgs,

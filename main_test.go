@@ -153,6 +153,11 @@ func TestBadInputIsOneLineAndLeavesNothing(t *testing.T) {
 		{"tail of a folder that is not a run", "", []string{"tail", project, "--step", "1"}, []string{"not a tare run", "fix:"}},
 		{"watch of a folder that is not a run", "", []string{"watch", project}, []string{"not a tare run directory", "fix:"}},
 		{"serve without an address", "", []string{"serve"}, []string{"--ssh ADDR"}},
+		{"cliff budget below the start and end", "", []string{"cliff", "pi", "x", "--check", "true", "--budget", "5", "--project", project}, []string{"--budget 5", "raise --budget"}},
+		{"cliff without a check", "", []string{"cliff", "pi", "x", "--project", project}, []string{"--check", "cliff needs a check"}},
+		{"cliff of a folder that is not a run", "", []string{"cliff", "--run", project}, []string{"not a tare run", "fix:"}},
+		{"cliff with an agent and --run", "", []string{"cliff", "pi", "x", "--run", project}, []string{"--run DIR", "no AGENT or PROMPT"}},
+		{"cliff gap outside [0,1]", "", []string{"cliff", "pi", "x", "--check", "true", "--gap-below", "2", "--project", project}, []string{"--gap-below 2", "between 0 and 1"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -21,7 +21,8 @@ const Task = "Make greet.sh print exactly: hello, tare"
 const Check = `test "$(sh greet.sh)" = "hello, tare"`
 
 // CliffStep is where the cliff demo's runs are lost: the tool call at step 4 (cliff.toml's
-// fourth turn) sometimes deletes greet.sh, and no later step brings it back.
+// fourth turn) sometimes puts greet.sh back as the template had it, and no later step fixes
+// it again.
 const CliffStep = 4
 
 // CliffSeed is a seed whose recording of cliff.toml takes that branch, so the demo has a

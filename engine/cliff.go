@@ -30,7 +30,9 @@ type CliffOptions struct {
 	GapBelow float64
 }
 
-// cliffFile keeps a cliff's settings in its run directory, so tare resume can finish it.
+// cliffFile keeps the settings of a cliff analysis of an earlier recording (--run) in its
+// run directory, so tare resume can finish it; a cliff that recorded its own run keeps them
+// in recipe.json from the start.
 const cliffFile = "cliff.json"
 
 // cliffSettings is cliff.json.
@@ -104,19 +106,22 @@ func Cliff(ctx context.Context, o CliffOptions) (string, *CliffResult, error) {
 			return "", nil, errors.New("--check: cliff needs a check that scores a workspace (exit 0 passes)")
 		}
 		var err error
+		o.RecordOptions.cliff = &set
 		if dir, _, err = Record(ctx, o.RecordOptions); err != nil {
 			return dir, nil, err
 		}
 	} else if err := cliffRecording(dir); err != nil {
 		return "", nil, err
 	}
-	data, _ := json.MarshalIndent(set, "", "  ")
-	if err := capsule.WriteFileAtomic(filepath.Join(dir, cliffFile), append(data, '\n'), 0o644); err != nil {
-		return dir, nil, err
+	res, err := runCliff(ctx, dir, set, o.RecordOptions, o.Run != "")
+	if errors.Is(err, errRecordingPassed) {
+		return "", nil, fmt.Errorf("--run %s: %v; there is no cliff to find", dir, err)
 	}
-	res, err := runCliff(ctx, dir, set, o.RecordOptions)
 	return dir, res, err
 }
+
+// errRecordingPassed: --run names a recording whose run passed its check.
+var errRecordingPassed = errors.New("the recording passed its check")
 
 // cliffRecording says what is wrong with --run DIR, before anything is written to it.
 func cliffRecording(dir string) error {
@@ -145,7 +150,7 @@ const cliffPrefix = "cliff-"
 
 // runCliff is the analysis on a recording's run directory: it can start over after a crash
 // (tare resume), since every decision is made from the tails the journal holds.
-func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOptions) (*CliffResult, error) {
+func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOptions, fromRun bool) (*CliffResult, error) {
 	recipe, err := ReadRecipe(dir)
 	if err != nil {
 		return nil, err
@@ -179,15 +184,23 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 	}
 	res := &CliffResult{Budget: set.Budget, Simulated: recipe.ScriptText != ""}
 
-	// The recording itself first: a run that passed has no cliff.
-	if err := r.emit(Event{Phase: &Phase{Name: "cliff: scoring the recording"}}); err != nil {
-		return nil, err
-	}
+	// The recording itself first: a run that passed has no cliff. Nothing is written
+	// before this, so --run on a passed recording leaves it as it was.
 	verdict, err := scoreRecording(ctx, env, recording)
 	if err != nil {
 		return nil, err
 	}
 	res.Recording = verdict.Detail
+	if verdict.Passed && fromRun {
+		return nil, fmt.Errorf("%w (%s)", errRecordingPassed, verdict.Detail)
+	}
+	data, _ := json.MarshalIndent(set, "", "  ")
+	if err := capsule.WriteFileAtomic(filepath.Join(dir, cliffFile), append(data, '\n'), 0o644); err != nil {
+		return nil, err
+	}
+	if err := r.emit(Event{Phase: &Phase{Name: "cliff: the recording " + verdict.Detail}}); err != nil {
+		return nil, err
+	}
 	if verdict.Passed {
 		res.Result, res.Why = "passed", "the recording passed its check ("+verdict.Detail+"): there is no cliff to find"
 		return res, finishCliff(r, recipe, recording, res)
@@ -206,6 +219,15 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 		}
 	}
 	sort.Slice(again, func(i, j int) bool { return again[i].ID < again[j].ID })
+	if len(again) > 0 {
+		ids := make([]string, len(again))
+		for i, spec := range again {
+			ids[i] = spec.ID
+		}
+		if err := r.emit(Event{Resumed: &Resumed{Rerun: ids}}); err != nil {
+			return nil, err
+		}
+	}
 	if err := runJobs(ctx, set.Jobs, again, func(ctx context.Context, spec tailSpec) error { return runTail(ctx, env, spec) }); err != nil {
 		return nil, err
 	}
@@ -406,4 +428,36 @@ func changeLine(c capsule.Change) string {
 		mark = "M"
 	}
 	return mark + " " + c.Path
+}
+
+// resumeCliff finishes a cliff analysis a crash interrupted: the recording first if it was
+// cut short, then the search, which reruns the tails that were running and goes on from the
+// tails the journal holds.
+func resumeCliff(ctx context.Context, o ResumeOptions, rec *Recipe, set cliffSettings) (string, error) {
+	if len(o.Retry) > 0 {
+		return "", fmt.Errorf("--retry: %s is a cliff analysis; it reruns interrupted tails itself, and tare cliff --run %s --budget N spends more", o.Dir, o.Dir)
+	}
+	if _, err := readRecording(o.Dir); err != nil {
+		if _, err := resumeRecord(ctx, o, rec); err != nil {
+			return "", err
+		}
+	}
+	if _, err := runCliff(ctx, o.Dir, set, RecordOptions{Config: o.Config, Bus: o.Bus}, false); err != nil {
+		return "", err
+	}
+	report, err := os.ReadFile(filepath.Join(o.Dir, "report.txt"))
+	return string(report), err
+}
+
+// cliffOf says whether a recorded run is (or holds) a cliff analysis, and its settings.
+func cliffOf(dir string, rec *Recipe) (cliffSettings, bool) {
+	if rec.Cliff != nil {
+		return *rec.Cliff, true
+	}
+	var set cliffSettings
+	data, err := os.ReadFile(filepath.Join(dir, cliffFile))
+	if err != nil || json.Unmarshal(data, &set) != nil {
+		return set, false
+	}
+	return set, true
 }

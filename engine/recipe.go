@@ -46,6 +46,9 @@ type Recipe struct {
 	Script     string `json:"script,omitempty"`
 	ScriptText string `json:"script_text,omitempty"`
 	Seed       int64  `json:"seed"`
+	// Cliff holds a cliff analysis's settings when the run was recorded for one, so tare
+	// resume finishes the analysis too.
+	Cliff *cliffSettings `json:"cliff,omitempty"`
 }
 
 // RecipeAgent is one agent as the run used it.

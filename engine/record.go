@@ -222,7 +222,9 @@ type RecordOptions struct {
 	// Script makes the agent talk to tare's own model server replaying it.
 	Script string
 	// Seed fixes the script's branch draws (0: a fresh seed, written to the recipe).
-	Seed       int64
+	Seed int64
+	// cliff is set when the recording is the first part of a cliff analysis.
+	cliff      *cliffSettings
 	AllowDirty bool
 	Argv       []string
 	Version    string
@@ -273,6 +275,7 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 		rec.Script, rec.ScriptText = o.Script, string(text)
 		rec.Seed = runSeed(o.Seed)
 	}
+	rec.Cliff = o.cliff
 	if err := writeRecipe(dir, rec); err != nil {
 		return dir, nil, err
 	}

@@ -41,6 +41,9 @@ func Resume(ctx context.Context, o ResumeOptions) (string, error) {
 		return "", err
 	}
 	if rec.Kind == "record" {
+		if set, ok := cliffOf(o.Dir, rec); ok {
+			return resumeCliff(ctx, o, rec, set)
+		}
 		return resumeRecord(ctx, o, rec)
 	}
 	r, err := openRun(o.Dir, o.Bus)

@@ -148,9 +148,11 @@ func Decide(cfg Config, obs map[int]Count) Decision {
 		// below the start or the budget is spent, which is the only way to say "no cliff"
 		// without calling noise an answer.
 		next := 0
-		if end.Verdicts < start.Verdicts {
+		if end.Verdicts < start.Verdicts && start.Passed > 0 {
 			next = cfg.Steps
 		}
+		// A start that has not passed once may be a model gap: only more of the start can
+		// say so, so the end waits.
 		if left <= 0 {
 			d.Kind = NoCliff
 			d.Why = fmt.Sprintf("tails from the last step pass %d/%d, from the start %d/%d: the recorded failure looks like chance", end.Passed, end.Verdicts, start.Passed, start.Verdicts)
