@@ -97,7 +97,7 @@ leak with the file it came from.`,
 		},
 	}
 	cmd.SetVersionTemplate("tare {{.Version}}\n")
-	cmd.AddCommand(probeCmd(), calibrateCmd(), resumeCmd(), recordCmd(), tailCmd(), cliffCmd(), demoCmd(), watchCmd(), serveCmd(), modelServerCmd(), doctorCmd(), pricesCmd())
+	cmd.AddCommand(probeCmd(), calibrateCmd(), resumeCmd(), recordCmd(), tailCmd(), cliffCmd(), swapCmd(), demoCmd(), watchCmd(), serveCmd(), modelServerCmd(), doctorCmd(), pricesCmd())
 	for _, a := range agent.All() {
 		cmd.AddCommand(attachCmd(a))
 	}
@@ -761,6 +761,140 @@ first line should read "cliff at step %d".`, demo.CliffStep, demo.CliffSeed, dem
 	return cmd
 }
 
+func swapCmd() *cobra.Command {
+	var o engine.SwapOptions
+	var project, a, b, aArgs, bArgs, cuts string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "swap PROMPT --check CMD [--a claude] [--b codex] [--cuts 0,0.5,1] [flags]",
+		Short: "Was it the workspace or the agent? Swap workspaces between two agents' runs",
+		Long: `Each agent (--a, --b) makes an original run of the task. At each cut (a fraction of that run's
+steps) each agent continues each workspace: its own natively and by handoff, the other's by
+handoff (--handoff trail: the written steps so far; workspace: the files alone), --tails times
+each, in fresh rooms, scored by the check. Per cut the report gives the table of pass rates and
+three effects with their 95% intervals: the state effect (whose workspace, the same agents
+continuing), the model effect (which agent continues, the same workspaces) and the handoff cost
+(an agent on its own workspace, natively against by handoff), and says in words which are
+distinguishable from zero.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if o.Config, err = settings(); err != nil {
+				return err
+			}
+			if o.Cuts, err = engine.ParseCuts(cuts); err != nil {
+				return err
+			}
+			sides, err := engine.ParseSides([]string{strings.TrimSpace(a + " " + aArgs), strings.TrimSpace(b + " " + bArgs)}, nil)
+			if err != nil {
+				return err
+			}
+			o.A, o.B = sides[0], sides[1]
+			if o.Project, err = projectDir(project); err != nil {
+				return err
+			}
+			if o.Script != "" {
+				if _, err := modelserver.LoadScript(o.Script); err != nil {
+					return err
+				}
+			}
+			o.Prompt, o.Argv, o.Version = args[0], os.Args[1:], version()
+			if o.Out == "" {
+				o.Out = engine.FreeRunDir(filepath.Join(o.Config.StateDir, "swap"), o.Project, time.Now())
+			}
+			warnCheckOnHost(o.CheckOnHost && o.Check != "")
+			return swap(cmd.Context(), o, asJSON)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&a, "a", "claude", "the first agent")
+	f.StringVar(&b, "b", "codex", "the second agent")
+	f.StringVar(&aArgs, "a-args", "", "the first agent's own arguments")
+	f.StringVar(&bArgs, "b-args", "", "the second agent's own arguments")
+	f.StringVar(&cuts, "cuts", "0,0.5,1", "where to swap: fractions of each original run's steps, increasing")
+	f.IntVar(&o.Tails, "tails", 3, "tails per cut, workspace, agent and way of continuing")
+	f.IntVar(&o.Jobs, "jobs", 3, "tails at the same time")
+	f.StringVar(&o.Handoff, "handoff", "trail", "what a handoff gives the other agent: trail or workspace")
+	f.BoolVar(&asJSON, "json", false, "print the result as JSON instead of the report")
+	f.StringVar(&project, "project", ".", "the project the runs start from")
+	f.StringVar(&o.Check, "check", "", "shell command that scores a workspace, in a room of its own (exit 0 passes)")
+	f.DurationVar(&o.CheckTimeout, "check-timeout", engine.DefaultCheckTimeout, "a check running longer fails")
+	checkOnHostFlag(cmd, &o.CheckOnHost)
+	f.DurationVar(&o.AgentTimeout, "timeout", engine.DefaultAgentTimeout, "an agent running longer is stopped")
+	f.StringVar(&o.Out, "out", "", "run directory (default $XDG_STATE_HOME/tare/swap/<project>-<time>)")
+	f.StringVar(&o.Script, "script", "", "talk to tare's own model server replaying this script")
+	f.Int64Var(&o.Seed, "seed", 0, "seed of the script's branch draws (the originals draw from it and the next)")
+	f.BoolVar(&o.AllowDirty, "allow-dirty", false, `run even when a reading is not "tare: 0.00"`)
+	return cmd
+}
+
+// swap runs a swap analysis and shows it, as cliff does.
+func swap(ctx context.Context, o engine.SwapOptions, asJSON bool) error {
+	o.Bus = engine.NewBus()
+	var dir string
+	var res *engine.SwapResult
+	err := showRun(ctx, o.Config, o.Out, o.Bus, func(ctx context.Context, lines bool) error {
+		if lines {
+			o.Progress = os.Stderr
+		}
+		var err error
+		dir, res, err = engine.Swap(ctx, o)
+		return err
+	})
+	if dir != "" {
+		fmt.Fprintf(os.Stderr, "tare swap: run directory %s\n", dir)
+	}
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	report, err := os.ReadFile(filepath.Join(dir, "report.txt"))
+	fmt.Print(engine.Printable(string(report)))
+	return err
+}
+
+func demoSwapCmd() *cobra.Command {
+	var o engine.SwapOptions
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "swap",
+		Short: "Swap workspaces between claude's and codex's runs of tare's demo, offline",
+		Long: fmt.Sprintf(`Extracts tare's demo project with its swap script (the agent fixes greet.sh and one time in
+five adds a settings file that breaks it for good) and runs tare swap on it with claude and
+codex against tare's own model server (--seed %d: original a adds the file, original b does
+not). Both agents follow one script, so at the last cut the report shows a state effect and no
+model effect.`, demo.SwapSeed),
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if o.Config, err = settings(); err != nil {
+				return err
+			}
+			name := engine.RunDirName("demo", time.Now())
+			paths, err := demo.Extract(filepath.Join(o.Config.StateDir, "demo", name))
+			if err != nil {
+				return err
+			}
+			o.A, o.B, o.Out = engine.Side{Agent: "claude"}, engine.Side{Agent: "codex"}, filepath.Join(o.Config.StateDir, "swap", name)
+			o.Prompt, o.Check, o.Project, o.Script = demo.Task, demo.Check, paths.Project, paths.SwapScript
+			o.Cuts, o.Handoff = []float64{0, 0.5, 1}, "trail"
+			o.CheckTimeout, o.AgentTimeout = time.Minute, 10*time.Minute
+			o.Argv, o.Version = os.Args[1:], version()
+			return swap(cmd.Context(), o, asJSON)
+		},
+	}
+	f := cmd.Flags()
+	f.Int64Var(&o.Seed, "seed", demo.SwapSeed, "seed of the model script's branch draws")
+	f.IntVar(&o.Tails, "tails", 3, "tails per cut, workspace, agent and way of continuing")
+	f.IntVar(&o.Jobs, "jobs", 3, "tails at the same time")
+	f.BoolVar(&asJSON, "json", false, "print the result as JSON instead of the report")
+	return cmd
+}
+
 func demoCmd() *cobra.Command {
 	var o engine.CalibrateOptions
 	var sides []string
@@ -797,7 +931,7 @@ model would; --seed fixes the draws (the default seed shows rates strictly betwe
 	cmd.Flags().IntVar(&o.Jobs, "jobs", 2, "runs at the same time")
 	cmd.Flags().Int64Var(&o.Seed, "seed", 7, "seed of the model script's branch draws")
 	checkOnHostFlag(cmd, &o.CheckOnHost)
-	cmd.AddCommand(demoCliffCmd())
+	cmd.AddCommand(demoCliffCmd(), demoSwapCmd())
 	return cmd
 }
 

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 )
 
-//go:embed project model.toml cliff.toml
+//go:embed project model.toml cliff.toml swap.toml
 var files embed.FS
 
 // Task is the demo's prompt.
@@ -29,6 +29,10 @@ const CliffStep = 4
 // failed run to explain.
 const CliffSeed = 13
 
+// SwapSeed is a seed whose original a of swap.toml adds the settings file that breaks
+// greet.sh and whose original b does not, so the workspace decides and the agent does not.
+const SwapSeed = 5
+
 // Paths are where Extract put the demo.
 type Paths struct {
 	// Project is the demo project's folder.
@@ -37,6 +41,8 @@ type Paths struct {
 	Script string
 	// CliffScript is the model script of the cliff demo (see CliffStep).
 	CliffScript string
+	// SwapScript is the model script of the swap demo (see SwapSeed).
+	SwapScript string
 }
 
 // Extract writes the demo project and its model script into dir, which must not exist yet.
@@ -68,5 +74,6 @@ func Extract(dir string) (Paths, error) {
 	if err != nil {
 		return Paths{}, err
 	}
-	return Paths{Project: filepath.Join(dir, "project"), Script: filepath.Join(dir, "model.toml"), CliffScript: filepath.Join(dir, "cliff.toml")}, nil
+	return Paths{Project: filepath.Join(dir, "project"), Script: filepath.Join(dir, "model.toml"), CliffScript: filepath.Join(dir, "cliff.toml"),
+		SwapScript: filepath.Join(dir, "swap.toml")}, nil
 }

@@ -14,7 +14,7 @@ func TestExtractGivesAProjectTheCheckFailsAndAValidScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, script := range []string{p.Script, p.CliffScript} {
+	for _, script := range []string{p.Script, p.CliffScript, p.SwapScript} {
 		if _, err := modelserver.LoadScript(script); err != nil {
 			t.Fatalf("a shipped model script does not load: %v", err)
 		}

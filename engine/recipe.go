@@ -49,6 +49,8 @@ type Recipe struct {
 	// Cliff holds a cliff analysis's settings when the run was recorded for one, so tare
 	// resume finishes the analysis too.
 	Cliff *cliffSettings `json:"cliff,omitempty"`
+	// Swap holds a swap analysis's settings.
+	Swap *swapSettings `json:"swap,omitempty"`
 }
 
 // RecipeAgent is one agent as the run used it.
