@@ -1,0 +1,247 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"tare/sandbox"
+)
+
+// This file holds what the probe reads of the room beyond the agent's own files: the
+// refusal of a project that would bring the operator's whole home in, well-known secret
+// files anywhere in the room, host paths naming the home in the room's mount table and
+// processes, and the blindness of an in-room walk that could not finish.
+
+// CheckProject refuses a project folder that is the host root, the operator's home, or a
+// folder holding the home: the room binds the project at /work, so it would hold ~/.ssh,
+// ~/.aws and every other file of theirs. The error is one line naming the fix.
+func CheckProject(project, home string) error {
+	p, h := resolved(project), resolved(home)
+	what := ""
+	switch {
+	case p == "/":
+		what = "the host's root folder: the room would hold every file of this machine"
+	case h == "" || h == "/":
+	case p == h:
+		what = "your home folder: the room would hold ~/.ssh, ~/.aws and every other file of yours"
+	case strings.HasPrefix(h, p+"/"):
+		what = fmt.Sprintf("a folder holding your home (%s): the room would hold ~/.ssh, ~/.aws and every other file of yours", home)
+	}
+	if what == "" {
+		return nil
+	}
+	return fmt.Errorf("--project %s: is %s; fix: give the project's own folder (cd into it, or --project DIR), or pass --allow-dirty to run there anyway", project, what)
+}
+
+// resolved is path made absolute, with its symlinks resolved where it exists.
+func resolved(path string) string {
+	if path == "" {
+		return ""
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return filepath.Clean(path)
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		return real
+	}
+	return abs
+}
+
+// operatorName is the login name of the operator whose home is home, when home is the
+// current user's: a planted home (a test's, a twin's) has no user name of its own.
+func operatorName(home string) string {
+	u, err := user.Current()
+	if err != nil || resolved(u.HomeDir) != resolved(home) || u.Username == sandbox.User {
+		return ""
+	}
+	return u.Username
+}
+
+// plantSecrets writes a private key and cloud credentials in a control twin's home, so the
+// control shows the secrets detector seeing them.
+func plantSecrets(home, token string) error {
+	for rel, text := range map[string]string{
+		".ssh/id_ed25519":  "-----BEGIN OPENSSH PRIVATE KEY-----\n" + token + "\n-----END OPENSSH PRIVATE KEY-----\n",
+		".aws/credentials": "[default]\naws_secret_access_key = " + token + "\n",
+	} {
+		p := filepath.Join(home, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// roomSight is what the in-room inspection saw beyond the agent's files by identity.
+type roomSight struct {
+	// secrets maps a room path to the well-known secret path it is (".ssh/", ".netrc").
+	secrets map[string]string
+	// unlisted counts secret files met beyond those the inspection listed.
+	unlisted string
+	// seen are the places in the room that show a watched host string (the home path).
+	seen []sandbox.Seen
+	// stopped says why the walk did not see every file ("" when it did).
+	stopped string
+}
+
+// roomSightOf reduces the inspection's view to the roomSight.
+func roomSightOf(v *sandbox.View) roomSight {
+	out := roomSight{secrets: map[string]string{}, seen: v.Seen, stopped: v.WalkStopped}
+	if v.WalkTruncated && out.stopped == "" {
+		out.stopped = fmt.Sprintf("the walk stopped at %d entries", v.Walked)
+	}
+	for _, f := range v.Found {
+		switch {
+		case f.Why == "secret files not listed":
+			out.unlisted = f.Path
+		case strings.HasPrefix(f.Why, "secret "):
+			out.secrets[f.Path] = strings.TrimPrefix(f.Why, "secret ")
+		}
+	}
+	return out
+}
+
+// watchFor is what the inspection watches for in the room's mounts and processes: the
+// subject's home path and user name.
+func watchFor(s subject) []string {
+	var out []string
+	if h := s.home; h != "" && h != "/" {
+		out = append(out, h)
+		if r := resolved(h); r != h && r != "/" {
+			out = append(out, r)
+		}
+	}
+	if s.user != "" {
+		out = append(out, s.user)
+	}
+	return out
+}
+
+// detectRoom adds the leaks the room shows of itself: secret files, and host paths naming
+// the home (or the user name) in its mounts and processes. The project's own host path is
+// not one: a bind's root cannot be hidden, so roomDeclared declares it instead.
+func detectRoom(rs roomSight, s subject, add func(det, what, source string)) {
+	paths := make([]string, 0, len(rs.secrets))
+	for p := range rs.secrets {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		add(DetSecrets, fmt.Sprintf("secret file in the room at %s (%s)", p, rs.secrets[p]), s.show(hostOf(p, s)))
+	}
+	if rs.unlisted != "" {
+		add(DetSecrets, fmt.Sprintf("%s secret files in the room besides these", strings.Trim(rs.unlisted, "()")), "the folders bound in the room")
+	}
+	done := map[string]bool{}
+	for _, seen := range rs.seen {
+		if isProjectPath(seen, s) {
+			continue
+		}
+		what, ok := "", false
+		if seen.String == s.user {
+			what, ok = fmt.Sprintf("your user name %s is visible in the room in %s (%s)", s.user, seen.Where, clip(seen.Text, 80)), userToken(seen, s.user)
+		} else {
+			what, ok = fmt.Sprintf("your home path %s is visible in the room in %s (%s)", seen.String, seen.Where, clip(seen.Text, 80)), true
+		}
+		if key := procless(seen.Where) + "\x00" + seen.Text; ok && !done[key] {
+			done[key] = true
+			add(DetHomePath, what, "the room's mounts and processes")
+		}
+	}
+}
+
+// roomDeclared lists, for the reading's declared lines, where the room shows the project's
+// host path (and with it the home it lies in).
+func roomDeclared(rs roomSight, s subject) []string {
+	var out []string
+	done := map[string]bool{}
+	for _, seen := range rs.seen {
+		if !isProjectPath(seen, s) {
+			continue
+		}
+		where := procless(seen.Where)
+		if done[where] {
+			continue
+		}
+		done[where] = true
+		why := ""
+		if where == "/proc/self/mountinfo" {
+			why = " (a bind's root cannot be hidden)"
+		}
+		out = append(out, fmt.Sprintf("the project's host path %s shows in the room's %s%s", s.project, where, why))
+	}
+	return out
+}
+
+// markBlind makes the detectors that read the in-room walk blind when it did not finish:
+// what it did not see proves nothing.
+func markBlind(r *Reading, rs roomSight) {
+	if rs.stopped == "" {
+		return
+	}
+	for _, d := range []string{DetHostFiles, DetSecrets} {
+		r.blind(d, rs.stopped, "the clean room's walk")
+	}
+}
+
+// isProjectPath reports whether seen shows the subject's project folder (or a path below
+// it), whole: a mount's root, a command-line argument, or a variable's value.
+func isProjectPath(seen sandbox.Seen, s subject) bool {
+	if s.project == "" || seen.String == s.user {
+		return false
+	}
+	text := seen.Text
+	if strings.HasSuffix(seen.Where, "/environ") {
+		_, text, _ = strings.Cut(text, "=")
+	}
+	for _, p := range []string{s.project, resolved(s.project)} {
+		if p != "" && (text == p || strings.HasPrefix(text, p+"/")) {
+			return true
+		}
+	}
+	return false
+}
+
+// userToken reports whether seen shows the user name as a whole value: an argument, or a
+// variable's value (USER=alice), not a part of a longer word.
+func userToken(seen sandbox.Seen, name string) bool {
+	text := seen.Text
+	if strings.HasSuffix(seen.Where, "/environ") {
+		_, text, _ = strings.Cut(text, "=")
+	}
+	return text == name
+}
+
+// procless turns /proc/123/cmdline into /proc/PID/cmdline, so one place is named once.
+func procless(where string) string {
+	f := strings.Split(where, "/")
+	if len(f) == 4 && f[1] == "proc" && f[2] != "self" {
+		f[2] = "PID"
+	}
+	return strings.Join(f, "/")
+}
+
+// hostOf is the host path of a room path: the workspace and the agent runtime are bound at
+// fixed places; anything else is bound at its own path.
+func hostOf(p string, s subject) string {
+	for _, b := range [][2]string{{sandbox.WorkDir, s.project}, {sandbox.AgentDir, s.runtime}} {
+		if b[1] == "" {
+			continue
+		}
+		if p == b[0] {
+			return b[1]
+		}
+		if rest, ok := strings.CutPrefix(p, b[0]+"/"); ok {
+			return filepath.Join(b[1], rest)
+		}
+	}
+	return p
+}
