@@ -399,8 +399,18 @@ func listFDs(v *View) []FD {
 
 // markRuntime finds the Go runtime's netpoll pair: an eventpoll descriptor
 // whose /proc/self/fdinfo lists, as a watched target, an eventfd descriptor
-// open in this process.
+// open in this process; and the cgroup CPU limit files the runtime keeps open
+// from its start to follow the limit (internal/runtime/cgroup), which it finds
+// wherever the mount table shows a cgroup file system: under /work when the
+// project is the host root.
 func markRuntime(fds []FD) {
+	for i, f := range fds {
+		for _, name := range []string{"/cpu.max", "/cpu.cfs_quota_us", "/cpu.cfs_period_us"} {
+			if strings.HasSuffix(f.Target, name) && strings.Contains(f.Target, "/cgroup") {
+				fds[i].Runtime = true
+			}
+		}
+	}
 	eventfds := map[int]int{}
 	for i, f := range fds {
 		if f.Target == "anon_inode:[eventfd]" {

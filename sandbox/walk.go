@@ -116,8 +116,10 @@ func (w *walker) dir(p string, dev uint64, tail []string, secret string) {
 		w.guess(p)
 		return
 	}
+	// A mount point was stat'ed by its parent already, so its device tells nothing: check
+	// the file system of every folder that is one, or whose device differs.
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err == nil && st.Dev != dev {
+	if err := unix.Fstat(fd, &st); err == nil && (st.Dev != dev || w.mounts[p]) {
 		var fs unix.Statfs_t
 		if unix.Fstatfs(fd, &fs) == nil && virtualFS[int64(fs.Type)] {
 			unix.Close(fd)
@@ -127,6 +129,10 @@ func (w *walker) dir(p string, dev uint64, tail []string, secret string) {
 	}
 	ents, err := w.list(fd)
 	unix.Close(fd)
+	if err == unix.EACCES || err == unix.EPERM {
+		w.guess(p) // a listing refused to the room's user is refused to the agent too
+		return
+	}
 	if err != nil {
 		w.stopped = fmt.Sprintf("listing %s failed: %s", p, errName(err))
 		return

@@ -148,3 +148,29 @@ func TestWatchSeesHostPathsInTheRoom(t *testing.T) {
 		t.Errorf("seen %+v: want the workspace's root in /proc/self/mountinfo at %s (%v) and the variable in an environ (%v)", v.Seen, WorkDir, mount, environ)
 	}
 }
+
+// TestWalkSkipsTheKernelsFileSystems: a proc file system bound elsewhere than /proc (as
+// under /work when the project is the host root) is not walked: its entries are the
+// kernel's, endless and partly unreadable, not anyone's files.
+func TestWalkSkipsTheKernelsFileSystems(t *testing.T) {
+	r := Room{Workspace: t.TempDir(), WorkspaceReadOnly: true, Binds: []Bind{{Source: "/proc", Dest: "/srv/proc"}}}
+	v := runInspect(t, r, InspectOptions{}).View
+	if v.WalkStopped != "" || v.Walked > 5000 {
+		t.Fatalf("the walk of a room with the host's /proc at /srv/proc looked at %d entries (stopped: %q)", v.Walked, v.WalkStopped)
+	}
+}
+
+// TestCgroupFilesOfTheGoRuntimeAreNotInherited: where the room shows a cgroup file system
+// (the host's, under /work when the project is the host root), the Go runtime of the
+// inspection opens its CPU limit files and keeps them: they are its own, not a descriptor
+// the room inherited.
+func TestCgroupFilesOfTheGoRuntimeAreNotInherited(t *testing.T) {
+	r := Room{Workspace: t.TempDir(), WorkspaceReadOnly: true, Binds: []Bind{{Source: "/sys/fs/cgroup", Dest: "/srv/cgroup"}}}
+	v := runInspect(t, r, InspectOptions{}).View
+	for _, fd := range v.FDs {
+		if fd.FD > 2 && !fd.Runtime {
+			t.Errorf("descriptor %d (%s) read as inherited", fd.FD, fd.Target)
+		}
+	}
+	t.Logf("descriptors: %+v", v.FDs)
+}
