@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // writeTree creates each file (relative to root) with a line of text.
@@ -173,4 +174,31 @@ func TestCgroupFilesOfTheGoRuntimeAreNotInherited(t *testing.T) {
 		}
 	}
 	t.Logf("descriptors: %+v", v.FDs)
+}
+
+// BenchmarkInspectLargeProject: the whole in-room inspection (walk included) in a room
+// whose workspace is empty, then one of 100,000 files; extra-ms is what the files add.
+//
+//	go test ./sandbox -run '^$' -bench BenchmarkInspectLargeProject -benchtime 5x
+func BenchmarkInspectLargeProject(b *testing.B) {
+	empty, large := b.TempDir(), b.TempDir()
+	manyFiles(b, large, 100000)
+	var sumEmpty, sumLarge time.Duration
+	for b.Loop() {
+		for _, c := range []struct {
+			ws  string
+			sum *time.Duration
+		}{{empty, &sumEmpty}, {large, &sumLarge}} {
+			t0 := time.Now()
+			v := runInspect(b, Room{Workspace: c.ws, WorkspaceReadOnly: true}, InspectOptions{}).View
+			*c.sum += time.Since(t0)
+			if v.WalkStopped != "" {
+				b.Fatal(v.WalkStopped)
+			}
+		}
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(sumEmpty.Milliseconds())/n, "empty-ms")
+	b.ReportMetric(float64(sumLarge.Milliseconds())/n, "100k-ms")
+	b.ReportMetric(float64((sumLarge-sumEmpty).Milliseconds())/n, "extra-ms")
 }
