@@ -229,10 +229,14 @@ func procless(where string) string {
 	return strings.Join(f, "/")
 }
 
-// hostOf is the host path of a room path: the workspace and the agent runtime are bound at
-// fixed places; anything else is bound at its own path.
+// hostOf is the host path of a room path: the workspace is bound at WorkDir, the agent
+// runtime below AgentDir under its own name; anything else is bound at its own path.
 func hostOf(p string, s subject) string {
-	for _, b := range [][2]string{{sandbox.WorkDir, s.project}, {sandbox.AgentDir, s.runtime}} {
+	binds := [][2]string{{sandbox.WorkDir, s.project}}
+	if s.runtime != "" {
+		binds = append(binds, [2]string{filepath.Join(sandbox.AgentDir, filepath.Base(s.runtime)), s.runtime})
+	}
+	for _, b := range binds {
 		if b[1] == "" {
 			continue
 		}

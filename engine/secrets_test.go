@@ -69,7 +69,7 @@ func TestRoomDetectorsNameSecretsAndHostPaths(t *testing.T) {
 	s := subject{home: home, project: home + "/src/proj", runtime: home + "/.local/bin", user: "alice",
 		show: func(p string) string { return strings.Replace(p, home, "~", 1) }}
 	rs := roomSight{
-		secrets: map[string]string{"/work/.ssh/id_ed25519": ".ssh/", "/opt/agent/.netrc": ".netrc"},
+		secrets: map[string]string{"/work/.ssh/id_ed25519": ".ssh/", "/opt/agent/bin/.netrc": ".netrc"},
 		seen: []sandbox.Seen{
 			{String: home, Where: "/proc/self/mountinfo", Text: home + "/src/proj", At: "/work"},
 			{String: home, Where: "/proc/1/cmdline", Text: home + "/src/proj"},
@@ -88,7 +88,7 @@ func TestRoomDetectorsNameSecretsAndHostPaths(t *testing.T) {
 		secrets = append(secrets, l.What+" <- "+l.Source)
 	}
 	want := []string{
-		"secret file in the room at /opt/agent/.netrc (.netrc) <- ~/.local/bin/.netrc",
+		"secret file in the room at /opt/agent/bin/.netrc (.netrc) <- ~/.local/bin/.netrc",
 		"secret file in the room at /work/.ssh/id_ed25519 (.ssh/) <- ~/src/proj/.ssh/id_ed25519",
 	}
 	if !slices.Equal(secrets, want) {

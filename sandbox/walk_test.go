@@ -91,7 +91,7 @@ func TestWalkSeesEverySecretAndTheAgentRuntime(t *testing.T) {
 	}
 	sort.Strings(secrets)
 	want := []string{
-		AgentDir + "/.ssh/id_rsa",
+		AgentDir + "/runtime/.ssh/id_rsa",
 		WorkDir + "/.aws/credentials", WorkDir + "/.config/gcloud/application_default_credentials.json", WorkDir + "/.config/gh/hosts.yml",
 		WorkDir + "/.git-credentials", WorkDir + "/.kube/config", WorkDir + "/sub/.netrc", WorkDir + "/x/.docker/config.json",
 		WorkDir + "/zzz/.ssh/id_ed25519", WorkDir + "/zzz/.ssh/keys/deploy",
@@ -99,7 +99,7 @@ func TestWalkSeesEverySecretAndTheAgentRuntime(t *testing.T) {
 	if !slices.Equal(secrets, want) {
 		t.Errorf("secret files seen:\n  %s\nwant:\n  %s", strings.Join(secrets, "\n  "), strings.Join(want, "\n  "))
 	}
-	for _, w := range []string{WorkDir + "/zzz/deep/notes.md ident ~/.claude/CLAUDE.md", AgentDir + "/AGENTS.md ident ~/.pi/agent/AGENTS.md"} {
+	for _, w := range []string{WorkDir + "/zzz/deep/notes.md ident ~/.claude/CLAUDE.md", AgentDir + "/runtime/AGENTS.md ident ~/.pi/agent/AGENTS.md"} {
 		if !slices.Contains(found, w) {
 			t.Errorf("the walk did not find %s; found %v", w, found)
 		}
