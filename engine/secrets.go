@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -140,45 +141,50 @@ func detectRoom(rs roomSight, s subject, add func(det, what, source string)) {
 	if rs.unlisted != "" {
 		add(DetSecrets, fmt.Sprintf("%s secret files in the room besides these", strings.Trim(rs.unlisted, "()")), "the folders bound in the room")
 	}
-	done := map[string]bool{}
+	type shown struct{ what, text string }
+	var order []shown
+	wheres := map[shown][]string{}
 	for _, seen := range rs.seen {
 		if isProjectPath(seen, s) {
 			continue
 		}
-		what, ok := "", false
+		k := shown{"your home path " + seen.String, seen.Text}
 		if seen.String == s.user {
-			what, ok = fmt.Sprintf("your user name %s is visible in the room in %s (%s)", s.user, seen.Where, clip(seen.Text, 80)), userToken(seen, s.user)
-		} else {
-			what, ok = fmt.Sprintf("your home path %s is visible in the room in %s (%s)", seen.String, seen.Where, clip(seen.Text, 80)), true
+			if !userToken(seen, s.user) {
+				continue
+			}
+			k.what = "your user name " + s.user
 		}
-		if key := procless(seen.Where) + "\x00" + seen.Text; ok && !done[key] {
-			done[key] = true
-			add(DetHomePath, what, "the room's mounts and processes")
+		if _, ok := wheres[k]; !ok {
+			order = append(order, k)
 		}
+		if w := procless(seen.Where); !slices.Contains(wheres[k], w) {
+			wheres[k] = append(wheres[k], w)
+		}
+	}
+	for _, k := range order {
+		add(DetHomePath, fmt.Sprintf("%s is visible in the room: %s (in %s)", k.what, clip(k.text, 80), strings.Join(wheres[k], ", ")),
+			"the room's mounts and processes")
 	}
 }
 
-// roomDeclared lists, for the reading's declared lines, where the room shows the project's
-// host path (and with it the home it lies in).
+// roomDeclared is the reading's declared line saying where the room shows the project's host
+// path (and with it the home it may lie in), if it does.
 func roomDeclared(rs roomSight, s subject) []string {
-	var out []string
-	done := map[string]bool{}
+	var wheres []string
 	for _, seen := range rs.seen {
-		if !isProjectPath(seen, s) {
-			continue
+		if w := procless(seen.Where); isProjectPath(seen, s) && !slices.Contains(wheres, w) {
+			wheres = append(wheres, w)
 		}
-		where := procless(seen.Where)
-		if done[where] {
-			continue
-		}
-		done[where] = true
-		why := ""
-		if where == "/proc/self/mountinfo" {
-			why = " (a bind's root cannot be hidden)"
-		}
-		out = append(out, fmt.Sprintf("the project's host path %s shows in the room's %s%s", s.project, where, why))
 	}
-	return out
+	if len(wheres) == 0 {
+		return nil
+	}
+	why := ""
+	if slices.Contains(wheres, "/proc/self/mountinfo") {
+		why = " (a bind's root cannot be hidden)"
+	}
+	return []string{fmt.Sprintf("the project's host path %s shows in the room's %s%s", s.project, strings.Join(wheres, ", "), why)}
 }
 
 // markBlind makes the detectors that read the in-room walk blind when it did not finish:
