@@ -86,7 +86,7 @@ type roomSight struct {
 	// secrets maps a room path to the well-known secret path it is (".ssh/", ".netrc").
 	secrets map[string]string
 	// unlisted counts secret files met beyond those the inspection listed.
-	unlisted string
+	unlisted int
 	// seen are the places in the room that show a watched host string (the home path).
 	seen []sandbox.Seen
 	// stopped says why the walk did not see every file ("" when it did).
@@ -95,16 +95,13 @@ type roomSight struct {
 
 // roomSightOf reduces the inspection's view to the roomSight.
 func roomSightOf(v *sandbox.View) roomSight {
-	out := roomSight{secrets: map[string]string{}, seen: v.Seen, stopped: v.WalkStopped}
+	out := roomSight{secrets: map[string]string{}, seen: v.Seen, stopped: v.WalkStopped, unlisted: v.SecretsUnlisted}
 	if v.WalkTruncated && out.stopped == "" {
 		out.stopped = fmt.Sprintf("the walk stopped at %d entries", v.Walked)
 	}
 	for _, f := range v.Found {
-		switch {
-		case f.Why == "secret files not listed":
-			out.unlisted = f.Path
-		case strings.HasPrefix(f.Why, "secret "):
-			out.secrets[f.Path] = strings.TrimPrefix(f.Why, "secret ")
+		if secret, ok := strings.CutPrefix(f.Why, "secret "); ok {
+			out.secrets[f.Path] = secret
 		}
 	}
 	return out
@@ -138,8 +135,8 @@ func detectRoom(rs roomSight, s subject, add func(det, what, source string)) {
 	for _, p := range paths {
 		add(DetSecrets, fmt.Sprintf("secret file in the room at %s (%s)", p, rs.secrets[p]), s.show(hostOf(p, s)))
 	}
-	if rs.unlisted != "" {
-		add(DetSecrets, fmt.Sprintf("%s secret files in the room besides these", strings.Trim(rs.unlisted, "()")), "the folders bound in the room")
+	if rs.unlisted > 0 {
+		add(DetSecrets, fmt.Sprintf("%d secret files in the room besides these", rs.unlisted), "the folders bound in the room")
 	}
 	type shown struct{ what, text string }
 	var order []shown

@@ -69,7 +69,8 @@ func TestRoomDetectorsNameSecretsAndHostPaths(t *testing.T) {
 	s := subject{home: home, project: home + "/src/proj", runtime: home + "/.local/bin", user: "alice",
 		show: func(p string) string { return strings.Replace(p, home, "~", 1) }}
 	rs := roomSight{
-		secrets: map[string]string{"/work/.ssh/id_ed25519": ".ssh/", "/opt/agent/bin/.netrc": ".netrc"},
+		secrets:  map[string]string{"/work/.ssh/id_ed25519": ".ssh/", "/opt/agent/bin/.netrc": ".netrc"},
+		unlisted: 3,
 		seen: []sandbox.Seen{
 			{String: home, Where: "/proc/self/mountinfo", Text: home + "/src/proj", At: "/work"},
 			{String: home, Where: "/proc/1/cmdline", Text: home + "/src/proj"},
@@ -91,6 +92,7 @@ func TestRoomDetectorsNameSecretsAndHostPaths(t *testing.T) {
 	want := []string{
 		"secret file in the room at /opt/agent/bin/.netrc (.netrc) <- ~/.local/bin/.netrc",
 		"secret file in the room at /work/.ssh/id_ed25519 (.ssh/) <- ~/src/proj/.ssh/id_ed25519",
+		"3 secret files in the room besides these <- the folders bound in the room",
 	}
 	if !slices.Equal(secrets, want) {
 		t.Errorf("secrets leaks %q, want %q", secrets, want)

@@ -85,6 +85,7 @@ type View struct {
 	Walked               int
 	WalkTruncated        bool
 	WalkStopped          string              `json:",omitempty"` // why the walk did not see everything ("" = it did)
+	SecretsUnlisted      int                 `json:",omitempty"` // secret files met beyond those in Found
 	Seen                 []Seen              `json:",omitempty"` // where each Watch string is visible
 	Home                 map[string]string   // path -> sha256 of every regular file below Home
 	Needles              map[string][]string `json:",omitempty"` // needle -> files below Home that hold it
@@ -203,7 +204,7 @@ func Inspect(o InspectOptions) View {
 		v.Fetch = append(v.Fetch, fetch(f, o.Timeout))
 	}
 	v.Seen = watch(o.Watch, &v)
-	v.Found, v.Walked, v.WalkStopped = walk(o, v.Mounts)
+	walk(o, &v)
 	v.WalkTruncated = v.WalkStopped != ""
 	v.Home = hashTree(o.Home, &v)
 	v.Needles = findNeedles(o.Home, o.Needles, &v)

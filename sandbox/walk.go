@@ -71,9 +71,9 @@ type dirent struct {
 	typ  uint8
 }
 
-// walk looks at every entry below o.Root and returns what matched, the entries looked at,
-// and why it stopped early ("" when it saw everything).
-func walk(o InspectOptions, mounts []Mount) ([]Found, int, string) {
+// walk looks at every entry below o.Root and fills in what matched, the entries looked at,
+// the secret files met beyond secretMax, and why it stopped early ("" when it saw everything).
+func walk(o InspectOptions, v *View) {
 	w := &walker{idents: map[[2]uint64]string{}, names: map[string]bool{}, mounts: map[string]bool{},
 		max: o.MaxFiles, deadline: time.Now().Add(walkBudget), buf: make([]byte, 64<<10)}
 	if w.max <= 0 {
@@ -85,22 +85,21 @@ func walk(o InspectOptions, mounts []Mount) ([]Found, int, string) {
 	for _, n := range o.Names {
 		w.names[n] = true
 	}
-	for _, m := range mounts {
+	for _, m := range v.Mounts {
 		w.mounts[m.Point] = true
 	}
 	root := path.Clean(o.Root)
 	var st unix.Stat_t
 	if err := unix.Stat(root, &st); err != nil {
-		return nil, 0, fmt.Sprintf("the walk could not start at %s: %s", root, errName(err))
+		v.WalkStopped = fmt.Sprintf("the walk could not start at %s: %s", root, errName(err))
+		return
 	}
 	w.match(root, path.Base(root), st.Dev, st.Ino)
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		w.dir(root, 0, nil, "")
 	}
-	if w.secrets > secretMax {
-		w.found = append(w.found, Found{Path: fmt.Sprintf("(%d more)", w.secrets-secretMax), Why: "secret files not listed"})
-	}
-	return w.found, w.n, w.stopped
+	v.Found, v.Walked, v.WalkStopped = w.found, w.n, w.stopped
+	v.SecretsUnlisted = max(0, w.secrets-secretMax)
 }
 
 // dir walks the folder at p, on device dev unless it is a mount point. tail holds the last

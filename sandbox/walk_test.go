@@ -202,3 +202,22 @@ func BenchmarkInspectLargeProject(b *testing.B) {
 	b.ReportMetric(float64(sumLarge.Milliseconds())/n, "100k-ms")
 	b.ReportMetric(float64((sumLarge-sumEmpty).Milliseconds())/n, "extra-ms")
 }
+
+// TestWalkCountsTheSecretsItDoesNotList: a room full of secret files lists the first ones
+// and counts the rest, so the reading stays readable and still says how many there are.
+func TestWalkCountsTheSecretsItDoesNotList(t *testing.T) {
+	ws := t.TempDir()
+	for i := 0; i < secretMax+50; i++ {
+		writeTree(t, ws, fmt.Sprintf(".gnupg/private-keys-v1.d/k%03d.key", i))
+	}
+	v := runInspect(t, Room{Workspace: ws, WorkspaceReadOnly: true}, InspectOptions{}).View
+	n := 0
+	for _, f := range v.Found {
+		if f.Why == "secret .gnupg/" {
+			n++
+		}
+	}
+	if n != secretMax || v.SecretsUnlisted != 50 {
+		t.Fatalf("%d secret files listed and %d counted, want %d and 50", n, v.SecretsUnlisted, secretMax)
+	}
+}
