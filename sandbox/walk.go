@@ -109,10 +109,17 @@ func (w *walker) dir(p string, dev uint64, tail []string, secret string) {
 		return
 	}
 	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
+	switch {
+	case err == unix.EACCES || err == unix.EPERM:
 		// What the room's user cannot list, the agent cannot list either; a secret below a
 		// folder it may still pass through (mode --x) is looked up by name.
 		w.guess(p)
+		return
+	case err == unix.ENOENT || err == unix.ENOTDIR:
+		return // gone or replaced since its folder was listed
+	case err != nil:
+		// A path too long to open from the root, say: what lies below was not seen.
+		w.stopped = fmt.Sprintf("opening %s failed: %s", p, errName(err))
 		return
 	}
 	// A mount point was stat'ed by its parent already, so its device tells nothing: check

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // writeTree creates each file (relative to root) with a line of text.
@@ -219,5 +221,38 @@ func TestWalkCountsTheSecretsItDoesNotList(t *testing.T) {
 	}
 	if n != secretMax || v.SecretsUnlisted != 50 {
 		t.Fatalf("%d secret files listed and %d counted, want %d and 50", n, v.SecretsUnlisted, secretMax)
+	}
+}
+
+// TestWalkTooDeepToOpenSaysSo: a tree deeper than a path can name (PATH_MAX) is not seen to
+// its end by the walk, which opens folders by path: it says so (the probe reads blind), and
+// does not pass over it as if it were empty.
+func TestWalkTooDeepToOpenSaysSo(t *testing.T) {
+	ws := t.TempDir()
+	fd, err := unix.Open(ws, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.Repeat("d", 200)
+	for i := 0; i < 25; i++ { // 25 × 201 bytes: past the 4096 of PATH_MAX
+		if err := unix.Mkdirat(fd, name, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		next, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		unix.Close(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fd = next
+	}
+	f, err := unix.Openat(fd, ".netrc", unix.O_CREAT|unix.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(f)
+	unix.Close(fd)
+	v := runInspect(t, Room{Workspace: ws, WorkspaceReadOnly: true}, InspectOptions{}).View
+	if !strings.Contains(v.WalkStopped, "ENAMETOOLONG") {
+		t.Fatalf("walk of a tree past PATH_MAX: stopped %q, want the reason", v.WalkStopped)
 	}
 }
