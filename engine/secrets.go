@@ -124,8 +124,9 @@ func watchFor(s subject) []string {
 }
 
 // detectRoom adds the leaks the room shows of itself: secret files, and host paths naming
-// the home (or the user name) in its mounts and processes. The project's own host path is
-// not one: a bind's root cannot be hidden, so roomDeclared declares it instead.
+// the home (or the user name) in its mounts and processes. The host paths of the binds tare
+// itself makes (the project, tare, the agent runtime) are not: a bind's root cannot be
+// hidden, so roomDeclared declares them instead.
 func detectRoom(rs roomSight, s subject, add func(det, what, source string)) {
 	paths := make([]string, 0, len(rs.secrets))
 	for p := range rs.secrets {
@@ -142,7 +143,7 @@ func detectRoom(rs roomSight, s subject, add func(det, what, source string)) {
 	var order []shown
 	wheres := map[shown][]string{}
 	for _, seen := range rs.seen {
-		if isProjectPath(seen, s) {
+		if declaredAs(seen, s) != "" {
 			continue
 		}
 		k := shown{"your home path " + seen.String, seen.Text}
@@ -165,23 +166,69 @@ func detectRoom(rs roomSight, s subject, add func(det, what, source string)) {
 	}
 }
 
-// roomDeclared is the reading's declared line saying where the room shows the project's host
-// path (and with it the home it may lie in), if it does.
+// roomDeclared is the reading's declared lines saying where the room shows the host paths
+// of the binds tare makes, when they name the home (the project's, tare's own under it).
 func roomDeclared(rs roomSight, s subject) []string {
-	var wheres []string
+	type shown struct{ label, path string }
+	var order []shown
+	wheres := map[shown][]string{}
 	for _, seen := range rs.seen {
-		if w := procless(seen.Where); isProjectPath(seen, s) && !slices.Contains(wheres, w) {
-			wheres = append(wheres, w)
+		label := declaredAs(seen, s)
+		if label == "" {
+			continue
+		}
+		k := shown{label, seen.Text}
+		if label == labelProject {
+			k.path = s.project
+		}
+		if _, ok := wheres[k]; !ok {
+			order = append(order, k)
+		}
+		if w := procless(seen.Where); !slices.Contains(wheres[k], w) {
+			wheres[k] = append(wheres[k], w)
 		}
 	}
-	if len(wheres) == 0 {
-		return nil
+	var out []string
+	for _, k := range order {
+		why := ""
+		if slices.Contains(wheres[k], "/proc/self/mountinfo") {
+			why = " (a bind's root cannot be hidden)"
+		}
+		out = append(out, fmt.Sprintf("%s %s shows in the room's %s%s", k.label, k.path, strings.Join(wheres[k], ", "), why))
 	}
-	why := ""
-	if slices.Contains(wheres, "/proc/self/mountinfo") {
-		why = " (a bind's root cannot be hidden)"
+	return out
+}
+
+// labelProject names the project's host path in a declared line.
+const labelProject = "the project's host path"
+
+// declaredAs names the bind whose host path seen shows, when it is one tare makes itself and
+// cannot hide: the project (wherever it shows), or in the mount table tare, the agent runtime,
+// the room's socket folder, the run store or a session folder. "" when it is none of these.
+func declaredAs(seen sandbox.Seen, s subject) string {
+	if seen.String == s.user {
+		return ""
 	}
-	return []string{fmt.Sprintf("the project's host path %s shows in the room's %s%s", s.project, strings.Join(wheres, ", "), why)}
+	if isProjectPath(seen, s) {
+		return labelProject
+	}
+	if seen.Where != "/proc/self/mountinfo" {
+		return ""
+	}
+	below := func(dir string) bool { return seen.At == dir || strings.HasPrefix(seen.At, dir+"/") }
+	switch {
+	case seen.At == sandbox.TareBin:
+		return "tare's host path"
+	case below(sandbox.AgentDir):
+		return "the agent runtime's host path"
+	case seen.At == sandbox.SockDir:
+		return "the room's socket folder"
+	case below(sandbox.RunDir):
+		return "the run store's host path"
+	case below(sandbox.HomeDir):
+		return "the session folder's host path"
+	}
+	return ""
 }
 
 // markBlind makes the detectors that read the in-room walk blind when it did not finish:
@@ -198,7 +245,7 @@ func markBlind(r *Reading, rs roomSight) {
 // isProjectPath reports whether seen shows the subject's project folder (or a path below
 // it), whole: a mount's root, a command-line argument, or a variable's value.
 func isProjectPath(seen sandbox.Seen, s subject) bool {
-	if s.project == "" || seen.String == s.user {
+	if s.project == "" {
 		return false
 	}
 	text := seen.Text

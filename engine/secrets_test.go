@@ -76,6 +76,8 @@ func TestRoomDetectorsNameSecretsAndHostPaths(t *testing.T) {
 			{String: home, Where: "/proc/1/cmdline", Text: home + "/src/proj"},
 			{String: home, Where: "/proc/self/mountinfo", Text: home + "/tools", At: home + "/tools"},
 			{String: home, Where: "/proc/1/cmdline", Text: home + "/tools"},
+			{String: home, Where: "/proc/self/mountinfo", Text: home + "/go/bin/tare", At: "/opt/tare/tare"},
+			{String: home, Where: "/proc/self/mountinfo", Text: home + "/src/tare/agents", At: "/opt/agent/agents"},
 			{String: home, Where: "/proc/7/environ", Text: "NPM_PREFIX=" + home + "/.npm"},
 			{String: "alice", Where: "/proc/7/environ", Text: "USER=alice"},
 			{String: "alice", Where: "/proc/7/environ", Text: "GREETING=hello alice-bot"},
@@ -106,8 +108,13 @@ func TestRoomDetectorsNameSecretsAndHostPaths(t *testing.T) {
 		t.Errorf("home path leaks %q, want the tools bind, the NPM_PREFIX variable and USER (not the project, not alice-bot)", home3)
 	}
 	declared := roomDeclared(rs, s)
-	if want := "the project's host path " + home + "/src/proj shows in the room's /proc/self/mountinfo, /proc/PID/cmdline (a bind's root cannot be hidden)"; len(declared) != 1 || declared[0] != want {
-		t.Errorf("declared %q, want %q", declared, want)
+	wantDeclared := []string{
+		"the project's host path " + home + "/src/proj shows in the room's /proc/self/mountinfo, /proc/PID/cmdline (a bind's root cannot be hidden)",
+		"tare's host path " + home + "/go/bin/tare shows in the room's /proc/self/mountinfo (a bind's root cannot be hidden)",
+		"the agent runtime's host path " + home + "/src/tare/agents shows in the room's /proc/self/mountinfo (a bind's root cannot be hidden)",
+	}
+	if !slices.Equal(declared, wantDeclared) {
+		t.Errorf("declared %q, want %q", declared, wantDeclared)
 	}
 }
 
