@@ -518,7 +518,7 @@ Run it again with --run DIR and a bigger --budget to go on from the tails alread
 				}
 				o.Side = sides[0]
 				o.Side.Args = append(o.Side.Args, args[2:]...)
-				if o.Project, err = projectDir(project); err != nil {
+				if o.Project, err = projectDir(project, o.AllowDirty); err != nil {
 					return err
 				}
 				if o.Script != "" {

@@ -208,8 +208,8 @@ func TestDoctor(t *testing.T) {
 	}
 }
 
-// TestProjectThatHoldsTheHomeIsRefused: probe, an attached run, calibrate and record on a
-// project that is the home, holds it, or is / are refused with one line naming the fix,
+// TestProjectThatHoldsTheHomeIsRefused: probe, an attached run, calibrate, cliff and record
+// on a project that is the home, holds it, or is / are refused with one line naming the fix,
 // exit 2, and nothing started or left behind (no room folder, no run directory).
 func TestProjectThatHoldsTheHomeIsRefused(t *testing.T) {
 	cases := []struct {
@@ -220,6 +220,7 @@ func TestProjectThatHoldsTheHomeIsRefused(t *testing.T) {
 		{"probe of the home", func(r *run) []string { return []string{"probe", "pi", "--project", r.home} }, "is your home folder"},
 		{"attached run in the home", func(r *run) []string { return []string{"pi", "--project", r.home, "--offline"} }, "is your home folder"},
 		{"calibrate of /", func(r *run) []string { return []string{"calibrate", "x", "--side", "pi", "--project", "/"} }, "is the host's root folder"},
+		{"cliff in the home", func(r *run) []string { return []string{"cliff", "pi", "x", "--check", "true", "--project", r.home} }, "is your home folder"},
 		{"record of the home's parent", func(r *run) []string {
 			return []string{"record", "x", "--side", "pi", "--project", filepath.Dir(r.home)}
 		}, "is a folder holding your home"},
