@@ -119,8 +119,10 @@ func appSettings() (*config.Config, *appEngine, error) {
 	return cfg, eng, err
 }
 
-// projectDir resolves --project, refusing a path that is not a folder.
-func projectDir(p string) (string, error) {
+// projectDir resolves --project, refusing a path that is not a folder, and (unless
+// allowDirty) a folder that is the host root, the operator's home or holds it: here, before
+// anything is created or started.
+func projectDir(p string, allowDirty bool) (string, error) {
 	if p == "" {
 		p = "."
 	}
@@ -135,6 +137,12 @@ func projectDir(p string) (string, error) {
 	if !info.IsDir() {
 		return "", fmt.Errorf("--project %s: not a folder; fix: give the folder the agent should work in", p)
 	}
+	if !allowDirty {
+		home, _ := os.UserHomeDir()
+		if err := engine.CheckProject(abs, home); err != nil {
+			return "", err
+		}
+	}
 	return abs, nil
 }
 
@@ -147,7 +155,7 @@ func agentArg(cmd *cobra.Command, args []string) (agent.Agent, error) {
 
 func probeCmd() *cobra.Command {
 	var project string
-	var asJSON bool
+	var asJSON, allowDirty bool
 	var requests string
 	cmd := &cobra.Command{
 		Use:   "probe AGENT",
@@ -164,7 +172,7 @@ hosts). A control twin in a planted dirty home must show each of these, or the r
 			if err != nil {
 				return err
 			}
-			dir, err := projectDir(project)
+			dir, err := projectDir(project, allowDirty)
 			if err != nil {
 				return err
 			}
@@ -172,7 +180,7 @@ hosts). A control twin in a planted dirty home must show each of these, or the r
 			if err != nil {
 				return err
 			}
-			opts := engine.ProbeOptions{Agent: a, Project: dir, Config: cfg, Progress: os.Stderr}
+			opts := engine.ProbeOptions{Agent: a, Project: dir, Config: cfg, Progress: os.Stderr, AllowDirty: allowDirty}
 			if requests != "" {
 				f, err := os.OpenFile(requests, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 				if err != nil {
@@ -204,6 +212,7 @@ hosts). A control twin in a planted dirty home must show each of these, or the r
 	cmd.Flags().StringVar(&project, "project", ".", "the project folder the agent would work in")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the reading as JSON")
 	cmd.Flags().StringVar(&requests, "requests", "", "write what reached the model in the clean room to this file (JSON lines)")
+	cmd.Flags().BoolVar(&allowDirty, "allow-dirty", false, "probe even a project that is your home, holds it, or is / (refused otherwise)")
 	return cmd
 }
 
@@ -218,7 +227,7 @@ func attachCmd(a agent.Agent) *cobra.Command {
 By default %[1]s talks to its real provider through tare's proxy, which lets through only the
 hosts in the config's network.allow; --offline points it at tare's own model server instead.`, a.Name()),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, err := projectDir(project)
+			dir, err := projectDir(project, opts.AllowDirty)
 			if err != nil {
 				return err
 			}
@@ -291,7 +300,7 @@ tare resume DIR finishes a run a crash interrupted.`,
 			if o.Sides, err = engine.ParseSides(sides, prompts); err != nil {
 				return err
 			}
-			if o.Project, err = projectDir(project); err != nil {
+			if o.Project, err = projectDir(project, o.AllowDirty); err != nil {
 				return err
 			}
 			if o.Config, err = settings(); err != nil {
@@ -413,7 +422,7 @@ continues it from any step in a fresh room, natively or by handoff to any agent.
 			if err != nil {
 				return err
 			}
-			if o.Project, err = projectDir(project); err != nil {
+			if o.Project, err = projectDir(project, o.AllowDirty); err != nil {
 				return err
 			}
 			if o.Config, err = settings(); err != nil {
@@ -509,7 +518,7 @@ Run it again with --run DIR and a bigger --budget to go on from the tails alread
 				}
 				o.Side = sides[0]
 				o.Side.Args = append(o.Side.Args, args[2:]...)
-				if o.Project, err = projectDir(project); err != nil {
+				if o.Project, err = projectDir(project, o.AllowDirty); err != nil {
 					return err
 				}
 				if o.Script != "" {

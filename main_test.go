@@ -207,3 +207,62 @@ func TestDoctor(t *testing.T) {
 		t.Errorf("doctor exited %d with three agents usable", r.code)
 	}
 }
+
+// TestProjectThatHoldsTheHomeIsRefused: probe, an attached run, calibrate, cliff and record
+// on a project that is the home, holds it, or is / are refused with one line naming the fix,
+// exit 2, and nothing started or left behind (no room folder, no run directory).
+func TestProjectThatHoldsTheHomeIsRefused(t *testing.T) {
+	cases := []struct {
+		name string
+		args func(r *run) []string
+		want string
+	}{
+		{"probe of the home", func(r *run) []string { return []string{"probe", "pi", "--project", r.home} }, "is your home folder"},
+		{"attached run in the home", func(r *run) []string { return []string{"pi", "--project", r.home, "--offline"} }, "is your home folder"},
+		{"calibrate of /", func(r *run) []string { return []string{"calibrate", "x", "--side", "pi", "--project", "/"} }, "is the host's root folder"},
+		{"cliff in the home", func(r *run) []string { return []string{"cliff", "pi", "x", "--check", "true", "--project", r.home} }, "is your home folder"},
+		{"record of the home's parent", func(r *run) []string {
+			return []string{"record", "x", "--side", "pi", "--project", filepath.Dir(r.home)}
+		}, "is a folder holding your home"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRun(t, "")
+			r.tare(t, c.args(r)...)
+			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+			if r.code != 2 || len(lines) != 1 || !strings.Contains(lines[0], c.want) || !strings.Contains(lines[0], "fix:") {
+				t.Fatalf("exit %d, stderr %q: want exit 2 and one line saying %q and the fix", r.code, r.stderr, c.want)
+			}
+			if left := r.leftovers(t); len(left) > 0 {
+				t.Errorf("left behind: %v", left)
+			}
+			if runs, _ := filepath.Glob(filepath.Join(r.home, ".local", "state", "tare", "*", "*")); len(runs) > 0 {
+				t.Errorf("run directories left behind: %v", runs)
+			}
+		})
+	}
+}
+
+// TestAllowDirtyProbesTheHomeAndNamesItsSecrets: with --allow-dirty the probe of the home
+// runs, and its reading names each secret file the room holds.
+func TestAllowDirtyProbesTheHomeAndNamesItsSecrets(t *testing.T) {
+	r := newRun(t, "")
+	for rel, text := range map[string]string{".ssh/id_ed25519": "key\n", ".aws/credentials": "[default]\n"} {
+		p := filepath.Join(r.home, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.tare(t, "probe", "pi", "--project", r.home, "--allow-dirty")
+	for _, want := range []string{"tare: 2 leaks", "secret file in the room at /work/.ssh/id_ed25519", "secret file in the room at /work/.aws/credentials"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("reading lacks %q (exit %d)\nstdout:\n%s\nstderr:\n%s", want, r.code, r.stdout, r.stderr)
+		}
+	}
+	if r.code != 1 {
+		t.Errorf("exit %d, want 1 (not 0.00)", r.code)
+	}
+}

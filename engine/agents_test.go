@@ -36,7 +36,7 @@ text = "All done."
 
 // testConfig is the config a user of this checkout would have: the project's pinned CLIs,
 // named through agents.NAME.bin, and a state folder of the test's own.
-func testConfig(t *testing.T, agents []string) *config.Config {
+func testConfig(t testing.TB, agents []string) *config.Config {
 	t.Helper()
 	cfg, err := config.Parse(nil, "none")
 	if err != nil {
@@ -53,7 +53,7 @@ func testConfig(t *testing.T, agents []string) *config.Config {
 
 // mustFind finds an agent's CLI or fails the test with the fix: these tests are not
 // optional, a machine without the CLIs must go red.
-func mustFind(t *testing.T, name string) (agent.Agent, agent.Install, *config.Config) {
+func mustFind(t testing.TB, name string) (agent.Agent, agent.Install, *config.Config) {
 	t.Helper()
 	a, err := agent.ByName(name)
 	if err != nil {
@@ -178,7 +178,7 @@ func readFile(t *testing.T, path string) string {
 }
 
 // repoRoot is the folder holding go.mod, above the package under test.
-func repoRoot(t *testing.T) string {
+func repoRoot(t testing.TB) string {
 	t.Helper()
 	dir, err := os.Getwd()
 	if err != nil {

@@ -53,7 +53,7 @@ func Attach(ctx context.Context, o AttachOptions) (int, error) {
 	if o.Stdin == nil {
 		o.Stdin, o.Stdout, o.Stderr = os.Stdin, os.Stdout, os.Stderr
 	}
-	reading, err := Probe(ctx, ProbeOptions{Agent: o.Agent, Project: o.Project, Config: o.Config, Progress: o.Stderr, HostNetwork: o.HostNetwork})
+	reading, err := Probe(ctx, ProbeOptions{Agent: o.Agent, Project: o.Project, Config: o.Config, Progress: o.Stderr, HostNetwork: o.HostNetwork, AllowDirty: o.AllowDirty})
 	if err != nil {
 		return 0, err
 	}

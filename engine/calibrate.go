@@ -152,6 +152,12 @@ func Calibrate(ctx context.Context, o CalibrateOptions) (dir, report string, err
 }
 
 func (o *CalibrateOptions) validate() error {
+	if !o.AllowDirty {
+		home, _ := os.UserHomeDir()
+		if err := CheckProject(o.Project, home); err != nil {
+			return err
+		}
+	}
 	if o.Runs < 1 {
 		return fmt.Errorf("--runs %d: want 1 or more", o.Runs)
 	}
@@ -207,7 +213,7 @@ func probeSides(ctx context.Context, r *run, sides []Side, project string, cfg *
 		}
 		seen[s.Agent] = true
 		a, _ := agent.ByName(s.Agent)
-		reading, err := Probe(ctx, ProbeOptions{Agent: a, Project: project, Config: cfg, Progress: progress})
+		reading, err := Probe(ctx, ProbeOptions{Agent: a, Project: project, Config: cfg, Progress: progress, AllowDirty: allowDirty})
 		if err != nil {
 			return err
 		}

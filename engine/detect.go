@@ -43,6 +43,8 @@ type sight struct {
 	routes     int
 	// kernel is what the room's kernel-side defences looked like from inside.
 	kernel string
+	// room is what the room shows of itself: secret files, host paths, a walk cut short.
+	room roomSight
 }
 
 // subject is what the detectors look for: the operator's (or the planted home's) setup.
@@ -55,6 +57,10 @@ type subject struct {
 	loopback string
 	// show turns a host path into the form a reading shows.
 	show func(string) string
+	// runtime is the host folder bound at the room's agent runtime folder ("" = none).
+	runtime string
+	// user is the operator's login name, watched for in the room ("" = none to watch).
+	user string
 }
 
 // scanRequests builds the request half of the evidence from raw request bodies.
@@ -216,6 +222,7 @@ func detect(ev evidence, s subject) map[string][]Leak {
 	if len(ev.sight.interfaces) > 0 || ev.sight.routes > 0 {
 		add(DetOtherHosts, fmt.Sprintf("the room has network interfaces %s and %d routes", strings.Join(ev.sight.interfaces, ", "), ev.sight.routes), "the host's network")
 	}
+	detectRoom(ev.sight.room, s, add)
 	return out
 }
 

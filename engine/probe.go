@@ -41,6 +41,12 @@ type ProbeOptions struct {
 	// twinRequests, when set, receives the requests of the twin with a copy of the operator's
 	// setup, as Requests does the clean room's: the tests read what that twin's agent sent.
 	twinRequests io.Writer
+	// AllowDirty probes a project that is the host root, the operator's home or holds it
+	// (refused otherwise, before anything starts); its reading names the secrets in it.
+	AllowDirty bool
+	// HostUser is the operator's login name, watched for in the room (default: the current
+	// user's, when HostHome is their home).
+	HostUser string
 }
 
 // probePrompt is what the agent is asked in the probe; the model server answers it with a
@@ -60,6 +66,14 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 	}
 	if o.Config == nil {
 		o.Config, _ = config.Parse(nil, "defaults")
+	}
+	if !o.AllowDirty {
+		if err := CheckProject(o.Project, o.HostHome); err != nil {
+			return nil, err
+		}
+	}
+	if o.HostUser == "" {
+		o.HostUser = operatorName(o.HostHome)
 	}
 	if !o.Agent.Verified() {
 		progress(o.Progress, "probe %s: note: %s's adapter is written from its public docs and has not been verified here", o.Agent.Name(), o.Agent.Name())
@@ -85,7 +99,7 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 	}
 	operator := subject{
 		home: o.HostHome, project: o.Project, sources: o.Agent.Personal(o.HostHome, o.Project),
-		loopback: canary.Addr(), show: tilde,
+		loopback: canary.Addr(), show: tilde, runtime: inst.Runtime, user: o.HostUser,
 	}
 	cleanPlan := plan{agent: o.Agent, inst: inst, cfg: o.Config, workspace: o.Project, readOnly: true, hostNet: o.HostNetwork}
 	ev, setup, err := observe(ctx, cleanPlan, operator, canary.Addr(), nil)
@@ -98,7 +112,7 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 	r.Requests = ev.requests
 	r.Network = networkLine(o.HostNetwork, false)
 	r.Kernel = ev.sight.kernel
-	r.Declared = setup.Declared
+	r.Declared = append(setup.Declared, roomDeclared(ev.sight.room, operator)...)
 	operator.env = setup.envNames
 	for _, leaks := range detect(ev, operator) {
 		r.Leaks = append(r.Leaks, leaks...)
@@ -144,6 +158,7 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 			r.blind(det, src.Unseen, tilde(src.Path))
 		}
 	}
+	markBlind(r, ev.sight.room)
 	r.Took = time.Since(began).Seconds()
 	return r, nil
 }
@@ -267,7 +282,7 @@ func twinArgv(tw *twin, argv []string) []string {
 // in the control's dirty home: an agent that reads no MCP servers (pi) has none to leak, and
 // its MCP detector has nothing to prove. Detectors of the room itself always apply.
 func applicable(planted []agent.Source) map[string]bool {
-	uses := map[string]bool{DetHomePath: true, DetEnv: true, DetFDs: true, DetHostFiles: true, DetLoopback: true, DetOtherHosts: true}
+	uses := map[string]bool{DetHomePath: true, DetEnv: true, DetFDs: true, DetHostFiles: true, DetSecrets: true, DetLoopback: true, DetOtherHosts: true}
 	for _, src := range planted {
 		if d := detectorOf[src.Kind]; d != "" {
 			uses[d] = true
@@ -304,6 +319,9 @@ func control(ctx context.Context, p plan, loopback string) (map[string][]Leak, [
 		return nil, nil, err
 	}
 	if err := p.agent.Plant(home, agent.Canary{Token: token}); err != nil {
+		return nil, nil, fmt.Errorf("planting the dirty home: %v", err)
+	}
+	if err := plantSecrets(home, token); err != nil {
 		return nil, nil, fmt.Errorf("planting the dirty home: %v", err)
 	}
 	s := subject{

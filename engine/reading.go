@@ -24,13 +24,14 @@ const (
 	DetEnv          = "env"
 	DetFDs          = "descriptors"
 	DetHostFiles    = "host files"
+	DetSecrets      = "secrets"
 	DetLoopback     = "host loopback"
 	DetOtherHosts   = "other hosts"
 )
 
 // Detectors lists every detector a probe runs.
 var Detectors = []string{DetInstructions, DetHomePath, DetMCP, DetSkills, DetPlugins, DetEmail,
-	DetEnv, DetFDs, DetHostFiles, DetLoopback, DetOtherHosts}
+	DetEnv, DetFDs, DetHostFiles, DetSecrets, DetLoopback, DetOtherHosts}
 
 // Leak is one thing of the operator's that a room let through.
 type Leak struct {

@@ -241,6 +241,12 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 	if err := checkPreflight(o.Check, o.CheckOnHost, NewCheckRoom(o.Config, o.CheckOnHost), configOrigin(o.Config)); err != nil {
 		return "", nil, err
 	}
+	if !o.AllowDirty {
+		home, _ := os.UserHomeDir()
+		if err := CheckProject(o.Project, home); err != nil {
+			return "", nil, err
+		}
+	}
 	installs, err := findInstalls([]Side{o.Side}, o.Config, o.Project)
 	if err != nil {
 		return "", nil, err

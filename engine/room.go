@@ -139,7 +139,7 @@ func runRoom(ctx context.Context, r sandbox.Room) (int, error) {
 // host's canary listener, look for the subject's personal files by (dev, ino), and search the
 // room's files for its account email.
 func inspectArgv(s subject, loopback, home string) []string {
-	o := sandbox.InspectOptions{Connect: []string{loopback}, Home: home}
+	o := sandbox.InspectOptions{Connect: []string{loopback}, Home: home, Watch: watchFor(s)}
 	for _, src := range s.sources {
 		if id, err := sandbox.IdentOf(src.Path, src.Path); err == nil {
 			o.Idents = append(o.Idents, id)
@@ -190,6 +190,7 @@ func sightOf(v *sandbox.View, loopback string) sight {
 	sort.Strings(out.interfaces)
 	out.routes = len(v.Routes)
 	out.kernel = kernelLine(v)
+	out.room = roomSightOf(v)
 	return out
 }
 

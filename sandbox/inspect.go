@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bufio"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -34,11 +35,12 @@ type InspectOptions struct {
 	Names    []string      // base names to look for while walking the room
 	Exists   []string      // exact paths whose existence to report (host paths that must not be there)
 	Fetch    []string      // "URL", "URL via PROXY" (CONNECT tunnel) or "URL plain PROXY" (absolute-form GET)
-	MaxFiles int           // cap on entries walked (0 = 20000)
+	MaxFiles int           // cap on entries walked (0 = DefaultMaxFiles)
 	Timeout  time.Duration // per connect or fetch (0 = 500ms)
 	Home     string        // folder hashed as HOME ("" = HomeDir)
 	Root     string        // folder walked for Idents and Names ("" = "/")
 	Needles  []string      // strings to look for in the files below Home (an account email)
+	Watch    []string      // strings to look for in the mount table and every process's command line and environment (host paths)
 }
 
 // Ident is a host file identity: bind mounts keep (st_dev, st_ino), so a
@@ -79,9 +81,12 @@ type View struct {
 	Write                []Probe
 	Exists               []Probe // OK: the path exists (lstat)
 	Fetch                []FetchResult
-	Found                []Found // walked entries matching Idents or Names
+	Found                []Found // walked entries matching Idents, Names or SecretPaths
 	Walked               int
 	WalkTruncated        bool
+	WalkStopped          string              `json:",omitempty"` // why the walk did not see everything ("" = it did)
+	SecretsUnlisted      int                 `json:",omitempty"` // secret files met beyond those in Found
+	Seen                 []Seen              `json:",omitempty"` // where each Watch string is visible
 	Home                 map[string]string   // path -> sha256 of every regular file below Home
 	Needles              map[string][]string `json:",omitempty"` // needle -> files below Home that hold it
 	TIOCSTI              string              // ioctl(0, TIOCSTI)
@@ -120,10 +125,20 @@ type Status struct {
 	NoNewPrivs, Seccomp                    string
 }
 
-// Mount is one line of /proc/self/mountinfo.
+// Mount is one line of /proc/self/mountinfo. Root is the mounted folder's path inside its
+// file system: for a bind, the host path it came from, which the room can read.
 type Mount struct {
 	Point, FSType string
+	Root          string
 	ReadOnly      bool
+}
+
+// Seen is one place in the room where a watched string is visible: Where is
+// /proc/self/mountinfo (Text is a mount's root, At its mount point), /proc/PID/cmdline (Text
+// is the argument) or /proc/PID/environ (Text is the variable).
+type Seen struct {
+	String, Where, Text string
+	At                  string `json:",omitempty"`
 }
 
 // Probe is the outcome of one attempt: OK, or Err as an errno name.
@@ -141,11 +156,11 @@ type FetchResult struct {
 	Err    string `json:",omitempty"`
 }
 
-// Found is a walked entry that matched an Ident or a Name.
+// Found is a walked entry that matched an Ident, a Name or a SecretPaths entry.
 type Found struct {
 	Path     string
 	Dev, Ino uint64
-	Why      string // "ident LABEL" or "name NAME"
+	Why      string // "ident LABEL", "name NAME" or "secret SECRETPATH"
 }
 
 // Inspect reports what this process can see. It lists its descriptors
@@ -155,9 +170,6 @@ func Inspect(o InspectOptions) View {
 	start := time.Now()
 	var v View
 	v.FDs = listFDs(&v)
-	if o.MaxFiles <= 0 {
-		o.MaxFiles = 20000
-	}
 	if o.Timeout <= 0 {
 		o.Timeout = 500 * time.Millisecond
 	}
@@ -191,7 +203,9 @@ func Inspect(o InspectOptions) View {
 	for _, f := range o.Fetch {
 		v.Fetch = append(v.Fetch, fetch(f, o.Timeout))
 	}
-	v.Found, v.Walked, v.WalkTruncated = walk(o)
+	v.Seen = watch(o.Watch, &v)
+	walk(o, &v)
+	v.WalkTruncated = v.WalkStopped != ""
 	v.Home = hashTree(o.Home, &v)
 	v.Needles = findNeedles(o.Home, o.Needles, &v)
 	v.TIOCSTI = tryTIOCSTI()
@@ -217,36 +231,12 @@ func Inspect(o InspectOptions) View {
 }
 
 // Args is the command line after the tare binary that makes InspectMain
-// run Inspect with these options inside a room.
+// run Inspect with these options inside a room. The options travel as one
+// encoded argument: the inspection reads every command line in the room for
+// host paths (Watch), and must not find them in its own.
 func (o InspectOptions) Args() []string {
-	a := []string{"inspect", "--json"}
-	add := func(flag string, vals []string) {
-		for _, v := range vals {
-			a = append(a, flag, v)
-		}
-	}
-	add("--connect", o.Connect)
-	add("--write", o.Write)
-	for _, id := range o.Idents {
-		a = append(a, "--ident", fmt.Sprintf("%d:%d:%s", id.Dev, id.Ino, id.Label))
-	}
-	add("--name", o.Names)
-	add("--exists", o.Exists)
-	add("--fetch", o.Fetch)
-	add("--needle", o.Needles)
-	if o.MaxFiles > 0 {
-		a = append(a, "--max-files", strconv.Itoa(o.MaxFiles))
-	}
-	if o.Timeout > 0 {
-		a = append(a, "--timeout", o.Timeout.String())
-	}
-	if o.Home != "" {
-		a = append(a, "--home", o.Home)
-	}
-	if o.Root != "" {
-		a = append(a, "--root", o.Root)
-	}
-	return a
+	b, _ := json.Marshal(o) // plain data: cannot fail
+	return []string{"inspect", "--json", "--spec", base64.RawURLEncoding.EncodeToString(b)}
 }
 
 type listFlag []string
@@ -254,17 +244,18 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
-// InspectMain is `tare inspect --json [--out FILE] [--connect ADDR]...
+// InspectMain is `tare inspect --json [--out FILE] [--spec ARGS] [--connect ADDR]...
 // [--write PATH]... [--ident DEV:INO:LABEL]... [--name NAME]... [--exists
-// PATH]... [--fetch
-// SPEC]... [--max-files N] [--timeout D] [--home DIR] [--root DIR]`: it
+// PATH]... [--fetch SPEC]... [--needle S]... [--watch S]... [--max-files N] [--timeout D]
+// [--home DIR] [--root DIR]`: it
 // runs Inspect and writes the View as JSON to stdout or FILE.
 func InspectMain(args []string) int {
 	fl := flag.NewFlagSet("tare inspect", flag.ContinueOnError)
 	var o InspectOptions
-	var connect, write, ident, names, exists, fetches, needles listFlag
+	var connect, write, ident, names, exists, fetches, needles, watches listFlag
 	fl.Bool("json", true, "write JSON (the only format)")
 	out := fl.String("out", "", "write the view to this file instead of stdout")
+	spec := fl.String("spec", "", "the options as InspectOptions.Args encodes them (base64 JSON)")
 	fl.Var(&connect, "connect", "address to connect to: 127.0.0.1:PORT, unix:/path, unix:@name")
 	fl.Var(&write, "write", "path whose writability to try")
 	fl.Var(&ident, "ident", "host identity DEV:INO[:LABEL] to look for")
@@ -272,14 +263,45 @@ func InspectMain(args []string) int {
 	fl.Var(&exists, "exists", "exact path whose existence to report")
 	fl.Var(&fetches, "fetch", "URL, 'URL via PROXY' or 'URL plain PROXY'")
 	fl.Var(&needles, "needle", "string to look for in the files below HOME")
-	fl.IntVar(&o.MaxFiles, "max-files", 0, "cap on entries walked")
-	fl.DurationVar(&o.Timeout, "timeout", 0, "per connect or fetch")
-	fl.StringVar(&o.Home, "home", "", "folder hashed as HOME")
-	fl.StringVar(&o.Root, "root", "", "folder walked")
+	fl.Var(&watches, "watch", "string to look for in the mount table and every process's command line and environment")
+	maxFiles := fl.Int("max-files", 0, "cap on entries walked")
+	timeout := fl.Duration("timeout", 0, "per connect or fetch")
+	home := fl.String("home", "", "folder hashed as HOME")
+	root := fl.String("root", "", "folder walked")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
-	o.Connect, o.Write, o.Names, o.Exists, o.Fetch, o.Needles = connect, write, names, exists, fetches, needles
+	if *spec != "" {
+		var so InspectOptions
+		b, err := base64.RawURLEncoding.DecodeString(*spec)
+		if err == nil {
+			err = json.Unmarshal(b, &so)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "tare inspect: --spec: %v: pass what InspectOptions.Args writes\n", err)
+			return 2
+		}
+		o = so
+	}
+	o.Connect = append(o.Connect, connect...)
+	o.Write = append(o.Write, write...)
+	o.Names = append(o.Names, names...)
+	o.Exists = append(o.Exists, exists...)
+	o.Fetch = append(o.Fetch, fetches...)
+	o.Needles = append(o.Needles, needles...)
+	o.Watch = append(o.Watch, watches...)
+	if *maxFiles != 0 {
+		o.MaxFiles = *maxFiles
+	}
+	if *timeout != 0 {
+		o.Timeout = *timeout
+	}
+	if *home != "" {
+		o.Home = *home
+	}
+	if *root != "" {
+		o.Root = *root
+	}
 	for _, s := range ident {
 		parts := strings.SplitN(s, ":", 3)
 		var id Ident
@@ -378,8 +400,18 @@ func listFDs(v *View) []FD {
 
 // markRuntime finds the Go runtime's netpoll pair: an eventpoll descriptor
 // whose /proc/self/fdinfo lists, as a watched target, an eventfd descriptor
-// open in this process.
+// open in this process; and the cgroup CPU limit files the runtime keeps open
+// from its start to follow the limit (internal/runtime/cgroup), which it finds
+// wherever the mount table shows a cgroup file system: under /work when the
+// project is the host root.
 func markRuntime(fds []FD) {
+	for i, f := range fds {
+		for _, name := range []string{"/cpu.max", "/cpu.cfs_quota_us", "/cpu.cfs_period_us"} {
+			if strings.HasSuffix(f.Target, name) && strings.Contains(f.Target, "/cgroup") {
+				fds[i].Runtime = true
+			}
+		}
+	}
 	eventfds := map[int]int{}
 	for i, f := range fds {
 		if f.Target == "anon_inode:[eventfd]" {
@@ -538,7 +570,7 @@ func readMounts(v *View) []Mount {
 				ro = true
 			}
 		}
-		out = append(out, Mount{Point: unescapeMount(f[4]), FSType: g[0], ReadOnly: ro})
+		out = append(out, Mount{Point: unescapeMount(f[4]), Root: unescapeMount(f[3]), FSType: g[0], ReadOnly: ro})
 	}
 	return out
 }
@@ -669,49 +701,6 @@ func readBody(r FetchResult, resp *http.Response) FetchResult {
 		r.Err = errName(err)
 	}
 	return r
-}
-
-// walkSkip are trees never walked: virtual, or the read-only runtime.
-var walkSkip = map[string]bool{"/proc": true, "/dev": true, "/sys": true, "/usr": true, AgentDir: true}
-
-func walk(o InspectOptions) ([]Found, int, bool) {
-	idents := map[[2]uint64]string{}
-	for _, id := range o.Idents {
-		idents[[2]uint64{id.Dev, id.Ino}] = id.Label
-	}
-	names := map[string]bool{}
-	for _, n := range o.Names {
-		names[n] = true
-	}
-	var found []Found
-	n, truncated := 0, false
-	filepath.WalkDir(o.Root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if d.IsDir() && walkSkip[p] {
-			return fs.SkipDir
-		}
-		n++
-		if n > o.MaxFiles {
-			truncated = true
-			return fs.SkipAll
-		}
-		var dev, ino uint64
-		if info, err := d.Info(); err == nil {
-			if st, ok := info.Sys().(*syscall.Stat_t); ok {
-				dev, ino = st.Dev, st.Ino
-			}
-		}
-		if label, ok := idents[[2]uint64{dev, ino}]; ok {
-			found = append(found, Found{Path: p, Dev: dev, Ino: ino, Why: "ident " + label})
-		}
-		if names[d.Name()] {
-			found = append(found, Found{Path: p, Dev: dev, Ino: ino, Why: "name " + d.Name()})
-		}
-		return nil
-	})
-	return found, n, truncated
 }
 
 // hashTree hashes every regular file below dir (64 MiB in all at most).

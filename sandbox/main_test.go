@@ -90,7 +90,7 @@ type inspectRun struct {
 
 // runInspect runs Inspect with o inside room r (Argv is replaced) and
 // returns the decoded View. The room's stdout carries the JSON.
-func runInspect(t *testing.T, r Room, o InspectOptions) inspectRun {
+func runInspect(t testing.TB, r Room, o InspectOptions) inspectRun {
 	t.Helper()
 	requireBwrap(t)
 	if r.Tare == "" {
