@@ -799,7 +799,7 @@ distinguishable from zero.`,
 				return err
 			}
 			o.A, o.B = sides[0], sides[1]
-			if o.Project, err = projectDir(project); err != nil {
+			if o.Project, err = projectDir(project, o.AllowDirty); err != nil {
 				return err
 			}
 			if o.Script != "" {
