@@ -106,3 +106,14 @@ func runCostLabelled(st *engine.RunState) string {
 
 // percent formats a rate in [0, 1] as a whole percentage.
 func percent(p float64) string { return fmt.Sprintf("%d%%", int(math.Round(p*100))) }
+
+// noVerdict is how the app words engine.StatusNoVerdict.
+const noVerdict = "no verdict"
+
+// statusWord is a tail's status as the app shows it.
+func statusWord(status string) string {
+	if status == engine.StatusNoVerdict {
+		return noVerdict
+	}
+	return status
+}

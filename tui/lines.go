@@ -42,7 +42,11 @@ func Line(e engine.Event) string {
 		}
 	case e.TailFinished != nil:
 		t := e.TailFinished
-		fmt.Fprintf(&b, "tail %s %s %.0fs %d calls %s", t.ID, t.Status, t.Seconds, t.Calls, cost(t.Usage))
+		status := statusWord(t.Status)
+		if t.Status == engine.StatusNoVerdict || t.Status == "error" {
+			status = noVerdict + " (" + t.Reason.Label() + ")"
+		}
+		fmt.Fprintf(&b, "tail %s %s %.0fs %d calls %s", t.ID, status, t.Seconds, t.Calls, cost(t.Usage))
 		if t.Detail != "" {
 			fmt.Fprintf(&b, " — %s", t.Detail)
 		}
