@@ -66,8 +66,12 @@ func calibrateText(rec *Recipe, st *RunState) string {
 			fmt.Fprintf(&b, "  %-4s  %-*s %4d/%-4d  %s\n", s.Key, width, sideLabel(s), t.Passed, t.Verdicts, timing)
 			continue
 		}
-		rate, _ := t.Rate()
-		fmt.Fprintf(&b, "  %-4s  %-*s %2d/%-2d  %.2f  %.2f-%.2f     %s", s.Key, width, sideLabel(s), t.Passed, t.Verdicts, rate, t.Lo, t.Hi, timing)
+		// With no verdict there is no rate: a 0.00 would read as every tail failing.
+		rate, interval := "   -", "    -    "
+		if r, ok := t.Rate(); ok {
+			rate, interval = fmt.Sprintf("%.2f", r), fmt.Sprintf("%.2f-%.2f", t.Lo, t.Hi)
+		}
+		fmt.Fprintf(&b, "  %-4s  %-*s %2d/%-2d  %s  %s     %s", s.Key, width, sideLabel(s), t.Passed, t.Verdicts, rate, interval, timing)
 		if len(scores) > 0 {
 			fmt.Fprintf(&b, "   scores %s", joinInts(scores))
 		}
