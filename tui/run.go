@@ -138,29 +138,73 @@ func (p *tallyPane) update(tea.KeyMsg) (bool, tea.Cmd) { return false, nil }
 func (p *tallyPane) view(bool) string {
 	st := p.env.store.run(p.dir).state
 	s := p.env.st
-	var lines []string
-	for _, t := range st.Tally() {
-		label := t.Side.Key + " " + strings.Join(append([]string{t.Side.Agent}, t.Side.Args...), " ")
+	tallies := st.Tally()
+	lw := min(max(p.w/4, 8), 28)
+	nums := func(t engine.SideTally, running bool) string {
 		counts := fmt.Sprintf("%d/%d", t.Passed, t.Verdicts)
 		rate, interval := "  –", "    –    "
 		if r, ok := t.Rate(); ok {
 			rate = percent(r)
 			interval = percent(t.Lo) + "–" + percent(t.Hi)
 		}
-		tail := fmt.Sprintf(" %5s %4s %9s %2d running %7s", counts, rate, interval, t.Running, cost(t.Usage))
-		lw := min(max(p.w/4, 8), 28)
-		// What the rate leaves out takes room from the bar, never from the numbers.
-		if out := t.LeftOut(); out != "" {
-			tail += " · " + fit(out, max(p.w-lw-1-ansi.StringWidth(tail)-3-12, 8))
+		if running {
+			return fmt.Sprintf(" %5s %4s %9s %2d running %7s", counts, rate, interval, t.Running, cost(t.Usage))
+		}
+		return fmt.Sprintf(" %5s %4s %9s %7s", counts, rate, interval, cost(t.Usage))
+	}
+	// What each rate leaves out, in one column for every side: it matters more than how many
+	// still run, and its counts whole more than its reasons cut. The bar takes what is left.
+	outs := make([]string, len(tallies))
+	width := func() int {
+		w := 0
+		for _, o := range outs {
+			w = max(w, ansi.StringWidth(o))
+		}
+		return w
+	}
+	for i, t := range tallies {
+		outs[i] = t.LeftOut()
+	}
+	running := true
+	room := func() int { return p.w - lw - 1 - len([]rune(nums(engine.SideTally{}, running))) - 3 - 12 }
+	if width() > room() {
+		running = false
+	}
+	if width() > room() {
+		for i, t := range tallies {
+			outs[i] = leftOutCounts(t)
+		}
+	}
+	ow := min(width(), max(room(), 8))
+	var lines []string
+	for i, t := range tallies {
+		label := t.Side.Key + " " + strings.Join(append([]string{t.Side.Agent}, t.Side.Args...), " ")
+		tail := nums(t, running)
+		switch {
+		case outs[i] != "":
+			tail += " · " + fit(outs[i], ow)
+		case ow > 0:
+			tail += strings.Repeat(" ", ow+3)
 		}
 		bw := p.w - lw - 1 - ansi.StringWidth(tail)
-		line := fit(label, lw) + " " + passBar(s, t, bw) + tail
-		lines = append(lines, line)
+		lines = append(lines, fit(label, lw)+" "+passBar(s, t, bw)+tail)
 	}
 	if len(lines) == 0 {
 		lines = append(lines, s.tone(dim, "no sides yet"))
 	}
 	return strings.Join(lines, "\n")
+}
+
+// leftOutCounts is LeftOut without the reasons, for a narrow pane: "1 no verdict · 1 retried".
+func leftOutCounts(t engine.SideTally) string {
+	var parts []string
+	if t.NoVerdict > 0 {
+		parts = append(parts, fmt.Sprintf("%d no verdict", t.NoVerdict))
+	}
+	if t.Retried > 0 {
+		parts = append(parts, fmt.Sprintf("%d retried", t.Retried))
+	}
+	return strings.Join(parts, " · ")
 }
 
 // passBar draws a pass rate on [0, 1] in w cells: the interval as a thick line over a thin
