@@ -30,6 +30,9 @@ func Line(e engine.Event) string {
 		if t.How != "fresh" {
 			fmt.Fprintf(&b, " from step %d", t.Step)
 		}
+		if t.CapsuleFrom != nil {
+			fmt.Fprintf(&b, ", which has no capsule: starts from step %d's", *t.CapsuleFrom)
+		}
 		if t.Attempt > 0 {
 			fmt.Fprintf(&b, ", attempt %d", t.Attempt+1)
 		}
