@@ -88,7 +88,7 @@ func dollars(c float64) string { return fmt.Sprintf("$%.2f", c) }
 // runCost is a run's cost so far, with "?" when a tail's model has no price.
 func runCost(st *engine.RunState) string {
 	for _, t := range st.Tails {
-		if unknownPart(t.Usage) {
+		if unknownPart(t.TotalUsage()) {
 			return withUnknown(st.Cost(), true)
 		}
 	}
