@@ -259,7 +259,7 @@ func TestKillNineDuringRecordThenResume(t *testing.T) {
 	if !strings.Contains(tail.stdout+tail.stderr, "native-1-codex-0") {
 		t.Errorf("tare tail --step 1 on the resumed recording (exit %d):\nstdout: %s\nstderr: %s", tail.code, tail.stdout, tail.stderr)
 	}
-	if res, err := os.ReadFile(filepath.Join(out, "tails", "native-1-codex-0", "result.json")); err != nil || strings.Contains(string(res), `"status": "error"`) {
+	if res, err := os.ReadFile(filepath.Join(out, "tails", "native-1-codex-0", "result.json")); err != nil || strings.Contains(string(res), `"status": "no-verdict"`) {
 		t.Errorf("the tail reached no verdict: %v\n%s", err, res)
 	}
 
@@ -283,8 +283,9 @@ func TestKillNineDuringRecordThenResume(t *testing.T) {
 	if again := r.tare(t, "resume", out); again.code != 0 {
 		t.Fatalf("second tare resume exited %d: %s", again.code, again.stderr)
 	}
-	if st := engine.Replay("run", readEvents(out)).Tails[id]; st.Status != "error" || !strings.Contains(st.Detail, "run it again with tare tail") {
-		t.Errorf("the killed tail after resume: %s, %q; want error saying to run it again", st.Status, st.Detail)
+	if st := engine.Replay("run", readEvents(out)).Tails[id]; st.Status != engine.StatusNoVerdict || st.Reason != engine.ReasonInterrupted ||
+		!strings.Contains(st.Detail, "run it again with tare tail") {
+		t.Errorf("the killed tail after resume: %s (%s), %q; want no verdict, interrupted, saying to run it again", st.Status, st.Reason, st.Detail)
 	}
 }
 

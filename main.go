@@ -265,6 +265,7 @@ hosts in the config's network.allow; --offline points it at tare's own model ser
 
 func calibrateCmd() *cobra.Command {
 	var o engine.CalibrateOptions
+	var asJSON bool
 	var sides, prompts []string
 	var project, promptFile string
 	cmd := &cobra.Command{
@@ -307,10 +308,11 @@ tare resume DIR finishes a run a crash interrupted.`,
 				return err
 			}
 			o.Argv, o.Version = os.Args[1:], version()
-			return calibrate(cmd.Context(), o)
+			return calibrate(cmd.Context(), o, asJSON)
 		},
 	}
 	f := cmd.Flags()
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON (each side's verdicts, rate, interval, no verdicts and retries with reasons, usage)")
 	f.StringArrayVar(&sides, "side", nil, `an agent and its arguments, e.g. "claude --model haiku" (repeat for each side; keys a, b, c...)`)
 	f.StringVar(&promptFile, "prompt-file", "", "read the task from this file instead of PROMPT")
 	f.StringArrayVar(&prompts, "side-prompt", nil, `a side's own prompt, KEY=PROMPT, e.g. "b=/b:ideate a todo app"`)
@@ -331,7 +333,7 @@ tare resume DIR finishes a run a crash interrupted.`,
 
 // calibrate runs a calibrate and shows it: the live run view when stdout is a terminal, one
 // line per event on stderr otherwise; then the report on stdout.
-func calibrate(ctx context.Context, o engine.CalibrateOptions) error {
+func calibrate(ctx context.Context, o engine.CalibrateOptions, asJSON bool) error {
 	warnCheckOnHost(o.CheckOnHost && o.Check != "")
 	o.Bus = engine.NewBus()
 	if o.Out == "" {
@@ -352,8 +354,21 @@ func calibrate(ctx context.Context, o engine.CalibrateOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Print(engine.Printable(report))
-	return nil
+	return printReport(o.Out, report, asJSON)
+}
+
+// printReport prints a run's report on stdout: its text, or report.json with asJSON.
+func printReport(dir, text string, asJSON bool) error {
+	if !asJSON {
+		fmt.Print(engine.Printable(text))
+		return nil
+	}
+	data, err := os.ReadFile(filepath.Join(dir, engine.ReportFile))
+	if err != nil {
+		return fmt.Errorf("%s: %v; the run has no JSON report (a run from an older tare): read report.txt", dir, err)
+	}
+	_, err = os.Stdout.Write(data)
+	return err
 }
 
 // showRun runs a long command and shows it: the live run view of dir when stdout and stdin
@@ -565,7 +580,9 @@ run) in a fresh room: natively by default (the recorded agent's own session, cut
 step, resumed with "Continue."), or by handoff to a fresh session of any agent given the trail
 up to the step. The recording's check scores it, in a room of its own (on the host only if the
 recording was made with --check-on-host, or with --check-on-host here); the tail is journaled
-in DIR.`,
+in DIR. A step none of whose tool calls left a capsule (record.json lists it under
+"inherited") is refused unless --from-nearest starts the tail from the nearest earlier
+capsule, which the tail then names.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := settings()
@@ -591,7 +608,15 @@ in DIR.`,
 			if err != nil {
 				return err
 			}
-			fmt.Print(engine.Printable(fmt.Sprintf("tail %s from step %d: %s (%s; %s)\n", res.ID, res.Step, res.Status, res.AgentExit, res.Check)))
+			from := fmt.Sprintf("step %d", res.Step)
+			if res.CapsuleFrom != nil {
+				from += fmt.Sprintf(" (no capsule of its own: started from step %d's)", *res.CapsuleFrom)
+			}
+			outcome := res.Status
+			if res.Status == engine.StatusNoVerdict {
+				outcome = "no verdict (" + res.Reason.Label() + ")"
+			}
+			fmt.Print(engine.Printable(fmt.Sprintf("tail %s from %s: %s (%s; %s)\n", res.ID, from, outcome, res.AgentExit, res.Check)))
 			if !res.Passed {
 				return exitError{1}
 			}
@@ -601,18 +626,21 @@ in DIR.`,
 	cmd.Flags().IntVar(&o.Step, "step", 0, "the step whose capsule the tail continues (0: the project before the run)")
 	cmd.Flags().StringVar(&handoff, "handoff", "", `continue by handoff to this agent, e.g. "codex"`)
 	checkOnHostFlag(cmd, &o.CheckOnHost)
+	cmd.Flags().BoolVar(&o.FromNearest, "from-nearest", false, "for a step with no capsule of its own, start from the nearest earlier one")
 	return cmd
 }
 
 func resumeCmd() *cobra.Command {
 	var retry []string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "resume DIR",
 		Short: "Finish a run a crash interrupted, without repeating finished tails",
 		Long: `Finishes a calibrate run that a crash or a kill interrupted: finished tails are kept as the
 journal has them, tails that were running are rerun (their first attempt is kept beside them)
 and the journal says so, tails never started are run, and the report is written.
---retry ID runs a finished tail again (a failed one, say); earlier attempts are kept.
+--retry ID runs a finished tail again as a new attempt; every attempt stays on the record with
+its cost, and the rate counts each tail's first verdict, so retrying failures cannot raise it.
 
 For a recorded run (tare record), an interrupted recording is recorded again from the run's
 start capsule (the first attempt kept as original.attempt-1), and a tail that was running
@@ -634,11 +662,11 @@ start capsule (the first attempt kept as original.attempt-1), and a tail that wa
 			if err != nil {
 				return err
 			}
-			fmt.Print(engine.Printable(report))
-			return nil
+			return printReport(args[0], report, asJSON)
 		},
 	}
-	cmd.Flags().StringArrayVar(&retry, "retry", nil, "run this finished tail again (repeat for several)")
+	cmd.Flags().StringArrayVar(&retry, "retry", nil, "run this finished tail again as a new attempt (repeat for several)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
 }
 
@@ -932,7 +960,7 @@ model would; --seed fixes the draws (the default seed shows rates strictly betwe
 			o.Prompt, o.Check, o.Project, o.Script = demo.Task, demo.Check, paths.Project, paths.Script
 			o.CheckTimeout, o.AgentTimeout = time.Minute, 10*time.Minute
 			o.Argv, o.Version = os.Args[1:], version()
-			return calibrate(cmd.Context(), o)
+			return calibrate(cmd.Context(), o, false)
 		},
 	}
 	cmd.Flags().StringArrayVar(&sides, "side", []string{"claude", "codex"}, "a side, as for tare calibrate")

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"tare/engine"
 )
 
 // tareBin is the real binary, built once for these tests.
@@ -122,6 +124,31 @@ func (r *run) leftovers(t *testing.T) []string {
 	return left
 }
 
+// recordedRunWithoutCapsule is a recorded run's folder whose step 2 left no capsule of its
+// own (record.json lists it as inherited from step 1), as tare record writes it.
+func recordedRunWithoutCapsule(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{
+		engine.RecipeFile: `{"format": "tare-recipe 1", "kind": "record", "sides": [{"key": "a", "agent": "pi"}], "runs": 1, "jobs": 1}`,
+		"original/record.json": `{"agent": "pi", "task": "t", "session_id": "s", "exit": "agent exit 0", "snapshots": "hook",
+			"steps": [{"N": 1, "Tool": "bash echo one", "IDs": ["c1"], "Events": 1}, {"N": 2, "Tool": "bash sed -i", "IDs": ["c2"], "Events": 2}],
+			"capsules": [{}, {}, {}], "inherited": [{"step": 2, "from": 1}], "events": [{}, {}]}`,
+		"original/session.jsonl": "{}\n",
+		engine.JournalFile:       "",
+	}
+	for name, text := range files {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
 // TestBadInputIsOneLineAndLeavesNothing: each bad input gets one line naming what is wrong
 // and the fix, a non-zero exit, and no room folder or process left behind.
 func TestBadInputIsOneLineAndLeavesNothing(t *testing.T) {
@@ -130,6 +157,7 @@ func TestBadInputIsOneLineAndLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	project := t.TempDir()
+	inherited := recordedRunWithoutCapsule(t)
 	cases := []struct {
 		name   string
 		config string
@@ -152,6 +180,8 @@ func TestBadInputIsOneLineAndLeavesNothing(t *testing.T) {
 		{"resume of a folder that is not a run", "", []string{"resume", project}, []string{"not a tare run", "fix:"}},
 		{"tail of a folder that is not a run", "", []string{"tail", project, "--step", "1"}, []string{"not a tare run", "fix:"}},
 		{"watch of a folder that is not a run", "", []string{"watch", project}, []string{"not a tare run directory", "fix:"}},
+		{"tail from a step without a capsule", "", []string{"tail", inherited, "--step", "2", "--handoff", "pi"},
+			[]string{"--step 2: the step has no capsule of its own", "step 1's", "fix: add --from-nearest"}},
 		{"serve without an address", "", []string{"serve"}, []string{"--ssh ADDR"}},
 		{"cliff budget below the start and end", "", []string{"cliff", "pi", "x", "--check", "true", "--budget", "5", "--project", project}, []string{"--budget 5", "raise --budget"}},
 		{"cliff without a check", "", []string{"cliff", "pi", "x", "--project", project}, []string{"--check", "cliff needs a check"}},

@@ -38,6 +38,19 @@ func (Claude) hookKind() string { return HookInAgent }
 func (Codex) hookKind() string  { return HookInAgent }
 func (Pi) hookKind() string     { return HookInAgent }
 
+// AfterToolEvents are the hook events that, together, fire once after every tool call of a,
+// whether the call succeeded or failed: a capsule hook goes on each. Claude Code fires
+// PostToolUse only for calls that succeed and PostToolUseFailure for the others (a Bash that
+// exits non-zero, an Edit that does not apply); Codex's PostToolUse and pi's tool_result
+// (through tare's extension) fire for both. The engine's TestFailedToolCallsGetTheirCapsule
+// runs each CLI with a failing call.
+func AfterToolEvents(a Agent) []string {
+	if _, ok := a.(Claude); ok {
+		return []string{"PostToolUse", "PostToolUseFailure"}
+	}
+	return []string{"PostToolUse"}
+}
+
 // toolEvent says whether a hook event fires per tool call (it then gets a
 // matcher that takes every tool).
 func toolEvent(event string) bool {

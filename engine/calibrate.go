@@ -258,7 +258,7 @@ func runCalibrate(ctx context.Context, r *run, rec *Recipe, store *capsule.Store
 	}
 	done := map[string]bool{}
 	for id, t := range r.snapshot().Tails {
-		done[id] = t.Status == "passed" || t.Status == "failed" || t.Status == "error"
+		done[id] = finished(t.Status)
 	}
 	for _, id := range again {
 		done[id] = false
@@ -277,7 +277,7 @@ func runCalibrate(ctx context.Context, r *run, rec *Recipe, store *capsule.Store
 	}
 	st := r.snapshot()
 	report := calibrateReport(rec, st)
-	if err := capsule.WriteFileAtomic(filepath.Join(r.dir, "report.txt"), []byte(report), 0o644); err != nil {
+	if err := writeReport(r.dir, report, rec, st); err != nil {
 		return "", err
 	}
 	if err := writeUsage(r.dir, st); err != nil {

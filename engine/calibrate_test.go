@@ -44,8 +44,8 @@ func TestCalibrateOnTheDemoGivesRatesStrictlyBetweenZeroAndOne(t *testing.T) {
 	}
 	st := Replay("run", events)
 	for _, tally := range st.Tally() {
-		if tally.Done != 4 || tally.Passed == 0 || tally.Passed == 4 {
-			t.Errorf("side %s: %d/%d passed, want 4 scored and a rate strictly between 0 and 1\n%s", tally.Side.Key, tally.Passed, tally.Done, report)
+		if tally.Verdicts != 4 || tally.Passed == 0 || tally.Passed == 4 {
+			t.Errorf("side %s: %d/%d passed, want 4 scored and a rate strictly between 0 and 1\n%s", tally.Side.Key, tally.Passed, tally.Verdicts, report)
 		}
 		if tally.Lo <= 0 && tally.Hi >= 1 {
 			t.Errorf("side %s: interval %.2f-%.2f", tally.Side.Key, tally.Lo, tally.Hi)

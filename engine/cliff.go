@@ -211,7 +211,7 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 	var again []tailSpec
 	for id, t := range r.snapshot().Tails {
 		if strings.HasPrefix(id, cliffPrefix) && !tailFinished(t) {
-			spec, err := tailFrom(recording, side, t.Step, "native", id)
+			spec, err := tailFrom(recording, side, t.Step, "native", id, true)
 			if err != nil {
 				return nil, err
 			}
@@ -244,7 +244,9 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 		specs := make([]tailSpec, d.Want)
 		for i := range specs {
 			id := fmt.Sprintf("%s%d-%d", cliffPrefix, d.Step, ids[d.Step]+i)
-			if specs[i], err = tailFrom(recording, side, d.Step, "native", id); err != nil {
+			// A step without a capsule of its own starts from the nearest one, and its tails
+			// say so (TailStarted.CapsuleFrom).
+			if specs[i], err = tailFrom(recording, side, d.Step, "native", id, true); err != nil {
 				return nil, err
 			}
 		}
@@ -257,12 +259,14 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 }
 
 // tailFinished says whether a tail ended, with or without a verdict.
-func tailFinished(t *TailState) bool { return t.Status != "" && t.Status != "running" }
+func tailFinished(t *TailState) bool { return finished(t.Status) }
 
-// tailVerdict says whether a finished tail reached a verdict (passed or failed); a tail that
-// ended otherwise (not started, killed, stopped by its provider) tells nothing of its step.
+// tailVerdict says whether a finished tail reached a verdict (passed or failed), its first
+// (a retry never replaces one); a tail that ended otherwise (not started, killed, stopped by
+// its provider) tells nothing of its step.
 func tailVerdict(t *TailState) (verdict, passed bool) {
-	return t.Status == "passed" || t.Status == "failed", t.Status == "passed"
+	a, ok := t.Counted()
+	return ok, ok && a.Status == StatusPassed
 }
 
 // cliffObservations counts the cliff's finished tails per step, and how many tail ids each
@@ -318,8 +322,9 @@ func fillCliffResult(res *CliffResult, d cliff.Decision, store *capsule.Store, r
 	res.Cost, res.CostKnown = 0, true
 	for id, t := range st.Tails {
 		if strings.HasPrefix(id, cliffPrefix) {
-			res.Cost += t.Usage.Cost
-			if len(t.Usage.Unpriced) > 0 {
+			u := t.TotalUsage() // every attempt's
+			res.Cost += u.Cost
+			if len(u.Unpriced) > 0 {
 				res.CostKnown = false
 			}
 		}

@@ -42,14 +42,14 @@ func killFile(runDir, tailID string) string {
 }
 
 // RequestKill asks the process running runDir to stop one tail. The tail is journaled as
-// ended with status "error" and the detail "killed by the operator".
+// ended with no verdict, reason killed, and the detail "killed by the operator after N calls".
 func RequestKill(runDir, tailID string) error {
 	st, err := ReadJournal(runDir)
 	if err != nil {
 		return err
 	}
 	t := Replay(filepath.Base(runDir), st).Tails[tailID]
-	if t == nil || t.Status != "running" {
+	if t == nil || t.Status != StatusRunning {
 		return fmt.Errorf("tail %s of %s is not running", tailID, runDir)
 	}
 	if !Alive(runDir) {

@@ -98,8 +98,12 @@ type TailStarted struct {
 	Step int `json:"step"`
 	// How is "fresh", "native" or "handoff".
 	How string `json:"how"`
-	// Attempt counts reruns of this tail after a crash (0: the first).
+	// Attempt numbers this attempt of the tail (0: the first); a retry or a rerun after a
+	// crash is a new attempt, and the earlier ones stay on the record.
 	Attempt int `json:"attempt,omitempty"`
+	// CapsuleFrom, when set, is the step whose capsule the tail starts from: its own step
+	// has none (tare tail --from-nearest).
+	CapsuleFrom *int `json:"capsule_from,omitempty"`
 }
 
 // ToolCall is one tool call of a tail's agent, as it happens. Intermediate: may be coalesced.
@@ -118,8 +122,14 @@ type ToolCall struct {
 type TailFinished struct {
 	ID     string `json:"id"`
 	Passed bool   `json:"passed"`
-	// Status is "passed", "failed" or "error" (the tail could not run to a verdict).
+	// Status is "passed", "failed" or "no-verdict" (a journal from an older tare may say
+	// "error", read as no verdict).
 	Status string `json:"status"`
+	// Reason is why a tail has no verdict: not-started, killed, timeout, quota, overloaded,
+	// dropped, interrupted.
+	Reason Reason `json:"reason,omitempty"`
+	// Attempt is the attempt this ends, as its TailStarted numbered it.
+	Attempt int `json:"attempt,omitempty"`
 	// Detail is the agent's end and the check's verdict, one line.
 	Detail string `json:"detail"`
 	// Score is a judge's score when the check printed "score N".

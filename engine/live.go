@@ -16,11 +16,13 @@ type liveStream struct {
 	tail string
 	run  *run
 
-	mu      sync.Mutex
-	buf     []byte
-	n       int
-	usage   Usage
-	started map[string]toolStart
+	mu  sync.Mutex
+	buf []byte
+	n   int
+	// produced is set once the stream shows the model's work: a tool call or text.
+	produced bool
+	usage    Usage
+	started  map[string]toolStart
 	// onToolEnd, when set, runs after each tool call returns (capsules for agents without
 	// an in-agent hook).
 	onToolEnd func(id string)
@@ -62,6 +64,14 @@ func (l *liveStream) flush() {
 	}
 }
 
+// producedAny reports whether the agent produced anything: a tool call or the model's text.
+// A timeout before that says nothing about the agent.
+func (l *liveStream) producedAny() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.produced
+}
+
 func (l *liveStream) calls() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -73,6 +83,9 @@ func (l *liveStream) line(b []byte) {
 	ev, ok := agent.ParseLine(l.a, b)
 	if !ok {
 		return
+	}
+	if ev.Kind == agent.LiveToolStart || ev.Kind == agent.LiveToolEnd || ev.Kind == agent.LiveText && ev.Summary != "" && !ev.IsError {
+		l.produced = true
 	}
 	switch ev.Kind {
 	case agent.LiveToolStart:

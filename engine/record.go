@@ -35,10 +35,31 @@ type Recording struct {
 	Snapshots string            `json:"snapshots"`
 	Steps     []agent.Step      `json:"steps"`
 	Capsules  []capsule.Capsule `json:"capsules"`
+	// Inherited marks the steps none of whose tool calls left a capsule (the hook did not run,
+	// or its snapshot failed): Capsules holds the nearest earlier one for them, which may not
+	// be the workspace the step left. A tail from such a step is refused unless asked for.
+	Inherited []Inherited `json:"inherited,omitempty"`
 	// Events are the trail's events, for handoffs.
 	Events []agent.Event `json:"events"`
 	// session is the session file's content (original/session.jsonl).
 	session []byte
+}
+
+// Inherited is a step with no capsule of its own and the step whose capsule it starts from
+// (0: the project before the run).
+type Inherited struct {
+	Step int `json:"step"`
+	From int `json:"from"`
+}
+
+// nearest is the step whose capsule step starts from when it has none of its own.
+func (r *Recording) nearest(step int) (int, bool) {
+	for _, in := range r.Inherited {
+		if in.Step == step {
+			return in.From, true
+		}
+	}
+	return step, false
 }
 
 // recordFile is the recording's summary inside the original/ folder.
@@ -65,7 +86,9 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 	p := plan{agent: a, inst: inst, cfg: env.cfg, workspace: work, sessions: filepath.Join(dir, "session"),
 		runStore: env.store.Dir(), login: env.upstream == ""}
 	if kind == agent.HookInAgent {
-		p.hooks = []agent.Hook{{Event: "PostToolUse", Command: snapCommand}}
+		for _, event := range agent.AfterToolEvents(a) {
+			p.hooks = append(p.hooks, agent.Hook{Event: event, Command: snapCommand})
+		}
 	}
 	upstream, err := env.upstreamFor("original")
 	if err != nil {
@@ -126,7 +149,7 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 	}
 	rec := &Recording{Agent: a.Name(), Args: side.Args, Task: task, SessionID: res.SessionID, Exit: fmt.Sprintf("agent exit %d", code),
 		Snapshots: kind, Steps: trail.Steps, Events: trail.Events, session: session}
-	if rec.Capsules, err = stepCapsules(env.store, start, trail.Steps); err != nil {
+	if rec.Capsules, rec.Inherited, err = stepCapsules(env.store, start, trail.Steps); err != nil {
 		return nil, err
 	}
 	data, err := json.MarshalIndent(rec, "", "  ")
@@ -137,11 +160,12 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 }
 
 // stepCapsules maps steps to capsules: a step's capsule is the last one taken for its tool
-// calls; a step none of whose calls left one left the workspace as it was.
-func stepCapsules(store *capsule.Store, start capsule.Capsule, steps []agent.Step) ([]capsule.Capsule, error) {
+// calls. A step none of whose calls left one gets the nearest earlier capsule and is listed
+// in inherited: nothing says the workspace it left is that one.
+func stepCapsules(store *capsule.Store, start capsule.Capsule, steps []agent.Step) ([]capsule.Capsule, []Inherited, error) {
 	list, err := store.List()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	byID := map[string]capsule.Capsule{}
 	for _, c := range list {
@@ -150,26 +174,43 @@ func stepCapsules(store *capsule.Store, start capsule.Capsule, steps []agent.Ste
 		}
 	}
 	out := []capsule.Capsule{start}
-	for _, s := range steps {
+	var inherited []Inherited
+	from := 0 // the step whose capsule the last step has
+	for i, s := range steps {
 		c, found := out[len(out)-1], false
 		for _, id := range s.IDs {
 			if got, ok := byID[id]; ok && (!found || got.Step > c.Step) {
 				c, found = got, true
 			}
 		}
+		if found {
+			from = i + 1
+		} else {
+			inherited = append(inherited, Inherited{Step: i + 1, From: from})
+		}
 		out = append(out, c)
 	}
-	return out, nil
+	return out, inherited, nil
 }
 
 // tailFrom is the spec of a tail continuing the recording after step, natively (the
 // recorded agent's own session, cut after the step, resumed with "Continue.") or by handoff
 // (a fresh session of side's agent given the trail up to the step).
-func tailFrom(rec *Recording, side Side, step int, how, id string) (tailSpec, error) {
+//
+// A step with no capsule of its own is refused unless fromNearest: the tail would start
+// from an earlier step's workspace, which the step may have changed.
+func tailFrom(rec *Recording, side Side, step int, how, id string, fromNearest bool) (tailSpec, error) {
 	if step < 0 || step > len(rec.Steps) {
 		return tailSpec{}, fmt.Errorf("step %d: the recording has steps 0 to %d", step, len(rec.Steps))
 	}
 	spec := tailSpec{ID: id, Side: side, Step: step, How: how, Start: rec.Capsules[step]}
+	if from, ok := rec.nearest(step); ok {
+		if !fromNearest {
+			return tailSpec{}, fmt.Errorf("--step %d: the step has no capsule of its own (no hook ran after its tool calls); "+
+				"its nearest is step %d's, which may not be the workspace step %d left; fix: add --from-nearest to start from it, or pick another step", step, from, step)
+		}
+		spec.Nearest = &from
+	}
 	switch {
 	case step == 0:
 		spec.How, spec.Prompt = "fresh", rec.Task
@@ -201,7 +242,11 @@ const continuePrompt = "Continue."
 func stepSummary(rec *Recording) string {
 	var b strings.Builder
 	for _, s := range rec.Steps {
-		fmt.Fprintf(&b, "  step %-3d %s\n", s.N, clip(s.Tool, 100))
+		fmt.Fprintf(&b, "  step %-3d %s", s.N, clip(s.Tool, 100))
+		if from, ok := rec.nearest(s.N); ok {
+			fmt.Fprintf(&b, "  (no capsule of its own: starts from step %d's)", from)
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }
@@ -335,6 +380,9 @@ type TailOptions struct {
 	// CheckOnHost runs this tail's check on the host (an opt-in for this tail alone; a
 	// recording made with --check-on-host has every tail's check on the host already).
 	CheckOnHost bool
+	// FromNearest allows a step with no capsule of its own: the tail starts from the nearest
+	// earlier step's capsule, and says so.
+	FromNearest bool
 	Config      *config.Config
 	Bus         *Bus
 }
@@ -382,7 +430,7 @@ func Tail(ctx context.Context, o TailOptions) (TailResult, error) {
 			n++
 		}
 	}
-	spec, err := tailFrom(recording, side, o.Step, o.How, fmt.Sprintf("%s-%d-%s-%d", o.How, o.Step, side.Agent, n))
+	spec, err := tailFrom(recording, side, o.Step, o.How, fmt.Sprintf("%s-%d-%s-%d", o.How, o.Step, side.Agent, n), o.FromNearest)
 	if err != nil {
 		return TailResult{}, err
 	}

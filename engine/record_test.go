@@ -110,7 +110,7 @@ func TestRecordThenTailNativelyAndByHandoff(t *testing.T) {
 				}
 			}
 			for _, how := range []string{"native", "handoff"} {
-				spec, err := tailFrom(rec, side, 2, how, how+"-2")
+				spec, err := tailFrom(rec, side, 2, how, how+"-2", false)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -183,7 +183,8 @@ func newTestRun(t *testing.T, agentName, upstream, check string) (*tailEnv, caps
 }
 
 // TestTailStopsAnAgentAtItsTimeout: an agent whose model never answers in time is stopped at
-// the recipe's agent timeout, and the tail says so instead of hanging the run.
+// the recipe's agent timeout, and the tail says so instead of hanging the run. It produced
+// nothing, so the tail has no verdict and the check (which would pass) is not run.
 func TestTailStopsAnAgentAtItsTimeout(t *testing.T) {
 	script, err := modelserver.ParseScript([]byte("[[turn]]\ndelay = \"2m\"\ntext = \"Too late.\"\n"), "slow.toml")
 	if err != nil {
@@ -202,6 +203,9 @@ func TestTailStopsAnAgentAtItsTimeout(t *testing.T) {
 	tl := env.run.snapshot().Tails["slow"]
 	if tl == nil || !strings.Contains(tl.Detail, "agent stopped after 3s") {
 		t.Fatalf("tail %+v, want its detail to say the agent was stopped after 3s", tl)
+	}
+	if tl.Status != StatusNoVerdict || tl.Reason != ReasonTimeout || !strings.HasSuffix(tl.Detail, "; not checked") {
+		t.Errorf("tail %+v, want no verdict (timeout) and no check", tl)
 	}
 	if took := time.Since(began); took > 30*time.Second {
 		t.Errorf("the tail took %s with a 3 s agent timeout", took)
@@ -251,7 +255,7 @@ text = "Done."
 	}
 	const tails = 8
 	for i := range tails {
-		spec, err := tailFrom(rec, side, 1, "native", fmt.Sprintf("native-1-%d", i))
+		spec, err := tailFrom(rec, side, 1, "native", fmt.Sprintf("native-1-%d", i), false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -51,6 +51,10 @@ func calibrateText(rec *Recipe, st *RunState) string {
 		fmt.Fprintf(&b, "\n  side  %-*s finished  time (median, range)\n", width, "agent")
 	}
 	tallies := st.Tally()
+	word := "passed"
+	if rec.Check == "" {
+		word = "finished"
+	}
 	for i, s := range rec.Sides {
 		t := tallies[i]
 		times, scores := sideTimes(st, s.Key)
@@ -59,24 +63,91 @@ func calibrateText(rec *Recipe, st *RunState) string {
 			timing = fmt.Sprintf("%s (%s-%s)", minutes(median(times)), minutes(times[0]), minutes(times[len(times)-1]))
 		}
 		if rec.Check == "" {
-			fmt.Fprintf(&b, "  %-4s  %-*s %4d/%-4d  %s\n", s.Key, width, sideLabel(s), t.Passed, t.Done, timing)
+			fmt.Fprintf(&b, "  %-4s  %-*s %4d/%-4d  %s\n", s.Key, width, sideLabel(s), t.Passed, t.Verdicts, timing)
 			continue
 		}
-		rate := 0.0
-		if t.Done > 0 {
-			rate = float64(t.Passed) / float64(t.Done)
+		// With no verdict there is no rate: a 0.00 would read as every tail failing.
+		rate, interval := "   -", "    -    "
+		if r, ok := t.Rate(); ok {
+			rate, interval = fmt.Sprintf("%.2f", r), fmt.Sprintf("%.2f-%.2f", t.Lo, t.Hi)
 		}
-		fmt.Fprintf(&b, "  %-4s  %-*s %2d/%-2d  %.2f  %.2f-%.2f     %s", s.Key, width, sideLabel(s), t.Passed, t.Done, rate, t.Lo, t.Hi, timing)
+		fmt.Fprintf(&b, "  %-4s  %-*s %2d/%-2d  %s  %s     %s", s.Key, width, sideLabel(s), t.Passed, t.Verdicts, rate, interval, timing)
 		if len(scores) > 0 {
 			fmt.Fprintf(&b, "   scores %s", joinInts(scores))
 		}
 		b.WriteString("\n")
 	}
+	// What each rate counts and what it leaves out, side by side.
+	b.WriteString("\n")
+	for i, s := range rec.Sides {
+		fmt.Fprintf(&b, "  %-4s  %s\n", s.Key, tallies[i].Summary(word))
+	}
+	b.WriteString("  (a rate counts verdicts only: a tail with no verdict is left out, a retried tail counts its first verdict)\n")
 	b.WriteString("\n")
 	for i, s := range rec.Sides {
 		b.WriteString(usageLine(s.Key, tallies[i].Usage, rec.Script != "") + "\n")
 	}
 	return b.String()
+}
+
+// ReportFile is the machine-readable report inside a run directory (tare calibrate --json).
+const ReportFile = "report.json"
+
+// SideReport is one side in report.json: its verdicts and rate, and what the rate leaves out.
+type SideReport struct {
+	Key    string   `json:"key"`
+	Agent  string   `json:"agent"`
+	Args   []string `json:"args,omitempty"`
+	Passed int      `json:"passed"`
+	Failed int      `json:"failed"`
+	// Verdicts is passed + failed, the rate's denominator.
+	Verdicts int `json:"verdicts"`
+	// Rate is passed / verdicts, absent with no verdict; Lo and Hi its Wilson 95% interval.
+	Rate *float64 `json:"rate,omitempty"`
+	Lo   float64  `json:"lo"`
+	Hi   float64  `json:"hi"`
+	// NoVerdict counts the tails left out, by reason in NoVerdictReasons.
+	NoVerdict        int            `json:"no_verdict"`
+	NoVerdictReasons map[string]int `json:"no_verdict_reasons"`
+	// Retried counts tails run more than once, by the outcome that was retried.
+	Retried     int            `json:"retried"`
+	RetriedFrom map[string]int `json:"retried_from"`
+	Usage       Usage          `json:"usage"`
+}
+
+// RunReport is report.json.
+type RunReport struct {
+	Kind    string       `json:"kind"`
+	Project string       `json:"project"`
+	Check   string       `json:"check,omitempty"`
+	Sides   []SideReport `json:"sides"`
+}
+
+// runReport is the run's report as data.
+func runReport(rec *Recipe, st *RunState) RunReport {
+	out := RunReport{Kind: rec.Kind, Project: rec.Project, Check: rec.Check, Sides: []SideReport{}}
+	for _, t := range st.Tally() {
+		sr := SideReport{Key: t.Side.Key, Agent: t.Side.Agent, Args: t.Side.Args, Passed: t.Passed, Failed: t.Failed,
+			Verdicts: t.Verdicts, Lo: t.Lo, Hi: t.Hi, NoVerdict: t.NoVerdict, NoVerdictReasons: t.Reasons,
+			Retried: t.Retried, RetriedFrom: t.RetriedFrom, Usage: t.Usage}
+		if r, ok := t.Rate(); ok {
+			sr.Rate = &r
+		}
+		out.Sides = append(out.Sides, sr)
+	}
+	return out
+}
+
+// writeReport writes report.txt and report.json.
+func writeReport(dir, text string, rec *Recipe, st *RunState) error {
+	if err := capsule.WriteFileAtomic(filepath.Join(dir, "report.txt"), []byte(text), 0o644); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(runReport(rec, st), "", "  ")
+	if err != nil {
+		return err
+	}
+	return capsule.WriteFileAtomic(filepath.Join(dir, ReportFile), append(data, '\n'), 0o644)
 }
 
 // usageLine is a side's tokens and cost: tare's figure from its price table and, beside it,
@@ -104,18 +175,23 @@ func usageLine(key string, u Usage, simulated bool) string {
 
 func sideLabel(s Side) string { return strings.TrimSpace(s.Agent + " " + strings.Join(s.Args, " ")) }
 
-// sideTimes returns a side's finished tails' durations, sorted, and its judge scores, sorted.
+// sideTimes returns the durations of a side's tails' counted attempts (those with a
+// verdict), sorted, and their judge scores, sorted.
 func sideTimes(st *RunState, key string) ([]time.Duration, []int) {
 	var times []time.Duration
 	var scores []int
 	for _, id := range st.Order {
 		t := st.Tails[id]
-		if t.Side != key || t.Ended.IsZero() {
+		if t.Side != key {
 			continue
 		}
-		times = append(times, t.Ended.Sub(t.Started))
-		if t.Score != nil {
-			scores = append(scores, *t.Score)
+		a, ok := t.Counted()
+		if !ok || a.Ended.IsZero() {
+			continue
+		}
+		times = append(times, a.Ended.Sub(a.Started))
+		if a.Score != nil {
+			scores = append(scores, *a.Score)
 		}
 	}
 	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
@@ -154,20 +230,35 @@ func joinInts(xs []int) string {
 	return strings.Join(parts, " ")
 }
 
-// usageFile is usage.json: tokens and cost per tail, per side and in total.
+// usageFile is usage.json: tokens and cost per tail (every attempt's, summed), per attempt,
+// per side and in total. A retried tail's earlier attempts cost what they cost: nothing
+// drops out.
 type usageFile struct {
-	Tails map[string]Usage `json:"tails"`
-	Sides map[string]Usage `json:"sides"`
-	Total Usage            `json:"total"`
+	Tails    map[string]Usage          `json:"tails"`
+	Attempts map[string][]attemptUsage `json:"attempts"`
+	Sides    map[string]Usage          `json:"sides"`
+	Total    Usage                     `json:"total"`
+}
+
+// attemptUsage is one attempt of a tail in usage.json.
+type attemptUsage struct {
+	Attempt int    `json:"attempt"`
+	Status  string `json:"status"`
+	Reason  Reason `json:"reason,omitempty"`
+	Usage   Usage  `json:"usage"`
 }
 
 func writeUsage(dir string, st *RunState) error {
-	u := usageFile{Tails: map[string]Usage{}, Sides: map[string]Usage{}}
+	u := usageFile{Tails: map[string]Usage{}, Attempts: map[string][]attemptUsage{}, Sides: map[string]Usage{}}
 	for _, id := range st.Order {
 		t := st.Tails[id]
-		u.Tails[id] = t.Usage
-		u.Sides[t.Side] = u.Sides[t.Side].Add(t.Usage)
-		u.Total = u.Total.Add(t.Usage)
+		for _, a := range t.Attempts() {
+			u.Attempts[id] = append(u.Attempts[id], attemptUsage{Attempt: a.N, Status: a.Status, Reason: a.Reason, Usage: a.Usage})
+		}
+		total := t.TotalUsage()
+		u.Tails[id] = total
+		u.Sides[t.Side] = u.Sides[t.Side].Add(total)
+		u.Total = u.Total.Add(total)
 	}
 	data, err := json.MarshalIndent(u, "", "  ")
 	if err != nil {

@@ -54,7 +54,7 @@ func Resume(ctx context.Context, o ResumeOptions) (string, error) {
 	st := r.snapshot()
 	for _, id := range o.Retry {
 		t := st.Tails[id]
-		if t == nil || t.Status == "running" {
+		if t == nil || t.Status == StatusRunning {
 			return "", fmt.Errorf("--retry %s: %s has no finished tail of that id", id, o.Dir)
 		}
 	}
@@ -68,7 +68,7 @@ func Resume(ctx context.Context, o ResumeOptions) (string, error) {
 	var rerun []string
 	for _, spec := range calibrateTails(rec, start) {
 		t := st.Tails[spec.ID]
-		if t == nil || t.Status != "running" {
+		if t == nil || t.Status != StatusRunning {
 			continue
 		}
 		if res, ok := readResult(filepath.Join(o.Dir, "tails", spec.ID)); ok {
@@ -106,13 +106,13 @@ func resumeRecord(ctx context.Context, o ResumeOptions, rec *Recipe) (string, er
 	defer r.close()
 	st := r.snapshot()
 	for id, t := range st.Tails {
-		if t.Status != "running" {
+		if t.Status != StatusRunning {
 			continue
 		}
 		res, ok := readResult(filepath.Join(o.Dir, "tails", id))
 		if !ok {
-			res = TailResult{ID: id, Side: t.Side, Step: t.Step, How: t.How, Status: "error",
-				AgentExit: "interrupted", Check: fmt.Sprintf("tare stopped during this tail; run it again with tare tail %s --step %d", o.Dir, t.Step)}
+			res = TailResult{ID: id, Side: t.Side, Step: t.Step, How: t.How, Attempt: t.Attempt, Status: StatusNoVerdict,
+				Reason: ReasonInterrupted, AgentExit: "interrupted", Check: fmt.Sprintf("tare stopped during this tail; run it again with tare tail %s --step %d", o.Dir, t.Step)}
 		}
 		if err := r.emit(Event{TailFinished: res.finished()}); err != nil {
 			return "", err
@@ -189,5 +189,6 @@ func readResult(dir string) (TailResult, bool) {
 	if json.Unmarshal(data, &res) != nil || res.ID == "" {
 		return TailResult{}, false
 	}
+	res.Status, res.Reason = normalizeOutcome(res.Status, res.Reason, res.AgentExit+"; "+res.Check)
 	return res, true
 }

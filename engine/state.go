@@ -1,6 +1,10 @@
 package engine
 
-import "time"
+import (
+	"fmt"
+	"strings"
+	"time"
+)
 
 // RunState is a run as the events so far describe it: what a view shows and what resume
 // needs. It is rebuilt by applying a journal's events in order, so every process that reads
@@ -33,15 +37,19 @@ type RunState struct {
 	Seq int64
 }
 
-// TailState is one tail as its events describe it.
+// TailState is one tail as its events describe it: its latest attempt in the fields, the
+// attempts before it in Earlier. A retry appends an attempt; nothing replaces one.
 type TailState struct {
-	ID      string
-	Side    string
-	Step    int
-	How     string
+	ID   string
+	Side string
+	Step int
+	How  string
+	// Attempt numbers the latest attempt (0: the first).
 	Attempt int
-	// Status is "running", "passed", "failed" or "error".
+	// Status is the latest attempt's: StatusRunning, StatusPassed, StatusFailed or
+	// StatusNoVerdict (with Reason), or "rerun" while tare resume has not restarted it.
 	Status  string
+	Reason  Reason
 	Detail  string
 	Score   *int
 	Started time.Time
@@ -50,6 +58,54 @@ type TailState struct {
 	Usage   Usage
 	// Tools are the tail's tool calls so far (coalesced views may miss some; Calls counts all).
 	Tools []ToolCall
+	// Earlier are the attempts before the latest, oldest first.
+	Earlier []Attempt
+	// CapsuleFrom, when set, is the step whose capsule the tail started from: Step has none.
+	CapsuleFrom *int
+}
+
+// Attempt is one finished attempt of a tail, kept when a retry or a resume starts another.
+type Attempt struct {
+	N       int
+	Status  string
+	Reason  Reason
+	Detail  string
+	Score   *int
+	Started time.Time
+	Ended   time.Time
+	Calls   int
+	Usage   Usage
+}
+
+// latest is the tail's latest attempt as an Attempt.
+func (t *TailState) latest() Attempt {
+	return Attempt{N: t.Attempt, Status: t.Status, Reason: t.Reason, Detail: t.Detail, Score: t.Score,
+		Started: t.Started, Ended: t.Ended, Calls: t.Calls, Usage: t.Usage}
+}
+
+// Attempts are every attempt of the tail, oldest first, the latest last.
+func (t *TailState) Attempts() []Attempt {
+	return append(append([]Attempt(nil), t.Earlier...), t.latest())
+}
+
+// Counted is the attempt whose verdict the tail's side counts: the first that reached one.
+// A retry never replaces a verdict, so retrying failures cannot raise a rate.
+func (t *TailState) Counted() (Attempt, bool) {
+	for _, a := range t.Attempts() {
+		if verdict(a.Status) {
+			return a, true
+		}
+	}
+	return Attempt{}, false
+}
+
+// TotalUsage is what every attempt of the tail spent.
+func (t *TailState) TotalUsage() Usage {
+	u := t.Usage
+	for _, a := range t.Earlier {
+		u = u.Add(a.Usage)
+	}
+	return u
 }
 
 // Elapsed is how long the tail ran, or has been running at now.
@@ -108,7 +164,18 @@ func (s *RunState) Apply(e Event) {
 			s.Tails[t.ID] = ts
 			s.Order = append(s.Order, t.ID)
 		}
-		*ts = TailState{ID: t.ID, Side: t.Side, Step: t.Step, How: t.How, Attempt: t.Attempt, Status: "running", Started: e.Time}
+		var earlier []Attempt
+		if ok {
+			// A retry, or a rerun after a crash: the attempt so far stays on the record. One
+			// that never finished was interrupted.
+			prev := ts.latest()
+			if !finished(prev.Status) {
+				prev.Status, prev.Reason = StatusNoVerdict, ReasonInterrupted
+			}
+			earlier = append(ts.Earlier, prev)
+		}
+		*ts = TailState{ID: t.ID, Side: t.Side, Step: t.Step, How: t.How, Attempt: t.Attempt, Status: StatusRunning, Started: e.Time,
+			Earlier: earlier, CapsuleFrom: t.CapsuleFrom}
 	case e.ToolCall != nil:
 		if ts := s.Tails[e.ToolCall.Tail]; ts != nil {
 			ts.Calls, ts.Usage = e.ToolCall.Calls, e.ToolCall.Usage
@@ -125,10 +192,14 @@ func (s *RunState) Apply(e Event) {
 			s.Tails[f.ID] = ts
 			s.Order = append(s.Order, f.ID)
 		}
-		ts.Status, ts.Detail, ts.Score, ts.Ended, ts.Calls, ts.Usage = f.Status, f.Detail, f.Score, e.Time, f.Calls, f.Usage
+		ts.Status, ts.Reason = normalizeOutcome(f.Status, f.Reason, f.Detail)
+		ts.Detail, ts.Score, ts.Ended, ts.Calls, ts.Usage = f.Detail, f.Score, e.Time, f.Calls, f.Usage
 	case e.Resumed != nil:
+		// The run goes on (a resume, or a retry of a finished run): it is not finished until
+		// its next report.
+		s.Finished = false
 		for _, id := range e.Resumed.Rerun {
-			if ts := s.Tails[id]; ts != nil && ts.Status == "running" {
+			if ts := s.Tails[id]; ts != nil && ts.Status == StatusRunning {
 				ts.Status = "rerun"
 			}
 		}
@@ -138,22 +209,70 @@ func (s *RunState) Apply(e Event) {
 	}
 }
 
-// SideTally is a side's results so far.
+// SideTally is a side's results so far. The rate is Passed of Verdicts; tails without a
+// verdict are left out of it and counted, with their reasons, in NoVerdict.
 type SideTally struct {
-	Side    Side
-	Passed  int
-	Done    int
-	Running int
-	Lo, Hi  float64
-	Usage   Usage
+	Side Side
+	// Passed and Failed count each tail's first verdict (see TailState.Counted).
+	Passed, Failed int
+	// Verdicts is Passed + Failed: the rate's denominator.
+	Verdicts int
+	// NoVerdict counts finished tails with no verdict in any attempt; Reasons holds their
+	// latest attempt's reason, in a report's words.
+	NoVerdict int
+	Reasons   map[string]int
+	// Retried counts tails run more than once; RetriedFrom the outcomes that were retried.
+	Retried     int
+	RetriedFrom map[string]int
+	Running     int
+	Lo, Hi      float64
+	// Usage is every attempt's.
+	Usage Usage
 }
 
-// Tally counts each side's passes, finished and running tails, with the Wilson interval.
+// Rate is the pass rate over verdicts, and false when there is none.
+func (t SideTally) Rate() (float64, bool) {
+	if t.Verdicts == 0 {
+		return 0, false
+	}
+	return float64(t.Passed) / float64(t.Verdicts), true
+}
+
+// Summary is the side's counts in one line, every number a reader needs to trust the rate:
+// "3/9 passed · 2 no verdict (1 quota, 1 killed) · 1 retried (1 failed)". A retried tail
+// counts its first verdict. word names a pass
+// ("passed", or "finished" for a run without a check).
+func (t SideTally) Summary(word string) string {
+	parts := []string{fmt.Sprintf("%d/%d %s", t.Passed, t.Verdicts, word)}
+	if out := t.LeftOut(); out != "" {
+		parts = append(parts, out)
+	}
+	if t.Running > 0 {
+		parts = append(parts, fmt.Sprintf("%d running", t.Running))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// LeftOut is what the side's rate does not count, with reasons: "2 no verdict (1 quota,
+// 1 killed) · 1 retried (1 failed)"; empty when nothing is left out.
+func (t SideTally) LeftOut() string {
+	var parts []string
+	if t.NoVerdict > 0 {
+		parts = append(parts, fmt.Sprintf("%d no verdict (%s)", t.NoVerdict, countList(t.Reasons)))
+	}
+	if t.Retried > 0 {
+		parts = append(parts, fmt.Sprintf("%d retried (%s)", t.Retried, countList(t.RetriedFrom)))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// Tally counts each side's verdicts, no verdicts and running tails, with the Wilson interval
+// of the verdicts.
 func (s *RunState) Tally() []SideTally {
 	out := make([]SideTally, len(s.Sides))
 	index := map[string]int{}
 	for i, side := range s.Sides {
-		out[i].Side = side
+		out[i] = SideTally{Side: side, Reasons: map[string]int{}, RetriedFrom: map[string]int{}}
 		index[side.Key] = i
 	}
 	for _, id := range s.Order {
@@ -162,30 +281,44 @@ func (s *RunState) Tally() []SideTally {
 		if !ok {
 			continue
 		}
-		out[i].Usage = out[i].Usage.Add(t.Usage)
-		switch t.Status {
-		case "running":
-			out[i].Running++
-		case "passed":
-			out[i].Passed++
-			out[i].Done++
-		case "failed", "error":
-			out[i].Done++
+		o := &out[i]
+		o.Usage = o.Usage.Add(t.TotalUsage())
+		if t.Status == StatusRunning {
+			o.Running++
+		}
+		if len(t.Earlier) > 0 {
+			o.Retried++
+			for _, a := range t.Earlier {
+				o.RetriedFrom[outcomeLabel(a.Status, a.Reason)]++
+			}
+		}
+		if a, ok := t.Counted(); ok {
+			if a.Status == StatusPassed {
+				o.Passed++
+			} else {
+				o.Failed++
+			}
+			o.Verdicts++
+			continue
+		}
+		if t.Status == StatusNoVerdict {
+			o.NoVerdict++
+			o.Reasons[t.Reason.Label()]++
 		}
 	}
 	for i := range out {
-		out[i].Lo, out[i].Hi = Wilson(out[i].Passed, out[i].Done)
+		out[i].Lo, out[i].Hi = Wilson(out[i].Passed, out[i].Verdicts)
 	}
 	return out
 }
 
-// Counts is how many tails are done and running, against the budget.
+// Counts is how many tails are finished (a verdict or none) and running, against the budget.
 func (s *RunState) Counts() (done, running, budget int) {
 	for _, t := range s.Tails {
-		switch t.Status {
-		case "running":
+		switch {
+		case t.Status == StatusRunning:
 			running++
-		case "passed", "failed", "error":
+		case finished(t.Status):
 			done++
 		}
 	}
@@ -196,7 +329,7 @@ func (s *RunState) Counts() (done, running, budget int) {
 func (s *RunState) Cost() float64 {
 	var c float64
 	for _, t := range s.Tails {
-		c += t.Usage.Cost
+		c += t.TotalUsage().Cost
 	}
 	return c
 }

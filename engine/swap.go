@@ -207,7 +207,7 @@ func runSwap(ctx context.Context, r *run, rec *Recipe, set swapSettings, install
 				for _, how := range hows {
 					for n := range set.Tails {
 						id := fmt.Sprintf("c%d-%s%s-%s-%d", ci, ws.Key, who.Key, how[:1], n)
-						spec, err := tailFrom(recording, who, step, how, id)
+						spec, err := tailFrom(recording, who, step, how, id, true)
 						if err != nil {
 							return nil, err
 						}
@@ -278,8 +278,9 @@ func swapResult(rec *Recipe, set swapSettings, recs map[string]*Recording, st *R
 								n.Passed++
 							}
 						}
-						res.Cost += t.Usage.Cost
-						if len(t.Usage.Unpriced) > 0 {
+						u := t.TotalUsage() // every attempt's
+						res.Cost += u.Cost
+						if len(u.Unpriced) > 0 {
 							res.CostKnown = false
 						}
 					}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,6 +34,8 @@ type tailSpec struct {
 	SessionID string
 	// Attempt is the tail's attempt number; each attempt draws the script's branches anew.
 	Attempt int
+	// Nearest, when set, is the step whose capsule Start is: Step has none of its own.
+	Nearest *int
 }
 
 // TailResult is a tail's result.json: what a tail did and its verdict.
@@ -43,8 +46,15 @@ type TailResult struct {
 	Step   int    `json:"step"`
 	How    string `json:"how"`
 	Passed bool   `json:"passed"`
-	// Status is passed, failed or error (the tail could not reach a verdict).
+	// Status is passed, failed or no-verdict; an older tare's "error" is read as no verdict.
 	Status string `json:"status"`
+	// Reason is why the tail has no verdict (see Reason).
+	Reason Reason `json:"reason,omitempty"`
+	// Attempt numbers this attempt of the tail (0: the first).
+	Attempt int `json:"attempt,omitempty"`
+	// CapsuleFrom is the step whose capsule the tail started from when Step has none of its
+	// own (tare tail --from-nearest).
+	CapsuleFrom *int `json:"capsule_from,omitempty"`
 	// AgentExit is how the agent ended: "agent exit N", or why it was stopped.
 	AgentExit string  `json:"agent_exit"`
 	Check     string  `json:"check"`
@@ -57,8 +67,8 @@ type TailResult struct {
 
 // finished is the journal's event for a tail with this result.
 func (res TailResult) finished() *TailFinished {
-	return &TailFinished{ID: res.ID, Passed: res.Passed, Status: res.Status, Detail: res.AgentExit + "; " + res.Check,
-		Score: res.Score, Seconds: res.Seconds, Calls: res.Calls, Usage: res.Usage}
+	return &TailFinished{ID: res.ID, Passed: res.Passed, Status: res.Status, Reason: res.Reason, Attempt: res.Attempt,
+		Detail: res.AgentExit + "; " + res.Check, Score: res.Score, Seconds: res.Seconds, Calls: res.Calls, Usage: res.Usage}
 }
 
 // tailEnv is what every tail of a run shares.
@@ -72,9 +82,9 @@ type tailEnv struct {
 	installs map[string]agent.Install
 }
 
-// runTail runs one tail to its verdict and records it. An error is returned only when the
-// run itself cannot go on (its journal cannot be written); a tail that fails for its own
-// reasons is recorded as failed or error and the run goes on.
+// runTail runs one attempt of a tail to its outcome and records it. An error is returned only
+// when the run itself cannot go on (its journal cannot be written); a tail that fails for
+// its own reasons is recorded as failed or with no verdict and the run goes on.
 func runTail(ctx context.Context, env *tailEnv, spec tailSpec) error {
 	dir := filepath.Join(env.run.dir, "tails", spec.ID)
 	attempt, err := setAside(dir)
@@ -85,11 +95,13 @@ func runTail(ctx context.Context, env *tailEnv, spec tailSpec) error {
 	if err := os.MkdirAll(filepath.Join(dir, "session"), 0o755); err != nil {
 		return err
 	}
-	if err := env.run.emit(Event{TailStarted: &TailStarted{ID: spec.ID, Side: spec.Side.Key, Step: spec.Step, How: spec.How, Attempt: attempt}}); err != nil {
+	if err := env.run.emit(Event{TailStarted: &TailStarted{ID: spec.ID, Side: spec.Side.Key, Step: spec.Step, How: spec.How,
+		Attempt: attempt, CapsuleFrom: spec.Nearest}}); err != nil {
 		return err
 	}
 	began := time.Now()
-	res := TailResult{ID: spec.ID, Side: spec.Side.Key, Agent: spec.Side.Agent, Step: spec.Step, How: spec.How, Status: "error"}
+	res := TailResult{ID: spec.ID, Side: spec.Side.Key, Agent: spec.Side.Agent, Step: spec.Step, How: spec.How, Attempt: attempt,
+		Status: StatusNoVerdict, Reason: ReasonNotStarted, CapsuleFrom: spec.Nearest}
 	tctx, kill := context.WithCancelCause(ctx)
 	stopWatch := watchKill(ctx, env.run.dir, spec.ID, kill)
 	res.AgentExit, res.Check = tailBody(tctx, env, spec, dir, &res)
@@ -99,8 +111,10 @@ func runTail(ctx context.Context, env *tailEnv, spec tailSpec) error {
 	if ctx.Err() != nil {
 		return ctx.Err() // stopped, not finished: tare resume reruns it
 	}
-	if errors.Is(context.Cause(tctx), errKilled) {
-		res.Passed, res.Status, res.Check = false, "error", errKilled.Error()
+	if errors.Is(context.Cause(tctx), errKilled) && res.Reason != ReasonKilled {
+		// Killed during the check: whatever the check had said, it did not finish.
+		res.Passed, res.Status, res.Reason, res.Score = false, StatusNoVerdict, ReasonKilled, nil
+		res.Check = "check stopped: " + errKilled.Error()
 	}
 	if data, err := json.MarshalIndent(res, "", "  "); err == nil {
 		if err := capsule.WriteFileAtomic(filepath.Join(dir, "result.json"), append(data, '\n'), 0o644); err != nil {
@@ -120,31 +134,36 @@ func runTail(ctx context.Context, env *tailEnv, spec tailSpec) error {
 	return env.run.emit(Event{TailFinished: res.finished()})
 }
 
-// tailBody restores the workspace, runs the agent in a room and then the check in one of its own. It
-// returns how the agent ended and the check's verdict, and fills res.
+// tailBody restores the workspace, runs the agent in a room and, when the agent's end can
+// say something about it, the check in a room of its own. It returns how the agent ended and
+// what the check said, and fills res with the outcome.
 func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *TailResult) (string, string) {
+	notStarted := func(why string) (string, string) {
+		res.Status, res.Reason = StatusNoVerdict, ReasonNotStarted
+		return "not started: " + why, "not checked"
+	}
 	work := filepath.Join(dir, "work")
 	if err := env.store.Restore(ctx, spec.Start, work); err != nil {
-		return "not started", fmt.Sprintf("capsule %d could not be restored: %v", spec.Start.Step, err)
+		return notStarted(fmt.Sprintf("capsule %d could not be restored: %v", spec.Start.Step, err))
 	}
 	a, err := agent.ByName(spec.Side.Agent)
 	if err != nil {
-		return "not started", err.Error()
+		return notStarted(err.Error())
 	}
 	inst := env.installs[a.Name()]
 	p := plan{agent: a, inst: inst, cfg: env.cfg, workspace: work, sessions: filepath.Join(dir, "session"), login: env.upstream == ""}
 	if spec.How == "native" {
 		if err := placeSession(&p, spec.Session, spec.SessionID); err != nil {
-			return "not started", err.Error()
+			return notStarted(err.Error())
 		}
 	}
 	upstream, err := env.upstreamFor(fmt.Sprintf("%s@%d", spec.ID, spec.Attempt))
 	if err != nil {
-		return "not started", err.Error()
+		return notStarted(err.Error())
 	}
 	room, setup, err := buildRoom(p, upstream, nil)
 	if err != nil {
-		return "not started", err.Error()
+		return notStarted(err.Error())
 	}
 	args := append(append(setup.args, env.cfg.Agents[a.Name()].Args...), spec.Side.Args...)
 	if spec.How == "native" {
@@ -154,47 +173,67 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	}
 	stdout, err := os.Create(filepath.Join(dir, "stdout.jsonl"))
 	if err != nil {
-		return "not started", err.Error()
+		return notStarted(err.Error())
 	}
 	defer stdout.Close()
 	stderr, err := os.Create(filepath.Join(dir, "stderr.log"))
 	if err != nil {
-		return "not started", err.Error()
+		return notStarted(err.Error())
 	}
 	defer stderr.Close()
 	live := newLiveStream(a, spec.ID, env.run)
 	code, timedOut, err := env.runAgent(ctx, room, stdout, stderr, live)
+	out, _ := os.ReadFile(filepath.Join(dir, "stdout.jsonl"))
+	errOut, _ := os.ReadFile(filepath.Join(dir, "stderr.log"))
+	// A room that never started has no exit code; one whose command could not be run
+	// (the relay's 127) wrote nothing on stdout.
+	end := agentEnd{started: (err == nil || code >= 0) && !(code == 127 && len(out) == 0), produced: live.producedAny(), timedOut: timedOut > 0}
 	ran := fmt.Sprintf("agent exit %d", code)
 	switch {
 	case timedOut > 0: // runRoom also reports the stop as an error
 		ran = fmt.Sprintf("agent stopped after %s", timedOut.Round(time.Second))
-	case err != nil:
+	case !end.started && err != nil:
 		ran = "agent did not start: " + err.Error()
+	case !end.started:
+		ran = fmt.Sprintf("agent did not start (exit %d): %s", code, clip(lastLine(string(errOut)), 160))
+	case err != nil:
+		ran += " (" + err.Error() + ")"
 	}
 	res.Calls = live.calls()
-	if f, err := os.Open(filepath.Join(dir, "stdout.jsonl")); err == nil {
-		if r, err := a.ParseStream(f); err == nil {
-			res.Session = r.SessionID
-			u := runUsage(a, r, spec.Session, p.sessions)
-			res.Usage = usageOf(u, runModels(a, r, u, spec.Session, p.sessions)...)
-			if r.IsError && code == 0 {
-				ran = "agent error: " + clip(r.Error, 100)
-			}
+	clean := code == 0 && timedOut == 0
+	if r, err := a.ParseStream(bytes.NewReader(out)); err == nil {
+		res.Session = r.SessionID
+		u := runUsage(a, r, spec.Session, p.sessions)
+		res.Usage = usageOf(u, runModels(a, r, u, spec.Session, p.sessions)...)
+		if r.IsError && code == 0 {
+			ran, clean = "agent error: "+clip(r.Error, 100), false
 		}
-		f.Close()
+	}
+	if stop, ok := agent.ProviderStopped(a, out, errOut); ok && end.started {
+		end.stop = &stop
+		ran = fmt.Sprintf("ended by the provider (%s): %s", stop.Kind, clip(stop.Detail, 120))
+	}
+	killed := errors.Is(context.Cause(ctx), errKilled)
+	if killed {
+		ran = fmt.Sprintf("%s after %d calls", errKilled, res.Calls)
+	}
+	if reason, ok := withoutVerdict(end, killed); ok {
+		res.Status, res.Reason = StatusNoVerdict, reason
+		return ran, "not checked"
 	}
 	if ctx.Err() != nil {
 		return ran, "not checked: the tail was stopped"
 	}
+	res.Reason = ""
 	if env.recipe.Check == "" {
 		// Without a check a run counts when its agent ended normally; the workspace is kept.
-		res.Passed = ran == "agent exit 0"
-		res.Status = map[bool]string{true: "passed", false: "failed"}[res.Passed]
+		res.Passed = clean
+		res.Status = map[bool]string{true: StatusPassed, false: StatusFailed}[res.Passed]
 		return ran, "no check"
 	}
 	c := runCheck(ctx, env.recipe.Check, work, time.Duration(env.recipe.CheckTimeout*float64(time.Second)), env.recipe.CheckRoom, env.cfg.Bwrap)
 	res.Passed, res.Score = c.Passed, c.Score
-	res.Status = map[bool]string{true: "passed", false: "failed"}[c.Passed]
+	res.Status = map[bool]string{true: StatusPassed, false: StatusFailed}[c.Passed]
 	return ran, c.Detail
 }
 

@@ -55,7 +55,7 @@ func quit(t *testing.T, tm *teatest.TestModel) *model {
 func TestFlowOpenRunOpenTailBack(t *testing.T) {
 	stateDir, cal, _ := demoState(t)
 	tm := flowApp(t, newStub(), stateDir)
-	waitLine(t, tm, "calibrate-demo", "calibrate live", "4/2/10")
+	waitLine(t, tm, "calibrate-demo", "calibrate live", "5/2/10")
 
 	tm.Send(keyMsg("enter"))
 	waitOut(t, tm, "Tails of calibrate-demo", "Pass rate", "a claude --model haiku")
@@ -137,7 +137,8 @@ func TestFlowKillATailWithConfirmation(t *testing.T) {
 			return
 		}
 		defer j.Close()
-		j.Append(&engine.Event{TailFinished: &engine.TailFinished{ID: c.args[1], Status: "error", Detail: "killed by the operator", Calls: 4}})
+		j.Append(&engine.Event{TailFinished: &engine.TailFinished{ID: c.args[1], Status: engine.StatusNoVerdict, Reason: engine.ReasonKilled,
+			Detail: "killed by the operator after 4 calls; not checked", Calls: 4}})
 	}
 	tm := flowApp(t, stub, stateDir)
 	waitLine(t, tm, "calibrate-demo", "live")
@@ -156,7 +157,7 @@ func TestFlowKillATailWithConfirmation(t *testing.T) {
 	tm.Send(keyMsg("k"))
 	waitOut(t, tm, "Kill tail a-2 of calibrate-demo?")
 	tm.Send(keyMsg("y"))
-	waitLine(t, tm, "a-2", "error", "killed by the operator")
+	waitLine(t, tm, "a-2", "no verdict", "killed by the operator after 4 calls")
 	m := quit(t, tm)
 	if calls := stub.Calls(); !reflect.DeepEqual(calls, []call{{"Kill", []string{cal, "a-2"}}}) {
 		t.Fatalf("engine calls: %v", calls)

@@ -88,7 +88,7 @@ func dollars(c float64) string { return fmt.Sprintf("$%.2f", c) }
 // runCost is a run's cost so far, with "?" when a tail's model has no price.
 func runCost(st *engine.RunState) string {
 	for _, t := range st.Tails {
-		if unknownPart(t.Usage) {
+		if unknownPart(t.TotalUsage()) {
 			return withUnknown(st.Cost(), true)
 		}
 	}
@@ -106,3 +106,14 @@ func runCostLabelled(st *engine.RunState) string {
 
 // percent formats a rate in [0, 1] as a whole percentage.
 func percent(p float64) string { return fmt.Sprintf("%d%%", int(math.Round(p*100))) }
+
+// noVerdict is how the app words engine.StatusNoVerdict.
+const noVerdict = "no verdict"
+
+// statusWord is a tail's status as the app shows it.
+func statusWord(status string) string {
+	if status == engine.StatusNoVerdict {
+		return noVerdict
+	}
+	return status
+}

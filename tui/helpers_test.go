@@ -152,19 +152,27 @@ func demoState(t testing.TB) (stateDir, calDir, crashedDir string) {
 	c.at(-min_(10), engine.Event{Phase: &engine.Phase{Name: "tails"}})
 	tails := []struct {
 		id, side, status, detail string
+		reason                   engine.Reason
 		calls                    int
 		start, took              int // seconds before t0, seconds
 		cost                     float64
+		attempt                  int
 	}{
-		{"a-0", "a", "passed", "end_turn; make test ok", 6, 590, 95, 0.04},
-		{"b-0", "b", "passed", "end_turn; make test ok", 9, 590, 140, 0.07},
-		{"a-1", "a", "failed", "end_turn; make test: 2 failures", 11, 480, 200, 0.09},
-		{"b-1", "b", "error", "agent exited 1 before a verdict", 2, 430, 20, 0.01},
-		{"a-2", "a", "running", "", 4, 250, 0, 0.03},
-		{"b-2", "b", "running", "", 3, 120, 0, 0.02},
+		{"a-0", "a", "passed", "end_turn; make test ok", "", 6, 590, 95, 0.04, 0},
+		{"b-0", "b", "passed", "end_turn; make test ok", "", 9, 590, 140, 0.07, 0},
+		{"a-1", "a", "failed", "end_turn; make test: 2 failures", "", 11, 480, 200, 0.09, 0},
+		{"b-1", "b", engine.StatusNoVerdict, "ended by the provider (quota): Quota exceeded. Check your plan and billing details.; not checked",
+			engine.ReasonQuota, 2, 430, 20, 0.01, 0},
+		{"a-2", "a", "running", "", "", 4, 250, 0, 0.03, 0},
+		{"b-2", "b", "running", "", "", 3, 120, 0, 0.02, 0},
+		{"a-3", "a", "failed", "end_turn; make test: 1 failure", "", 3, 110, 40, 0.02, 0},
+		// a-3 retried from the app: the retry passes, the side still counts its first verdict.
+		{"a-3", "a", "passed", "end_turn; make test ok", "", 5, 60, 50, 0.03, 1},
 	}
 	for _, tl := range tails {
-		c.at(-sec(tl.start), engine.Event{TailStarted: &engine.TailStarted{ID: tl.id, Side: tl.side, How: "fresh"}})
+		if tl.attempt == 0 {
+			c.at(-sec(tl.start), engine.Event{TailStarted: &engine.TailStarted{ID: tl.id, Side: tl.side, How: "fresh"}})
+		}
 	}
 	tools := []struct{ tool, summary string }{
 		{"Read", "src/cart.go"}, {"Bash", "go test ./cart/..."}, {"Edit", "src/cart.go: fix rounding in Total"},
@@ -172,6 +180,9 @@ func demoState(t testing.TB) (stateDir, calDir, crashedDir string) {
 		{"Bash", "make test"}, {"Grep", "Total("}, {"Bash", "git diff --stat"}, {"Read", "Makefile"}, {"Bash", "make test"},
 	}
 	for _, tl := range tails {
+		if tl.attempt > 0 {
+			c.at(-sec(tl.start), engine.Event{TailStarted: &engine.TailStarted{ID: tl.id, Side: tl.side, How: "fresh", Attempt: tl.attempt}})
+		}
 		for i := 0; i < tl.calls; i++ {
 			tc := tools[i%len(tools)]
 			c.at(-sec(tl.start)+sec(5*(i+1)), engine.Event{ToolCall: &engine.ToolCall{Tail: tl.id, Tool: tc.tool, Summary: tc.summary,
@@ -179,7 +190,7 @@ func demoState(t testing.TB) (stateDir, calDir, crashedDir string) {
 		}
 		if tl.status != "running" {
 			c.at(-sec(tl.start)+sec(tl.took), engine.Event{TailFinished: &engine.TailFinished{ID: tl.id, Passed: tl.status == "passed", Status: tl.status,
-				Detail: tl.detail, Seconds: float64(tl.took), Calls: tl.calls, Usage: usage(int64(1200*tl.calls), int64(300*tl.calls), tl.cost)}})
+				Reason: tl.reason, Attempt: tl.attempt, Detail: tl.detail, Seconds: float64(tl.took), Calls: tl.calls, Usage: usage(int64(1200*tl.calls), int64(300*tl.calls), tl.cost)}})
 		}
 	}
 

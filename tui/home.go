@@ -195,11 +195,15 @@ func (p *runsPane) refresh() {
 	p.t.setRows(rows)
 }
 
-// passSoFar is each side's passes over its finished tails: "a 3/5 · b 1/4".
+// passSoFar is each side's passes over its verdicts, and the tails left out: "a 3/5 +1nv · b 1/4".
 func passSoFar(st *engine.RunState) string {
 	var parts []string
 	for _, t := range st.Tally() {
-		parts = append(parts, fmt.Sprintf("%s %d/%d", t.Side.Key, t.Passed, t.Done))
+		part := fmt.Sprintf("%s %d/%d", t.Side.Key, t.Passed, t.Verdicts)
+		if t.NoVerdict > 0 {
+			part += fmt.Sprintf(" +%dnv", t.NoVerdict)
+		}
+		parts = append(parts, part)
 	}
 	return strings.Join(parts, " · ")
 }

@@ -30,6 +30,9 @@ func Line(e engine.Event) string {
 		if t.How != "fresh" {
 			fmt.Fprintf(&b, " from step %d", t.Step)
 		}
+		if t.CapsuleFrom != nil {
+			fmt.Fprintf(&b, ", which has no capsule: starts from step %d's", *t.CapsuleFrom)
+		}
 		if t.Attempt > 0 {
 			fmt.Fprintf(&b, ", attempt %d", t.Attempt+1)
 		}
@@ -42,7 +45,11 @@ func Line(e engine.Event) string {
 		}
 	case e.TailFinished != nil:
 		t := e.TailFinished
-		fmt.Fprintf(&b, "tail %s %s %.0fs %d calls %s", t.ID, t.Status, t.Seconds, t.Calls, cost(t.Usage))
+		status := statusWord(t.Status)
+		if t.Status == engine.StatusNoVerdict || t.Status == "error" {
+			status = noVerdict + " (" + t.Reason.Label() + ")"
+		}
+		fmt.Fprintf(&b, "tail %s %s %.0fs %d calls %s", t.ID, status, t.Seconds, t.Calls, cost(t.Usage))
 		if t.Detail != "" {
 			fmt.Fprintf(&b, " — %s", t.Detail)
 		}

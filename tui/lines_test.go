@@ -15,7 +15,7 @@ import (
 
 func TestLine(t *testing.T) {
 	at := time.Date(2025, 6, 1, 12, 4, 5, 0, time.Local)
-	score := 7
+	score, two := 7, 2
 	for _, tc := range []struct {
 		e    engine.Event
 		want string
@@ -28,6 +28,11 @@ func TestLine(t *testing.T) {
 			"12:04:05 r tail a-0 #4 Bash make test (2.2s)"},
 		{engine.Event{TailFinished: &engine.TailFinished{ID: "a-0", Status: "failed", Detail: "make test: 2 failures\nmore", Seconds: 42, Calls: 4, Score: &score, Usage: engine.Usage{Cost: 0.125}}},
 			"12:04:05 r tail a-0 failed 42s 4 calls $0.12 — make test: 2 failures more"},
+		{engine.Event{TailFinished: &engine.TailFinished{ID: "b-0", Status: engine.StatusNoVerdict, Reason: engine.ReasonQuota,
+			Detail: "ended by the provider (quota): Quota exceeded.; not checked", Seconds: 3}},
+			"12:04:05 r tail b-0 no verdict (quota) 3s 0 calls $0.00 — ended by the provider (quota): Quota exceeded.; not checked"},
+		{engine.Event{TailStarted: &engine.TailStarted{ID: "h-3", Side: "b", Step: 3, How: "handoff", CapsuleFrom: &two}},
+			"12:04:05 r tail h-3 started (side b, handoff from step 3, which has no capsule: starts from step 2's)"},
 		{engine.Event{Resumed: &engine.Resumed{Rerun: []string{"a-1", "b-0"}}}, "12:04:05 r resumed; rerunning a-1, b-0"},
 		{engine.Event{RunFinished: &engine.RunFinished{Error: "budget spent"}}, "12:04:05 r finished with an error: budget spent"},
 	} {

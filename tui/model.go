@@ -317,12 +317,12 @@ func (m *model) resume(dir string) tea.Cmd {
 
 func (m *model) retry(dir, id string) tea.Cmd {
 	t := m.env.store.run(dir).state.Tails[id]
-	if t == nil || (t.Status != "failed" && t.Status != "error") {
+	if t == nil || (t.Status != engine.StatusFailed && t.Status != engine.StatusNoVerdict) {
 		status := "unknown"
 		if t != nil {
-			status = t.Status
+			status = statusWord(t.Status)
 		}
-		m.fail(fmt.Errorf("tail %s is %s: only a failed tail can be retried", id, status))
+		m.fail(fmt.Errorf("tail %s is %s: only a failed tail or one with no verdict can be retried", id, status))
 		return nil
 	}
 	m.note("retrying %s…", id)
@@ -331,7 +331,7 @@ func (m *model) retry(dir, id string) tea.Cmd {
 
 func (m *model) askKill(dir, id string) {
 	t := m.env.store.run(dir).state.Tails[id]
-	if t == nil || t.Status != "running" {
+	if t == nil || t.Status != engine.StatusRunning {
 		m.fail(fmt.Errorf("tail %s is not running: nothing to kill", id))
 		return
 	}

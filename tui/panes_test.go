@@ -105,7 +105,7 @@ func TestRunsPane(t *testing.T) {
 	p.refresh()
 	v := p.view(true)
 	for _, want := range []string{
-		"> calibrate-demo", "calibrate live         4/2/10 a 1/2 · b 1/2", "10m00s  $0.26",
+		"> calibrate-demo", "calibrate live         5/2/10 a 1/3 · b 1/1 +1nv", "10m00s  $0.31",
 		"calibrate-crashed", "crashed       1/1/4 a 1/1", "cliff-old", "done          1/0/2",
 	} {
 		if !strings.Contains(v, want) {
@@ -131,9 +131,13 @@ func TestTailsPaneAndTally(t *testing.T) {
 	p.refresh()
 	v := p.view(true)
 	for _, want := range []string{
-		"> a-0      a       – passed    1m35s     6   9.0k  $0.04 end_turn; make test ok",
-		"a-1      a       – failed    3m20s    11  16.5k  $0.09",
-		"b-2      b       – running   2m00s     3   4.5k  $0.02 Edit src/cart.go",
+		"> a-0      a       – passed       1m35s     6   9.0k  $0.04 end_turn; make test ok",
+		// A retried tail shows its latest attempt, every attempt's tokens and cost, and the
+		// attempt its side counts.
+		"a-1      a       – failed       3m20s    11  16.5k  $0.09",
+		"a-3      a       – passed         50s     5  12.0k  $0.05 attempt 2 · counts attempt 1: failed",
+		"b-1      b       – no verdict     20s     2   3.0k  $0.01 ended by the provider (quota)",
+		"b-2      b       – running      2m00s     3   4.5k  $0.02 Edit src/cart.go",
 	} {
 		if !strings.Contains(v, want) {
 			t.Errorf("view lacks %q:\n%s", want, v)
@@ -146,10 +150,15 @@ func TestTailsPaneAndTally(t *testing.T) {
 	}
 
 	tally := &tallyPane{env: e, dir: cal}
-	tally.setSize(100, 2)
+	tally.setSize(130, 2)
 	v = tally.view(false)
-	if !strings.Contains(v, "a claude --model haiku") || !strings.Contains(v, "1/2  50%    9%–91%  1 running   $0.16") {
-		t.Errorf("tally:\n%s", v)
+	// The retry of a-3 passed, yet a counts a-3's first verdict (failed); b leaves out its
+	// quota-walled tail and says so.
+	for _, want := range []string{"a claude --model haiku", "1/3  33%    6%–79%  1 running   $0.21 · 1 retried (1 failed)",
+		"1/1 100%  21%–100%  1 running   $0.10 · 1 no verdict (1 quota)"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("tally lacks %q:\n%s", want, v)
+		}
 	}
 }
 
@@ -165,7 +174,7 @@ func TestPassBar(t *testing.T) {
 		{5, 10, "····━━━━━━●━━━━━····"},
 	} {
 		lo, hi := engine.Wilson(tc.passed, tc.done)
-		got := passBar(s, engine.SideTally{Passed: tc.passed, Done: tc.done, Lo: lo, Hi: hi}, 20)
+		got := passBar(s, engine.SideTally{Passed: tc.passed, Verdicts: tc.done, Lo: lo, Hi: hi}, 20)
 		if got != tc.want {
 			t.Errorf("%d/%d: %q, want %q", tc.passed, tc.done, got, tc.want)
 		}
@@ -258,5 +267,36 @@ func TestFormKinds(t *testing.T) {
 	v := f.view(70)
 	if !strings.Contains(v, "[calibrate]") || !strings.Contains(v, "sides is empty") {
 		t.Fatalf("view:\n%s", v)
+	}
+}
+
+// TestRetriedRunIsLiveUntilTheRetryEnds: a finished run whose tail is retried (R, tare resume
+// --retry, or tare tail on a recorded run) shows live while the retry runs, and done again
+// once it ends; before, it stayed "done" with a tail running.
+func TestRetriedRunIsLiveUntilTheRetryEnds(t *testing.T) {
+	stateDir := t.TempDir()
+	j := openRun(t, stateDir, "calibrate", "retried")
+	j.at(-min_(5), engine.Event{RunStarted: &engine.RunStarted{Kind: "calibrate", Sides: []engine.Side{{Key: "a", Agent: "pi"}}, Budget: 1, Jobs: 1}})
+	j.at(-min_(5), engine.Event{TailStarted: &engine.TailStarted{ID: "a-0", Side: "a", How: "fresh"}})
+	j.at(-min_(4), engine.Event{TailFinished: &engine.TailFinished{ID: "a-0", Status: engine.StatusFailed}})
+	j.at(-min_(4), engine.Event{RunFinished: &engine.RunFinished{Report: "a 0/1"}})
+	status := func() string {
+		e := &env{st: asciiStyles(), keys: DefaultKeyMap(), store: newStore(nil, demoProject), now: func() time.Time { return t0 }}
+		w := newWatcher(stateDir, nil, func(string) bool { return true }, nil)
+		e.store.apply(w.poll(time.Now()))
+		return e.store.run(j.dir).status()
+	}
+	if got := status(); got != "done" {
+		t.Fatalf("finished run is %q, want done", got)
+	}
+	j.at(-min_(3), engine.Event{Resumed: &engine.Resumed{Rerun: []string{"a-0"}}})
+	j.at(-min_(3), engine.Event{TailStarted: &engine.TailStarted{ID: "a-0", Side: "a", How: "fresh", Attempt: 1}})
+	if got := status(); got != "live" {
+		t.Fatalf("run with a retry running is %q, want live", got)
+	}
+	j.at(-min_(2), engine.Event{TailFinished: &engine.TailFinished{ID: "a-0", Status: engine.StatusFailed, Attempt: 1}})
+	j.at(-min_(2), engine.Event{RunFinished: &engine.RunFinished{Report: "a 0/1 · 1 retried"}})
+	if got := status(); got != "done" {
+		t.Fatalf("run after its retry is %q, want done", got)
 	}
 }

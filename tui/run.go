@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -136,25 +138,73 @@ func (p *tallyPane) update(tea.KeyMsg) (bool, tea.Cmd) { return false, nil }
 func (p *tallyPane) view(bool) string {
 	st := p.env.store.run(p.dir).state
 	s := p.env.st
-	var lines []string
-	for _, t := range st.Tally() {
-		label := t.Side.Key + " " + strings.Join(append([]string{t.Side.Agent}, t.Side.Args...), " ")
-		counts := fmt.Sprintf("%d/%d", t.Passed, t.Done)
+	tallies := st.Tally()
+	lw := min(max(p.w/4, 8), 28)
+	nums := func(t engine.SideTally, running bool) string {
+		counts := fmt.Sprintf("%d/%d", t.Passed, t.Verdicts)
 		rate, interval := "  –", "    –    "
-		if t.Done > 0 {
-			rate = percent(float64(t.Passed) / float64(t.Done))
+		if r, ok := t.Rate(); ok {
+			rate = percent(r)
 			interval = percent(t.Lo) + "–" + percent(t.Hi)
 		}
-		tail := fmt.Sprintf(" %5s %4s %9s %2d running %7s", counts, rate, interval, t.Running, cost(t.Usage))
-		lw := min(max(p.w/4, 8), 28)
-		bw := p.w - lw - 1 - len([]rune(tail))
-		line := fit(label, lw) + " " + passBar(s, t, bw) + tail
-		lines = append(lines, line)
+		if running {
+			return fmt.Sprintf(" %5s %4s %9s %2d running %7s", counts, rate, interval, t.Running, cost(t.Usage))
+		}
+		return fmt.Sprintf(" %5s %4s %9s %7s", counts, rate, interval, cost(t.Usage))
+	}
+	// What each rate leaves out, in one column for every side: it matters more than how many
+	// still run, and its counts whole more than its reasons cut. The bar takes what is left.
+	outs := make([]string, len(tallies))
+	width := func() int {
+		w := 0
+		for _, o := range outs {
+			w = max(w, ansi.StringWidth(o))
+		}
+		return w
+	}
+	for i, t := range tallies {
+		outs[i] = t.LeftOut()
+	}
+	running := true
+	room := func() int { return p.w - lw - 1 - len([]rune(nums(engine.SideTally{}, running))) - 3 - 12 }
+	if width() > room() {
+		running = false
+	}
+	if width() > room() {
+		for i, t := range tallies {
+			outs[i] = leftOutCounts(t)
+		}
+	}
+	ow := min(width(), max(room(), 8))
+	var lines []string
+	for i, t := range tallies {
+		label := t.Side.Key + " " + strings.Join(append([]string{t.Side.Agent}, t.Side.Args...), " ")
+		tail := nums(t, running)
+		switch {
+		case outs[i] != "":
+			tail += " · " + fit(outs[i], ow)
+		case ow > 0:
+			tail += strings.Repeat(" ", ow+3)
+		}
+		bw := p.w - lw - 1 - ansi.StringWidth(tail)
+		lines = append(lines, fit(label, lw)+" "+passBar(s, t, bw)+tail)
 	}
 	if len(lines) == 0 {
 		lines = append(lines, s.tone(dim, "no sides yet"))
 	}
 	return strings.Join(lines, "\n")
+}
+
+// leftOutCounts is LeftOut without the reasons, for a narrow pane: "1 no verdict · 1 retried".
+func leftOutCounts(t engine.SideTally) string {
+	var parts []string
+	if t.NoVerdict > 0 {
+		parts = append(parts, fmt.Sprintf("%d no verdict", t.NoVerdict))
+	}
+	if t.Retried > 0 {
+		parts = append(parts, fmt.Sprintf("%d retried", t.Retried))
+	}
+	return strings.Join(parts, " · ")
 }
 
 // passBar draws a pass rate on [0, 1] in w cells: the interval as a thick line over a thin
@@ -164,7 +214,8 @@ func passBar(s styles, t engine.SideTally, w int) string {
 		return strings.Repeat(" ", max(w, 0))
 	}
 	cells := []rune(strings.Repeat("·", w))
-	if t.Done == 0 {
+	p, ok := t.Rate()
+	if !ok {
 		return s.tone(dim, string(cells))
 	}
 	lo := int(math.Floor(t.Lo * float64(w)))
@@ -172,7 +223,6 @@ func passBar(s styles, t engine.SideTally, w int) string {
 	for i := max(lo, 0); i <= min(hi, w-1); i++ {
 		cells[i] = '━'
 	}
-	p := float64(t.Passed) / float64(t.Done)
 	at := min(int(p*float64(w)), w-1)
 	cells[at] = '●'
 	tone := warn
@@ -200,7 +250,7 @@ func newTailsPane(e *env, dir string) *tailsPane {
 		{title: "tail", width: 8},
 		{title: "side", width: 4},
 		{title: "from", width: 4, right: true},
-		{title: "status", width: 7},
+		{title: "status", width: 10},
 		{title: "elapsed", width: 7, right: true},
 		{title: "calls", width: 5, right: true},
 		{title: "tokens", width: 6, right: true},
@@ -223,8 +273,8 @@ func (p *tailsPane) refresh() {
 	rows := make([]row, 0, len(st.Order))
 	for _, id := range st.Order {
 		t := st.Tails[id]
-		finished := t.Status != "running"
-		if r, ok := p.done[id]; ok && finished && r.cells[3].text == t.Status {
+		finished := t.Status != engine.StatusRunning
+		if r, ok := p.done[id]; ok && finished && r.cells[3].text == statusWord(t.Status) && r.attempt == t.Attempt {
 			rows = append(rows, r)
 			continue
 		}
@@ -233,19 +283,22 @@ func (p *tailsPane) refresh() {
 			from = "–"
 		}
 		detail := t.Detail
-		if t.Status == "running" && len(t.Tools) > 0 {
+		if t.Status == engine.StatusRunning && len(t.Tools) > 0 {
 			last := t.Tools[len(t.Tools)-1]
 			detail = last.Tool + " " + last.Summary
 		}
-		r := row{key: id, cells: []cell{
+		if len(t.Earlier) > 0 {
+			detail = attemptNote(t) + " · " + detail
+		}
+		r := row{key: id, attempt: t.Attempt, cells: []cell{
 			{id, plain},
 			{t.Side, plain},
 			{from, dim},
-			{t.Status, statusTone(t.Status)},
+			{statusWord(t.Status), statusTone(statusWord(t.Status))},
 			{span(t.Elapsed(now)), dim},
 			{fmt.Sprint(t.Calls), plain},
-			{tokens(t.Usage), dim},
-			{cost(t.Usage), dim},
+			{tokens(t.TotalUsage()), dim},
+			{cost(t.TotalUsage()), dim},
 			{detail, dim},
 		}}
 		if finished {
@@ -256,6 +309,20 @@ func (p *tailsPane) refresh() {
 		rows = append(rows, r)
 	}
 	p.t.setRows(rows)
+}
+
+// attemptNote says which attempt a retried tail shows and which one its side counts:
+// "attempt 2 · counts attempt 1: failed".
+func attemptNote(t *engine.TailState) string {
+	note := fmt.Sprintf("attempt %d", t.Attempt+1)
+	if a, ok := t.Counted(); ok {
+		if a.N != t.Attempt {
+			note += fmt.Sprintf(" · counts attempt %d: %s", a.N+1, a.Status)
+		}
+	} else if t.Status != engine.StatusRunning {
+		note += " · no verdict in any"
+	}
+	return note
 }
 
 func (p *tailsPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {

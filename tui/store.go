@@ -17,9 +17,13 @@ type runEntry struct {
 	alive, known bool
 }
 
-// status is the run's one word: live, done, error or crashed.
+// status is the run's one word: live, done, error or crashed. A finished run whose tail is
+// being retried (tare tail or a retry on a recorded or finished run) is live until it ends.
 func (r *runEntry) status() string {
+	_, running, _ := r.state.Counts()
 	switch {
+	case r.state.Finished && running > 0 && (!r.known || r.alive):
+		return "live"
 	case r.state.Finished && r.state.Error != "":
 		return "error"
 	case r.state.Finished:

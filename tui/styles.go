@@ -82,7 +82,7 @@ func statusTone(status string) tone {
 		return bad
 	case "running", "live", "probing…":
 		return warn
-	case "rerun", "killed":
+	case "rerun", "killed", noVerdict:
 		return dim
 	}
 	return plain

@@ -30,6 +30,8 @@ type cell struct {
 type row struct {
 	key   string
 	cells []cell
+	// attempt is the tail attempt a cached row shows: a retry redraws it.
+	attempt int
 }
 
 // table is the list every pane draws: a column header, a cursor, scrolling and a / filter.

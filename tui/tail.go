@@ -153,18 +153,28 @@ func (v *tailView) header() string {
 	from := "a fresh start"
 	if t.How != "fresh" && t.How != "" {
 		from = fmt.Sprintf("step %d (%s)", t.Step, t.How)
+		if t.CapsuleFrom != nil {
+			from += s.tone(warn, fmt.Sprintf(", no capsule of its own: starts from step %d's", *t.CapsuleFrom))
+		}
 	}
 	first := fmt.Sprintf("tail %s · side %s · from %s", s.tone(accent, t.ID), agent, from)
-	if t.Attempt > 0 {
-		first += fmt.Sprintf(" · attempt %d", t.Attempt+1)
+	if len(t.Earlier) > 0 {
+		first += " · " + attemptNote(t)
+	}
+	status := statusWord(t.Status)
+	if t.Status == engine.StatusNoVerdict {
+		status += " (" + t.Reason.Label() + ")"
 	}
 	second := strings.Join([]string{
-		s.tone(statusTone(t.Status), t.Status), span(t.Elapsed(v.env.now())),
+		s.tone(statusTone(statusWord(t.Status)), status), span(t.Elapsed(v.env.now())),
 		fmt.Sprintf("%d calls", t.Calls), tokens(t.Usage) + " tokens", cost(t.Usage),
 	}, " · ")
+	if len(t.Earlier) > 0 {
+		second += s.tone(dim, fmt.Sprintf(" · all %d attempts: %s", len(t.Earlier)+1, cost(t.TotalUsage())))
+	}
 	third := s.tone(dim, "check: running…")
 	switch t.Status {
-	case "passed", "failed", "error":
+	case engine.StatusPassed, engine.StatusFailed:
 		third = "check: " + s.tone(statusTone(t.Status), t.Status)
 		if t.Score != nil {
 			third += fmt.Sprintf(" · score %d", *t.Score)
@@ -172,6 +182,8 @@ func (v *tailView) header() string {
 		if t.Detail != "" {
 			third += " — " + t.Detail
 		}
+	case engine.StatusNoVerdict:
+		third = s.tone(dim, "no verdict: "+t.Reason.Label()+"; left out of the rate") + " — " + t.Detail
 	case "rerun":
 		third = s.tone(dim, "check: none; the tail is rerun after a crash")
 	}

@@ -1,0 +1,140 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"tare/agent"
+)
+
+// A tail's status: while it runs, and how it ended. Only passed and failed are verdicts; a
+// rate and its Wilson interval count those alone and say what they left out.
+const (
+	StatusRunning = "running"
+	StatusPassed  = "passed"
+	// StatusFailed: the check (or, without a check, the agent's exit) said no.
+	StatusFailed = "failed"
+	// StatusNoVerdict: the tail ended without saying anything about the agent; Reason says why.
+	StatusNoVerdict = "no-verdict"
+)
+
+// Reason is why a tail has no verdict.
+type Reason string
+
+// The reasons a tail has no verdict.
+const (
+	// ReasonNotStarted: the agent never ran (the capsule would not restore, the room would
+	// not start...). The check is not run: an untouched project that passes it says nothing.
+	ReasonNotStarted Reason = "not-started"
+	// ReasonKilled: the operator stopped the tail.
+	ReasonKilled Reason = "killed"
+	// ReasonTimeout: tare's agent timeout stopped the agent before it produced anything.
+	ReasonTimeout Reason = "timeout"
+	// ReasonQuota, ReasonOverloaded, ReasonDropped: the provider ended the run (see
+	// agent.ProviderStopped).
+	ReasonQuota      Reason = agent.StopQuota
+	ReasonOverloaded Reason = agent.StopOverloaded
+	ReasonDropped    Reason = agent.StopDropped
+	// ReasonInterrupted: tare itself stopped during the tail (a crash); resume runs it again.
+	ReasonInterrupted Reason = "interrupted"
+	// ReasonError: a tail journaled as "error" by a tare from before outcomes had reasons.
+	ReasonError Reason = "error"
+)
+
+// Label is the reason in a report's words.
+func (r Reason) Label() string {
+	switch r {
+	case ReasonNotStarted:
+		return "not started"
+	case ReasonTimeout:
+		return "timed out before output"
+	case "":
+		return "unknown"
+	}
+	return string(r)
+}
+
+// verdict reports whether status is a verdict: passed or failed.
+func verdict(status string) bool { return status == StatusPassed || status == StatusFailed }
+
+// finished reports whether status ends a tail: a verdict or no verdict.
+func finished(status string) bool { return verdict(status) || status == StatusNoVerdict }
+
+// agentEnd is how a tail's agent ended, as much as the verdict depends on.
+type agentEnd struct {
+	// started: the room started and the agent ran (its exit code is real).
+	started bool
+	// produced: the agent's stream showed a tool call or text from the model.
+	produced bool
+	// timedOut: tare's agent timeout stopped it.
+	timedOut bool
+	// stop is set when the provider ended the run.
+	stop *agent.ProviderStop
+}
+
+// withoutVerdict says whether a tail whose agent ended so can have no verdict, and why: the
+// check is run only when it cannot. killed is the operator's stop.
+func withoutVerdict(end agentEnd, killed bool) (Reason, bool) {
+	switch {
+	case killed:
+		return ReasonKilled, true
+	case !end.started:
+		return ReasonNotStarted, true
+	case end.stop != nil:
+		return Reason(end.stop.Kind), true
+	case end.timedOut && !end.produced:
+		return ReasonTimeout, true
+	}
+	return "", false
+}
+
+// normalizeOutcome reads a status journaled by any tare: "error" (a tare from before no
+// verdict had reasons) becomes no verdict with the reason its detail names.
+func normalizeOutcome(status string, reason Reason, detail string) (string, Reason) {
+	if status != "error" && status != StatusNoVerdict {
+		return status, reason
+	}
+	if reason != "" {
+		return StatusNoVerdict, reason
+	}
+	switch {
+	case strings.Contains(detail, errKilled.Error()):
+		reason = ReasonKilled
+	case strings.HasPrefix(detail, "not started") || strings.HasPrefix(detail, "agent did not start"):
+		reason = ReasonNotStarted
+	case strings.HasPrefix(detail, "interrupted"):
+		reason = ReasonInterrupted
+	default:
+		reason = ReasonError
+	}
+	return StatusNoVerdict, reason
+}
+
+// outcomeLabel is an attempt's outcome in a report's words: "passed", "failed", or the
+// reason it has no verdict.
+func outcomeLabel(status string, reason Reason) string {
+	if status == StatusNoVerdict {
+		return reason.Label()
+	}
+	return status
+}
+
+// countList renders counts as "1 quota, 2 killed", largest first, then by name.
+func countList(counts map[string]int) string {
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if counts[keys[i]] != counts[keys[j]] {
+			return counts[keys[i]] > counts[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d %s", counts[k], k)
+	}
+	return strings.Join(parts, ", ")
+}
