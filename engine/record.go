@@ -268,6 +268,9 @@ type RecordOptions struct {
 	Script string
 	// Seed fixes the script's branch draws (0: a fresh seed, written to the recipe).
 	Seed int64
+	// scriptText and scriptName, when set, are the script itself (a swap's recipe holds it,
+	// and the file may be gone by a resume).
+	scriptText, scriptName string
 	// cliff is set when the recording is the first part of a cliff analysis.
 	cliff      *cliffSettings
 	AllowDirty bool
@@ -318,7 +321,9 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 		Prompt: o.Prompt, Check: o.Check, CheckTimeout: o.CheckTimeout.Seconds(), AgentTimeout: o.AgentTimeout.Seconds(),
 		Sides: []Side{o.Side}, Runs: 1, Jobs: 1, Keep: true, CheckRoom: NewCheckRoom(o.Config, o.CheckOnHost),
 		Agents: map[string]RecipeAgent{o.Side.Agent: {Version: installs[o.Side.Agent].Version, Bin: installs[o.Side.Agent].Bin, Snapshots: agent.HookKind(a)}}}
-	if o.Script != "" {
+	if o.scriptText != "" {
+		rec.Script, rec.ScriptText, rec.Seed = o.scriptName, o.scriptText, runSeed(o.Seed)
+	} else if o.Script != "" {
 		text, err := os.ReadFile(o.Script)
 		if err != nil {
 			return dir, nil, fmt.Errorf("--script %s: %v", o.Script, err)
@@ -330,7 +335,7 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 	if err := writeRecipe(dir, rec); err != nil {
 		return dir, nil, err
 	}
-	if err := r.emit(Event{RunStarted: &RunStarted{Kind: "record", Project: o.Project, Prompt: o.Prompt, Check: o.Check, CheckRoom: checkWhere(rec), Sides: rec.Sides, Budget: 1, Jobs: 1, Simulated: o.Script != ""}}); err != nil {
+	if err := r.emit(Event{RunStarted: &RunStarted{Kind: "record", Project: o.Project, Prompt: o.Prompt, Check: o.Check, CheckRoom: checkWhere(rec), Sides: rec.Sides, Budget: 1, Jobs: 1, Simulated: rec.ScriptText != ""}}); err != nil {
 		return dir, nil, err
 	}
 	if err := probeSides(ctx, r, rec.Sides, o.Project, o.Config, o.AllowDirty, o.Progress); err != nil {

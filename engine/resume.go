@@ -31,14 +31,17 @@ func Resume(ctx context.Context, o ResumeOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if rec.Kind != "calibrate" && rec.Kind != "record" {
-		return "", fmt.Errorf("%s: tare resume finishes calibrate and record runs; this is a %s run", o.Dir, rec.Kind)
+	if rec.Kind != "calibrate" && rec.Kind != "record" && rec.Kind != "swap" {
+		return "", fmt.Errorf("%s: tare resume finishes calibrate, record, cliff and swap runs; this is a %s run", o.Dir, rec.Kind)
 	}
 	if _, err := os.Stat(filepath.Join(o.Dir, JournalFile)); err != nil {
 		return "", fmt.Errorf("%s: not a tare run (no %s); fix: give a directory that tare calibrate or tare record made", o.Dir, JournalFile)
 	}
 	if err := checkPreflight(rec.Check, false, rec.CheckRoom, filepath.Join(o.Dir, RecipeFile)); err != nil {
 		return "", err
+	}
+	if rec.Kind == "swap" {
+		return resumeSwap(ctx, o, rec)
 	}
 	if rec.Kind == "record" {
 		if set, ok := cliffOf(o.Dir, rec); ok {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -171,13 +172,26 @@ func runSwap(ctx context.Context, r *run, rec *Recipe, set swapSettings, install
 		if err := r.emit(Event{Phase: &Phase{Name: "original " + side.Key + ": " + sideLabel(side)}}); err != nil {
 			return nil, err
 		}
-		ro := o
-		// The two originals draw from the run's seed and the next one: the same script must
-		// not make them the same run.
-		ro.Side, ro.Out, ro.Seed, ro.Bus = side, filepath.Join(r.dir, side.Key), rec.Seed+int64(i), nil
-		dir, recording, err := Record(ctx, ro)
+		dir := filepath.Join(r.dir, side.Key)
+		recording, err := readRecording(dir)
 		if err != nil {
-			return nil, fmt.Errorf("original %s (%s): %v", side.Key, side.Agent, err)
+			// Not recorded yet, or cut short by a crash: that attempt is kept beside the
+			// new one.
+			if _, err := setAside(dir); err != nil {
+				return nil, err
+			}
+			ro := o
+			// The two originals draw from the run's seed and the next one: the same script
+			// must not make them the same run.
+			ro.Prompt, ro.Project, ro.Check, ro.Script = rec.Prompt, rec.Project, rec.Check, ""
+			ro.CheckTimeout = time.Duration(rec.CheckTimeout * float64(time.Second))
+			ro.AgentTimeout = time.Duration(rec.AgentTimeout * float64(time.Second))
+			ro.CheckOnHost = rec.CheckRoom.OnHost
+			ro.Side, ro.Out, ro.Seed, ro.Bus = side, dir, rec.Seed+int64(i), nil
+			ro.scriptText, ro.scriptName = rec.ScriptText, rec.Script
+			if dir, recording, err = Record(ctx, ro); err != nil {
+				return nil, fmt.Errorf("original %s (%s): %v", side.Key, side.Agent, err)
+			}
 		}
 		store, err := capsule.Open(filepath.Join(dir, "store"))
 		if err != nil {
@@ -224,8 +238,17 @@ func runSwap(ctx context.Context, r *run, rec *Recipe, set swapSettings, install
 		return nil, err
 	}
 	done := map[string]bool{}
+	var rerun []string
 	for id, t := range r.snapshot().Tails {
-		done[id] = tailFinished(t)
+		if done[id] = tailFinished(t); !done[id] {
+			rerun = append(rerun, id)
+		}
+	}
+	if len(rerun) > 0 {
+		sort.Strings(rerun)
+		if err := r.emit(Event{Resumed: &Resumed{Rerun: rerun}}); err != nil {
+			return nil, err
+		}
 	}
 	var todo []tailSpec
 	envOf := map[string]*tailEnv{}
@@ -369,4 +392,30 @@ func SwapReport(rec *Recipe, res *SwapResult) string {
 	}
 	fmt.Fprintf(&b, "\n  cost      %s%s\n", cost, nv)
 	return b.String()
+}
+
+// resumeSwap finishes a swap a crash interrupted: the originals already recorded are kept,
+// one cut short is recorded again (the interrupted attempt kept beside it), finished tails
+// are not run again and the tails that were running are rerun, as the journal says.
+func resumeSwap(ctx context.Context, o ResumeOptions, rec *Recipe) (string, error) {
+	if len(o.Retry) > 0 {
+		return "", fmt.Errorf("--retry: %s is a swap analysis; it reruns interrupted tails itself", o.Dir)
+	}
+	if rec.Swap == nil || len(rec.Sides) != 2 {
+		return "", fmt.Errorf("%s: recipe.json holds no swap settings; the run cannot be finished", o.Dir)
+	}
+	installs, err := findInstalls(rec.Sides, o.Config, rec.Project)
+	if err != nil {
+		return "", err
+	}
+	r, err := openRun(o.Dir, o.Bus)
+	if err != nil {
+		return "", err
+	}
+	defer r.close()
+	if _, err := runSwap(ctx, r, rec, *rec.Swap, installs, RecordOptions{Config: o.Config}); err != nil {
+		return "", err
+	}
+	report, err := os.ReadFile(filepath.Join(o.Dir, "report.txt"))
+	return string(report), err
 }
