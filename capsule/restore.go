@@ -115,12 +115,12 @@ func (r *restorer) dir(hash, dest string) error {
 
 // file copies the blob of e to p, checking its hash and size as it goes.
 func (r *restorer) file(e Entry, p string) error {
-	blob, err := os.Open(r.s.blobPath(e.Hash))
+	blob, _, err := openRegular(r.s.root, objectRel("blobs", e.Hash))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("blob %s (for %s) is missing from the store; run `tare verify`", e.Hash, p)
 		}
-		return fmt.Errorf("blob %s (for %s): %w", e.Hash, p, err)
+		return noFollowError(fmt.Sprintf("blob %s (for %s)", e.Hash, p), err)
 	}
 	defer blob.Close()
 	out, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600)

@@ -1,0 +1,106 @@
+package capsule
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// mustBeEmpty fails the test if anything was written in dir.
+func mustBeEmpty(t *testing.T, dir string) {
+	t.Helper()
+	names, err := readNames(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) > 0 {
+		t.Fatalf("%s was written through a symlink: it holds %v", dir, names)
+	}
+}
+
+// TestStoreFolderSymlinkIsNeverFollowed: a store whose own folder (an object fan-out, the
+// capsules, the cache) or lock file a room once replaced with a symlink to a host folder
+// makes the host's snapshot fail naming it, and nothing is written where the link points.
+// This is the red team's F2: the host's end-of-tail snapshot wrote an agent-chosen file
+// into /etc/cron.d through `blobs/5b -> /etc/cron.d`.
+func TestStoreFolderSymlinkIsNeverFollowed(t *testing.T) {
+	content := "* * * * * root touch /tmp/PWNED\n"
+	ws := t.TempDir()
+	write(t, filepath.Join(ws, "cronjob"), content, 0o644)
+	// The root tree of ws, to plant its fan-out folder.
+	root := snap(t, openStore(t), ws, "probe").Root
+	for _, planted := range []string{
+		"blobs/" + hashBytes([]byte(content))[:2], "trees/" + root[:2], "capsules", "cache", "lock",
+	} {
+		t.Run(strings.ReplaceAll(planted, "/", "_"), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "store")
+			s, err := Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			target := filepath.Join(t.TempDir(), "cron.d")
+			if err := os.Mkdir(target, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			link := target
+			if planted == "lock" {
+				link = filepath.Join(target, "created-through-the-lock")
+			}
+			os.RemoveAll(filepath.Join(dir, planted))
+			if err := os.Symlink(link, filepath.Join(dir, planted)); err != nil {
+				t.Fatal(err)
+			}
+			_, err = s.Snap(context.Background(), ws, "toolu_end")
+			if err == nil {
+				// A fresh Open must refuse it, if the snapshot did not.
+				_, err = Open(dir)
+			}
+			if err == nil || !strings.Contains(err.Error(), "symlink") {
+				t.Fatalf("snapshot into a store with %s a symlink: %v, want a refusal naming the symlink", planted, err)
+			}
+			mustBeEmpty(t, target)
+		})
+	}
+}
+
+// TestSnapStoresAWorkspaceSymlinkWithoutReadingItsTarget: the host's snapshot of a
+// workspace a room wrote keeps a symlink (to a host file, to a fifo) as a symlink, and
+// opens nothing through it.
+func TestSnapStoresAWorkspaceSymlinkWithoutReadingItsTarget(t *testing.T) {
+	ws := t.TempDir()
+	secret := filepath.Join(t.TempDir(), "host-secret")
+	write(t, secret, "the operator's secret\n", 0o600)
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, target := range map[string]string{"secret": secret, "fifo": fifo, "dir/up": filepath.Dir(secret)} {
+		os.MkdirAll(filepath.Dir(filepath.Join(ws, name)), 0o755)
+		if err := os.Symlink(target, filepath.Join(ws, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := openStore(t)
+	var read []string
+	s.beforeRead = func(rel string) { read = append(read, rel) }
+	c := snap(t, s, ws, "toolu_end")
+	if len(read) != 0 || len(c.Unreadable) != 0 {
+		t.Fatalf("the snapshot opened %v (unreadable %v): it followed a symlink", read, c.Unreadable)
+	}
+	entries, err := s.readTree(c.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name == "secret" && (e.Kind != KindSymlink || e.Target != secret) {
+			t.Fatalf("secret stored as %+v, want the symlink", e)
+		}
+	}
+	if got := storeObjects(t, s, "blobs"); len(got) != 0 {
+		t.Fatalf("blobs %v stored: a target's content was read", got)
+	}
+}
