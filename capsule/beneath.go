@@ -72,10 +72,31 @@ func noFollowError(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// openRegular opens rel below dirfd for reading, without following symlinks and only if it
-// is a regular file: the type is checked on an O_PATH descriptor first, so a fifo is never
-// opened (that could hang) nor a device (opening one can act).
+// openRegular opens rel below dirfd for reading, without following symlinks, and only if
+// it is a regular file. It opens first and checks after (one open: it runs for every folder
+// of a snapshot, for its stat cache), with O_NONBLOCK so a fifo cannot hang it: for the
+// store's own files, where no device can be (no room has CAP_MKNOD). What a room wrote is
+// opened with openStaged instead.
 func openRegular(dirfd int, rel string) (*os.File, unix.Stat_t, error) {
+	var st unix.Stat_t
+	fd, err := openBeneath(dirfd, rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, st, err
+	}
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, st, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return nil, st, fmt.Errorf("a %s, not a regular file", fileType(st.Mode))
+	}
+	return os.NewFile(uintptr(fd), rel), st, nil
+}
+
+// openStaged is openRegular for what a room wrote: the type is checked on an O_PATH
+// descriptor first, so a fifo, socket or device is never opened (opening a device can act).
+func openStaged(dirfd int, rel string) (*os.File, unix.Stat_t, error) {
 	var st unix.Stat_t
 	pfd, err := openBeneath(dirfd, rel, unix.O_PATH, 0)
 	if err != nil {
@@ -89,21 +110,22 @@ func openRegular(dirfd int, rel string) (*os.File, unix.Stat_t, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, st, fmt.Errorf("a %s, not a regular file", fileType(st.Mode))
 	}
-	fd, err := openBeneath(dirfd, rel, unix.O_RDONLY|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, st, err
-	}
-	var now unix.Stat_t
-	if err := unix.Fstat(fd, &now); err != nil || now.Dev != st.Dev || now.Ino != st.Ino {
-		unix.Close(fd)
+	f, now, err := openRegular(dirfd, rel)
+	if err == nil && (now.Dev != st.Dev || now.Ino != st.Ino) {
+		f.Close()
 		return nil, st, errors.New("replaced while being opened")
 	}
-	return os.NewFile(uintptr(fd), rel), now, nil
+	return f, now, err
 }
 
 // readRegular reads a whole regular file below dirfd, refusing one larger than limit.
 func readRegular(dirfd int, rel string, limit int64) ([]byte, error) {
-	f, st, err := openRegular(dirfd, rel)
+	return readWith(openRegular, dirfd, rel, limit)
+}
+
+// readWith is readRegular opening with open (openRegular or openStaged).
+func readWith(open func(int, string) (*os.File, unix.Stat_t, error), dirfd int, rel string, limit int64) ([]byte, error) {
+	f, st, err := open(dirfd, rel)
 	if err != nil {
 		return nil, err
 	}

@@ -75,7 +75,7 @@ func (s *Store) Import(ctx context.Context, stage string) ([]Capsule, error) {
 	var out []Capsule
 	for _, r := range recs {
 		rel := "capsules/" + r.name
-		data, err := readRegular(sfd, rel, maxRecord)
+		data, err := readWith(openStaged, sfd, rel, maxRecord)
 		if err != nil {
 			im.batch.abort()
 			return fail(noFollowError(rel, err))
@@ -177,7 +177,7 @@ func (im *importer) tree(hash string, depth int) error {
 		im.done[rel] = true
 		return nil
 	}
-	data, err := readRegular(im.stage, rel, maxTree)
+	data, err := readWith(openStaged, im.stage, rel, maxTree)
 	if err != nil {
 		return noFollowError("staged "+rel, err)
 	}
@@ -210,7 +210,7 @@ func (im *importer) blob(hash string, size int64) error {
 		im.done[rel] = true
 		return nil
 	}
-	f, st, err := openRegular(im.stage, rel)
+	f, st, err := openStaged(im.stage, rel)
 	if err != nil {
 		return noFollowError("staged "+rel, err)
 	}
