@@ -1,8 +1,10 @@
 // Package capsule is tare's content-addressed snapshot store: a capsule is the workspace
 // as it was after one tool call, kept as git keeps a commit's tree.
 //
-// A store folder (bound into the room at /tare-run, so the in-room `tare snap` writes it
-// directly) holds:
+// A room never writes a store tare trusts: it gets the run's store read-only and a staging
+// store of its own (OpenStage), which the host takes in with Import, checking every object.
+// Every path below a store is opened without following a symlink (beneath.go). A store
+// folder holds:
 //
 //	tare-store                        marker and format version
 //	blobs/ab/cdef…                    file contents, named by their sha256, written once
