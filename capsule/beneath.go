@@ -15,6 +15,14 @@ import (
 // outside it is reached. A store a room once wrote may hold a planted `blobs/ab ->
 // /etc/cron.d`; followed, it would make the host write an object where the room chose.
 
+// mutations switch a defence off. Only this package's tests set them (mutation_test.go),
+// to show that the check which passes on the real code sees each defence go.
+var mutations struct {
+	follow  bool // openBeneath opens as openat(2) does: symlinks followed anywhere
+	noHash  bool // Import takes staged objects whatever they hash to
+	anyType bool // openRegular and openStaged open a file of any type
+}
+
 // resolveBeneath: the path stays below the descriptor and no component may be a symlink.
 const resolveBeneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
 
@@ -24,6 +32,9 @@ func openBeneath(dirfd int, rel string, flags int, mode uint32) (int, error) {
 	// No O_NOFOLLOW: RESOLVE_NO_SYMLINKS covers the last component too, and fails it with
 	// ELOOP, where O_NOFOLLOW|O_DIRECTORY would say "not a directory".
 	how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Mode: uint64(mode), Resolve: resolveBeneath}
+	if mutations.follow {
+		how.Resolve = 0
+	}
 	for {
 		fd, err := unix.Openat2(dirfd, rel, &how)
 		switch err {
@@ -87,7 +98,7 @@ func openRegular(dirfd int, rel string) (*os.File, unix.Stat_t, error) {
 		unix.Close(fd)
 		return nil, st, err
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+	if st.Mode&unix.S_IFMT != unix.S_IFREG && !mutations.anyType {
 		unix.Close(fd)
 		return nil, st, fmt.Errorf("a %s, not a regular file", fileType(st.Mode))
 	}
@@ -107,7 +118,7 @@ func openStaged(dirfd int, rel string) (*os.File, unix.Stat_t, error) {
 	if err != nil {
 		return nil, st, err
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+	if st.Mode&unix.S_IFMT != unix.S_IFREG && !mutations.anyType {
 		return nil, st, fmt.Errorf("a %s, not a regular file", fileType(st.Mode))
 	}
 	f, now, err := openRegular(dirfd, rel)

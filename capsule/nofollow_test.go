@@ -2,6 +2,7 @@ package capsule
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,61 +11,69 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// mustBeEmpty fails the test if anything was written in dir.
-func mustBeEmpty(t *testing.T, dir string) {
-	t.Helper()
-	names, err := readNames(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(names) > 0 {
-		t.Fatalf("%s was written through a symlink: it holds %v", dir, names)
-	}
-}
-
 // TestStoreFolderSymlinkIsNeverFollowed: a store whose own folder (an object fan-out, the
 // capsules, the cache) or lock file a room once replaced with a symlink to a host folder
 // makes the host's snapshot fail naming it, and nothing is written where the link points.
 // This is the red team's F2: the host's end-of-tail snapshot wrote an agent-chosen file
 // into /etc/cron.d through `blobs/5b -> /etc/cron.d`.
 func TestStoreFolderSymlinkIsNeverFollowed(t *testing.T) {
-	content := "* * * * * root touch /tmp/PWNED\n"
-	ws := t.TempDir()
-	write(t, filepath.Join(ws, "cronjob"), content, 0o644)
-	// The root tree of ws, to plant its fan-out folder.
-	root := snap(t, openStore(t), ws, "probe").Root
-	for _, planted := range []string{
-		"blobs/" + hashBytes([]byte(content))[:2], "trees/" + root[:2], "capsules", "cache", "lock",
-	} {
+	for _, planted := range storeSymlinks(t) {
 		t.Run(strings.ReplaceAll(planted, "/", "_"), func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "store")
-			s, err := Open(dir)
-			if err != nil {
-				t.Fatal(err)
+			if problem := snapThroughStoreSymlink(t, planted); problem != "" {
+				t.Fatal(problem)
 			}
-			target := filepath.Join(t.TempDir(), "cron.d")
-			if err := os.Mkdir(target, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			link := target
-			if planted == "lock" {
-				link = filepath.Join(target, "created-through-the-lock")
-			}
-			os.RemoveAll(filepath.Join(dir, planted))
-			if err := os.Symlink(link, filepath.Join(dir, planted)); err != nil {
-				t.Fatal(err)
-			}
-			_, err = s.Snap(context.Background(), ws, "toolu_end")
-			if err == nil {
-				// A fresh Open must refuse it, if the snapshot did not.
-				_, err = Open(dir)
-			}
-			if err == nil || !strings.Contains(err.Error(), "symlink") {
-				t.Fatalf("snapshot into a store with %s a symlink: %v, want a refusal naming the symlink", planted, err)
-			}
-			mustBeEmpty(t, target)
 		})
 	}
+}
+
+// storeSymlinks are the store paths TestStoreFolderSymlinkIsNeverFollowed plants: the
+// fan-out folders the snapshot of storeSymlinkWorkspace writes to, and the rest.
+func storeSymlinks(t *testing.T) []string {
+	root := snap(t, openStore(t), storeSymlinkWorkspace(t), "probe").Root
+	return []string{"blobs/" + hashBytes([]byte(cronPayload))[:2], "trees/" + root[:2], "capsules", "cache", "lock"}
+}
+
+const cronPayload = "* * * * * root touch /tmp/PWNED\n"
+
+func storeSymlinkWorkspace(t *testing.T) string {
+	ws := t.TempDir()
+	write(t, filepath.Join(ws, "cronjob"), cronPayload, 0o644)
+	return ws
+}
+
+// snapThroughStoreSymlink plants a symlink to a host folder at the store path planted and
+// snapshots: it says what went wrong, or "".
+func snapThroughStoreSymlink(t *testing.T, planted string) string {
+	ws := storeSymlinkWorkspace(t)
+	dir := filepath.Join(t.TempDir(), "store")
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(t.TempDir(), "cron.d")
+	if err := os.Mkdir(target, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := target
+	if planted == "lock" {
+		link = filepath.Join(target, "created-through-the-lock")
+	}
+	os.RemoveAll(filepath.Join(dir, planted))
+	if err := os.Symlink(link, filepath.Join(dir, planted)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Snap(context.Background(), ws, "toolu_end")
+	if err == nil {
+		// A fresh Open must refuse it, if the snapshot did not.
+		_, err = Open(dir)
+	}
+	if names, _ := readNames(target); len(names) > 0 {
+		return fmt.Sprintf("%s was written through the symlink %s: it holds %v", target, planted, names)
+	}
+	if err == nil || !strings.Contains(err.Error(), "symlink") {
+		return fmt.Sprintf("snapshot into a store with %s a symlink: %v, want a refusal naming the symlink", planted, err)
+	}
+	return ""
 }
 
 // TestSnapStoresAWorkspaceSymlinkWithoutReadingItsTarget: the host's snapshot of a
