@@ -45,6 +45,7 @@ type AtomicFile struct {
 	tmp    string // the temporary file's name in dir
 	dst    int    // the folder of the final name (dir, unless moveTo changed it)
 	name   string // the final name in dst
+	ownDir bool   // dir is this file's to close (else a batch's, shared by its objects)
 	synced bool
 	done   bool
 }
@@ -60,16 +61,23 @@ func CreateAtomic(path string, perm fs.FileMode) (*AtomicFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create a temporary file for %s: %w", path, &fs.PathError{Op: "open", Path: dir, Err: err})
 	}
-	return createAt(dirfd, base, path, perm)
+	return createAt(dirfd, true, base, path, perm)
 }
 
-// createAt starts an AtomicFile named name in the folder dirfd, which it takes over (closes
-// when done). path is the final path, for messages.
-func createAt(dirfd int, name, path string, perm fs.FileMode) (*AtomicFile, error) {
+// createAt starts an AtomicFile named name in the folder dirfd, which it closes when done
+// if own (a batch instead shares one descriptor per folder among its objects, so a
+// snapshot of 100,000 new files does not hold 100,000). path is the final path, for
+// messages.
+func createAt(dirfd int, own bool, name, path string, perm fs.FileMode) (*AtomicFile, error) {
+	closeDir := func() {
+		if own {
+			unix.Close(dirfd)
+		}
+	}
 	var raw [6]byte
 	for range 100 {
 		if _, err := rand.Read(raw[:]); err != nil {
-			unix.Close(dirfd)
+			closeDir()
 			return nil, err
 		}
 		tmp := "." + name + ".tmp-" + hex.EncodeToString(raw[:])
@@ -78,10 +86,10 @@ func createAt(dirfd int, name, path string, perm fs.FileMode) (*AtomicFile, erro
 			continue
 		}
 		if err != nil {
-			unix.Close(dirfd)
+			closeDir()
 			return nil, fmt.Errorf("create a temporary file for %s: %w", path, err)
 		}
-		a := &AtomicFile{f: os.NewFile(uintptr(fd), filepath.Join(filepath.Dir(path), tmp)), path: path, dir: dirfd, tmp: tmp, dst: dirfd, name: name}
+		a := &AtomicFile{f: os.NewFile(uintptr(fd), filepath.Join(filepath.Dir(path), tmp)), path: path, dir: dirfd, tmp: tmp, dst: dirfd, name: name, ownDir: own}
 		// The mode explicitly: the umask must not decide it.
 		if err := a.f.Chmod(perm); err != nil {
 			a.Abort()
@@ -89,16 +97,14 @@ func createAt(dirfd int, name, path string, perm fs.FileMode) (*AtomicFile, erro
 		}
 		return a, nil
 	}
-	unix.Close(dirfd)
+	closeDir()
 	return nil, fmt.Errorf("create a temporary file for %s: no free temporary name", path)
 }
 
-// moveTo makes the file's final name name in the folder dirfd (which it takes over), path
-// being that final path, for messages. Both folders must be on one file system.
+// moveTo makes the file's final name name in the folder dirfd (the caller's: a batch's
+// shared descriptor), path being that final path, for messages. Both folders must be on
+// one file system.
 func (a *AtomicFile) moveTo(dirfd int, name, path string) {
-	if a.dst != a.dir {
-		unix.Close(a.dst)
-	}
 	a.dst, a.name, a.path = dirfd, name, path
 }
 
@@ -139,16 +145,15 @@ func (a *AtomicFile) Rename() error {
 	return nil
 }
 
-// release closes the folder descriptors, once.
+// release closes the folder descriptor if it is this file's, once.
 func (a *AtomicFile) release() {
 	if a.done {
 		return
 	}
 	a.done = true
-	if a.dst != a.dir {
-		unix.Close(a.dst)
+	if a.ownDir {
+		unix.Close(a.dir)
 	}
-	unix.Close(a.dir)
 }
 
 // Commit syncs (unless Sync already ran), closes and renames the file into place. The

@@ -27,13 +27,14 @@ type batch struct {
 	files  []*AtomicFile
 	bulk   bool // more than syncGroup objects: closed unsynced, syncfs at flush
 	dirs   map[string]bool
+	fans   map[string]int // open fan-out folders (blobs/ab), shared by the objects in them
 }
 
 // syncGroup is how many objects a batch keeps open to fsync one by one.
 const syncGroup = 32
 
 func newBatch(s *Store) *batch {
-	return &batch{s: s, queued: map[string]bool{}, dirs: map[string]bool{}}
+	return &batch{s: s, queued: map[string]bool{}, dirs: map[string]bool{}, fans: map[string]int{}}
 }
 
 // has reports whether the object at rel (below the store) is stored or already in this batch.
@@ -62,11 +63,37 @@ func (b *batch) put(rel string, data []byte) error {
 
 // create starts an object file, making its fan-out folder (blobs/ab) on first use.
 func (b *batch) create(rel string) (*AtomicFile, error) {
-	dirfd, err := b.s.fanOut(rel)
+	dirfd, err := b.fanOut(rel)
 	if err != nil {
 		return nil, err
 	}
-	return createAt(dirfd, path.Base(rel), filepath.Join(b.s.dir, rel), 0o444)
+	return createAt(dirfd, false, path.Base(rel), filepath.Join(b.s.dir, rel), 0o444)
+}
+
+// fanOut is the open fan-out folder of the object at rel, opened once per batch.
+func (b *batch) fanOut(rel string) (int, error) {
+	dir := path.Dir(rel)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if fd, ok := b.fans[dir]; ok {
+		return fd, nil
+	}
+	fd, err := b.s.fanOut(rel)
+	if err != nil {
+		return -1, err
+	}
+	b.fans[dir] = fd
+	return fd, nil
+}
+
+// release closes the batch's folders, once its files are renamed or removed.
+func (b *batch) release() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for dir, fd := range b.fans {
+		unix.Close(fd)
+		delete(b.fans, dir)
+	}
 }
 
 // fanOut opens the folder of the object at rel (blobs/ab), making it if missing, without
@@ -130,12 +157,14 @@ func (b *batch) abort() {
 		f.Abort()
 	}
 	b.files = nil
+	b.release()
 }
 
 // flush makes every object durable at its final path. records, capsule records written
 // but not yet renamed, are synced alongside, so the caller only renames them and syncs
 // their folder.
 func (b *batch) flush(records ...*AtomicFile) error {
+	defer b.release()
 	if b.bulk {
 		return b.flushBulk()
 	}

@@ -113,3 +113,29 @@ func TestSnapStoresAWorkspaceSymlinkWithoutReadingItsTarget(t *testing.T) {
 		t.Fatalf("blobs %v stored: a target's content was read", got)
 	}
 }
+
+// TestManyNewObjectsHoldFewDescriptors: a snapshot that stores thousands of new files (the
+// first capsule of an npm install) holds a folder descriptor per fan-out folder, not one
+// per object, so it stays within a low descriptor limit.
+func TestManyNewObjectsHoldFewDescriptors(t *testing.T) {
+	ws := t.TempDir()
+	for i := range 1500 {
+		write(t, filepath.Join(ws, fmt.Sprintf("d%02d/f%04d", i%50, i)), fmt.Sprintf("file %d\n", i), 0o644)
+	}
+	s := openStore(t)
+	var old unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	// 1500 objects, 256 fan-out folders per kind at most (here ~230 used): 600 must do.
+	low := old
+	low.Cur = 600
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Snap(context.Background(), ws, "toolu_install")
+	unix.Setrlimit(unix.RLIMIT_NOFILE, &old)
+	if err != nil {
+		t.Fatalf("snapshot of 1500 new files under a limit of %d descriptors: %v", low.Cur, err)
+	}
+}

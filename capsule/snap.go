@@ -413,7 +413,7 @@ func (sn *snapshot) storeBlob(f *os.File, size int64) (string, int64, error) {
 			a.Abort()
 			return hash, n, nil
 		}
-		dirfd, err := sn.s.fanOut(rel)
+		dirfd, err := sn.batch.fanOut(rel)
 		if err != nil {
 			a.Abort()
 			return "", 0, err

@@ -281,7 +281,7 @@ func (s *Store) create(rel string, perm fs.FileMode) (*AtomicFile, error) {
 	if err != nil {
 		return nil, noFollowError("store "+s.dir+": open folder of "+rel, err)
 	}
-	return createAt(dirfd, name, filepath.Join(s.dir, rel), perm)
+	return createAt(dirfd, true, name, filepath.Join(s.dir, rel), perm)
 }
 
 // syncDir fsyncs the folder rel below the store.
