@@ -13,12 +13,12 @@ import (
 
 // SnapMain is the in-room command `tare snap --store /tare-run [--base DIR] --work /work
 // [--id ID]`: one capsule of the workspace. With --base, --store is the room's staging
-// store over the run's store at DIR, read-only (OpenStage); the host imports it later. Without --id it reads a Claude Code PostToolUse hook input
-// (JSON) on stdin and uses its tool_use_id. It prints nothing on stdout (hook output is
-// shown to the agent) and exits 0 when the capsule was written, even if some files could
-// not be read (they are listed in the capsule record). On failure it prints one line on
-// stderr and exits 1: Claude Code shows that to the operator and goes on, where exit 2
-// would feed it to the model.
+// store over the run's store at DIR, read-only (OpenStage); the host imports it later.
+// Without --id it reads a Claude Code PostToolUse hook input (JSON) on stdin and uses its
+// tool_use_id. It prints nothing on stdout (hook output is shown to the agent) and exits 0
+// when the capsule was written, even if some files could not be read (they are listed in
+// the capsule record). On failure it prints one line on stderr and exits 1: Claude Code
+// shows that to the operator and goes on, where exit 2 would feed it to the model.
 func SnapMain(args []string) int {
 	return snapMain(args, os.Stdin, os.Stderr)
 }
