@@ -3,7 +3,6 @@ package capsule
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
@@ -144,7 +143,8 @@ func readWith(open func(int, string) (*os.File, unix.Stat_t, error), dirfd int, 
 	if st.Size > limit {
 		return nil, fmt.Errorf("%d bytes, more than the %d allowed", st.Size, limit)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	// Sized from the stat, as os.ReadFile does: one read for a file that does not grow.
+	data, err := readAll(f, make([]byte, 0, st.Size+1))
 	if err == nil && int64(len(data)) > limit {
 		err = fmt.Errorf("more than the %d bytes allowed", limit)
 	}
