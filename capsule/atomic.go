@@ -1,11 +1,15 @@
 package capsule
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
 )
 
 // WriteFileAtomic writes data to path so that a crash leaves either the old file or the
@@ -30,26 +34,78 @@ func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
 // becomes visible at the final path only by Rename, so a reader never sees it half written.
 // Callers that write many files at once sync them together and sync each folder once
 // (see batch.go); WriteFileAtomic is the one-file form.
+//
+// The temporary file is created and renamed relative to a descriptor of its folder, opened
+// once: whatever becomes of the folder's path meanwhile (a symlink put in its place), the
+// file lands in the folder that was opened.
 type AtomicFile struct {
 	f      *os.File
-	path   string
+	path   string // the final path, for messages
+	dir    int    // the folder of the temporary file
+	tmp    string // the temporary file's name in dir
+	dst    int    // the folder of the final name (dir, unless moveTo changed it)
+	name   string // the final name in dst
+	ownDir bool   // dir is this file's to close (else a batch's, shared by its objects)
 	synced bool
+	done   bool
 }
 
 // CreateAtomic starts an AtomicFile for path, with its temporary file in the same folder
 // (so the rename stays on one file system). The file gets perm once renamed.
 func CreateAtomic(path string, perm fs.FileMode) (*AtomicFile, error) {
 	dir, base := filepath.Split(path)
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if dir == "" {
+		dir = "."
+	}
+	dirfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("create a temporary file for %s: %w", path, err)
+		return nil, fmt.Errorf("create a temporary file for %s: %w", path, &fs.PathError{Op: "open", Path: dir, Err: err})
 	}
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return nil, fmt.Errorf("chmod temporary file %s: %w", f.Name(), err)
+	return createAt(dirfd, true, base, path, perm)
+}
+
+// createAt starts an AtomicFile named name in the folder dirfd, which it closes when done
+// if own (a batch instead shares one descriptor per folder among its objects, so a
+// snapshot of 100,000 new files does not hold 100,000). path is the final path, for
+// messages.
+func createAt(dirfd int, own bool, name, path string, perm fs.FileMode) (*AtomicFile, error) {
+	closeDir := func() {
+		if own {
+			unix.Close(dirfd)
+		}
 	}
-	return &AtomicFile{f: f, path: path}, nil
+	var raw [6]byte
+	for range 100 {
+		if _, err := rand.Read(raw[:]); err != nil {
+			closeDir()
+			return nil, err
+		}
+		tmp := "." + name + ".tmp-" + hex.EncodeToString(raw[:])
+		fd, err := unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if err == unix.EEXIST {
+			continue
+		}
+		if err != nil {
+			closeDir()
+			return nil, fmt.Errorf("create a temporary file for %s: %w", path, err)
+		}
+		a := &AtomicFile{f: os.NewFile(uintptr(fd), filepath.Join(filepath.Dir(path), tmp)), path: path, dir: dirfd, tmp: tmp, dst: dirfd, name: name, ownDir: own}
+		// The mode explicitly: the umask must not decide it.
+		if err := a.f.Chmod(perm); err != nil {
+			a.Abort()
+			return nil, fmt.Errorf("chmod temporary file %s: %w", a.f.Name(), err)
+		}
+		return a, nil
+	}
+	closeDir()
+	return nil, fmt.Errorf("create a temporary file for %s: no free temporary name", path)
+}
+
+// moveTo makes the file's final name name in the folder dirfd (the caller's: a batch's
+// shared descriptor), path being that final path, for messages. Both folders must be on
+// one file system.
+func (a *AtomicFile) moveTo(dirfd int, name, path string) {
+	a.dst, a.name, a.path = dirfd, name, path
 }
 
 // Write appends p to the temporary file.
@@ -81,11 +137,23 @@ func (a *AtomicFile) Close() error {
 
 // Rename moves the closed temporary file to its final path. The folder is not synced.
 func (a *AtomicFile) Rename() error {
-	if err := os.Rename(a.f.Name(), a.path); err != nil {
-		os.Remove(a.f.Name())
+	defer a.release()
+	if err := unix.Renameat(a.dir, a.tmp, a.dst, a.name); err != nil {
+		unix.Unlinkat(a.dir, a.tmp, 0)
 		return fmt.Errorf("rename %s into place: %w", a.path, err)
 	}
 	return nil
+}
+
+// release closes the folder descriptor if it is this file's, once.
+func (a *AtomicFile) release() {
+	if a.done {
+		return
+	}
+	a.done = true
+	if a.ownDir {
+		unix.Close(a.dir)
+	}
 }
 
 // Commit syncs (unless Sync already ran), closes and renames the file into place. The
@@ -107,7 +175,10 @@ func (a *AtomicFile) Commit() error {
 // Abort closes and removes the temporary file; the final path is left as it was.
 func (a *AtomicFile) Abort() {
 	a.f.Close()
-	os.Remove(a.f.Name())
+	if !a.done {
+		unix.Unlinkat(a.dir, a.tmp, 0)
+	}
+	a.release()
 }
 
 // Path is the final path the file is renamed to.

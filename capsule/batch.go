@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
+	"path"
 	"path/filepath"
 	"sync"
 
@@ -27,33 +27,30 @@ type batch struct {
 	files  []*AtomicFile
 	bulk   bool // more than syncGroup objects: closed unsynced, syncfs at flush
 	dirs   map[string]bool
+	fans   map[string]int // open fan-out folders (blobs/ab), shared by the objects in them
 }
 
 // syncGroup is how many objects a batch keeps open to fsync one by one.
 const syncGroup = 32
 
 func newBatch(s *Store) *batch {
-	return &batch{s: s, queued: map[string]bool{}, dirs: map[string]bool{}}
+	return &batch{s: s, queued: map[string]bool{}, dirs: map[string]bool{}, fans: map[string]int{}}
 }
 
-// has reports whether the object at path is stored or already in this batch.
-func (b *batch) has(path string) bool {
+// has reports whether the object at rel (below the store) is stored or already in this batch.
+func (b *batch) has(rel string) bool {
 	b.mu.Lock()
-	queued := b.queued[path]
+	queued := b.queued[rel]
 	b.mu.Unlock()
-	if queued {
-		return true
-	}
-	_, err := os.Lstat(path)
-	return err == nil
+	return queued || b.s.hasObject(rel)
 }
 
-// put stores data at path unless it is there already.
-func (b *batch) put(path string, data []byte) error {
-	if b.has(path) {
+// put stores data at rel unless it is there already.
+func (b *batch) put(rel string, data []byte) error {
+	if b.has(rel) {
 		return nil
 	}
-	a, err := b.create(path)
+	a, err := b.create(rel)
 	if err != nil {
 		return err
 	}
@@ -61,43 +58,85 @@ func (b *batch) put(path string, data []byte) error {
 		a.Abort()
 		return err
 	}
-	return b.add(a)
+	return b.add(rel, a)
 }
 
 // create starts an object file, making its fan-out folder (blobs/ab) on first use.
-func (b *batch) create(path string) (*AtomicFile, error) {
-	a, err := CreateAtomic(path, 0o444)
-	if err == nil || !errors.Is(err, fs.ErrNotExist) {
-		return a, err
-	}
-	if err := makeFanOut(path); err != nil {
+func (b *batch) create(rel string) (*AtomicFile, error) {
+	dirfd, err := b.fanOut(rel)
+	if err != nil {
 		return nil, err
 	}
-	return CreateAtomic(path, 0o444)
+	return createAt(dirfd, false, path.Base(rel), filepath.Join(b.s.dir, rel), 0o444)
 }
 
-// makeFanOut makes the folder of an object path if it is missing.
-func makeFanOut(path string) error {
-	if err := os.Mkdir(filepath.Dir(path), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("make object folder: %w", err)
-	}
-	return nil
-}
-
-// add takes a fully written object into the batch.
-func (b *batch) add(a *AtomicFile) error {
+// fanOut is the open fan-out folder of the object at rel, opened once per batch.
+func (b *batch) fanOut(rel string) (int, error) {
+	dir := path.Dir(rel)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.queued[a.Path()] {
+	if fd, ok := b.fans[dir]; ok {
+		return fd, nil
+	}
+	fd, err := b.s.fanOut(rel)
+	if err != nil {
+		return -1, err
+	}
+	b.fans[dir] = fd
+	return fd, nil
+}
+
+// release closes the batch's folders, once its files are renamed or removed.
+func (b *batch) release() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for dir, fd := range b.fans {
+		unix.Close(fd)
+		delete(b.fans, dir)
+	}
+}
+
+// fanOut opens the folder of the object at rel (blobs/ab), making it if missing, without
+// following a symlink on the way.
+func (s *Store) fanOut(rel string) (int, error) {
+	dir := path.Dir(rel)
+	fd, err := openBeneath(s.root, dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		if err != nil {
+			return -1, noFollowError("store "+s.dir+": object folder "+dir, err)
+		}
+		return fd, nil
+	}
+	top, err := openBeneath(s.root, path.Dir(dir), unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return -1, noFollowError("store "+s.dir+": "+path.Dir(dir), err)
+	}
+	err = unix.Mkdirat(top, path.Base(dir), 0o755)
+	unix.Close(top)
+	if err != nil && err != unix.EEXIST {
+		return -1, fmt.Errorf("store %s: make object folder %s: %w", s.dir, dir, err)
+	}
+	fd, err = openBeneath(s.root, dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return -1, noFollowError("store "+s.dir+": object folder "+dir, err)
+	}
+	return fd, nil
+}
+
+// add takes a fully written object (to be renamed to rel) into the batch.
+func (b *batch) add(rel string, a *AtomicFile) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.queued[rel] {
 		a.Abort()
 		return nil
 	}
-	b.queued[a.Path()] = true
+	b.queued[rel] = true
 	// The fan-out folder and the one above: whoever made the fan-out folder may not have
 	// lived to sync its entry. Synced together, they cost one flush.
-	fan := filepath.Dir(a.Path())
+	fan := path.Dir(rel)
 	b.dirs[fan] = true
-	b.dirs[filepath.Dir(fan)] = true
+	b.dirs[path.Dir(fan)] = true
 	b.files = append(b.files, a)
 	if !b.bulk && len(b.files) > syncGroup {
 		b.bulk = true
@@ -118,14 +157,16 @@ func (b *batch) abort() {
 		f.Abort()
 	}
 	b.files = nil
+	b.release()
 }
 
-// flush makes every object durable at its final path. record, a capsule record written
-// but not yet renamed, is synced alongside, so the caller only renames it and syncs its
-// folder.
-func (b *batch) flush(record *AtomicFile) error {
+// flush makes every object durable at its final path. records, capsule records written
+// but not yet renamed, are synced alongside, so the caller only renames them and syncs
+// their folder.
+func (b *batch) flush(records ...*AtomicFile) error {
+	defer b.release()
 	if b.bulk {
-		return b.flushBulk(record)
+		return b.flushBulk()
 	}
 	if err := parallel(b.files, (*AtomicFile).Sync); err != nil {
 		b.abort()
@@ -140,22 +181,19 @@ func (b *batch) flush(record *AtomicFile) error {
 		}
 	}
 	b.files = nil
-	syncs := []func() error{record.Sync}
+	var syncs []func() error
+	for _, r := range records {
+		syncs = append(syncs, r.Sync)
+	}
 	for d := range b.dirs {
-		syncs = append(syncs, func() error { return SyncDir(d) })
+		syncs = append(syncs, func() error { return b.s.syncDir(d) })
 	}
 	return parallel(syncs, func(f func() error) error { return f() })
 }
 
-func (b *batch) flushBulk(record *AtomicFile) error {
-	store, err := os.Open(b.s.dir)
-	if err != nil {
-		b.abort()
-		return fmt.Errorf("store %s: %w", b.s.dir, err)
-	}
-	defer store.Close()
+func (b *batch) flushBulk() error {
 	syncfs := func() error {
-		if err := unix.Syncfs(int(store.Fd())); err != nil {
+		if err := unix.Syncfs(b.s.root); err != nil {
 			return fmt.Errorf("syncfs %s: %w", b.s.dir, err)
 		}
 		return nil

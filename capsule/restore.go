@@ -26,7 +26,13 @@ func (s *Store) Restore(ctx context.Context, c Capsule, dest string) error {
 		return fmt.Errorf("restore capsule %s: %w", c.Name(), err)
 	}
 	r := restorer{s: s, ctx: ctx, buf: make([]byte, 1<<20)}
-	if err := r.dir(c.Root, dest); err != nil {
+	fd, err := unix.Open(dest, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("restore capsule %s: open %s: %w", c.Name(), dest, err)
+	}
+	err = r.dir(c.Root, fd, dest)
+	unix.Close(fd)
+	if err != nil {
 		clearDir(dest)
 		return fmt.Errorf("restore capsule %s into %s: %w", c.Name(), dest, err)
 	}
@@ -77,8 +83,10 @@ type restorer struct {
 	buf []byte
 }
 
-// dir fills the existing folder at dest with the tree hash.
-func (r *restorer) dir(hash, dest string) error {
+// dir fills the existing folder dirfd (at dest, for messages) with the tree hash. Every
+// name is made and opened relative to its folder's descriptor and never through a
+// symlink: the restored tree's own symlinks are never followed while it is filled.
+func (r *restorer) dir(hash string, dirfd int, dest string) error {
 	if err := r.ctx.Err(); err != nil {
 		return err
 	}
@@ -88,45 +96,55 @@ func (r *restorer) dir(hash, dest string) error {
 	}
 	for _, e := range entries {
 		p := filepath.Join(dest, e.Name)
+		var err error
 		switch e.Kind {
 		case KindDir:
-			if err := os.Mkdir(p, 0o700); err != nil {
-				return err
-			}
-			if err := r.dir(e.Hash, p); err != nil {
-				return err
-			}
-			// The mode last: a read-only folder could not have been filled.
-			if err := os.Chmod(p, e.Mode); err != nil {
-				return err
-			}
+			err = r.subdir(e, dirfd, p)
 		case KindSymlink:
-			if err := os.Symlink(e.Target, p); err != nil {
-				return err
-			}
+			err = unix.Symlinkat(e.Target, dirfd, e.Name)
 		case KindFile:
-			if err := r.file(e, p); err != nil {
-				return err
-			}
+			err = r.file(e, dirfd, p)
+		}
+		if err != nil {
+			return &fs.PathError{Op: "restore", Path: p, Err: err}
 		}
 	}
 	return nil
 }
 
-// file copies the blob of e to p, checking its hash and size as it goes.
-func (r *restorer) file(e Entry, p string) error {
-	blob, err := os.Open(r.s.blobPath(e.Hash))
+// subdir makes the folder e in dirfd and fills it.
+func (r *restorer) subdir(e Entry, dirfd int, p string) error {
+	if err := unix.Mkdirat(dirfd, e.Name, 0o700); err != nil {
+		return err
+	}
+	fd, err := unix.Openat(dirfd, e.Name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if err := r.dir(e.Hash, fd, p); err != nil {
+		return err
+	}
+	// The mode last: a read-only folder could not have been filled.
+	return unix.Fchmod(fd, unixPerm(e.Mode))
+}
+
+// file copies the blob of e to its name in dirfd (p, for messages), checking its hash and
+// size as it goes.
+func (r *restorer) file(e Entry, dirfd int, p string) error {
+	blob, _, err := openRegular(r.s.root, objectRel("blobs", e.Hash))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("blob %s (for %s) is missing from the store; run `tare verify`", e.Hash, p)
 		}
-		return fmt.Errorf("blob %s (for %s): %w", e.Hash, p, err)
+		return noFollowError(fmt.Sprintf("blob %s (for %s)", e.Hash, p), err)
 	}
 	defer blob.Close()
-	out, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600)
+	fd, err := unix.Openat(dirfd, e.Name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return err
 	}
+	out := os.NewFile(uintptr(fd), p)
 	h := sha256.New()
 	n, err := io.CopyBuffer(io.MultiWriter(out, h), blob, r.buf)
 	if err != nil {

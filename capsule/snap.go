@@ -131,7 +131,7 @@ func (s *Store) take(ctx context.Context, workspace, id string, dirty []string, 
 
 func (s *Store) newSnapshot(ctx context.Context) (*snapshot, error) {
 	var st unix.Stat_t
-	if err := unix.Stat(s.dir, &st); err != nil {
+	if err := unix.Fstat(s.root, &st); err != nil {
 		return nil, fmt.Errorf("store %s: %w", s.dir, err)
 	}
 	return &snapshot{
@@ -149,7 +149,7 @@ func (sn *snapshot) commit(c Capsule) error {
 		sn.batch.abort()
 		return err
 	}
-	rec, err := CreateAtomic(sn.s.recordPath(c), 0o644)
+	rec, err := sn.s.create("capsules/"+c.Name()+".json", 0o644)
 	if err != nil {
 		sn.batch.abort()
 		return err
@@ -172,7 +172,7 @@ func (sn *snapshot) commit(c Capsule) error {
 	if err := rec.Commit(); err != nil {
 		return err
 	}
-	return SyncDir(filepath.Dir(rec.Path()))
+	return sn.s.syncDir("capsules")
 }
 
 // skip records a path that is in the workspace but not in the capsule.
@@ -244,7 +244,7 @@ func (sn *snapshot) storeTree(entries []Entry, old, fresh *dirCache) (string, in
 	data := encodeTree(entries)
 	hash := hashBytes(data)
 	if hash != old.tree {
-		if err := sn.batch.put(sn.s.treePath(hash), data); err != nil {
+		if err := sn.batch.put(objectRel("trees", hash), data); err != nil {
 			return "", 0, err
 		}
 	}
@@ -380,7 +380,7 @@ func (sn *snapshot) storeBlob(f *os.File, size int64) (string, int64, error) {
 		}
 		if int64(len(data)) <= smallFile {
 			hash := hashBytes(data)
-			return hash, int64(len(data)), sn.batch.put(sn.s.blobPath(hash), data)
+			return hash, int64(len(data)), sn.batch.put(objectRel("blobs", hash), data)
 		}
 		// It grew past the limit while being read: stream it like a large file.
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
@@ -391,13 +391,13 @@ func (sn *snapshot) storeBlob(f *os.File, size int64) (string, int64, error) {
 	if err != nil {
 		return "", 0, err
 	}
-	if sn.batch.has(sn.s.blobPath(first)) {
+	if sn.batch.has(objectRel("blobs", first)) {
 		return first, n, nil
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return "", 0, &readError{err}
 	}
-	a, err := sn.batch.create(sn.s.blobPath(first))
+	a, err := sn.batch.create(objectRel("blobs", first))
 	if err != nil {
 		return "", 0, err
 	}
@@ -406,19 +406,21 @@ func (sn *snapshot) storeBlob(f *os.File, size int64) (string, int64, error) {
 		a.Abort()
 		return "", 0, err
 	}
+	rel := objectRel("blobs", hash)
 	if hash != first {
 		// Changed between the two reads: store what the copy read, under its own hash.
-		if sn.batch.has(sn.s.blobPath(hash)) {
+		if sn.batch.has(rel) {
 			a.Abort()
 			return hash, n, nil
 		}
-		a.path = sn.s.blobPath(hash)
-		if err := makeFanOut(a.path); err != nil {
+		dirfd, err := sn.batch.fanOut(rel)
+		if err != nil {
 			a.Abort()
 			return "", 0, err
 		}
+		a.moveTo(dirfd, path.Base(rel), filepath.Join(sn.s.dir, rel))
 	}
-	return hash, n, sn.batch.add(a)
+	return hash, n, sn.batch.add(rel, a)
 }
 
 // hashReader hashes all of r, copying it to w when w is not nil. Errors reading r are

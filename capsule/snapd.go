@@ -19,15 +19,16 @@ import (
 // SnapSocket is where `tare snap-watch` serves inside a room; `tare snap` asks it first.
 const SnapSocket = "/tmp/.tare-snap.sock"
 
-// WatchMain is the in-room command `tare snap-watch --store DIR --work DIR [--socket PATH]
-// -- CMD ARGS`: it watches the workspace with inotify from before CMD starts, serves
+// WatchMain is the in-room command `tare snap-watch --store DIR [--base DIR] --work DIR
+// [--socket PATH] -- CMD ARGS` (--store and --base as for tare snap): it watches the workspace with inotify from before CMD starts, serves
 // snapshot requests on a unix socket, runs CMD (the agent) and exits with its code. A
 // `tare snap` run by the agent's hook then costs what changed since the last capsule (the
 // watcher's dirty paths, SnapWatched) instead of a walk of the whole workspace. Without a
 // watcher (inotify refused) CMD still runs and every snap walks.
 func WatchMain(args []string) int {
 	flags := flag.NewFlagSet("tare snap-watch", flag.ContinueOnError)
-	store := flags.String("store", "/tare-run", "the capsule store folder")
+	store := flags.String("store", "/tare-run", "the capsule store folder (with --base: the staging store)")
+	base := flags.String("base", "", "the run's store, read only: --store stages over it")
 	work := flags.String("work", "/work", "the workspace to watch")
 	socket := flags.String("socket", SnapSocket, "where to serve snapshot requests")
 	if err := flags.Parse(args); err != nil {
@@ -38,7 +39,7 @@ func WatchMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "tare snap-watch: want a command after --")
 		return 2
 	}
-	if stop, err := serveSnaps(*store, *work, *socket); err != nil {
+	if stop, err := serveSnaps(*store, *base, *work, *socket); err != nil {
 		fmt.Fprintf(os.Stderr, "tare snap-watch: %v; every capsule will walk the workspace\n", err)
 	} else {
 		defer stop()
@@ -47,8 +48,8 @@ func WatchMain(args []string) int {
 }
 
 // serveSnaps opens the store, starts the watcher and serves requests until stop.
-func serveSnaps(storeDir, work, socket string) (stop func(), err error) {
-	s, err := Open(storeDir)
+func serveSnaps(storeDir, base, work, socket string) (stop func(), err error) {
+	s, err := openLayered(storeDir, base)
 	if err != nil {
 		return nil, err
 	}

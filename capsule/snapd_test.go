@@ -22,7 +22,7 @@ func TestSnapAsksTheWatcher(t *testing.T) {
 		t.Fatal(err)
 	}
 	socket := filepath.Join(t.TempDir(), "snap.sock")
-	stop, err := serveSnaps(storeDir, ws, socket)
+	stop, err := serveSnaps(storeDir, "", ws, socket)
 	if err != nil {
 		t.Fatal(err)
 	}

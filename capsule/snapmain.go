@@ -11,13 +11,14 @@ import (
 	"syscall"
 )
 
-// SnapMain is the in-room command `tare snap --store /tare-run --work /work [--id ID]`:
-// one capsule of the workspace. Without --id it reads a Claude Code PostToolUse hook input
-// (JSON) on stdin and uses its tool_use_id. It prints nothing on stdout (hook output is
-// shown to the agent) and exits 0 when the capsule was written, even if some files could
-// not be read (they are listed in the capsule record). On failure it prints one line on
-// stderr and exits 1: Claude Code shows that to the operator and goes on, where exit 2
-// would feed it to the model.
+// SnapMain is the in-room command `tare snap --store /tare-run [--base DIR] --work /work
+// [--id ID]`: one capsule of the workspace. With --base, --store is the room's staging
+// store over the run's store at DIR, read-only (OpenStage); the host imports it later.
+// Without --id it reads a Claude Code PostToolUse hook input (JSON) on stdin and uses its
+// tool_use_id. It prints nothing on stdout (hook output is shown to the agent) and exits 0
+// when the capsule was written, even if some files could not be read (they are listed in
+// the capsule record). On failure it prints one line on stderr and exits 1: Claude Code
+// shows that to the operator and goes on, where exit 2 would feed it to the model.
 func SnapMain(args []string) int {
 	return snapMain(args, os.Stdin, os.Stderr)
 }
@@ -38,7 +39,8 @@ func snapMain(args []string, stdin io.Reader, stderr io.Writer) int {
 	}
 	flags := flag.NewFlagSet("tare snap", flag.ContinueOnError)
 	flags.SetOutput(stderr)
-	store := flags.String("store", "/tare-run", "the capsule store folder")
+	store := flags.String("store", "/tare-run", "the capsule store folder (with --base: the staging store)")
+	base := flags.String("base", "", "the run's store, read only: --store stages over it")
 	work := flags.String("work", "/work", "the workspace to snapshot")
 	id := flags.String("id", "", "the tool-use id (default: tool_use_id of the hook JSON on stdin)")
 	socket := flags.String("socket", SnapSocket, "a tare snap-watch serving this workspace, asked first")
@@ -65,7 +67,7 @@ func snapMain(args []string, stdin io.Reader, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	s, err := Open(*store)
+	s, err := openLayered(*store, *base)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -73,4 +75,12 @@ func snapMain(args []string, stdin io.Reader, stderr io.Writer) int {
 		return fail("%v", err)
 	}
 	return 0
+}
+
+// openLayered opens dir as a store, or as a staging store over base when base is set.
+func openLayered(dir, base string) (*Store, error) {
+	if base != "" {
+		return OpenStage(dir, base)
+	}
+	return Open(dir)
 }

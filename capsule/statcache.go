@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 
@@ -60,13 +59,22 @@ func (c *dirCache) equal(o *dirCache) bool {
 }
 
 func (s *Store) cachePath(rel string) string {
-	sum := sha256.Sum256([]byte(rel))
-	return filepath.Join(s.dir, "cache", hex.EncodeToString(sum[:]))
+	return filepath.Join(s.dir, s.cacheRel(rel))
 }
+
+// cacheRel is the cache file of workspace folder rel, below the store.
+func (s *Store) cacheRel(rel string) string {
+	sum := sha256.Sum256([]byte(rel))
+	return "cache/" + hex.EncodeToString(sum[:])
+}
+
+// maxCache bounds a cache file read (one entry is ~100 bytes).
+const maxCache = 128 << 20
 
 // loadCache reads the cache of one folder; any problem gives an empty cache.
 func (s *Store) loadCache(rel string) *dirCache {
-	if data, err := os.ReadFile(s.cachePath(rel)); err == nil {
+	// Only the store's own cache: a staging store's base holds the host's, for other files.
+	if data, err := readRegular(s.root, s.cacheRel(rel), maxCache); err == nil {
 		if c, err := decodeCache(data, rel); err == nil {
 			return c
 		}
@@ -201,7 +209,7 @@ func (s *Store) saveCache(old, fresh *dirCache) error {
 	if fresh.equal(old) {
 		return nil
 	}
-	a, err := CreateAtomic(s.cachePath(fresh.rel), 0o644)
+	a, err := s.create(s.cacheRel(fresh.rel), 0o644)
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,10 @@
 // Package capsule is tare's content-addressed snapshot store: a capsule is the workspace
 // as it was after one tool call, kept as git keeps a commit's tree.
 //
-// A store folder (bound into the room at /tare-run, so the in-room `tare snap` writes it
-// directly) holds:
+// A room never writes a store tare trusts: it gets the run's store read-only and a staging
+// store of its own (OpenStage), which the host takes in with Import, checking every object.
+// Every path below a store is opened without following a symlink (beneath.go). A store
+// folder holds:
 //
 //	tare-store                        marker and format version
 //	blobs/ab/cdef…                    file contents, named by their sha256, written once
@@ -39,7 +41,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,6 +63,12 @@ const (
 // several processes at once.
 type Store struct {
 	dir string
+	// root is the store folder, open: every path below it is opened from here without
+	// following symlinks (beneath.go).
+	root int
+	// base, in a room's staging store (OpenStage), is the run's store, read-only: objects
+	// found there are not written again, and its capsules come before the staged ones.
+	base *Store
 
 	// hashed counts the file bytes read to hash them, so tests can see the stat cache work.
 	hashed atomic.Int64
@@ -116,28 +126,32 @@ func validID(id string) bool {
 	return true
 }
 
-// Open opens the store in dir, creating its layout if dir is missing or empty.
+// Open opens the store in dir, creating its layout if dir is missing or empty. The store's
+// own folders are never followed if they are symlinks: a store that has one is refused.
 func Open(dir string) (*Store, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", dir, err)
 	}
-	s := &Store{dir: abs}
-	marker, err := os.ReadFile(filepath.Join(abs, markerName))
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("create store folder: %w", err)
+	}
+	s, err := openRoot(abs)
+	if err != nil {
+		return nil, err
+	}
+	marker, err := readRegular(s.root, markerName, 4096)
 	switch {
 	case err == nil:
 		if string(marker) != markerContent {
 			return nil, fmt.Errorf("store %s: %s says %q, this tare reads %q; use a tare of that version or a new store folder",
 				abs, markerName, strings.TrimSpace(string(marker)), strings.TrimSpace(markerContent))
 		}
-		return s, nil
+		return s, s.checkLayout()
 	case !errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("store %s: %w", abs, err)
+		return nil, noFollowError("store "+abs+": "+markerName, err)
 	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
-		return nil, fmt.Errorf("create store folder: %w", err)
-	}
-	names, err := readNames(abs)
+	names, err := readDirNames(s.root)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", abs, err)
 	}
@@ -146,18 +160,80 @@ func Open(dir string) (*Store, error) {
 			return nil, fmt.Errorf("store %s: not a tare store (no %s file) and not empty (has %q); pass an empty or new folder", abs, markerName, n)
 		}
 	}
-	for _, sub := range []string{"blobs", "trees", "capsules", "cache"} {
-		if err := os.MkdirAll(filepath.Join(abs, sub), 0o755); err != nil {
-			return nil, fmt.Errorf("store %s: %w", abs, err)
+	for _, sub := range storeFolders {
+		if err := unix.Mkdirat(s.root, sub, 0o755); err != nil && err != unix.EEXIST {
+			return nil, fmt.Errorf("store %s: make %s: %w", abs, sub, err)
 		}
+	}
+	if err := s.checkLayout(); err != nil {
+		return nil, err
 	}
 	if err := SyncDir(abs); err != nil {
 		return nil, err
 	}
-	if err := WriteFileAtomic(filepath.Join(abs, markerName), []byte(markerContent), 0o644); err != nil {
+	a, err := s.create(markerName, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := a.Write([]byte(markerContent)); err != nil {
+		a.Abort()
+		return nil, err
+	}
+	if err := a.Commit(); err != nil {
 		return nil, fmt.Errorf("store %s: %w", abs, err)
 	}
+	return s, SyncDir(abs)
+}
+
+// OpenStage opens (creating it if empty) the staging store in dir that a room writes, over
+// base, the run's store, which it only reads (bound read-only in the room): objects base
+// holds are not written again, and base's capsules count first, so a dirty snapshot can
+// build on the latest of either. The host takes staged capsules into base with Import.
+func OpenStage(dir, base string) (*Store, error) {
+	b, err := filepath.Abs(base)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", base, err)
+	}
+	bs, err := openRoot(b)
+	if err != nil {
+		return nil, err
+	}
+	marker, err := readRegular(bs.root, markerName, 4096)
+	if err != nil || string(marker) != markerContent {
+		return nil, fmt.Errorf("store %s: not a tare store of this version (%s: %v)", b, markerName, err)
+	}
+	s, err := Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	s.base = bs
 	return s, nil
+}
+
+// storeFolders are the folders of a store's layout.
+var storeFolders = []string{"blobs", "trees", "capsules", "cache"}
+
+// openRoot opens the store folder abs; the descriptor is closed when the Store is garbage.
+func openRoot(abs string) (*Store, error) {
+	fd, err := unix.Open(abs, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", abs, err)
+	}
+	s := &Store{dir: abs, root: fd}
+	runtime.AddCleanup(s, func(fd int) { unix.Close(fd) }, fd)
+	return s, nil
+}
+
+// checkLayout refuses a store whose folders are symlinks (or not folders).
+func (s *Store) checkLayout() error {
+	for _, sub := range storeFolders {
+		fd, err := openBeneath(s.root, sub, unix.O_PATH|unix.O_DIRECTORY, 0)
+		if err != nil {
+			return noFollowError("store "+s.dir+": "+sub, err)
+		}
+		unix.Close(fd)
+	}
+	return nil
 }
 
 // Dir is the store's folder.
@@ -175,12 +251,59 @@ func (s *Store) recordPath(c Capsule) string {
 	return filepath.Join(s.dir, "capsules", c.Name()+".json")
 }
 
+// objectRel is the path of an object below the store: kind is "blobs" or "trees".
+func objectRel(kind, hash string) string { return kind + "/" + hash[:2] + "/" + hash[2:] }
+
+// exists reports whether rel is below the store, not through a symlink.
+func (s *Store) exists(rel string) bool {
+	fd, err := openBeneath(s.root, rel, unix.O_PATH, 0)
+	if err != nil {
+		return false
+	}
+	unix.Close(fd)
+	return true
+}
+
+// hasObject reports whether the object at rel is in the store or in its base.
+func (s *Store) hasObject(rel string) bool {
+	return s.exists(rel) || s.base != nil && s.base.exists(rel)
+}
+
+// create starts an atomic write of rel below the store; no folder on the way may be a
+// symlink, so a planted one cannot send the write elsewhere.
+func (s *Store) create(rel string, perm fs.FileMode) (*AtomicFile, error) {
+	dir, name := path.Split(rel)
+	dir = strings.TrimSuffix(dir, "/")
+	if dir == "" {
+		dir = "."
+	}
+	dirfd, err := openBeneath(s.root, dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, noFollowError("store "+s.dir+": open folder of "+rel, err)
+	}
+	return createAt(dirfd, true, name, filepath.Join(s.dir, rel), perm)
+}
+
+// syncDir fsyncs the folder rel below the store.
+func (s *Store) syncDir(rel string) error {
+	fd, err := openBeneath(s.root, rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return noFollowError("store "+s.dir+": open folder "+rel+" to fsync it", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Fsync(fd); err != nil {
+		return fmt.Errorf("fsync folder %s: %w", filepath.Join(s.dir, rel), err)
+	}
+	return nil
+}
+
 // lock takes the store's lock file exclusively; the returned func releases it.
 func (s *Store) lock() (func(), error) {
-	f, err := os.OpenFile(filepath.Join(s.dir, "lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	fd, err := openBeneath(s.root, "lock", unix.O_RDWR|unix.O_CREAT, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("store %s: open lock file: %w", s.dir, err)
+		return nil, noFollowError("store "+s.dir+": open lock file", err)
 	}
+	f := os.NewFile(uintptr(fd), filepath.Join(s.dir, "lock"))
 	for {
 		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
 		if err != unix.EINTR {
@@ -194,17 +317,24 @@ func (s *Store) lock() (func(), error) {
 	return func() { f.Close() }, nil
 }
 
-// readTree reads and checks one tree object: its content must hash to its name.
+// maxTree bounds a tree object read into memory (a folder of a million entries is ~150 MB).
+const maxTree = 256 << 20
+
+// readTree reads and checks one tree object (from the store, else its base): its content
+// must hash to its name.
 func (s *Store) readTree(hash string) ([]Entry, error) {
 	if !isHash(hash) {
 		return nil, fmt.Errorf("tree %q: not a sha256 hash", hash)
 	}
-	data, err := os.ReadFile(s.treePath(hash))
+	data, err := readRegular(s.root, objectRel("trees", hash), maxTree)
+	if errors.Is(err, fs.ErrNotExist) && s.base != nil {
+		data, err = readRegular(s.base.root, objectRel("trees", hash), maxTree)
+	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("tree %s is missing from the store", hash)
 		}
-		return nil, fmt.Errorf("tree %s: %w", hash, err)
+		return nil, noFollowError("tree "+hash, err)
 	}
 	if got := hashBytes(data); got != hash {
 		return nil, fmt.Errorf("tree %s is corrupt: its content hashes to %s", hash, got)
@@ -233,39 +363,61 @@ func recordName(name string) (step int, id string, ok bool) {
 	return step, id, true
 }
 
-// recordNames lists the record files of the store, in step order.
+// recordNames lists the record files of the store (and of its base), in step order.
 func (s *Store) recordNames() ([]string, error) {
-	names, err := readNames(filepath.Join(s.dir, "capsules"))
+	names, err := readDirBeneath(s.root, "capsules")
 	if err != nil {
-		return nil, fmt.Errorf("store %s: %w", s.dir, err)
+		return nil, noFollowError("store "+s.dir+": capsules", err)
+	}
+	if s.base != nil {
+		more, err := s.base.recordNames()
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, more...)
 	}
 	var out []string
 	steps := map[string]int{}
 	for _, n := range names {
-		if step, _, ok := recordName(n); ok {
+		if step, _, ok := recordName(n); ok && steps[n] == 0 {
 			out = append(out, n)
-			steps[n] = step
+			steps[n] = step + 1
 		}
 	}
 	slices.SortFunc(out, func(a, b string) int { return steps[a] - steps[b] })
 	return out, nil
 }
 
-// readRecord reads and checks one capsule record.
+// maxRecord bounds a capsule record (its unreadable list can be long).
+const maxRecord = 64 << 20
+
+// readRecord reads and checks one capsule record (from the store, else its base).
 func (s *Store) readRecord(name string) (Capsule, error) {
 	path := filepath.Join(s.dir, "capsules", name)
+	if _, _, ok := recordName(name); !ok {
+		return Capsule{}, fmt.Errorf("capsule record %s: name is not NNNN-<tool-use-id>.json", path)
+	}
+	data, err := readRegular(s.root, "capsules/"+name, maxRecord)
+	if errors.Is(err, fs.ErrNotExist) && s.base != nil {
+		return s.base.readRecord(name)
+	}
+	if err != nil {
+		return Capsule{}, noFollowError("capsule record "+path, err)
+	}
+	return parseRecord(path, name, data)
+}
+
+// parseRecord decodes and checks the record data of the file name (path, for messages).
+func parseRecord(path, name string, data []byte) (Capsule, error) {
 	step, id, ok := recordName(name)
 	if !ok {
 		return Capsule{}, fmt.Errorf("capsule record %s: name is not NNNN-<tool-use-id>.json", path)
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return Capsule{}, fmt.Errorf("capsule record %s: %w", path, err)
-	}
 	var r record
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
+	err := dec.Decode(&r)
+	if err != nil {
 		return Capsule{}, fmt.Errorf("capsule record %s is damaged: %v", path, err)
 	}
 	switch {

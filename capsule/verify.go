@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -29,7 +28,7 @@ func (s *Store) Verify(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	recordFiles, _ := readNames(filepath.Join(s.dir, "capsules"))
+	recordFiles, _ := readDirBeneath(s.root, "capsules")
 	for _, n := range recordFiles {
 		if _, _, ok := recordName(n); !ok && !strings.HasPrefix(n, ".") {
 			v.problem(fmt.Errorf("capsules/%s: not a capsule record name (NNNN-<tool-use-id>.json)", n))
@@ -72,17 +71,17 @@ func (v *verifier) problem(err error) { v.problems = append(v.problems, err) }
 // objects runs check on every object file below kind ("blobs" or "trees").
 func (v *verifier) objects(kind string, check func(hash, file string) error) error {
 	top := filepath.Join(v.s.dir, kind)
-	fans, err := readNames(top)
+	fans, err := readDirBeneath(v.s.root, kind)
 	if err != nil {
-		return fmt.Errorf("store %s: %w", v.s.dir, err)
+		return noFollowError("store "+v.s.dir+": "+kind, err)
 	}
 	for _, fan := range fans {
 		if err := v.ctx.Err(); err != nil {
 			return err
 		}
-		names, err := readNames(filepath.Join(top, fan))
+		names, err := readDirBeneath(v.s.root, kind+"/"+fan)
 		if err != nil {
-			v.problem(fmt.Errorf("%s/%s: %w", kind, fan, err))
+			v.problem(noFollowError(kind+"/"+fan, err))
 			continue
 		}
 		for _, n := range names {
@@ -103,9 +102,9 @@ func (v *verifier) objects(kind string, check func(hash, file string) error) err
 }
 
 func (v *verifier) blob(hash, file string) error {
-	f, err := os.Open(file)
+	f, _, err := openRegular(v.s.root, objectRel("blobs", hash))
 	if err != nil {
-		return fmt.Errorf("blob %s: %w", hash, err)
+		return noFollowError("blob "+hash+" ("+file+")", err)
 	}
 	defer f.Close()
 	h := sha256.New()

@@ -180,7 +180,8 @@ type plan struct {
 	extra []agent.File
 	// hooks are commands the agent runs on its events (tare snap after each tool call).
 	hooks []agent.Hook
-	// runStore is a host folder bound read-write at /tare-run (the capsule store).
+	// runStore is a host folder bound read-write at /tare-run: the room's capsule staging
+	// folder, never the run's store (see storeInRoom).
 	runStore string
 	// guard are workspace paths the room sees read-only (sandbox.Room.Guard).
 	guard []string

@@ -18,10 +18,16 @@ import (
 	"tare/sandbox"
 )
 
-// snapCommand is the hook an agent runs after every tool call inside the room: it takes a
-// capsule of /work into the run's store, named by the call's tool-use id (read from the
-// hook's JSON on stdin), and prints nothing, since a hook's output reaches the agent.
-var snapCommand = sandbox.TareBin + " snap --store " + sandbox.RunDir + " --work " + sandbox.WorkDir
+// The room never writes the run's store, which tare trusts later (a room that could would
+// plant `blobs/ab -> /etc/cron.d` and have the host's next snapshot write there). It reads
+// the store at storeInRoom and writes its capsules to a staging folder of its own at
+// sandbox.RunDir; the host imports them, checking every object, once the room is gone.
+const storeInRoom = "/tare-store"
+
+// snapCommand is the hook an agent runs after every tool call inside the room: it stages a
+// capsule of /work, named by the call's tool-use id (read from the hook's JSON on stdin),
+// and prints nothing, since a hook's output reaches the agent.
+var snapCommand = sandbox.TareBin + " snap --store " + sandbox.RunDir + " --base " + storeInRoom + " --work " + sandbox.WorkDir
 
 // Recording is the original run of a task: its session read as steps, and the capsule of
 // the workspace after each step. Capsules[0] is the project before the run; Capsules[n] is
@@ -70,8 +76,11 @@ const recordFile = "record.json"
 // otherwise), keeps its session, and reads the session as steps.
 func record(ctx context.Context, env *tailEnv, side Side, task string, start capsule.Capsule) (*Recording, error) {
 	dir := filepath.Join(env.run.dir, "original")
-	work := filepath.Join(dir, "work")
+	work, stage := filepath.Join(dir, "work"), filepath.Join(dir, "stage")
 	if err := os.MkdirAll(filepath.Join(dir, "session"), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(stage, 0o755); err != nil {
 		return nil, err
 	}
 	if err := env.store.Restore(ctx, start, work); err != nil {
@@ -84,7 +93,7 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 	inst := env.installs[a.Name()]
 	kind := agent.HookKind(a)
 	p := plan{agent: a, inst: inst, cfg: env.cfg, workspace: work, sessions: filepath.Join(dir, "session"),
-		runStore: env.store.Dir(), login: env.upstream == ""}
+		runStore: stage, login: env.upstream == ""}
 	if kind == agent.HookInAgent {
 		for _, event := range agent.AfterToolEvents(a) {
 			p.hooks = append(p.hooks, agent.Hook{Event: event, Command: snapCommand})
@@ -98,12 +107,14 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 	if err != nil {
 		return nil, err
 	}
+	room.Binds = append(room.Binds, sandbox.Bind{Source: env.store.Dir(), Dest: storeInRoom})
 	args := append(append(setup.args, env.cfg.Agents[a.Name()].Args...), side.Args...)
 	room.Argv = append([]string{inst.Command}, a.RunArgs(task, args)...)
 	if kind == agent.HookInAgent {
 		// A watcher from before the agent starts hands each hook's tare snap the paths that
 		// changed, so a step costs what it changed, not what the workspace holds.
-		room.Argv = append([]string{sandbox.TareBin, "snap-watch", "--store", sandbox.RunDir, "--work", sandbox.WorkDir, "--"}, room.Argv...)
+		room.Argv = append([]string{sandbox.TareBin, "snap-watch", "--store", sandbox.RunDir, "--base", storeInRoom,
+			"--work", sandbox.WorkDir, "--"}, room.Argv...)
 	}
 	stdout, err := os.Create(filepath.Join(dir, "stdout.jsonl"))
 	if err != nil {
@@ -123,6 +134,11 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 	if err != nil {
 		return nil, fmt.Errorf("recording %s: %v", a.Name(), err)
 	}
+	if _, err := env.store.Import(ctx, stage); err != nil {
+		return nil, fmt.Errorf("recording %s: the capsules its room took were refused (%v); "+
+			"the staging folder is kept for inspection; record the task again", a.Name(), err)
+	}
+	_ = os.RemoveAll(stage) // imported; what is left of it is the room's, and harmless
 	f, err := os.Open(filepath.Join(dir, "stdout.jsonl"))
 	if err != nil {
 		return nil, err

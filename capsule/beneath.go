@@ -1,0 +1,162 @@
+package capsule
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Every path below a store (or a room's staging folder) is opened from the store's folder
+// descriptor so that no symlink is followed, not even in a folder on the way, and nothing
+// outside it is reached. A store a room once wrote may hold a planted `blobs/ab ->
+// /etc/cron.d`; followed, it would make the host write an object where the room chose.
+
+// mutations switch a defence off. Only this package's tests set them (mutation_test.go),
+// to show that the check which passes on the real code sees each defence go.
+var mutations struct {
+	follow  bool // openBeneath opens as openat(2) does: symlinks followed anywhere
+	noHash  bool // Import takes staged objects whatever they hash to
+	anyType bool // openRegular and openStaged open a file of any type
+}
+
+// resolveBeneath: the path stays below the descriptor and no component may be a symlink.
+const resolveBeneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
+
+// openBeneath opens rel (slash-separated, relative) below the folder dirfd without following
+// any symlink. A symlink anywhere on the way fails with ELOOP (or EXDEV for "..").
+func openBeneath(dirfd int, rel string, flags int, mode uint32) (int, error) {
+	// No O_NOFOLLOW: RESOLVE_NO_SYMLINKS covers the last component too, and fails it with
+	// ELOOP, where O_NOFOLLOW|O_DIRECTORY would say "not a directory".
+	how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Mode: uint64(mode), Resolve: resolveBeneath}
+	if mutations.follow {
+		how.Resolve = 0
+	}
+	for {
+		fd, err := unix.Openat2(dirfd, rel, &how)
+		switch err {
+		case unix.EINTR, unix.EAGAIN: // EAGAIN: a rename raced the lookup; look again
+			continue
+		case unix.ENOSYS: // a kernel before 5.6
+			return openEachNoFollow(dirfd, rel, flags, mode)
+		}
+		return fd, err
+	}
+}
+
+// openEachNoFollow is openBeneath without openat2: each component opened O_NOFOLLOW from
+// the one before.
+func openEachNoFollow(dirfd int, rel string, flags int, mode uint32) (int, error) {
+	parts := strings.Split(rel, "/")
+	cur := dirfd
+	closeCur := func() {
+		if cur != dirfd {
+			unix.Close(cur)
+		}
+	}
+	defer closeCur()
+	for i, p := range parts {
+		if p == "" || p == "." || p == ".." {
+			return -1, unix.EXDEV
+		}
+		if i == len(parts)-1 {
+			return unix.Openat(cur, p, flags|unix.O_CLOEXEC|unix.O_NOFOLLOW, mode)
+		}
+		next, err := unix.Openat(cur, p, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1, err
+		}
+		closeCur()
+		cur = next
+	}
+	return -1, unix.ENOENT
+}
+
+// noFollowError says what a failed no-follow open means, naming the path.
+func noFollowError(what string, err error) error {
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
+		return fmt.Errorf("%s: it is, or lies below, a symlink (%v); tare never follows a symlink in a store", what, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// openRegular opens rel below dirfd for reading, without following symlinks, and only if
+// it is a regular file. It opens first and checks after (one open: it runs for every folder
+// of a snapshot, for its stat cache), with O_NONBLOCK so a fifo cannot hang it: for the
+// store's own files, where no device can be (no room has CAP_MKNOD). What a room wrote is
+// opened with openStaged instead.
+func openRegular(dirfd int, rel string) (*os.File, unix.Stat_t, error) {
+	var st unix.Stat_t
+	fd, err := openBeneath(dirfd, rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if err != nil {
+		return nil, st, err
+	}
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, st, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG && !mutations.anyType {
+		unix.Close(fd)
+		return nil, st, fmt.Errorf("a %s, not a regular file", fileType(st.Mode))
+	}
+	return os.NewFile(uintptr(fd), rel), st, nil
+}
+
+// openStaged is openRegular for what a room wrote: the type is checked on an O_PATH
+// descriptor first, so a fifo, socket or device is never opened (opening a device can act).
+func openStaged(dirfd int, rel string) (*os.File, unix.Stat_t, error) {
+	var st unix.Stat_t
+	pfd, err := openBeneath(dirfd, rel, unix.O_PATH, 0)
+	if err != nil {
+		return nil, st, err
+	}
+	err = unix.Fstat(pfd, &st)
+	unix.Close(pfd)
+	if err != nil {
+		return nil, st, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG && !mutations.anyType {
+		return nil, st, fmt.Errorf("a %s, not a regular file", fileType(st.Mode))
+	}
+	f, now, err := openRegular(dirfd, rel)
+	if err == nil && (now.Dev != st.Dev || now.Ino != st.Ino) {
+		f.Close()
+		return nil, st, errors.New("replaced while being opened")
+	}
+	return f, now, err
+}
+
+// readRegular reads a whole regular file below dirfd, refusing one larger than limit.
+func readRegular(dirfd int, rel string, limit int64) ([]byte, error) {
+	return readWith(openRegular, dirfd, rel, limit)
+}
+
+// readWith is readRegular opening with open (openRegular or openStaged).
+func readWith(open func(int, string) (*os.File, unix.Stat_t, error), dirfd int, rel string, limit int64) ([]byte, error) {
+	f, st, err := open(dirfd, rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st.Size > limit {
+		return nil, fmt.Errorf("%d bytes, more than the %d allowed", st.Size, limit)
+	}
+	// Sized from the stat, as os.ReadFile does: one read for a file that does not grow.
+	data, err := readAll(f, make([]byte, 0, st.Size+1))
+	if err == nil && int64(len(data)) > limit {
+		err = fmt.Errorf("more than the %d bytes allowed", limit)
+	}
+	return data, err
+}
+
+// readDirBeneath lists the names in the folder rel below dirfd, not following symlinks.
+func readDirBeneath(dirfd int, rel string) ([]string, error) {
+	fd, err := openBeneath(dirfd, rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	return readDirNames(fd)
+}
