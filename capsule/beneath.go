@@ -3,6 +3,7 @@ package capsule
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -159,4 +160,38 @@ func readDirBeneath(dirfd int, rel string) ([]string, error) {
 	}
 	defer unix.Close(fd)
 	return readDirNames(fd)
+}
+
+// ReadFileBeneath reads the regular file rel below root, following no symlink on the way,
+// not even in its last component: for files a room wrote into a folder the host reads later
+// (an agent's session files), where a planted symlink would make the host read what the room
+// chose. A file larger than max is refused.
+func ReadFileBeneath(root, rel string, max int64) ([]byte, error) {
+	dirfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", root, err)
+	}
+	defer unix.Close(dirfd)
+	fd, err := openBeneath(dirfd, rel, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, noFollowError(root+"/"+rel, err)
+	}
+	f := os.NewFile(uintptr(fd), root+"/"+rel)
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s/%s: not a regular file (%s); tare reads only regular files a room wrote", root, rel, st.Mode().Type())
+	}
+	if st.Size() > max {
+		return nil, fmt.Errorf("%s/%s: %d bytes, more than the %d tare reads", root, rel, st.Size(), max)
+	}
+	buf := make([]byte, st.Size())
+	n, err := io.ReadFull(f, buf)
+	if err != nil && err != io.ErrUnexpectedEOF {
+		return nil, err
+	}
+	return buf[:n], nil
 }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"os"
 	"sync"
 	"time"
 
@@ -93,11 +92,7 @@ func runModels(a agent.Agent, r agent.Result, u agent.Usage, placed []byte, sess
 	if !ok {
 		return nil
 	}
-	path, err := agent.FindSession(a, sessions, r.SessionID)
-	if err != nil {
-		return nil
-	}
-	data, err := os.ReadFile(path)
+	data, err := readSession(a, sessions, r.SessionID)
 	if err != nil {
 		return nil
 	}

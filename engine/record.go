@@ -148,13 +148,9 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 	if err != nil {
 		return nil, fmt.Errorf("recording %s: its stream: %v", a.Name(), err)
 	}
-	path, err := agent.FindSession(a, filepath.Join(dir, "session"), res.SessionID)
+	session, err := readSession(a, filepath.Join(dir, "session"), res.SessionID)
 	if err != nil {
 		return nil, fmt.Errorf("recording %s (exit %d): %v", a.Name(), code, err)
-	}
-	session, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
 	}
 	if err := capsule.WriteFileAtomic(filepath.Join(dir, "session.jsonl"), session, 0o644); err != nil {
 		return nil, err

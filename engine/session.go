@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"tare/agent"
+	"tare/capsule"
 )
 
 // placeSession readies a resume of session id in the room p builds: the agent's session
@@ -29,4 +30,22 @@ func placeSession(p *plan, data []byte, id string) error {
 		}
 	}
 	return nil
+}
+
+// maxSession is the largest session file tare reads back from a room.
+const maxSession = 256 << 20
+
+// readSession reads the session file of id that agent a wrote in a room, below sessions (the
+// host folder bound at its session root), without following any symlink the room may have
+// planted there.
+func readSession(a agent.Agent, sessions, id string) ([]byte, error) {
+	path, err := agent.FindSession(a, sessions, id)
+	if err != nil {
+		return nil, err
+	}
+	rel, err := filepath.Rel(sessions, path)
+	if err != nil {
+		return nil, err
+	}
+	return capsule.ReadFileBeneath(sessions, filepath.ToSlash(rel), maxSession)
 }

@@ -278,10 +278,8 @@ func setAside(dir string) (int, error) {
 func runUsage(a agent.Agent, r agent.Result, placed []byte, sessions string) agent.Usage {
 	u := agent.OwnUsage(r.Usage, placed)
 	if n, ok := a.(agent.ModelNamer); ok && u.Model == "" {
-		if path, err := agent.FindSession(a, sessions, r.SessionID); err == nil {
-			if data, err := os.ReadFile(path); err == nil {
-				u.Model = n.SessionModel(data)
-			}
+		if data, err := readSession(a, sessions, r.SessionID); err == nil {
+			u.Model = n.SessionModel(data)
 		}
 	}
 	return u
