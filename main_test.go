@@ -187,6 +187,10 @@ func TestBadInputIsOneLineAndLeavesNothing(t *testing.T) {
 		{"cliff without a check", "", []string{"cliff", "pi", "x", "--project", project}, []string{"--check", "cliff needs a check"}},
 		{"cliff of a folder that is not a run", "", []string{"cliff", "--run", project}, []string{"not a tare run", "fix:"}},
 		{"cliff with an agent and --run", "", []string{"cliff", "pi", "x", "--run", project}, []string{"--run DIR", "no AGENT or PROMPT"}},
+		{"swap cut outside [0,1]", "", []string{"swap", "x", "--check", "true", "--cuts", "0,1.5", "--project", project}, []string{"--cuts", "outside [0, 1]"}},
+		{"swap cuts not increasing", "", []string{"swap", "x", "--check", "true", "--cuts", "0.5,0.2", "--project", project}, []string{"--cuts", "increasing order"}},
+		{"swap handoff unknown", "", []string{"swap", "x", "--check", "true", "--handoff", "email", "--project", project}, []string{"--handoff", "trail"}},
+		{"swap agent not installed", "[agents.codex]\nbin = \"/nonexistent/codex\"\n", []string{"swap", "x", "--check", "true", "--project", project}, []string{"/nonexistent/codex", "agents.codex.bin"}},
 		{"cliff gap outside [0,1]", "", []string{"cliff", "pi", "x", "--check", "true", "--gap-below", "2", "--project", project}, []string{"--gap-below 2", "between 0 and 1"}},
 	}
 	for _, c := range cases {

@@ -1,0 +1,109 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"tare/demo"
+)
+
+func TestParseCuts(t *testing.T) {
+	if c, err := ParseCuts("0, 0.5,1"); err != nil || len(c) != 3 || c[1] != 0.5 {
+		t.Fatalf("0,0.5,1: %v %v", c, err)
+	}
+	for in, want := range map[string]string{
+		"0,1.5":   "outside [0, 1]",
+		"-0.1":    "outside [0, 1]",
+		"0.5,0.2": "does not come after",
+		"0,0":     "does not come after",
+		"0,half":  "not a number",
+	} {
+		if _, err := ParseCuts(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("--cuts %s: %v, want %q", in, err, want)
+		}
+	}
+}
+
+// TestSwapOnTheDemoShowsAStateEffectAndNoModelEffect: real Claude Code and Codex on tare's
+// model server, the demo's swap task, where a settings file one original adds breaks
+// greet.sh for whoever continues, and both agents follow one script. At the last cut the
+// state effect is distinguishable from zero and the model effect is not, and the report says
+// so in words; at the first cut (both workspaces the untouched project) there is no state
+// effect. Then a kill of the finished run's journal's last tails is finished by tare resume
+// without running the others again.
+func TestSwapOnTheDemoShowsAStateEffectAndNoModelEffect(t *testing.T) {
+	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cfg := testConfig(t, []string{"claude", "codex"})
+	dir, res, err := Swap(ctx, SwapOptions{RecordOptions: RecordOptions{Prompt: demo.Task, Project: paths.Project, Check: demo.Check,
+		CheckTimeout: time.Minute, AgentTimeout: 2 * time.Minute, Out: filepath.Join(t.TempDir(), "swap"), Config: cfg,
+		Script: paths.SwapScript, Seed: demo.SwapSeed},
+		A: Side{Agent: "claude"}, B: Side{Agent: "codex"}, Cuts: []float64{0, 1}, Tails: 3, Jobs: 3, Handoff: "trail"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, _ := os.ReadFile(filepath.Join(dir, "report.txt"))
+	if len(res.Cuts) != 2 {
+		t.Fatalf("%d cuts, want 2\n%s", len(res.Cuts), report)
+	}
+	effects := func(c SwapCut) map[string]SwapEffect {
+		m := map[string]SwapEffect{}
+		for _, e := range c.Effects {
+			m[e.Name] = e
+		}
+		return m
+	}
+	for _, c := range res.Cuts {
+		for _, cell := range c.Cells {
+			if cell.Verdicts != 3 {
+				t.Errorf("cut %g, workspace %s, agent %s, %s: %d verdicts of 3\n%s", c.Cut, cell.Workspace, cell.Agent, cell.How, cell.Verdicts, report)
+			}
+		}
+	}
+	first, last := effects(res.Cuts[0]), effects(res.Cuts[1])
+	if first["state"].Significant {
+		t.Errorf("cut 0: a state effect between two untouched projects\n%s", report)
+	}
+	if !last["state"].Significant || last["state"].Diff >= 0 {
+		t.Errorf("last cut: state effect %+v, want a's (broken) workspace distinguishably below b's\n%s", last["state"], report)
+	}
+	if last["model"].Significant {
+		t.Errorf("last cut: a model effect %+v where both agents follow one script\n%s", last["model"], report)
+	}
+	if !strings.Contains(string(report), "at 95%, the state effect is distinguishable from zero") {
+		t.Errorf("the report does not say it in words:\n%s", report)
+	}
+
+	// tare resume of a finished swap runs nothing again.
+	before := len(readJournalT(t, dir))
+	out, err := Resume(ctx, ResumeOptions{Dir: dir, Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started int
+	for _, e := range readJournalT(t, dir)[before:] {
+		if e.TailStarted != nil {
+			started++
+		}
+	}
+	if started != 0 || !strings.Contains(out, "state effect") {
+		t.Errorf("resuming a finished swap started %d tails; report:\n%s", started, out)
+	}
+}
+
+func readJournalT(t *testing.T, dir string) []Event {
+	t.Helper()
+	ev, err := ReadJournal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
