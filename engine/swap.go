@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -279,49 +280,95 @@ func cutStep(cut float64, steps int) int { return int(math.Round(cut * float64(s
 // swapResult counts each cell's tails and works out the effects.
 func swapResult(rec *Recipe, set swapSettings, recs map[string]*Recording, st *RunState) *SwapResult {
 	res := &SwapResult{A: sideLabel(rec.Sides[0]), B: sideLabel(rec.Sides[1]), Handoff: set.Handoff, CostKnown: true, Simulated: rec.ScriptText != ""}
+	table := SwapTable(st)
 	for ci, cut := range set.Cuts {
 		c := SwapCut{Cut: cut, StepA: cutStep(cut, len(recs["a"].Steps)), StepB: cutStep(cut, len(recs["b"].Steps))}
-		counts := map[string]*StepRate{}
+		if ci < len(table) {
+			c.Cells, c.Effects = table[ci].Cells, table[ci].Effects
+		}
+		for _, cell := range c.Cells {
+			res.NoVerdict += cell.NoVerdict
+		}
+		res.Cuts = append(res.Cuts, c)
+	}
+	for id, t := range st.Tails {
+		if swapTailID.MatchString(id) {
+			u := t.TotalUsage() // every attempt's
+			res.Cost += u.Cost
+			if len(u.Unpriced) > 0 {
+				res.CostKnown = false
+			}
+		}
+	}
+	return res
+}
+
+// swapTailID is a swap tail's id: c<cut>-<workspace><agent>-<n(ative)|h(andoff)>-<n>.
+var swapTailID = regexp.MustCompile(`^c(\d+)-([ab])([ab])-([nh])-\d+$`)
+
+// SwapTable is a swap run's cells and effects per cut, from its tails as the journal has
+// them (the first verdict of each; no verdict left out), so the report and the app agree.
+// Cut and the steps are left for the caller, who knows the recipe.
+func SwapTable(st *RunState) []SwapCut {
+	counts := map[int]map[string]*StepRate{}
+	last := -1
+	for id, t := range st.Tails {
+		m := swapTailID.FindStringSubmatch(id)
+		if m == nil {
+			continue
+		}
+		var ci int
+		fmt.Sscan(m[1], &ci)
+		last = max(last, ci)
+		if counts[ci] == nil {
+			counts[ci] = map[string]*StepRate{}
+		}
+		key := m[2] + m[3] + m[4]
+		n := counts[ci][key]
+		if n == nil {
+			n = &StepRate{}
+			counts[ci][key] = n
+		}
+		if !tailFinished(t) {
+			continue
+		}
+		n.Tails++
+		if v, p := tailVerdict(t); v {
+			n.Verdicts++
+			if p {
+				n.Passed++
+			}
+		}
+	}
+	var cuts []SwapCut
+	for ci := 0; ci <= last; ci++ {
+		var c SwapCut
+		get := func(k string) *StepRate {
+			if n := counts[ci][k]; n != nil {
+				return n
+			}
+			return &StepRate{}
+		}
 		for _, ws := range []string{"a", "b"} {
 			for _, who := range []string{"a", "b"} {
 				for _, how := range []string{"native", "handoff"} {
 					if how == "native" && who != ws {
 						continue
 					}
-					prefix := fmt.Sprintf("c%d-%s%s-%s-", ci, ws, who, how[:1])
-					var n StepRate
-					for id, t := range st.Tails {
-						if !strings.HasPrefix(id, prefix) || !tailFinished(t) {
-							continue
-						}
-						n.Tails++
-						if v, p := tailVerdict(t); v {
-							n.Verdicts++
-							if p {
-								n.Passed++
-							}
-						}
-						u := t.TotalUsage() // every attempt's
-						res.Cost += u.Cost
-						if len(u.Unpriced) > 0 {
-							res.CostKnown = false
-						}
-					}
+					n := *get(ws + who + how[:1])
 					n.NoVerdict = n.Tails - n.Verdicts
-					res.NoVerdict += n.NoVerdict
 					if n.Verdicts > 0 {
 						n.Rate = float64(n.Passed) / float64(n.Verdicts)
 					}
 					n.Lo, n.Hi = stats.Wilson(n.Passed, n.Verdicts)
-					counts[ws+who+how[:1]] = &n
 					c.Cells = append(c.Cells, SwapCell{Workspace: ws, Agent: who, How: how, StepRate: n})
 				}
 			}
 		}
 		sum := func(keys ...string) (x, n int) {
 			for _, k := range keys {
-				x += counts[k].Passed
-				n += counts[k].Verdicts
+				x += get(k).Passed
+				n += get(k).Verdicts
 			}
 			return
 		}
@@ -338,9 +385,9 @@ func swapResult(rec *Recipe, set swapSettings, recs map[string]*Recording, st *R
 			effect("model", "agent a minus agent b, on the same workspaces by handoff", []string{"aah", "bah"}, []string{"abh", "bbh"}),
 			effect("handoff", "each agent on its own workspace, natively minus by handoff", []string{"aan", "bbn"}, []string{"aah", "bbh"}),
 		}
-		res.Cuts = append(res.Cuts, c)
+		cuts = append(cuts, c)
 	}
-	return res
+	return cuts
 }
 
 // SwapReport is the text report: per cut the table of pass rates and the three effects, and
