@@ -216,38 +216,15 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 
 // judgePage stages page folder dir for the judge, renders it, and judges it Times times.
 func (env *judgeEnv) judgePage(ctx context.Context, n int, dir string) (PageJudgements, error) {
-	o := env.o
-	pj := PageJudgements{Dir: dir, Page: o.Page}
-	stage, err := os.MkdirTemp("", "tare-judge-")
-	if err != nil {
-		return pj, fmt.Errorf("judge room folder: %v", err)
-	}
+	stage, pj, err := env.stage(ctx, n, dir)
 	defer os.RemoveAll(stage)
-	if pj.Left, err = stagePage(dir, filepath.Join(stage, judgePageDir)); err != nil {
-		return pj, err
-	}
-	if _, err := os.Lstat(filepath.Join(stage, judgePageDir, o.Page)); err != nil {
-		return pj, fmt.Errorf("%s: the page %s is named for an agent or hidden, so the judge could not be given it; fix: rename it", dir, o.Page)
-	}
-	shot, err := renderPage(ctx, o.Config, filepath.Join(stage, judgePageDir), o.Page)
 	if err != nil {
 		return pj, err
 	}
-	pj.Blocked = shot.Blocked
-	pj.Screenshot = filepath.Join(o.Out, fmt.Sprintf("page-%d.png", n+1))
-	if err := capsule.WriteFileAtomic(pj.Screenshot, shot.PNG, 0o644); err != nil {
-		return pj, err
-	}
-	if err := os.WriteFile(filepath.Join(stage, judgeShot), shot.PNG, 0o444); err != nil {
-		return pj, err
-	}
-	if err := os.WriteFile(filepath.Join(stage, judgeRubric), []byte(o.Rubric.Text), 0o444); err != nil {
-		return pj, err
-	}
-	pj.Judgements = make([]Judgement, o.Times)
-	sem := make(chan struct{}, o.Jobs)
+	pj.Judgements = make([]Judgement, env.o.Times)
+	sem := make(chan struct{}, env.o.Jobs)
 	var wg sync.WaitGroup
-	for k := range o.Times {
+	for k := range env.o.Times {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -258,6 +235,37 @@ func (env *judgeEnv) judgePage(ctx context.Context, n int, dir string) (PageJudg
 	}
 	wg.Wait()
 	return pj, ctx.Err()
+}
+
+// stage makes the judge's workspace for page folder dir, a fresh temp folder (the caller
+// removes it, also on error): a copy of the page's files (stagePage), its screenshot,
+// rendered from that copy, and the rubric. The screenshot is also kept in Out.
+func (env *judgeEnv) stage(ctx context.Context, n int, dir string) (string, PageJudgements, error) {
+	o := env.o
+	pj := PageJudgements{Dir: dir, Page: o.Page}
+	stage, err := os.MkdirTemp("", "tare-judge-")
+	if err != nil {
+		return "", pj, fmt.Errorf("judge room folder: %v", err)
+	}
+	if pj.Left, err = stagePage(dir, filepath.Join(stage, judgePageDir)); err != nil {
+		return stage, pj, err
+	}
+	if _, err := os.Lstat(filepath.Join(stage, judgePageDir, o.Page)); err != nil {
+		return stage, pj, fmt.Errorf("%s: the page %s is hidden or named for an agent, so the judge cannot be given it; fix: rename it", dir, o.Page)
+	}
+	shot, err := renderPage(ctx, o.Config, filepath.Join(stage, judgePageDir), o.Page)
+	if err != nil {
+		return stage, pj, err
+	}
+	pj.Blocked = shot.Blocked
+	pj.Screenshot = filepath.Join(o.Out, fmt.Sprintf("page-%d.png", n+1))
+	if err := capsule.WriteFileAtomic(pj.Screenshot, shot.PNG, 0o644); err != nil {
+		return stage, pj, err
+	}
+	if err := os.WriteFile(filepath.Join(stage, judgeShot), shot.PNG, 0o444); err != nil {
+		return stage, pj, err
+	}
+	return stage, pj, os.WriteFile(filepath.Join(stage, judgeRubric), []byte(o.Rubric.Text), 0o444)
 }
 
 // What the judge's workspace holds: the page's files, its screenshot and the rubric, under
