@@ -143,9 +143,14 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 		return JudgeReport{}, errors.New("give the folder of the page to judge")
 	}
 	for i, d := range o.Dirs {
+		// The folder itself may be a link (the operator's own); what is inside it is copied
+		// without following any.
 		abs, err := filepath.Abs(d)
+		if err == nil {
+			abs, err = filepath.EvalSymlinks(abs)
+		}
 		if err != nil {
-			return JudgeReport{}, fmt.Errorf("%s: %v", d, err)
+			return JudgeReport{}, fmt.Errorf("%s: %v; fix: give the folder that holds the page", d, err)
 		}
 		o.Dirs[i] = abs
 	}
@@ -197,13 +202,28 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 	rep.Out = o.Out
 	env := &judgeEnv{o: o, agent: a, inst: inst, args: words[1:], models: models}
 	rep.Pages = make([]PageJudgements, len(o.Dirs))
-	for i, d := range o.Dirs {
-		pj, err := env.judgePage(ctx, i, d)
-		if err != nil {
-			return rep, err
+	stages := make([]string, len(o.Dirs))
+	defer func() {
+		for _, st := range stages {
+			os.RemoveAll(st)
 		}
-		rep.Pages[i] = pj
-		for _, j := range pj.Judgements {
+	}()
+	// Every page is rendered before any judge starts: a page that cannot be rendered stops
+	// the run before it spends anything, and leaves no judge folder behind.
+	for i, d := range o.Dirs {
+		stages[i], rep.Pages[i], err = env.stage(ctx, i, d)
+		if err != nil {
+			os.RemoveAll(o.Out)
+			return JudgeReport{}, err
+		}
+		rep.Pages[i].Judgements = make([]Judgement, o.Times)
+	}
+	env.judgeAll(ctx, rep.Pages, stages)
+	if err := ctx.Err(); err != nil {
+		return rep, err
+	}
+	for _, p := range rep.Pages {
+		for _, j := range p.Judgements {
 			rep.Usage = rep.Usage.Add(j.Usage)
 		}
 	}
@@ -214,27 +234,23 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 	return rep, capsule.WriteFileAtomic(filepath.Join(o.Out, "judgements.json"), append(data, '\n'), 0o644)
 }
 
-// judgePage stages page folder dir for the judge, renders it, and judges it Times times.
-func (env *judgeEnv) judgePage(ctx context.Context, n int, dir string) (PageJudgements, error) {
-	stage, pj, err := env.stage(ctx, n, dir)
-	defer os.RemoveAll(stage)
-	if err != nil {
-		return pj, err
-	}
-	pj.Judgements = make([]Judgement, env.o.Times)
+// judgeAll runs every judgement of every page, Jobs at a time, each in a fresh room.
+func (env *judgeEnv) judgeAll(ctx context.Context, pages []PageJudgements, stages []string) {
 	sem := make(chan struct{}, env.o.Jobs)
 	var wg sync.WaitGroup
 	for k := range env.o.Times {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			pj.Judgements[k] = env.judgeOnce(ctx, stage, fmt.Sprintf("judge-%d-%d", n+1, k+1), len(pj.Blocked) > 0)
-		}()
+		for i := range pages {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				stream := fmt.Sprintf("judge-%d-%d", i+1, k+1)
+				pages[i].Judgements[k] = env.judgeOnce(ctx, stages[i], stream, len(pages[i].Blocked) > 0)
+			}()
+		}
 	}
 	wg.Wait()
-	return pj, ctx.Err()
 }
 
 // stage makes the judge's workspace for page folder dir, a fresh temp folder (the caller
