@@ -378,7 +378,7 @@ func (env *judgeEnv) judgeOnce(ctx context.Context, stage, stream string, blocke
 
 // answerLine is the judge's answer: "score N: reason" (a bold or a colon after "score" is
 // fine).
-var answerLine = regexp.MustCompile(`(?i)\bscore\W{0,3}\s*(\d+)\b(?:\s*/\s*\d+)?\s*[:.,;\-–—]?\s*(.*)`)
+var answerLine = regexp.MustCompile(`(?i)\bscore\W{0,3}\s*(\d+)\b(?:\s*/\s*\d+)?[*_]*\s*[:.,;\-–—]?\s*(.*)`)
 
 // parseScore reads the judge's last "score N: reason" and refuses a score off the scale.
 func parseScore(text string, r Rubric) (*int, string, error) {
