@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -178,5 +179,47 @@ func TestJudgeBadInput(t *testing.T) {
 				t.Errorf("left behind: %v", left)
 			}
 		})
+	}
+}
+
+// buildScript is the agent under test: it writes a page.
+const buildScript = `
+[[turn]]
+text = "Writing the page."
+write = { path = "index.html", content = "<!doctype html><h1>Hello</h1>\n" }
+
+[[turn]]
+text = "Done."
+`
+
+// TestJudgeAsCalibrateCheck: tare judge as the --check of a calibrate, as the seed's
+// command list has it: each tail's workspace is judged, its verdict follows the threshold, and
+// the scores land in the report beside the pass rate.
+func TestJudgeAsCalibrateCheck(t *testing.T) {
+	_, rubric, judgeScript := judgeFiles(t, noiseScript)
+	project := t.TempDir()
+	os.WriteFile(filepath.Join(project, "README.md"), []byte("# a page\n"), 0o644)
+	build := filepath.Join(t.TempDir(), "build.toml")
+	os.WriteFile(build, []byte(buildScript), 0o644)
+	check := tareBin + " judge --rubric " + rubric + " --threshold 5 --script " + judgeScript + " --judge codex"
+	r := newRun(t, "").tare(t, "calibrate", "Make a page", "--side", "claude", "--runs", "4", "--jobs", "2",
+		"--script", build, "--project", project, "--check", check)
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	row := line(r.stdout, "scores ")
+	_, scores, _ := strings.Cut(row, "scores ")
+	fields := strings.Fields(scores)
+	passed := 0
+	for _, f := range fields {
+		if f != "3" && f != "8" {
+			t.Errorf("score %q is not one the judge's script gives", f)
+		}
+		if f == "8" {
+			passed++
+		}
+	}
+	if len(fields) != 4 || !strings.Contains(row, fmt.Sprintf(" %d/4 ", passed)) {
+		t.Fatalf("want 4 scores and as many passes as scores of 8 or more in %q\n%s", row, r.stdout)
 	}
 }
