@@ -194,7 +194,9 @@ text = "Done."
 
 // TestJudgeAsCalibrateCheck: tare judge as the --check of a calibrate, as the seed's
 // command list has it: each tail's workspace is judged, its verdict follows the threshold, and
-// the scores land in the report beside the pass rate.
+// the scores land in the report beside the pass rate. The check runs on the host
+// (--check-on-host): tare judge starts rooms of its own (the render room, the judge's room),
+// which a check room, whose seccomp filter refuses mount, cannot hold.
 func TestJudgeAsCalibrateCheck(t *testing.T) {
 	_, rubric, judgeScript := judgeFiles(t, noiseScript)
 	project := t.TempDir()
@@ -203,7 +205,7 @@ func TestJudgeAsCalibrateCheck(t *testing.T) {
 	os.WriteFile(build, []byte(buildScript), 0o644)
 	check := tareBin + " judge --rubric " + rubric + " --threshold 5 --script " + judgeScript + " --judge codex"
 	r := newRun(t, "").tare(t, "calibrate", "Make a page", "--side", "claude", "--runs", "4", "--jobs", "2",
-		"--script", build, "--project", project, "--check", check)
+		"--script", build, "--project", project, "--check", check, "--check-on-host")
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}

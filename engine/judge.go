@@ -78,13 +78,15 @@ type PageJudgements struct {
 
 // JudgeReport is a judge run's result, also written to Out/judgements.json.
 type JudgeReport struct {
-	Judge  string           `json:"judge"`
-	Rubric string           `json:"rubric"`
-	Scale  [2]int           `json:"scale"`
-	Seed   int64            `json:"seed,omitempty"`
-	Out    string           `json:"out"`
-	Pages  []PageJudgements `json:"pages"`
-	Usage  Usage            `json:"usage"`
+	Judge  string `json:"judge"`
+	Rubric string `json:"rubric"`
+	Scale  [2]int `json:"scale"`
+	Seed   int64  `json:"seed,omitempty"`
+	// Simulated is true when the judge talked to tare's model server: its cost was not paid.
+	Simulated bool             `json:"simulated,omitempty"`
+	Out       string           `json:"out"`
+	Pages     []PageJudgements `json:"pages"`
+	Usage     Usage            `json:"usage"`
 }
 
 // judgeEnv is what every judgement of a run shares.
@@ -200,6 +202,7 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 		return JudgeReport{}, fmt.Errorf("judge folder %s: %v; fix: choose another --out", o.Out, err)
 	}
 	rep.Out = o.Out
+	rep.Simulated = models != nil
 	env := &judgeEnv{o: o, agent: a, inst: inst, args: words[1:], models: models}
 	rep.Pages = make([]PageJudgements, len(o.Dirs))
 	stages := make([]string, len(o.Dirs))

@@ -97,7 +97,7 @@ func (r JudgeReport) NoiseText(threshold *float64) string {
 		b.WriteString(pageNotes(p))
 	}
 	fmt.Fprintf(&b, "screenshots and judgements in %s\n", r.Out)
-	b.WriteString(usageLine("judge", r.Usage) + "\n")
+	b.WriteString(usageLine("judge", r.Usage, r.Simulated) + "\n")
 	if threshold != nil {
 		if noisy := r.NoisyPages(*threshold); len(noisy) > 0 {
 			var names []string
@@ -121,7 +121,7 @@ func (r JudgeReport) JudgeText(threshold float64) string {
 	p := r.Pages[0]
 	b.WriteString(pageNotes(p))
 	fmt.Fprintf(&b, "screenshot %s\n", p.Screenshot)
-	b.WriteString(usageLine("judge", r.Usage) + "\n")
+	b.WriteString(usageLine("judge", r.Usage, r.Simulated) + "\n")
 	j := p.Judgements[0]
 	if j.Score == nil {
 		fmt.Fprintf(&b, "no score: %s\n", j.Error)
