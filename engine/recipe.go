@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"tare/capsule"
@@ -81,6 +82,12 @@ func ReadRecipe(dir string) (*Recipe, error) {
 		return nil, fmt.Errorf("%s: %v", dir, err)
 	}
 	var r Recipe
+	if err := json.Unmarshal(data, &r); err == nil && r.Format != recipeFormat && strings.HasPrefix(r.Format, "tare-recipe ") {
+		// A format this tare does not know, from a tare that does: reading it as ours would
+		// misread it.
+		return nil, fmt.Errorf("%s: %s is %q, written by a newer tare (%s); fix: run it with that tare or a newer one than this",
+			dir, RecipeFile, r.Format, r.Tare)
+	}
 	if err := json.Unmarshal(data, &r); err != nil || r.Format != recipeFormat {
 		return nil, fmt.Errorf("%s: not a tare run (%s is not a tare recipe); fix: give a directory that tare calibrate made", dir, RecipeFile)
 	}
