@@ -37,7 +37,10 @@ table is not compared: the recipe does not record it.`,
 				return err
 			}
 			rec := plan.Recipe
-			say := func(format string, a ...any) { fmt.Fprintf(os.Stderr, "tare rerun: "+format+"\n", a...) }
+			// The recipe's prompt and the CLIs' version strings are others' text: printed Printable.
+			say := func(format string, a ...any) {
+				fmt.Fprint(os.Stderr, engine.Printable(fmt.Sprintf("tare rerun: "+format, a...))+"\n")
+			}
 			say("repeating tare %s (run of %s)", quoteArgs(rec.Argv), rec.Time.Local().Format("2006-01-02 15:04"))
 			for _, d := range plan.Drift {
 				say("drifted: %s", d)

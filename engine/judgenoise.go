@@ -68,7 +68,8 @@ func (r JudgeReport) Unscored() []PageJudgements {
 
 // NoiseText is judge-noise's report: a row per page with its scores' min, median, max and
 // spread, what was left out, the judge's usage, and with a threshold whether it stands clear
-// of every page's range.
+// of every page's range. Like JudgeText it is Printable: the page's file names and URLs and
+// the judge's words are the agents' text.
 func (r JudgeReport) NoiseText(threshold *float64) string {
 	var b strings.Builder
 	times := 0
@@ -111,7 +112,7 @@ func (r JudgeReport) NoiseText(threshold *float64) string {
 			fmt.Fprintf(&b, "threshold %g stands clear of every page's score range: each page's verdict is the same on every judgement\n", *threshold)
 		}
 	}
-	return b.String()
+	return Printable(b.String())
 }
 
 // JudgeText is tare judge's report of one judgement; its last line is "score N ..." so a
@@ -125,14 +126,14 @@ func (r JudgeReport) JudgeText(threshold float64) string {
 	j := p.Judgements[0]
 	if j.Score == nil {
 		fmt.Fprintf(&b, "no score: %s\n", j.Error)
-		return b.String()
+		return Printable(b.String())
 	}
 	verdict := "passes"
 	if float64(*j.Score) < threshold {
 		verdict = "below"
 	}
 	fmt.Fprintf(&b, "score %d (threshold %g, scale %d-%d, %s): %s\n", *j.Score, threshold, r.Scale[0], r.Scale[1], verdict, j.Reason)
-	return b.String()
+	return Printable(b.String())
 }
 
 // pageNotes says what the judge of a page did not see: what the render room blocked and what

@@ -74,3 +74,18 @@ func TestSpreadStraddles(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgeTextIsPrintable: the judge's words, the page's file names and what it asked for
+// come from agents; a terminal escape among them is shown, not sent.
+func TestJudgeTextIsPrintable(t *testing.T) {
+	n := 6
+	rep := JudgeReport{Scale: [2]int{1, 10}, Pages: []PageJudgements{{
+		Dir: "/site", Blocked: []string{"https://x.test/\x1b]52;c;aGk=\x07"}, Left: []string{"\x1b[2Jnotes-claude.md (named for an agent)"},
+		Judgements: []Judgement{{Score: &n, Reason: "fine\x1b[2J"}, {Score: &n, Reason: "fine"}},
+	}}}
+	for name, text := range map[string]string{"judge": rep.JudgeText(5), "judge-noise": rep.NoiseText(nil)} {
+		if strings.ContainsAny(text, "\x1b\x07") || !strings.Contains(text, `\x1b`) {
+			t.Errorf("%s: raw escapes in %q", name, text)
+		}
+	}
+}
