@@ -24,27 +24,12 @@ const fontsDir = "/opt/fonts"
 // browser, and its only interface is loopback. Whatever the page loads from elsewhere fails
 // there and is named in Shot.Blocked.
 func renderPage(ctx context.Context, cfg *config.Config, dir, page string) (browser.Shot, error) {
-	bin, err := browser.Find()
+	room, err := renderRoom(cfg, dir, page)
 	if err != nil {
 		return browser.Shot{}, err
 	}
 	var stdout, stderr bytes.Buffer
-	u := url.URL{Scheme: "file", Path: filepath.Join(sandbox.WorkDir, filepath.ToSlash(page))}
-	room := sandbox.Room{
-		Workspace:         dir,
-		WorkspaceReadOnly: true,
-		Bwrap:             cfg.Bwrap,
-		Binds: []sandbox.Bind{
-			{Source: "/etc/fonts", Dest: fontsDir, Try: true},
-			{Source: "/var/cache/fontconfig", Dest: "/var/cache/fontconfig", Try: true},
-		},
-		// TZ: without it every Chromium process scans /usr/share/zoneinfo; UTC also makes the
-		// page's dates the same on every machine.
-		Env:    map[string]string{"TZ": "UTC", "FONTCONFIG_PATH": fontsDir},
-		Argv:   []string{sandbox.TareBin, "screenshot", "--exec", bin, u.String()},
-		Stdout: &stdout,
-		Stderr: &stderr,
-	}
+	room.Stdout, room.Stderr = &stdout, &stderr
 	code, err := runRoom(ctx, room)
 	if err != nil {
 		return browser.Shot{}, fmt.Errorf("render room: %v", err)
@@ -57,4 +42,29 @@ func renderPage(ctx context.Context, cfg *config.Config, dir, page string) (brow
 		return browser.Shot{}, fmt.Errorf("rendering %s gave no screenshot: %s", page, clip(strings.TrimSpace(stderr.String()), 300))
 	}
 	return shot, nil
+}
+
+// renderRoom is the room Chromium renders page in: dir read-only at the workspace, the fonts,
+// and a network namespace of its own with no relays, so loopback is the room's own and
+// nothing else is reachable.
+func renderRoom(cfg *config.Config, dir, page string) (sandbox.Room, error) {
+	bin, err := browser.Find()
+	if err != nil {
+		return sandbox.Room{}, err
+	}
+	u := url.URL{Scheme: "file", Path: filepath.Join(sandbox.WorkDir, filepath.ToSlash(page))}
+	return sandbox.Room{
+		Workspace:         dir,
+		WorkspaceReadOnly: true,
+		Network:           sandbox.NetRelay,
+		Bwrap:             cfg.Bwrap,
+		Binds: []sandbox.Bind{
+			{Source: "/etc/fonts", Dest: fontsDir, Try: true},
+			{Source: "/var/cache/fontconfig", Dest: "/var/cache/fontconfig", Try: true},
+		},
+		// TZ: without it every Chromium process scans /usr/share/zoneinfo; UTC also makes the
+		// page's dates the same on every machine.
+		Env:  map[string]string{"TZ": "UTC", "FONTCONFIG_PATH": fontsDir},
+		Argv: []string{sandbox.TareBin, "screenshot", "--exec", bin, u.String()},
+	}, nil
 }

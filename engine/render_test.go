@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"image/png"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,12 +43,17 @@ func writePage(t *testing.T, html string) string {
 
 // TestRenderPageInARoomWithoutNetwork: real headless Chromium in a real room renders a page
 // whose remote script cannot load: a full-page PNG at the fixed width, taller than the
-// viewport, and the script's URL named as blocked.
+// viewport, and the script's URL named as blocked. An image from a server on the host's
+// loopback is blocked too: the room's loopback is its own.
 func TestRenderPageInARoomWithoutNetwork(t *testing.T) {
 	if _, err := browser.Find(); err != nil {
 		t.Fatal(err)
 	}
-	dir := writePage(t, remotePage)
+	// A service on the host's loopback: the page must not reach it either.
+	var hits atomic.Int32
+	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer host.Close()
+	dir := writePage(t, strings.Replace(remotePage, "</body>", `<img src="`+host.URL+`/pixel.png"></body>`, 1))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	shot, err := renderPage(ctx, testConfig(t, nil), dir, "index.html")
@@ -58,7 +67,33 @@ func TestRenderPageInARoomWithoutNetwork(t *testing.T) {
 	if b := img.Bounds(); b.Dx() != browser.Width || b.Dy() <= browser.Height {
 		t.Errorf("screenshot is %dx%d, want %d wide and taller than %d (the full page)", b.Dx(), b.Dy(), browser.Width, browser.Height)
 	}
-	if len(shot.Blocked) != 1 || shot.Blocked[0] != "https://cdn.example.com/lib.js" {
-		t.Errorf("blocked %v, want the remote script named", shot.Blocked)
+	if want := []string{host.URL + "/pixel.png", "https://cdn.example.com/lib.js"}; strings.Join(shot.Blocked, " ") != strings.Join(want, " ") {
+		t.Errorf("blocked %v, want %v named", shot.Blocked, want)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the page reached a service on the host's loopback %d times", n)
+	}
+}
+
+// TestRenderRoomHasOnlyLoopback: the render room's only interface is its own loopback, so a
+// page cannot reach the host's services or any network, whatever Chromium's flags say.
+func TestRenderRoomHasOnlyLoopback(t *testing.T) {
+	room, err := renderRoom(testConfig(t, nil), writePage(t, remotePage), "index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	room.Argv, room.Stdout = []string{"/bin/cat", "/proc/net/dev"}, &out
+	if code, err := runRoom(context.Background(), room); err != nil || code != 0 {
+		t.Fatalf("exit %d, %v", code, err)
+	}
+	var ifaces []string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if name, _, ok := strings.Cut(l, ":"); ok {
+			ifaces = append(ifaces, strings.TrimSpace(name))
+		}
+	}
+	if strings.Join(ifaces, " ") != "lo" {
+		t.Fatalf("the render room has interfaces %v, want only lo", ifaces)
 	}
 }
