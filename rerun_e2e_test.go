@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // editRecipe rewrites fields of a run's recipe.json.
@@ -114,6 +115,24 @@ func TestRerun(t *testing.T) {
 			}
 			if _, err := os.Stat(filepath.Join(out, "report.txt")); err != nil {
 				t.Errorf("the repeat wrote no report in --out: %v", err)
+			}
+		})
+	}
+	for answer, code := range map[string]int{"n": 1, "y": 0} {
+		t.Run("asks on a terminal, "+answer, func(t *testing.T) {
+			dir := copyRun(t)
+			editRecipe(t, dir, func(m map[string]any) { m["tare"] = "v0.0.1" })
+			r := newRun(t, "")
+			x := startTmux(t, base, append([]string{"env"}, append(r.env(), tareBin, "rerun", dir)...)...)
+			x.waitText(30*time.Second, "drifted: tare: v0.0.1 then", "start anyway? [y/N]")
+			x.text(answer)
+			x.keys("Enter")
+			if got := x.exited(2 * time.Minute); got != code {
+				t.Fatalf("exit %d after %q, want %d", got, answer, code)
+			}
+			_, err := os.Stat(filepath.Join(r.stateDir(), "calibrate"))
+			if started := err == nil; started != (answer == "y") {
+				t.Errorf("answered %q: a run was written: %v", answer, started)
 			}
 		})
 	}
