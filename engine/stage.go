@@ -15,12 +15,17 @@ import (
 // settings folder, and a judge who saw them would know who built the page.
 var agentWords = []string{"claude", "codex", "gemini", "antigravity", "agy", "agents.md", "anthropic", "openai"}
 
+// maxStage bounds what a page folder may hold for the judge: the copy is made on the host, and
+// a folder an agent wrote may hold a file as large as the disk (a sparse one costs it nothing).
+const maxStage = 1 << 30
+
 // stagePage copies the page folder src into dst, a fresh folder, for the judge: regular
 // files and folders only, never a link (it would be followed when copied, and could point
 // anywhere on the host), and nothing hidden or named for an agent. It returns what it left
 // out, relative to src.
 func stagePage(src, dst string) ([]string, error) {
 	var left []string
+	var total int64
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("reading the page folder %s: %v", src, err)
@@ -38,6 +43,11 @@ func stagePage(src, dst string) ([]string, error) {
 		}
 		if d.IsDir() {
 			return os.Mkdir(filepath.Join(dst, rel), 0o755)
+		}
+		if info, err := d.Info(); err == nil {
+			if total += info.Size(); total > maxStage {
+				return fmt.Errorf("the page folder %s holds more than %d MB (at %s); fix: judge a folder with only the page's files", src, maxStage>>20, rel)
+			}
 		}
 		return copyRegular(p, filepath.Join(dst, rel))
 	})
