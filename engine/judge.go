@@ -144,6 +144,7 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 	if len(o.Dirs) == 0 {
 		return JudgeReport{}, errors.New("give the folder of the page to judge")
 	}
+	o.Dirs = append([]string(nil), o.Dirs...) // the caller's slice stays as given
 	for i, d := range o.Dirs {
 		// The folder itself may be a link (the operator's own); what is inside it is copied
 		// without following any.

@@ -78,6 +78,9 @@ func Shoot(ctx context.Context, exec, pageURL string) (Shot, error) {
 		return Shot{}, fmt.Errorf("starting %s: %v", exec, err)
 	}
 	if err := chromedp.Do(bctx, chromedp.EmulateViewport(Width, Height), chromedp.Navigate(pageURL)); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return Shot{}, fmt.Errorf("%s did not finish loading in %s (a script that never ends?)", pageURL, shotTimeout)
+		}
 		return Shot{}, fmt.Errorf("loading %s: %v", pageURL, err)
 	}
 	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
