@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -54,6 +56,52 @@ func (jf *judgeFlags) prepare(cmd *cobra.Command, dirs []string) error {
 	return nil
 }
 
+// record sets what the run's recipe.json keeps: the command line with every path absolute, so
+// tare rerun repeats it from any folder.
+func (jf *judgeFlags) record(cmd *cobra.Command, threshold *float64) error {
+	abs := func(p string) (string, error) {
+		a, err := filepath.Abs(p)
+		if err != nil {
+			return "", fmt.Errorf("%s: %v", p, err)
+		}
+		return a, nil
+	}
+	argv := []string{cmd.Name()}
+	for _, d := range jf.o.Dirs {
+		a, err := abs(d)
+		if err != nil {
+			return err
+		}
+		argv = append(argv, a)
+	}
+	rubric, err := abs(jf.rubric)
+	if err != nil {
+		return err
+	}
+	argv = append(argv, "--rubric", rubric, "--page", jf.o.Page, "--judge", jf.o.Judge, "--timeout", jf.o.Timeout.String())
+	if jf.o.Script != "" {
+		script, err := abs(jf.o.Script)
+		if err != nil {
+			return err
+		}
+		argv = append(argv, "--script", script)
+	}
+	if jf.o.Seed != 0 {
+		argv = append(argv, "--seed", strconv.FormatInt(jf.o.Seed, 10))
+	}
+	if threshold != nil {
+		argv = append(argv, "--threshold", strconv.FormatFloat(*threshold, 'g', -1, 64))
+	}
+	if cmd.Name() == "judge-noise" {
+		argv = append(argv, "--times", strconv.Itoa(jf.o.Times), "--jobs", strconv.Itoa(jf.o.Jobs))
+	}
+	if jf.json {
+		argv = append(argv, "--json")
+	}
+	jf.o.Kind, jf.o.Argv, jf.o.Version = cmd.Name(), argv, version()
+	return nil
+}
+
 // judgeJSON is what --json prints: the judgements, and the verdict at the threshold.
 type judgeJSON struct {
 	engine.JudgeReport
@@ -97,6 +145,9 @@ last line says "score N", which calibrate, record, tail, cliff and swap read fro
 				return err
 			}
 			jf.o.Times, jf.o.Jobs = 1, 1
+			if err := jf.record(cmd, &jf.threshold); err != nil {
+				return err
+			}
 			rep, err := engine.Judge(cmd.Context(), jf.o)
 			if err != nil {
 				return err
@@ -155,6 +206,9 @@ run's workspace for this.`,
 			var threshold *float64
 			if cmd.Flags().Changed("threshold") {
 				threshold = &jf.threshold
+			}
+			if err := jf.record(cmd, threshold); err != nil {
+				return err
 			}
 			began := time.Now()
 			rep, err := engine.Judge(cmd.Context(), jf.o)

@@ -19,9 +19,10 @@ func rerunCmd() *cobra.Command {
 	var yes bool
 	cmd := &cobra.Command{
 		Use:   "rerun DIR [--out DIR] [--yes]",
-		Short: "Repeat a calibrate, record or cliff run from its recipe, naming what drifted first",
+		Short: "Repeat a calibrate, record, cliff, judge or judge-noise run from its recipe, naming what drifted first",
 		Long: `Reads DIR's recipe.json and, before starting, names what differs from it now: tare's version,
-each agent CLI's version, the project's content and the model script, and what the run being
+each agent CLI's version, the project's content (a judge run's pages and rubric), the model
+script, and what the run being
 repeated cost. Then it runs the recorded command line again into a new run directory (a
 scripted run draws a fresh seed unless that command line gave --seed). When
 something drifted it asks on a terminal; elsewhere it refuses (exit 1) unless --yes. The price
@@ -46,7 +47,7 @@ table is not compared: the recipe does not record it.`,
 				say("drifted: %s", d)
 			}
 			if len(plan.Drift) == 0 {
-				say("nothing drifted: tare, the agent CLIs, the project and the model script are as the recipe has them")
+				say("nothing drifted: tare, the agent CLIs and what the run read are as the recipe has them")
 			}
 			say("%s", plan.CostLine())
 			if len(plan.Drift) > 0 && !yes {
@@ -62,7 +63,7 @@ table is not compared: the recipe does not record it.`,
 				}
 			}
 			if out == "" {
-				out = engine.FreeRunDir(filepath.Join(cfg.StateDir, rec.Argv[0]), rec.Project, time.Now())
+				out = engine.FreeRunDir(filepath.Join(cfg.StateDir, rec.Argv[0]), plan.Name(), time.Now())
 			} else if out, err = filepath.Abs(out); err != nil {
 				return fmt.Errorf("--out: %v", err)
 			}

@@ -146,3 +146,27 @@ func TestRerun(t *testing.T) {
 		}
 	})
 }
+
+// TestRerunJudgeNoise: a judge-noise run keeps a recipe with its paths absolute; tare rerun
+// repeats it from another folder, and names a page or a rubric that changed since.
+func TestRerunJudgeNoise(t *testing.T) {
+	page, rubric, script := judgeFiles(t, noiseScript)
+	out := filepath.Join(t.TempDir(), "noise")
+	first := newRun(t, "").tare(t, "judge-noise", page, "--rubric", rubric, "--times", "2", "--script", script, "--seed", "3",
+		"--judge", "claude", "--threshold", "9", "--out", out)
+	if first.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", first.code, first.stdout, first.stderr)
+	}
+	r := newRun(t, "").tare(t, "rerun", out, "--out", filepath.Join(t.TempDir(), "again"))
+	if r.code != 0 || !strings.Contains(r.stderr, "nothing drifted") || !strings.Contains(r.stdout, page+"  2/2") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	os.WriteFile(filepath.Join(page, "index.html"), []byte("<h1>changed</h1>"), 0o644)
+	os.WriteFile(rubric, []byte("Be strict.\nscale: 1-10\n"), 0o644)
+	r = newRun(t, "").tare(t, "rerun", out)
+	for _, want := range []string{"drifted: page " + page + ": content ", "drifted: rubric " + rubric + ": content ", "fix: pass --yes"} {
+		if r.code != 1 || !strings.Contains(r.stderr, want) {
+			t.Errorf("exit %d, want 1 and %q:\n%s", r.code, want, r.stderr)
+		}
+	}
+}

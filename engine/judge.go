@@ -46,10 +46,15 @@ type JudgeOptions struct {
 	Seed   int64
 	Models *modelserver.Server
 	// Out receives each page's screenshot and judgements.json (default:
-	// <state>/judge/<folder>-<time>).
+	// <state>/<Kind>/<folder>-<time>).
 	Out     string
 	Timeout time.Duration
 	Config  *config.Config
+	// Kind ("judge" or "judge-noise"), Argv (the command line, its paths absolute) and
+	// Version (tare's) go to Out/recipe.json when Argv is set, so tare rerun can repeat the run.
+	Kind    string
+	Argv    []string
+	Version string
 }
 
 // Judgement is one judge's answer on one page.
@@ -194,7 +199,11 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 		models = srv
 	}
 	if o.Out == "" {
-		o.Out = FreeRunDir(filepath.Join(o.Config.StateDir, "judge"), o.Dirs[0], time.Now())
+		kind := o.Kind
+		if kind == "" {
+			kind = "judge"
+		}
+		o.Out = FreeRunDir(filepath.Join(o.Config.StateDir, kind), o.Dirs[0], time.Now())
 	}
 	if err := os.MkdirAll(filepath.Dir(o.Out), 0o755); err != nil {
 		return JudgeReport{}, fmt.Errorf("judge folder %s: %v", o.Out, err)
@@ -204,6 +213,12 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 	}
 	rep.Out = o.Out
 	rep.Simulated = models != nil
+	if o.Argv != nil {
+		if err := writeJudgeRecipe(ctx, o, inst, rep.Seed); err != nil {
+			os.RemoveAll(o.Out)
+			return JudgeReport{}, err
+		}
+	}
 	env := &judgeEnv{o: o, agent: a, inst: inst, args: words[1:], models: models}
 	rep.Pages = make([]PageJudgements, len(o.Dirs))
 	stages := make([]string, len(o.Dirs))
@@ -396,4 +411,37 @@ func parseScore(text string, r Rubric) (*int, string, error) {
 		return nil, "", fmt.Errorf("the judge's score %s is off the rubric's scale %s", last[1], r.Scale())
 	}
 	return &n, strings.TrimSpace(last[2]), nil
+}
+
+// writeJudgeRecipe writes Out/recipe.json: the command line, the judge agent's version, the
+// model script, and each page and the rubric by content.
+func writeJudgeRecipe(ctx context.Context, o JudgeOptions, inst agent.Install, seed int64) error {
+	rec := &Recipe{Tare: o.Version, Argv: o.Argv, Kind: o.Kind, Time: time.Now().UTC(), Jobs: o.Jobs, Runs: o.Times, Seed: seed,
+		Agents: map[string]RecipeAgent{}, Inputs: map[string]string{}}
+	words, _ := splitWords(o.Judge)
+	rec.Agents[words[0]] = RecipeAgent{Version: inst.Version, Bin: inst.Bin, Snapshots: "none (a judge takes no capsules)"}
+	for _, d := range o.Dirs {
+		root, err := fingerprint(ctx, d)
+		if err != nil {
+			return fmt.Errorf("%s: %v", d, err)
+		}
+		rec.Inputs["page "+d] = root
+	}
+	// Absolute paths: a rerun may start in another folder.
+	rubric, err := filepath.Abs(o.Rubric.Path)
+	if err != nil {
+		return err
+	}
+	rec.Inputs["rubric "+rubric] = digest([]byte(o.Rubric.Text))
+	if o.Script != "" {
+		text, err := os.ReadFile(o.Script)
+		if err != nil {
+			return fmt.Errorf("--script %s: %v", o.Script, err)
+		}
+		if rec.Script, err = filepath.Abs(o.Script); err != nil {
+			return err
+		}
+		rec.ScriptText = string(text)
+	}
+	return writeRecipe(o.Out, rec)
 }

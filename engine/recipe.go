@@ -52,6 +52,9 @@ type Recipe struct {
 	Cliff *cliffSettings `json:"cliff,omitempty"`
 	// Swap holds a swap analysis's settings.
 	Swap *swapSettings `json:"swap,omitempty"`
+	// Inputs are what a judge run read, by content: "page DIR" (the folder's capsule root) and
+	// "rubric FILE" (its sha256). tare rerun names each that changed.
+	Inputs map[string]string `json:"inputs,omitempty"`
 }
 
 // RecipeAgent is one agent as the run used it.

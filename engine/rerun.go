@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -16,7 +18,7 @@ import (
 )
 
 // RerunKinds are the commands whose runs tare rerun repeats: the first word of a recipe's argv.
-var RerunKinds = []string{"calibrate", "record", "cliff"}
+var RerunKinds = []string{"calibrate", "record", "cliff", "judge", "judge-noise"}
 
 // Drift is one way the world differs from a run's recipe: a repeat would not be the same run.
 type Drift struct {
@@ -76,12 +78,22 @@ func PlanRerun(ctx context.Context, dir string, cfg *config.Config, version stri
 			p.Drift = append(p.Drift, Drift{What: name, Then: then, Now: inst.Version})
 		}
 	}
-	root, err := fingerprint(ctx, rec.Project)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("%s: the run's project %s cannot be read (%v); fix: restore the project folder", dir, rec.Project, err)
-	case root != rec.Fingerprint:
-		p.Drift = append(p.Drift, Drift{What: "project", Then: "content " + short(rec.Fingerprint), Now: "content " + short(root) + " (" + rec.Project + " changed)"})
+	if rec.Project != "" {
+		root, err := fingerprint(ctx, rec.Project)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("%s: the run's project %s cannot be read (%v); fix: restore the project folder", dir, rec.Project, err)
+		case root != rec.Fingerprint:
+			p.Drift = append(p.Drift, Drift{What: "project", Then: "content " + short(rec.Fingerprint), Now: "content " + short(root) + " (" + rec.Project + " changed)"})
+		}
+	}
+	for _, key := range sortedKeys(rec.Inputs) {
+		if now := inputDigest(ctx, key); now != rec.Inputs[key] {
+			if len(now) == sha256.Size*2 {
+				now = "content " + short(now)
+			}
+			p.Drift = append(p.Drift, Drift{What: key, Then: "content " + short(rec.Inputs[key]), Now: now})
+		}
 	}
 	if rec.Script != "" {
 		path := rec.Script
@@ -101,6 +113,11 @@ func PlanRerun(ctx context.Context, dir string, cfg *config.Config, version stri
 		if json.Unmarshal(data, &u) == nil {
 			p.Cost, p.CostKnown = u.Total, true
 		}
+	} else if data, err := os.ReadFile(filepath.Join(dir, "judgements.json")); err == nil {
+		var j JudgeReport
+		if json.Unmarshal(data, &j) == nil {
+			p.Cost, p.CostKnown = j.Usage, true
+		}
 	}
 	return p, nil
 }
@@ -112,6 +129,45 @@ func (p *RerunPlan) CostLine() string {
 	}
 	line := strings.TrimSpace(usageLine("", p.Cost, p.Recipe.Script != ""))
 	return "the run being repeated: " + strings.TrimSpace(strings.TrimPrefix(line, "usage"))
+}
+
+// Name is what the repeat's run directory is named after: the project, or the first page.
+func (p *RerunPlan) Name() string {
+	if p.Recipe.Project != "" {
+		return p.Recipe.Project
+	}
+	for _, key := range sortedKeys(p.Recipe.Inputs) {
+		if dir, ok := strings.CutPrefix(key, "page "); ok {
+			return dir
+		}
+	}
+	return "run"
+}
+
+// inputDigest is a judge run's input as it is now: "page DIR" by capsule root, "rubric FILE"
+// by the sha256 of the rubric as tare reads it; what cannot be read says so.
+func inputDigest(ctx context.Context, key string) string {
+	if dir, ok := strings.CutPrefix(key, "page "); ok {
+		root, err := fingerprint(ctx, dir)
+		if err != nil {
+			return "gone"
+		}
+		return root
+	}
+	if file, ok := strings.CutPrefix(key, "rubric "); ok {
+		r, err := LoadRubric(file)
+		if err != nil {
+			return "unreadable"
+		}
+		return digest([]byte(r.Text))
+	}
+	return "unknown to this tare"
+}
+
+// digest is the sha256 of data, in hex.
+func digest(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }
 
 // Args is the recorded command line, writing its run to out.
@@ -131,7 +187,7 @@ func argvDir(rec *Recipe) string {
 			given = v
 		}
 	}
-	if filepath.IsAbs(given) {
+	if rec.Project == "" || filepath.IsAbs(given) {
 		wd, _ := os.Getwd()
 		return wd
 	}
