@@ -108,6 +108,8 @@ type judgeJSON struct {
 	Threshold *float64 `json:"threshold,omitempty"`
 	Passed    *bool    `json:"passed,omitempty"`
 	Refused   []string `json:"refused,omitempty"`
+	// Spreads are judge-noise's rows: each page's scores with their min, median and max.
+	Spreads []engine.Spread `json:"spreads,omitempty"`
 }
 
 func printJSON(v any) error {
@@ -222,7 +224,11 @@ run's workspace for this.`,
 				}
 			}
 			if jf.json {
-				if err := printJSON(judgeJSON{JudgeReport: rep, Threshold: threshold, Refused: refused}); err != nil {
+				out := judgeJSON{JudgeReport: rep, Threshold: threshold, Refused: refused}
+				for _, p := range rep.Pages {
+					out.Spreads = append(out.Spreads, p.Spread())
+				}
+				if err := printJSON(out); err != nil {
 					return err
 				}
 			} else {
