@@ -32,6 +32,7 @@ func (jf *judgeFlags) add(cmd *cobra.Command) {
 	f.StringVar(&jf.o.Out, "out", "", "folder for the screenshots and judgements.json (default $XDG_STATE_HOME/tare/judge/<folder>-<time>)")
 	f.DurationVar(&jf.o.Timeout, "timeout", engine.DefaultJudgeTimeout, "a judgement running longer is stopped")
 	f.BoolVar(&jf.json, "json", false, "print the judgements as JSON")
+	f.BoolVar(&jf.o.AllowDirty, "allow-dirty", false, `judge even when the reading of the judge's room is not "tare: 0.00"`)
 }
 
 // prepare checks everything a user typed before anything runs or is written: the rubric,
@@ -50,6 +51,7 @@ func (jf *judgeFlags) prepare(cmd *cobra.Command, dirs []string) error {
 		return err
 	}
 	jf.o.Dirs = dirs
+	jf.o.Progress = os.Stderr
 	if jf.o.Config, err = settings(); err != nil {
 		return err
 	}

@@ -50,7 +50,7 @@ func TestJudgeExitFollowsThreshold(t *testing.T) {
 				if last := lines[len(lines)-1]; !strings.HasPrefix(last, "score 6 (threshold "+c.threshold) || !strings.Contains(last, "clear, but plain") {
 					t.Errorf("last line %q, want the score, the threshold and the reason", last)
 				}
-				for _, want := range []string{"blocked", "https://cdn.example.com/lib.js", "usage judge", "$", "screenshot "} {
+				for _, want := range []string{"blocked", "https://cdn.example.com/lib.js", "usage judge", "$", "screenshot ", "the judge's room: tare: 0.00"} {
 					if !strings.Contains(r.stdout, want) {
 						t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
 					}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -50,6 +51,10 @@ type JudgeOptions struct {
 	Out     string
 	Timeout time.Duration
 	Config  *config.Config
+	// AllowDirty judges even when the probe's reading of the judge's room is not "tare: 0.00";
+	// Progress receives the probe's lines (nil: none).
+	AllowDirty bool
+	Progress   io.Writer
 	// Kind ("judge" or "judge-noise"), Argv (the command line, its paths absolute) and
 	// Version (tare's) go to Out/recipe.json when Argv is set, so tare rerun can repeat the run.
 	Kind    string
@@ -87,6 +92,8 @@ type JudgeReport struct {
 	Rubric string `json:"rubric"`
 	Scale  [2]int `json:"scale"`
 	Seed   int64  `json:"seed,omitempty"`
+	// Reading is the probe's verdict on the judge's room, "tare: 0.00" when proven clean.
+	Reading string `json:"reading"`
 	// Simulated is true when the judge talked to tare's model server: its cost was not paid.
 	Simulated bool             `json:"simulated,omitempty"`
 	Out       string           `json:"out"`
@@ -236,6 +243,18 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 			return JudgeReport{}, err
 		}
 		rep.Pages[i].Judgements = make([]Judgement, o.Times)
+	}
+	// The judge's room is proven clean as every agent's room is before it runs: the probe
+	// reads a room of the same shape, on the first page's staged folder.
+	reading, err := Probe(ctx, ProbeOptions{Agent: a, Project: stages[0], Config: o.Config, Progress: o.Progress})
+	if err != nil {
+		os.RemoveAll(o.Out)
+		return JudgeReport{}, fmt.Errorf("probing the judge's room: %v", err)
+	}
+	rep.Reading = reading.Verdict()
+	if !reading.Zero() && !o.AllowDirty {
+		os.RemoveAll(o.Out)
+		return JudgeReport{}, fmt.Errorf("the judge %s: %s; %v", a.Name(), reading.Verdict(), ErrDirty)
 	}
 	env.judgeAll(ctx, rep.Pages, stages)
 	if err := ctx.Err(); err != nil {

@@ -91,6 +91,9 @@ func TestJudgeRoomIsBlind(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if rep.Reading != "tare: 0.00" {
+				t.Errorf("the judge's room reads %q, want it proven clean", rep.Reading)
+			}
 			j := rep.Pages[0].Judgements[0]
 			if j.Score == nil || *j.Score != 6 || j.Usage.Input == 0 {
 				t.Fatalf("judgement %+v, want score 6 with the judge's usage", j)

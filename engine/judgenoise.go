@@ -97,6 +97,7 @@ func (r JudgeReport) NoiseText(threshold *float64) string {
 	for _, p := range r.Pages {
 		b.WriteString(pageNotes(p))
 	}
+	fmt.Fprintf(&b, "the judge's room: %s\n", r.Reading)
 	fmt.Fprintf(&b, "screenshots and judgements in %s\n", r.Out)
 	b.WriteString(usageLine("judge", r.Usage, r.Simulated) + "\n")
 	if threshold != nil {
@@ -121,6 +122,7 @@ func (r JudgeReport) JudgeText(threshold float64) string {
 	var b strings.Builder
 	p := r.Pages[0]
 	b.WriteString(pageNotes(p))
+	fmt.Fprintf(&b, "the judge's room: %s\n", r.Reading)
 	fmt.Fprintf(&b, "screenshot %s\n", p.Screenshot)
 	b.WriteString(usageLine("judge", r.Usage, r.Simulated) + "\n")
 	j := p.Judgements[0]
