@@ -19,7 +19,7 @@ func rerunCmd() *cobra.Command {
 	var yes bool
 	cmd := &cobra.Command{
 		Use:   "rerun DIR [--out DIR] [--yes]",
-		Short: "Repeat a calibrate, record, cliff, judge or judge-noise run from its recipe, naming what drifted first",
+		Short: "Repeat a calibrate, record, cliff, swap, judge or judge-noise run from its recipe, naming what drifted first",
 		Long: `Reads DIR's recipe.json and, before starting, names what differs from it now: tare's version,
 each agent CLI's version, the project's content (a judge run's pages and rubric), the model
 script, and what the run being

@@ -18,7 +18,7 @@ import (
 )
 
 // RerunKinds are the commands whose runs tare rerun repeats: the first word of a recipe's argv.
-var RerunKinds = []string{"calibrate", "record", "cliff", "judge", "judge-noise"}
+var RerunKinds = []string{"calibrate", "record", "cliff", "swap", "judge", "judge-noise"}
 
 // Drift is one way the world differs from a run's recipe: a repeat would not be the same run.
 type Drift struct {
