@@ -98,6 +98,8 @@ leak with the file it came from.`,
 	}
 	cmd.SetVersionTemplate("tare {{.Version}}\n")
 	cmd.AddCommand(probeCmd(), calibrateCmd(), resumeCmd(), recordCmd(), tailCmd(), cliffCmd(), swapCmd(), demoCmd(), watchCmd(), serveCmd(), modelServerCmd(), doctorCmd(), pricesCmd())
+	cmd.AddCommand(judgeCmd(), judgeNoiseCmd())
+	cmd.AddCommand(rerunCmd())
 	for _, a := range agent.All() {
 		cmd.AddCommand(attachCmd(a))
 	}

@@ -232,7 +232,7 @@ func TestProbeWithTheRealBinary(t *testing.T) {
 
 func TestDoctor(t *testing.T) {
 	r := newRun(t, "").tare(t, "doctor")
-	for _, want := range []string{"ok    bwrap    0.", "ok    claude   2.1.197", "ok    codex    0.171.0", "ok    pi       0.73.1", "FAIL  agy"} {
+	for _, want := range []string{"ok    bwrap    0.", "ok    claude   2.1.197", "ok    codex    0.171.0", "ok    pi       0.73.1", "FAIL  agy", "ok    chromium /usr/lib/chromium/chromium-headless-shell"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("doctor output lacks %q:\n%s", want, r.stdout)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"tare/agent"
 	"tare/config"
+	"tare/engine/browser"
 	"tare/sandbox"
 )
 
@@ -52,6 +53,12 @@ func Doctor(ctx context.Context, cfg *config.Config, w io.Writer) bool {
 	}
 	if usable == 0 {
 		ok = false
+	}
+	// Only tare judge needs a browser: its absence is a warning, not a failure.
+	if bin, err := browser.Find(); err != nil {
+		fmt.Fprintf(w, "warn  %-8s %s\n", "chromium", err)
+	} else {
+		report(true, "chromium", bin+" (tare judge renders pages with it, in a room)")
 	}
 	return ok
 }

@@ -5,11 +5,12 @@ import (
 	"os"
 
 	"tare/capsule"
+	"tare/engine/browser"
 	"tare/sandbox"
 )
 
 // InRoom runs one of the entry points tare serves inside a room as /opt/tare/tare (relay,
-// inspect, snap, snap-watch, mcp-canary), if args name one, and returns its exit code. They parse their
+// inspect, snap, snap-watch, mcp-canary, screenshot), if args name one, and returns its exit code. They parse their
 // own arguments and must start fast, so callers dispatch them before anything else.
 func InRoom(args []string) (code int, ok bool) {
 	if len(args) == 0 {
@@ -34,6 +35,8 @@ func InRoom(args []string) (code int, ok bool) {
 		return capsule.SnapMain(args[1:]), true
 	case "snap-watch":
 		return capsule.WatchMain(args[1:]), true
+	case "screenshot":
+		return browser.Main(args[1:]), true
 	case "mcp-canary":
 		if len(args) != 2 {
 			fmt.Fprintln(os.Stderr, "tare mcp-canary: want one argument, the canary token")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"tare/capsule"
@@ -51,6 +52,9 @@ type Recipe struct {
 	Cliff *cliffSettings `json:"cliff,omitempty"`
 	// Swap holds a swap analysis's settings.
 	Swap *swapSettings `json:"swap,omitempty"`
+	// Inputs are what a judge run read, by content: "page DIR" (the folder's capsule root) and
+	// "rubric FILE" (its sha256). tare rerun names each that changed.
+	Inputs map[string]string `json:"inputs,omitempty"`
 }
 
 // RecipeAgent is one agent as the run used it.
@@ -81,6 +85,12 @@ func ReadRecipe(dir string) (*Recipe, error) {
 		return nil, fmt.Errorf("%s: %v", dir, err)
 	}
 	var r Recipe
+	if err := json.Unmarshal(data, &r); err == nil && r.Format != recipeFormat && strings.HasPrefix(r.Format, "tare-recipe ") {
+		// A format this tare does not know, from a tare that does: reading it as ours would
+		// misread it.
+		return nil, fmt.Errorf("%s: %s is %q, written by a newer tare (%s); fix: run it with that tare or a newer one than this",
+			dir, RecipeFile, r.Format, r.Tare)
+	}
 	if err := json.Unmarshal(data, &r); err != nil || r.Format != recipeFormat {
 		return nil, fmt.Errorf("%s: not a tare run (%s is not a tare recipe); fix: give a directory that tare calibrate made", dir, RecipeFile)
 	}

@@ -1,0 +1,227 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// judgeFiles writes a page that loads a script from the network, a rubric on a 1-10 scale
+// and a judge script, and returns their paths.
+func judgeFiles(t *testing.T, script string) (page, rubric, scriptPath string) {
+	t.Helper()
+	dir := t.TempDir()
+	page = filepath.Join(dir, "site")
+	os.MkdirAll(page, 0o755)
+	html := `<!doctype html><html><head><script src="https://cdn.example.com/lib.js"></script></head>` +
+		`<body><h1>Todo</h1><p>Buy milk</p></body></html>`
+	for name, data := range map[string]string{
+		filepath.Join(page, "index.html"): html,
+		filepath.Join(dir, "rubric.md"):   "Is the page clear?\n\nscale: 1-10\n",
+		filepath.Join(dir, "judge.toml"):  script,
+	} {
+		if err := os.WriteFile(name, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return page, filepath.Join(dir, "rubric.md"), filepath.Join(dir, "judge.toml")
+}
+
+// TestJudgeExitFollowsThreshold: the real binary renders a page with real headless Chromium
+// and has a real judge CLI (claude, codex) score it on tare's model server. The threshold
+// alone decides the exit; the last line says "score N" for a --check; the remote script the
+// page asked for is named as blocked; the judge's tokens and cost are shown.
+func TestJudgeExitFollowsThreshold(t *testing.T) {
+	page, rubric, script := judgeFiles(t, "[[turn]]\ntext = \"score 6: clear, but plain\"\n")
+	for _, judge := range []string{"claude", "codex"} {
+		for _, c := range []struct {
+			threshold string
+			code      int
+		}{{"5", 0}, {"6", 0}, {"6.5", 1}, {"10", 1}} {
+			t.Run(judge+"@"+c.threshold, func(t *testing.T) {
+				r := newRun(t, "").tare(t, "judge", page, "--rubric", rubric, "--threshold", c.threshold, "--script", script, "--judge", judge)
+				if r.code != c.code {
+					t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, c.code, r.stdout, r.stderr)
+				}
+				lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+				if last := lines[len(lines)-1]; !strings.HasPrefix(last, "score 6 (threshold "+c.threshold) || !strings.Contains(last, "clear, but plain") {
+					t.Errorf("last line %q, want the score, the threshold and the reason", last)
+				}
+				for _, want := range []string{"blocked", "https://cdn.example.com/lib.js", "usage judge", "$", "screenshot ", "the judge's room: tare: 0.00"} {
+					if !strings.Contains(r.stdout, want) {
+						t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+					}
+				}
+				if left := r.leftovers(t); len(left) > 0 {
+					t.Errorf("left behind: %v", left)
+				}
+			})
+		}
+	}
+	t.Run("json", func(t *testing.T) {
+		r := newRun(t, "").tare(t, "judge", page, "--rubric", rubric, "--threshold", "7", "--script", script, "--judge", "claude", "--json")
+		var out struct {
+			Passed *bool
+			Usage  struct{ Input int64 }
+			Pages  []struct {
+				Screenshot string
+				Blocked    []string
+				Judgements []struct{ Score *int }
+			}
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 1 {
+			t.Fatalf("exit %d, %v:\n%s", r.code, err, r.stdout)
+		}
+		if out.Passed == nil || *out.Passed || out.Usage.Input == 0 || len(out.Pages) != 1 || len(out.Pages[0].Blocked) != 1 ||
+			out.Pages[0].Judgements[0].Score == nil || *out.Pages[0].Judgements[0].Score != 6 {
+			t.Fatalf("json: %s", r.stdout)
+		}
+		if _, err := os.Stat(out.Pages[0].Screenshot); err != nil {
+			t.Errorf("the screenshot is not kept: %v", err)
+		}
+	})
+}
+
+// noiseScript gives a score of 3 or 8, drawn anew for each judgement.
+const noiseScript = `
+[[turn]]
+  [[turn.branch]]
+  p = 0.5
+  text = "score 3: cramped"
+  [[turn.branch]]
+  p = 0.5
+  text = "score 8: clear"
+`
+
+// TestJudgeNoiseRefusesAThresholdInsideTheRange: K fresh judgements of one page, drawn
+// independently, range from 3 to 8. A threshold inside that range is refused with the page
+// named (exit 1); one outside every range is accepted (exit 0). The same seed replays the
+// same scores, so the three runs see the same range.
+func TestJudgeNoiseRefusesAThresholdInsideTheRange(t *testing.T) {
+	page, rubric, script := judgeFiles(t, noiseScript)
+	args := []string{"judge-noise", page, "--rubric", rubric, "--times", "6", "--jobs", "3", "--script", script, "--seed", "11", "--judge", "claude"}
+	for _, c := range []struct {
+		threshold string
+		code      int
+		want      string
+	}{{"5", 1, "threshold 5 refused"}, {"8", 1, "threshold 8 refused"}, {"3", 0, "stands clear"}, {"9", 0, "stands clear"}} {
+		t.Run(c.threshold, func(t *testing.T) {
+			r := newRun(t, "").tare(t, append(args, "--threshold", c.threshold)...)
+			if r.code != c.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, c.code, r.stdout, r.stderr)
+			}
+			if !strings.Contains(r.stdout, page+"  6/6     3    ") || !strings.Contains(r.stdout, "  8    5  ") {
+				t.Errorf("want a row with 6 of 6 scored, from 3 to 8 (spread 5):\n%s", r.stdout)
+			}
+			if !strings.Contains(r.stdout, c.want) || (c.code == 1 && !strings.Contains(r.stdout, page+" (3-8)")) {
+				t.Errorf("stdout lacks %q and the page:\n%s", c.want, r.stdout)
+			}
+			if left := r.leftovers(t); len(left) > 0 {
+				t.Errorf("left behind: %v", left)
+			}
+		})
+	}
+}
+
+// TestJudgeBadInput: each bad input is one line naming the flag or file and the fix, exit 2,
+// and nothing written: no judge folder, no room folder.
+func TestJudgeBadInput(t *testing.T) {
+	page, rubric, script := judgeFiles(t, "[[turn]]\ntext = \"score 6: fine\"\n")
+	dir := t.TempDir()
+	empty, noScale := filepath.Join(dir, "empty.md"), filepath.Join(dir, "noscale.md")
+	os.WriteFile(empty, []byte("  \n"), 0o644)
+	os.WriteFile(noScale, []byte("Is it clear? Score it.\n"), 0o644)
+	judge := func(args ...string) []string {
+		return append([]string{"judge", page, "--script", script, "--judge", "claude"}, args...)
+	}
+	noise := func(args ...string) []string {
+		return append([]string{"judge-noise", page, "--script", script, "--judge", "claude"}, args...)
+	}
+	cases := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"rubric missing", judge("--rubric", filepath.Join(dir, "nope.md"), "--threshold", "5"), []string{"--rubric", "nope.md", "fix:"}},
+		{"rubric not given", judge("--threshold", "5"), []string{"--rubric", "fix:"}},
+		{"rubric empty", judge("--rubric", empty, "--threshold", "5"), []string{"empty.md", "empty", "fix:", "scale: 1-10"}},
+		{"rubric without a scale", judge("--rubric", noScale, "--threshold", "5"), []string{"noscale.md", "no scale", "fix:"}},
+		{"threshold above the scale", judge("--rubric", rubric, "--threshold", "11"), []string{"--threshold 11", "1-10", "fix:"}},
+		{"threshold below the scale", noise("--rubric", rubric, "--threshold", "0", "--times", "3"), []string{"--threshold 0", "1-10", "fix:"}},
+		{"threshold not given", judge("--rubric", rubric), []string{"--threshold", "fix:"}},
+		{"page folder missing", []string{"judge", filepath.Join(dir, "nosite"), "--rubric", rubric, "--threshold", "5"}, []string{"nosite", "no such folder", "fix:"}},
+		{"page missing", judge("--rubric", rubric, "--threshold", "5", "--page", "about.html"), []string{"about.html", "fix:"}},
+		{"times below 2", noise("--rubric", rubric, "--times", "1"), []string{"--times 1", "fix:"}},
+		{"unknown judge", []string{"judge", page, "--rubric", rubric, "--threshold", "5", "--judge", "nosuch --fast"}, []string{`--judge "nosuch --fast"`, "nosuch"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRun(t, "").tare(t, c.args...)
+			if r.code != 2 {
+				t.Fatalf("exit %d, want 2; stdout %q stderr %q", r.code, r.stdout, r.stderr)
+			}
+			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+			if len(lines) != 1 || r.stdout != "" {
+				t.Errorf("want one line on stderr and nothing on stdout; stdout %q stderr %q", r.stdout, r.stderr)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(lines[0], w) {
+					t.Errorf("error line %q lacks %q", lines[0], w)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(r.stateDir(), "judge")); err == nil {
+				t.Errorf("a judge folder was written")
+			}
+			if left := r.leftovers(t); len(left) > 0 {
+				t.Errorf("left behind: %v", left)
+			}
+		})
+	}
+}
+
+// buildScript is the agent under test: it writes a page.
+const buildScript = `
+[[turn]]
+text = "Writing the page."
+write = { path = "index.html", content = "<!doctype html><h1>Hello</h1>\n" }
+
+[[turn]]
+text = "Done."
+`
+
+// TestJudgeAsCalibrateCheck: tare judge as the --check of a calibrate, as the seed's
+// command list has it: each tail's workspace is judged, its verdict follows the threshold, and
+// the scores land in the report beside the pass rate. The check runs on the host
+// (--check-on-host): tare judge starts rooms of its own (the render room, the judge's room),
+// which a check room, whose seccomp filter refuses mount, cannot hold.
+func TestJudgeAsCalibrateCheck(t *testing.T) {
+	_, rubric, judgeScript := judgeFiles(t, noiseScript)
+	project := t.TempDir()
+	os.WriteFile(filepath.Join(project, "README.md"), []byte("# a page\n"), 0o644)
+	build := filepath.Join(t.TempDir(), "build.toml")
+	os.WriteFile(build, []byte(buildScript), 0o644)
+	check := tareBin + " judge --rubric " + rubric + " --threshold 5 --script " + judgeScript + " --judge codex"
+	r := newRun(t, "").tare(t, "calibrate", "Make a page", "--side", "claude", "--runs", "4", "--jobs", "2",
+		"--script", build, "--project", project, "--check", check, "--check-on-host")
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	row := line(r.stdout, "scores ")
+	_, scores, _ := strings.Cut(row, "scores ")
+	fields := strings.Fields(scores)
+	passed := 0
+	for _, f := range fields {
+		if f != "3" && f != "8" {
+			t.Errorf("score %q is not one the judge's script gives", f)
+		}
+		if f == "8" {
+			passed++
+		}
+	}
+	if len(fields) != 4 || !strings.Contains(row, fmt.Sprintf(" %d/4 ", passed)) {
+		t.Fatalf("want 4 scores and as many passes as scores of 8 or more in %q\n%s", row, r.stdout)
+	}
+}
