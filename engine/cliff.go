@@ -466,3 +466,44 @@ func cliffOf(dir string, rec *Recipe) (cliffSettings, bool) {
 	}
 	return set, true
 }
+
+// CliffCurve is what the app draws of a cliff: the pass rate of the tails from each step it
+// tried, along the recording's steps, and the cliff once the report names it.
+type CliffCurve struct {
+	// Steps is the recording's last step, as far as the journal shows it.
+	Steps  int
+	Counts map[int]cliff.Count
+	// Cliff is the step the report names ("cliff at step N"), 0 before.
+	Cliff int
+	// Calls are the recording's tool calls, in order.
+	Calls []ToolCall
+}
+
+// CliffCurveOf reads a run's state as a cliff; ok is false for a run that is no cliff.
+func CliffCurveOf(st *RunState) (c CliffCurve, ok bool) {
+	c.Counts, _ = cliffObservations(st)
+	if st.Kind != "cliff" && len(c.Counts) == 0 {
+		for id := range st.Tails {
+			if strings.HasPrefix(id, cliffPrefix) {
+				ok = true
+			}
+		}
+		if !ok {
+			return c, false
+		}
+	}
+	c.Calls = st.Original
+	c.Steps = len(st.Original)
+	for s := range c.Counts {
+		c.Steps = max(c.Steps, s)
+	}
+	for id, t := range st.Tails {
+		if strings.HasPrefix(id, cliffPrefix) {
+			c.Steps = max(c.Steps, t.Step)
+		}
+	}
+	if first, _, _ := strings.Cut(st.Report, "\n"); strings.HasPrefix(first, "cliff at step ") {
+		fmt.Sscan(strings.TrimPrefix(first, "cliff at step "), &c.Cliff)
+	}
+	return c, true
+}

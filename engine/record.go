@@ -347,7 +347,11 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 	if err := writeRecipe(dir, rec); err != nil {
 		return dir, nil, err
 	}
-	if err := r.emit(Event{RunStarted: &RunStarted{Kind: "record", Project: o.Project, Prompt: o.Prompt, Check: o.Check, CheckRoom: checkWhere(rec), Sides: rec.Sides, Budget: 1, Jobs: 1, Simulated: rec.ScriptText != ""}}); err != nil {
+	kind := "record"
+	if o.cliff != nil {
+		kind = "cliff" // the journal's kind, for the app; the recipe stays a recording
+	}
+	if err := r.emit(Event{RunStarted: &RunStarted{Kind: kind, Project: o.Project, Prompt: o.Prompt, Check: o.Check, CheckRoom: checkWhere(rec), Sides: rec.Sides, Budget: 1, Jobs: 1, Simulated: rec.ScriptText != ""}}); err != nil {
 		return dir, nil, err
 	}
 	if err := probeSides(ctx, r, rec.Sides, o.Project, o.Config, o.AllowDirty, o.Progress); err != nil {

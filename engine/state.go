@@ -31,6 +31,9 @@ type RunState struct {
 	// Tails by id, and their ids in the order they started.
 	Tails map[string]*TailState
 	Order []string
+	// Original is the recording's tool calls (a record or cliff run), as its stream showed
+	// them: the steps a cliff's curve is drawn along.
+	Original []ToolCall
 	// Probes maps an agent to its last reading's verdict.
 	Probes map[string]Probed
 	// Seq is the last event applied.
@@ -177,6 +180,9 @@ func (s *RunState) Apply(e Event) {
 		*ts = TailState{ID: t.ID, Side: t.Side, Step: t.Step, How: t.How, Attempt: t.Attempt, Status: StatusRunning, Started: e.Time,
 			Earlier: earlier, CapsuleFrom: t.CapsuleFrom}
 	case e.ToolCall != nil:
+		if e.ToolCall.Tail == "original" && s.Tails["original"] == nil {
+			s.Original = append(s.Original, *e.ToolCall)
+		}
 		if ts := s.Tails[e.ToolCall.Tail]; ts != nil {
 			ts.Calls, ts.Usage = e.ToolCall.Calls, e.ToolCall.Usage
 			ts.Tools = append(ts.Tools, *e.ToolCall)

@@ -15,7 +15,7 @@ import (
 )
 
 // runView is one run: two lines of summary, the pane of its kind (pass rates for a
-// calibrate; a cliff chart or a swap table as their own panes later) and its tails.
+// calibrate, the curve of a cliff, the table of a swap) and its tails.
 type runView struct {
 	env     *env
 	dir     string
@@ -41,9 +41,16 @@ func newRunView(e *env, dir string) *runView {
 
 // summaryPane is the pane a run's kind draws above its tails. New kinds add a case.
 func summaryPane(e *env, dir string) pane {
-	switch e.store.run(dir).state.Kind {
+	st := e.store.run(dir).state
+	switch st.Kind {
 	case "calibrate":
 		return &tallyPane{env: e, dir: dir}
+	case "swap":
+		return &swapPane{env: e, dir: dir}
+	}
+	// A cliff, or a recording a later tare cliff --run analyses.
+	if _, ok := engine.CliffCurveOf(st); ok {
+		return &cliffPane{env: e, dir: dir}
 	}
 	return nil
 }
@@ -64,7 +71,9 @@ func (v *runView) refresh(body rect) {
 
 func (v *runView) setSize(body rect) {
 	rows := 0
-	if v.summary != nil {
+	if r, ok := v.summary.(interface{ rows() int }); ok {
+		rows = r.rows()
+	} else if v.summary != nil {
 		rows = max(len(v.entry().state.Sides), 1)
 	}
 	head, summary, tails := runLayout(body, rows)
