@@ -304,25 +304,42 @@ func TestKillNineDuringCliffThenResume(t *testing.T) {
 	cmd := exec.Command(tareBin, "cliff", "codex", demo.Task+" ("+marker+")", "--check", demo.Check, "--script", paths.CliffScript,
 		"--seed", "39", "--project", paths.Project, "--out", out)
 	cmd.Env = r.env()
+	before := killWhileTailsRun(t, cmd, out, marker, "cliff-")
+
+	resume := r.tare(t, "resume", out)
+	if resume.code != 0 {
+		t.Fatalf("tare resume exited %d\n%s", resume.code, resume.stderr)
+	}
+	if first, _, _ := strings.Cut(resume.stdout, "\n"); !strings.HasPrefix(first, "cliff at step ") && !strings.HasPrefix(first, "not pinned") {
+		t.Fatalf("tare resume printed no cliff report:\n%s", resume.stdout)
+	}
+	checkResumed(t, out, before)
+}
+
+// killWhileTailsRun starts cmd and SIGKILLs it once one tail whose id has prefix has finished
+// while another runs; it waits until the run's rooms (whose agents carry marker) are gone and
+// returns the run's state at the kill.
+func killWhileTailsRun(t *testing.T, cmd *exec.Cmd, out, marker, prefix string) *engine.RunState {
+	t.Helper()
 	waited := startReaped(t, cmd)
-	deadline := time.Now().Add(3 * time.Minute)
+	deadline := time.Now().Add(4 * time.Minute)
 	for {
 		st := engine.Replay("run", readEvents(out))
 		done, running := 0, 0
 		for id, tl := range st.Tails {
-			if strings.HasPrefix(id, "cliff-") {
-				if tl.Status == "running" {
-					running++
-				} else {
-					done++
-				}
+			switch {
+			case !strings.HasPrefix(id, prefix):
+			case tl.Status == "running":
+				running++
+			default:
+				done++
 			}
 		}
 		if done >= 1 && running >= 1 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no cliff tail finished while another ran (done %d, running %d)", done, running)
+			t.Fatalf("no tail finished while another ran (done %d, running %d)", done, running)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -332,14 +349,14 @@ func TestKillNineDuringCliffThenResume(t *testing.T) {
 	<-waited
 	before := engine.Replay("run", readEvents(out))
 	waitGone(t, marker)
+	return before
+}
 
-	resume := r.tare(t, "resume", out)
-	if resume.code != 0 {
-		t.Fatalf("tare resume exited %d\n%s", resume.code, resume.stderr)
-	}
-	if first, _, _ := strings.Cut(resume.stdout, "\n"); !strings.HasPrefix(first, "cliff at step ") && !strings.HasPrefix(first, "not pinned") {
-		t.Fatalf("tare resume printed no cliff report:\n%s", resume.stdout)
-	}
+// checkResumed: after tare resume, every tail that had finished before the kill was started
+// once, and every tail that was running was rerun (the journal says so), its interrupted
+// attempt kept beside it.
+func checkResumed(t *testing.T, out string, before *engine.RunState) {
+	t.Helper()
 	started := map[string]int{}
 	var rerun []string
 	for _, e := range readEvents(out) {
@@ -368,4 +385,40 @@ func TestKillNineDuringCliffThenResume(t *testing.T) {
 	if len(rerun) == 0 {
 		t.Errorf("no tail was rerun: the kill did not land mid-tail")
 	}
+}
+
+// TestKillNineDuringSwapThenResume: tare swap is SIGKILLed while its tails run; tare resume
+// keeps both originals and every finished tail, reruns the ones that were running (the
+// journal says so) and writes the report.
+func TestKillNineDuringSwapThenResume(t *testing.T) {
+	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRun(t, "")
+	out := filepath.Join(r.home, "swap")
+	marker := "crash-marker-" + filepath.Base(r.home)
+	cmd := exec.Command(tareBin, "swap", demo.Task+" ("+marker+")", "--a", "codex", "--b", "codex", "--cuts", "0,1", "--tails", "2",
+		"--check", demo.Check, "--script", paths.SwapScript, "--seed", fmt.Sprint(demo.SwapSeed), "--project", paths.Project, "--out", out)
+	cmd.Env = r.env()
+	before := killWhileTailsRun(t, cmd, out, marker, "c")
+	originals := map[string][]byte{}
+	for _, side := range []string{"a", "b"} {
+		data, err := os.ReadFile(filepath.Join(out, side, "original", "record.json"))
+		if err != nil {
+			t.Fatalf("original %s was not kept: %v", side, err)
+		}
+		originals[side] = data
+	}
+
+	resume := r.tare(t, "resume", out)
+	if resume.code != 0 || !strings.Contains(resume.stdout, "state effect") {
+		t.Fatalf("tare resume exited %d and printed no swap report:\n%s\n%s", resume.code, resume.stdout, resume.stderr)
+	}
+	for side, data := range originals {
+		if again, _ := os.ReadFile(filepath.Join(out, side, "original", "record.json")); string(again) != string(data) {
+			t.Errorf("original %s was recorded again", side)
+		}
+	}
+	checkResumed(t, out, before)
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -730,19 +731,31 @@ func cliff(ctx context.Context, o engine.CliffOptions, asJSON bool) error {
 		watch = o.Run
 	}
 	o.Bus = engine.NewBus()
+	return analysis(ctx, o.Config, watch, o.Bus, asJSON, func(ctx context.Context, progress io.Writer) (string, any, error) {
+		o.Progress = progress
+		dir, res, err := engine.Cliff(ctx, o)
+		if dir != "" {
+			fmt.Fprintf(os.Stderr, "tare cliff: run directory %s (go on with tare cliff --run %s --budget N)\n", dir, dir)
+		}
+		return dir, res, err
+	})
+}
+
+// analysis runs one analysis under showRun and prints what it found: the report.txt it
+// wrote, or its result as JSON.
+func analysis(ctx context.Context, cfg *config.Config, watch string, bus *engine.Bus, asJSON bool,
+	run func(ctx context.Context, progress io.Writer) (string, any, error)) error {
 	var dir string
-	var res *engine.CliffResult
-	err := showRun(ctx, o.Config, watch, o.Bus, func(ctx context.Context, lines bool) error {
+	var res any
+	err := showRun(ctx, cfg, watch, bus, func(ctx context.Context, lines bool) error {
+		var progress io.Writer
 		if lines {
-			o.Progress = os.Stderr
+			progress = os.Stderr
 		}
 		var err error
-		dir, res, err = engine.Cliff(ctx, o)
+		dir, res, err = run(ctx, progress)
 		return err
 	})
-	if dir != "" {
-		fmt.Fprintf(os.Stderr, "tare cliff: run directory %s (go on with tare cliff --run %s --budget N)\n", dir, dir)
-	}
 	if err != nil {
 		return err
 	}
@@ -870,30 +883,14 @@ distinguishable from zero.`,
 // swap runs a swap analysis and shows it, as cliff does.
 func swap(ctx context.Context, o engine.SwapOptions, asJSON bool) error {
 	o.Bus = engine.NewBus()
-	var dir string
-	var res *engine.SwapResult
-	err := showRun(ctx, o.Config, o.Out, o.Bus, func(ctx context.Context, lines bool) error {
-		if lines {
-			o.Progress = os.Stderr
+	return analysis(ctx, o.Config, o.Out, o.Bus, asJSON, func(ctx context.Context, progress io.Writer) (string, any, error) {
+		o.Progress = progress
+		dir, res, err := engine.Swap(ctx, o)
+		if dir != "" {
+			fmt.Fprintf(os.Stderr, "tare swap: run directory %s\n", dir)
 		}
-		var err error
-		dir, res, err = engine.Swap(ctx, o)
-		return err
+		return dir, res, err
 	})
-	if dir != "" {
-		fmt.Fprintf(os.Stderr, "tare swap: run directory %s\n", dir)
-	}
-	if err != nil {
-		return err
-	}
-	if asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
-	}
-	report, err := os.ReadFile(filepath.Join(dir, "report.txt"))
-	fmt.Print(engine.Printable(string(report)))
-	return err
 }
 
 func demoSwapCmd() *cobra.Command {

@@ -191,6 +191,7 @@ func TestBadInputIsOneLineAndLeavesNothing(t *testing.T) {
 		{"swap cuts not increasing", "", []string{"swap", "x", "--check", "true", "--cuts", "0.5,0.2", "--project", project}, []string{"--cuts", "increasing order"}},
 		{"swap handoff unknown", "", []string{"swap", "x", "--check", "true", "--handoff", "email", "--project", project}, []string{"--handoff", "trail"}},
 		{"swap agent not installed", "[agents.codex]\nbin = \"/nonexistent/codex\"\n", []string{"swap", "x", "--check", "true", "--project", project}, []string{"/nonexistent/codex", "agents.codex.bin"}},
+		{"cliff agent not installed", "[agents.codex]\nbin = \"/nonexistent/codex\"\n", []string{"cliff", "codex", "x", "--check", "true", "--project", project}, []string{"/nonexistent/codex", "agents.codex.bin"}},
 		{"cliff gap outside [0,1]", "", []string{"cliff", "pi", "x", "--check", "true", "--gap-below", "2", "--project", project}, []string{"--gap-below 2", "between 0 and 1"}},
 	}
 	for _, c := range cases {
