@@ -210,13 +210,16 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 		if kind == "" {
 			kind = "judge"
 		}
-		o.Out = FreeRunDir(filepath.Join(o.Config.StateDir, kind), o.Dirs[0], time.Now())
-	}
-	if err := os.MkdirAll(filepath.Dir(o.Out), 0o755); err != nil {
-		return JudgeReport{}, fmt.Errorf("judge folder %s: %v", o.Out, err)
-	}
-	if err := os.Mkdir(o.Out, 0o755); err != nil {
-		return JudgeReport{}, fmt.Errorf("judge folder %s: %v; fix: choose another --out", o.Out, err)
+		if o.Out, err = MakeFreeRunDir(filepath.Join(o.Config.StateDir, kind), o.Dirs[0], time.Now()); err != nil {
+			return JudgeReport{}, err
+		}
+	} else {
+		if err := os.MkdirAll(filepath.Dir(o.Out), 0o755); err != nil {
+			return JudgeReport{}, fmt.Errorf("judge folder %s: %v", o.Out, err)
+		}
+		if err := os.Mkdir(o.Out, 0o755); err != nil {
+			return JudgeReport{}, fmt.Errorf("judge folder %s: %v; fix: choose another --out", o.Out, err)
+		}
 	}
 	rep.Out = o.Out
 	rep.Simulated = models != nil

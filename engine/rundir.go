@@ -41,6 +41,28 @@ func FreeRunDir(parent, project string, now time.Time) string {
 	}
 }
 
+// MakeFreeRunDir creates the default run directory below parent for project, taking the
+// next "-N" when another process made the same name first: the name is chosen by the
+// creation itself, so runs started in the same second (tare judge as the check of tails
+// judged side by side) never share one.
+func MakeFreeRunDir(parent, project string, now time.Time) (string, error) {
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", fmt.Errorf("run directory %s: %v", parent, err)
+	}
+	name := RunDirName(project, now)
+	dir := filepath.Join(parent, name)
+	for n := 2; ; n++ {
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return dir, nil
+		}
+		if !os.IsExist(err) {
+			return "", fmt.Errorf("run directory %s: %v", dir, err)
+		}
+		dir = filepath.Join(parent, fmt.Sprintf("%s-%d", name, n))
+	}
+}
+
 // createRun makes a new run directory; it refuses one that exists, so a run never
 // writes over another.
 func createRun(dir string, bus *Bus) (*run, error) {
