@@ -207,6 +207,8 @@ func (c CheckRoom) room(check, dir, bwrap string, out *bytes.Buffer) sandbox.Roo
 // checkResult is a check's verdict on a finished workspace.
 type checkResult struct {
 	Passed bool
+	// CouldNotRun: the check never ran (its room did not start): no verdict on the agent.
+	CouldNotRun bool
 	// Detail is one line: the exit and the last line the check printed.
 	Detail string
 	// Score is a judge's score when the check printed "score N".
@@ -241,7 +243,7 @@ func runCheck(ctx context.Context, check, dir string, timeout time.Duration, cr 
 	case ctx.Err() != nil:
 		return checkResult{Detail: "check stopped: " + ctx.Err().Error()}
 	case err != nil:
-		return checkResult{Detail: fmt.Sprintf("check could not run%s: %v", cr.mark(), err)}
+		return checkResult{CouldNotRun: true, Detail: fmt.Sprintf("check could not run%s: %v", cr.mark(), err)}
 	}
 	r := checkResult{Passed: code == 0, Detail: fmt.Sprintf("check exit %d%s", code, cr.mark())}
 	if last := lastLine(out.String()); last != "" {

@@ -327,3 +327,19 @@ func TestCheckOnHostIsKeptByTheRun(t *testing.T) {
 		t.Errorf("retried tail %+v: the resume did not keep the run's --check-on-host", tl)
 	}
 }
+
+// TestCheckThatCouldNotRunIsNoVerdict: a check whose room never started said nothing of the
+// workspace, so the tail has no verdict (left out of the rate, its reason named), not a
+// failure that would lower the agent's rate.
+func TestCheckThatCouldNotRunIsNoVerdict(t *testing.T) {
+	c := runCheck(context.Background(), "true", t.TempDir(), time.Minute, CheckRoom{}, "/nonexistent/bwrap")
+	if !c.CouldNotRun || !strings.Contains(c.Detail, "could not run") {
+		t.Fatalf("a check room that cannot start: %+v", c)
+	}
+	if status, reason := checkOutcome(c); status != StatusNoVerdict || reason != ReasonCheckError || reason.Label() != "check could not run" {
+		t.Errorf("it gives the tail %s (%s), want no verdict: check could not run", status, reason)
+	}
+	if status, _ := checkOutcome(checkResult{Passed: false, Detail: "check exit 1"}); status != StatusFailed {
+		t.Errorf("a check that ran and failed gives %s", status)
+	}
+}

@@ -191,6 +191,9 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 		return nil, err
 	}
 	res.Recording = verdict.Detail
+	if verdict.CouldNotRun {
+		return nil, fmt.Errorf("scoring the recording: %s", verdict.Detail)
+	}
 	if verdict.Passed && fromRun {
 		return nil, fmt.Errorf("%w (%s)", errRecordingPassed, verdict.Detail)
 	}

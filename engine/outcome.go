@@ -40,6 +40,9 @@ const (
 	ReasonInterrupted Reason = "interrupted"
 	// ReasonError: a tail journaled as "error" by a tare from before outcomes had reasons.
 	ReasonError Reason = "error"
+	// ReasonCheckError: the check could not run (its room did not start), so nothing was
+	// said of the workspace.
+	ReasonCheckError Reason = "check-error"
 )
 
 // Label is the reason in a report's words.
@@ -49,6 +52,8 @@ func (r Reason) Label() string {
 		return "not started"
 	case ReasonTimeout:
 		return "timed out before output"
+	case ReasonCheckError:
+		return "check could not run"
 	case "":
 		return "unknown"
 	}
@@ -137,4 +142,16 @@ func countList(counts map[string]int) string {
 		parts[i] = fmt.Sprintf("%d %s", counts[k], k)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// checkOutcome is the status a check's result gives a tail: its verdict, or no verdict when
+// the check never ran.
+func checkOutcome(c checkResult) (string, Reason) {
+	switch {
+	case c.CouldNotRun:
+		return StatusNoVerdict, ReasonCheckError
+	case c.Passed:
+		return StatusPassed, ""
+	}
+	return StatusFailed, ""
 }

@@ -233,7 +233,7 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	}
 	c := runCheck(ctx, env.recipe.Check, work, time.Duration(env.recipe.CheckTimeout*float64(time.Second)), env.recipe.CheckRoom, env.cfg.Bwrap)
 	res.Passed, res.Score = c.Passed, c.Score
-	res.Status = map[bool]string{true: StatusPassed, false: StatusFailed}[c.Passed]
+	res.Status, res.Reason = checkOutcome(c)
 	return ran, c.Detail
 }
 
