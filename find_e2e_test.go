@@ -82,6 +82,34 @@ func TestProjectAgentsAreNeverRun(t *testing.T) {
 			t.Errorf("exit %d, want 2 and one line naming the skipped CLI; stderr:\n%s", r.code, r.stderr)
 		}
 	})
+	t.Run("PATH entry inside the working folder, probing another project", func(t *testing.T) {
+		r := newRun(t, "")
+		start(t, r, planted+":/usr/bin:/bin", "probe", "claude", "--project", t.TempDir())
+		if r.code != 2 || !strings.Contains(r.stderr, "skipped: inside "+project) {
+			t.Errorf("exit %d, want 2 and the skipped CLI named; stderr:\n%s", r.code, r.stderr)
+		}
+	})
+	t.Run("node and bwrap planted in a PATH entry inside the working folder", func(t *testing.T) {
+		venv := filepath.Join(project, ".venv", "bin")
+		if err := os.MkdirAll(venv, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"node", "bwrap"} {
+			script := "#!/bin/sh\necho \"$0 $*\" > " + filepath.Join(marks, name) + "\n"
+			if err := os.WriteFile(filepath.Join(venv, name), []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		agents, err := filepath.Abs(filepath.Join("agents", "node_modules", ".bin"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := newRun(t, "")
+		start(t, r, venv+":"+agents+":/usr/bin:/bin", "doctor")
+		if !strings.Contains(r.stdout, "ok    pi") || !strings.Contains(r.stdout, "ok    bwrap") {
+			t.Errorf("doctor did not find pi and bwrap outside the project:\n%s", r.stdout)
+		}
+	})
 	t.Run("agents.claude.bin inside the project", func(t *testing.T) {
 		r := newRun(t, "[agents.claude]\nbin = \""+filepath.Join(planted, "claude")+"\"\n")
 		start(t, r, "/usr/bin:/bin", "probe", "claude", "--project", project)

@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"tare/sandbox"
 )
 
 // FindOptions say where to look for an agent's CLI.
@@ -130,7 +132,7 @@ func (c cli) find(o FindOptions) (Install, error) {
 				c.name, bin, inst.Runtime, bad, c.name)
 		}
 	}
-	if inst.Node, err = interpreter(bin, o.PATH); err != nil {
+	if inst.Node, err = interpreter(bin, o.PATH, o.Avoid); err != nil {
 		return Install{}, fmt.Errorf("%s: %s: %w", c.name, bin, err)
 	}
 	if inst.Version, err = version(c.name, bin, inst.Node); err != nil {
@@ -173,12 +175,25 @@ func (c cli) locate(o FindOptions) (string, error) {
 	if path == "" {
 		path = os.Getenv("PATH")
 	}
+	safe := map[string]bool{}
+	for _, dir := range sandbox.SafePATH(path, o.Avoid...) {
+		safe[dir] = true
+	}
+	wd, _ := os.Getwd()
 	for _, dir := range filepath.SplitList(path) {
 		if dir == "" || !filepath.IsAbs(dir) {
 			continue
 		}
 		p := filepath.Join(dir, c.bin)
 		if executable(p) != nil {
+			continue
+		}
+		if !safe[dir] {
+			root := inside(p, append([]string{wd}, o.Avoid...))
+			if root == "" {
+				root = "a project"
+			}
+			tried = append(tried, p+" (skipped: inside "+root+", which the agent can write)")
 			continue
 		}
 		if ok(p, p) {
@@ -253,8 +268,10 @@ func runtimeOf(name, bin string) (Install, error) {
 	return inst, nil
 }
 
-// interpreter returns the node binary a "#!/usr/bin/env node" script needs.
-func interpreter(bin, path string) (string, error) {
+// interpreter returns the node binary a "#!/usr/bin/env node" script needs: from PATH, but
+// never from a folder of the project or the working folder (sandbox.SafePATH), where an
+// agent could have put one that tare would run on the host.
+func interpreter(bin, path string, avoid []string) (string, error) {
 	f, err := os.Open(bin)
 	if err != nil {
 		return "", err
@@ -269,9 +286,8 @@ func interpreter(bin, path string) (string, error) {
 	if path == "" {
 		path = os.Getenv("PATH")
 	}
-	for _, dir := range append(filepath.SplitList(path), "/usr/local/bin", "/usr/bin", "/bin") {
-		p := filepath.Join(dir, "node")
-		if filepath.IsAbs(dir) && executable(p) == nil {
+	for _, dir := range append(sandbox.SafePATH(path, avoid...), "/usr/local/bin", "/usr/bin", "/bin") {
+		if p := filepath.Join(dir, "node"); executable(p) == nil {
 			return p, nil
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 
 	"tare/agent"
 	"tare/config"
@@ -39,7 +40,9 @@ func Doctor(ctx context.Context, cfg *config.Config, w io.Writer) bool {
 	}
 	usable := 0
 	for _, a := range agent.All() {
-		inst, err := findAgent(a, cfg)
+		// The working folder is often a project: nothing in it is run, not even --version.
+		wd, _ := os.Getwd()
+		inst, err := findAgent(a, cfg, wd)
 		if err != nil {
 			report(false, a.Name(), err.Error())
 			continue

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -86,8 +87,8 @@ var bwrapFallback = "/usr/bin/bwrap"
 
 const installFix = "install bubblewrap (apt-get install bubblewrap)"
 
-// FindBwrap returns the bwrap to run: explicit when set, else the one in
-// PATH, else /usr/bin/bwrap.
+// FindBwrap returns the bwrap to run: explicit when set, else the system's
+// (/usr/bin/bwrap), else the first in PATH outside the working folder.
 func FindBwrap(explicit string) (string, error) {
 	if explicit != "" {
 		st, err := os.Stat(explicit)
@@ -99,13 +100,21 @@ func FindBwrap(explicit string) (string, error) {
 		}
 		return explicit, nil
 	}
-	if p, err := exec.LookPath("bwrap"); err == nil {
-		return p, nil
+	// The system's bwrap first: bwrap is the room itself, so one planted in a folder of a
+	// project that is on PATH would be the sandbox.
+	usable := func(p string) bool {
+		st, err := os.Stat(p)
+		return err == nil && !st.IsDir() && st.Mode().Perm()&0o111 != 0
 	}
-	if st, err := os.Stat(bwrapFallback); err == nil && !st.IsDir() && st.Mode().Perm()&0o111 != 0 {
+	if usable(bwrapFallback) {
 		return bwrapFallback, nil
 	}
-	return "", fmt.Errorf("bwrap not found in PATH nor at %s: %s", bwrapFallback, installFix)
+	for _, dir := range SafePATH(os.Getenv("PATH")) {
+		if p := filepath.Join(dir, "bwrap"); usable(p) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("bwrap not found at %s nor in PATH (outside the working folder): %s", bwrapFallback, installFix)
 }
 
 func unwrapPath(err error) error {

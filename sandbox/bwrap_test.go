@@ -43,7 +43,7 @@ func TestBwrapMissingFromPath(t *testing.T) {
 	bwrapFallback = filepath.Join(t.TempDir(), "bwrap")
 	defer func() { bwrapFallback = old }()
 	_, err := FindBwrap("")
-	oneLine(t, err, "bwrap not found in PATH", "apt-get install bubblewrap")
+	oneLine(t, err, "bwrap not found at", "nor in PATH", "apt-get install bubblewrap")
 	_, err = CheckBwrap(t.Context(), "")
 	oneLine(t, err, "apt-get install bubblewrap")
 	_, err = Start(t.Context(), Room{Workspace: t.TempDir(), Argv: []string{"true"}})
@@ -110,3 +110,34 @@ func TestBwrapNamespacesUnusable(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// TestPlantedBwrapIsNeverTaken: a bwrap an agent planted in a folder of the project that sits
+// on the operator's PATH (an activated .venv/bin, direnv's node_modules/.bin) is never the
+// room: the system's comes first, and a PATH entry inside the working folder is skipped.
+func TestPlantedBwrapIsNeverTaken(t *testing.T) {
+	project := t.TempDir()
+	venv := filepath.Join(project, ".venv", "bin")
+	if err := os.MkdirAll(venv, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	planted := filepath.Join(venv, "bwrap")
+	if err := os.WriteFile(planted, []byte("#!/bin/sh\ntouch "+filepath.Join(project, "PWNED")+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", venv+":/usr/bin:/bin")
+	if p, err := FindBwrap(""); err != nil || p == planted {
+		t.Fatalf("FindBwrap took %q (%v) with the system's bwrap installed", p, err)
+	}
+	// Without a system bwrap, one in a PATH entry inside the working folder is still refused.
+	old := bwrapFallback
+	bwrapFallback = filepath.Join(t.TempDir(), "bwrap")
+	defer func() { bwrapFallback = old }()
+	t.Chdir(project)
+	t.Setenv("PATH", venv)
+	if p, err := FindBwrap(""); err == nil || p == planted {
+		t.Fatalf("FindBwrap took %q from a PATH entry inside the working folder", p)
+	}
+	if got := SafePATH("relative/bin:"+venv+":/usr/bin", "/elsewhere"); len(got) != 1 || got[0] != "/usr/bin" {
+		t.Errorf("SafePATH kept %v, want only /usr/bin", got)
+	}
+}
