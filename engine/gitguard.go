@@ -12,6 +12,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // gitRuns are the entries of a git folder from which git on the host runs commands or takes
@@ -177,24 +179,45 @@ func (g *gitGuard) after(ctx context.Context, w io.Writer) {
 	}
 }
 
-// aside renames rel to rel-from-room (or -from-room.N) when it exists, and says so.
+// aside renames rel to rel-from-room (or -from-room.N) when it exists, and says so. rel may
+// come from the room (a gitlink it put in the index), so the rename happens in rel's folder
+// opened below the project with no symlink on the way: a planted "x -> /elsewhere" cannot make
+// the host move a folder outside the project.
 func (g *gitGuard) aside(w io.Writer, rel string) {
 	src := filepath.Join(g.project, filepath.FromSlash(rel))
-	if _, err := os.Lstat(src); err != nil {
+	dir, base := path.Split(rel)
+	if dir = strings.TrimSuffix(dir, "/"); dir == "" {
+		dir = "."
+	}
+	root, err := unix.Open(g.project, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
 		return
 	}
-	dst := src + "-from-room"
-	for n := 2; ; n++ {
-		if _, err := os.Lstat(dst); errors.Is(err, fs.ErrNotExist) {
-			break
-		}
-		dst = fmt.Sprintf("%s-from-room.%d", src, n)
-	}
-	if err := os.Rename(src, dst); err != nil {
-		fmt.Fprintf(w, "tare: the agent made %s, which git on the host would run from, and moving it aside failed (%v); remove it before running git in %s\n", src, err, g.project)
+	defer unix.Close(root)
+	parent, err := unix.Openat2(root, dir, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 		return
 	}
-	fmt.Fprintf(w, "tare: the agent made %s, which git on the host would run from; moved it to %s: review it before moving it back\n", src, dst)
+	if err != nil {
+		fmt.Fprintf(w, "%s\n", Printable(fmt.Sprintf("tare: the agent pointed git at %s, which lies below a symlink (%v); tare moves nothing through it: remove the link before running git in %s", src, err, g.project)))
+		return
+	}
+	defer unix.Close(parent)
+	var st unix.Stat_t
+	if unix.Fstatat(parent, base, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return
+	}
+	name := base + "-from-room"
+	for n := 2; unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil; n++ {
+		name = fmt.Sprintf("%s-from-room.%d", base, n)
+	}
+	dst := filepath.Join(filepath.Dir(src), name)
+	if err := unix.Renameat(parent, base, parent, name); err != nil {
+		fmt.Fprintf(w, "%s\n", Printable(fmt.Sprintf("tare: the agent made %s, which git on the host would run from, and moving it aside failed (%v); remove it before running git in %s", src, err, g.project)))
+		return
+	}
+	fmt.Fprintf(w, "%s\n", Printable(fmt.Sprintf("tare: the agent made %s, which git on the host would run from; moved it to %s: review it before moving it back", src, dst)))
 }
 
 // innerRepos lists the repositories inside the project that git on the host would run

@@ -142,3 +142,33 @@ func TestGitGuardProjectInsideARepository(t *testing.T) {
 		t.Errorf("the repository the room made was not moved aside: %v; %q", err, out.String())
 	}
 }
+
+// TestGitGuardMovesNothingThroughASymlink: the paths the guard moves aside can come from the
+// room (a gitlink it put in the index). One that runs through a symlink the room planted
+// ("x -> a folder outside the project") is refused and named; the folder outside stays where
+// it was. A new repository in a real folder of the project is still moved aside.
+func TestGitGuardMovesNothingThroughASymlink(t *testing.T) {
+	project, outside := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(outside, "y", ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(project, "x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(project, "sub", ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g := &gitGuard{project: project, had: map[string]bool{}}
+	var out strings.Builder
+	g.aside(&out, "x/y/.git")
+	if _, err := os.Stat(filepath.Join(outside, "y", ".git")); err != nil {
+		t.Errorf("the folder outside the project was moved: %v", err)
+	}
+	if !strings.Contains(out.String(), "below a symlink") {
+		t.Errorf("the refusal is not said: %q", out.String())
+	}
+	g.aside(&out, "sub/.git")
+	if _, err := os.Stat(filepath.Join(project, "sub", ".git-from-room")); err != nil {
+		t.Errorf("a new repository in the project was not moved aside: %v\n%s", err, out.String())
+	}
+}
