@@ -173,7 +173,7 @@ check it needs --check-on-host: it starts rooms of its own, which a check's room
 			switch {
 			case j.Score == nil:
 				if jf.json {
-					fmt.Fprintf(os.Stderr, "tare judge: no score: %s\n", j.Error)
+					fmt.Fprintf(os.Stderr, "tare judge: no score: %s\n", engine.Printable(j.Error))
 				}
 				return exitError{2}
 			case float64(*j.Score) < jf.threshold:

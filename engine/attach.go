@@ -57,7 +57,7 @@ func Attach(ctx context.Context, o AttachOptions) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	fmt.Fprint(o.Stderr, reading.Render())
+	fmt.Fprint(o.Stderr, Printable(reading.Render())) // it names files of the project, whose names the agent chose
 	if !reading.Zero() {
 		if !o.AllowDirty {
 			return 0, ErrDirty

@@ -75,6 +75,12 @@ func printableEvent(e Event) Event {
 		c.Verdict, c.Text = Printable(c.Verdict), Printable(c.Text)
 		e.Probed = &c
 	}
+	if p := e.Phase; p != nil && !clean(p.Name) {
+		// A cliff's phase carries the check's last line about the recording.
+		c := *p
+		c.Name = Printable(c.Name)
+		e.Phase = &c
+	}
 	if f := e.RunFinished; f != nil && !(clean(f.Report) && clean(f.Error)) {
 		c := *f
 		c.Report, c.Error = Printable(c.Report), Printable(c.Error)

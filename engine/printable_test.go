@@ -42,12 +42,13 @@ func TestEventsCarryAgentTextEscaped(t *testing.T) {
 		{Seq: 2, TailStarted: &TailStarted{ID: "a-0", Side: "a"}},
 		{Seq: 3, ToolCall: &ToolCall{Tail: "a-0", Tool: "Bash\x1b[H", Summary: raw, Calls: 1, Usage: Usage{Unpriced: []string{"m\x07"}}}},
 		{Seq: 4, TailFinished: &TailFinished{ID: "a-0", Status: "failed", Detail: "check exit 1: " + raw}},
-		{Seq: 5, RunFinished: &RunFinished{Report: "steps\n  step 1 " + raw + "\n", Error: raw}},
+		{Seq: 5, Phase: &Phase{Name: "cliff: the recording check exit 1: " + raw}},
+		{Seq: 6, RunFinished: &RunFinished{Report: "steps\n  step 1 " + raw + "\n", Error: raw}},
 	}
 	st := Replay("run", events)
 	tail := st.Tails["a-0"]
 	for what, s := range map[string]string{"tool": tail.Tools[0].Tool, "summary": tail.Tools[0].Summary, "unpriced": tail.Tools[0].Usage.Unpriced[0],
-		"detail": tail.Detail, "report": st.Report, "error": st.Error} {
+		"detail": tail.Detail, "report": st.Report, "error": st.Error, "phase": Replay("run", events[:5]).Phase} {
 		if strings.ContainsAny(s, "\x1b\x07") || !strings.Contains(s, `\x`) {
 			t.Errorf("replayed %s %q is not escaped", what, s)
 		}
