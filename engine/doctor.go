@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 
 	"tare/agent"
 	"tare/config"
@@ -40,9 +39,7 @@ func Doctor(ctx context.Context, cfg *config.Config, w io.Writer) bool {
 	}
 	usable := 0
 	for _, a := range agent.All() {
-		// The working folder is often a project: nothing in it is run, not even --version.
-		wd, _ := os.Getwd()
-		inst, err := findAgent(a, cfg, wd)
+		inst, err := findAgent(a, cfg)
 		if err != nil {
 			report(false, a.Name(), err.Error())
 			continue
