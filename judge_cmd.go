@@ -134,9 +134,11 @@ blind room holding only the screenshot, the page's files and the rubric: nothing
 the agent or model that built the page. The judge answers "score N: reason" on the rubric's
 scale (a line such as "scale: 1-10"). Exit 0 at or above --threshold, 1 below, 2 on error; the
 last line says "score N", which calibrate, record, tail and cliff read from a --check. As a
-check it needs --check-on-host: it starts rooms of its own, which a check's room cannot hold.`,
+check, "tare judge --rubric /abs/rubric.md --threshold N" (plain words, no shell syntax, no
+folder) is run by tare itself on each workspace, with no link in it followed; its score and
+the judge's cost (as check usage) land in the run's report.`,
 		Example: `  tare judge site --rubric rubric.md --threshold 7
-  tare calibrate "Build a landing page" --side claude --check-on-host --check "tare judge --rubric ~/rubric.md --threshold 7"`,
+  tare calibrate "Build a landing page" --side claude --check "tare judge --rubric ~/rubric.md --threshold 7"`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dirs := []string{"."}

@@ -34,7 +34,7 @@ func calibrateText(rec *Recipe, st *RunState) string {
 		}
 	}
 	if rec.Check != "" {
-		fmt.Fprintf(&b, "  check     %s\n%s", rec.Check, rec.CheckRoom.reportLines("            "))
+		fmt.Fprintf(&b, "  check     %s\n%s", rec.Check, checkReportLines(rec, "            "))
 	} else {
 		b.WriteString("  check     none. A run counts as finished when its agent exits 0. Its workspace is kept for scoring elsewhere.\n")
 	}
@@ -87,6 +87,7 @@ func calibrateText(rec *Recipe, st *RunState) string {
 	for i, s := range rec.Sides {
 		b.WriteString(usageLine(s.Key, tallies[i].Usage, rec.Script != "") + "\n")
 	}
+	b.WriteString(checkUsageLines(rec, tallies))
 	return b.String()
 }
 
@@ -113,6 +114,8 @@ type SideReport struct {
 	Retried     int            `json:"retried"`
 	RetriedFrom map[string]int `json:"retried_from"`
 	Usage       Usage          `json:"usage"`
+	// CheckUsage is what the side's checks spent (tare's judge's agent), apart from Usage.
+	CheckUsage Usage `json:"check_usage,omitzero"`
 }
 
 // RunReport is report.json.
@@ -129,7 +132,7 @@ func runReport(rec *Recipe, st *RunState) RunReport {
 	for _, t := range st.Tally() {
 		sr := SideReport{Key: t.Side.Key, Agent: t.Side.Agent, Args: t.Side.Args, Passed: t.Passed, Failed: t.Failed,
 			Verdicts: t.Verdicts, Lo: t.Lo, Hi: t.Hi, NoVerdict: t.NoVerdict, NoVerdictReasons: t.Reasons,
-			Retried: t.Retried, RetriedFrom: t.RetriedFrom, Usage: t.Usage}
+			Retried: t.Retried, RetriedFrom: t.RetriedFrom, Usage: t.Usage, CheckUsage: t.CheckUsage}
 		if r, ok := t.Rate(); ok {
 			sr.Rate = &r
 		}
