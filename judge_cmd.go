@@ -110,6 +110,8 @@ type judgeJSON struct {
 	Threshold *float64 `json:"threshold,omitempty"`
 	Passed    *bool    `json:"passed,omitempty"`
 	Refused   []string `json:"refused,omitempty"`
+	// Unmeasured are the pages fewer than 2 judgements scored: no threshold is settled there.
+	Unmeasured []string `json:"unmeasured,omitempty"`
 	// Spreads are judge-noise's rows: each page's scores with their min, median and max.
 	Spreads []engine.Spread `json:"spreads,omitempty"`
 }
@@ -230,6 +232,9 @@ run's workspace for this.`,
 			}
 			if jf.json {
 				out := judgeJSON{JudgeReport: rep, Threshold: threshold, Refused: refused}
+				for _, p := range rep.Unmeasured() {
+					out.Unmeasured = append(out.Unmeasured, p.Dir)
+				}
 				for _, p := range rep.Pages {
 					out.Spreads = append(out.Spreads, p.Spread())
 				}
@@ -240,8 +245,10 @@ run's workspace for this.`,
 				fmt.Print(rep.NoiseText(threshold))
 				fmt.Fprintf(os.Stderr, "tare judge-noise: %d judgements in %s\n", len(args)*jf.o.Times, time.Since(began).Round(time.Second))
 			}
-			if bad := rep.Unscored(); len(bad) > 0 {
-				fmt.Fprintf(os.Stderr, "tare judge-noise: %s: no judgement gave a score; fix: see the reasons above\n", bad[0].Dir)
+			// A page with fewer than 2 scores has an unknown spread: the run measured nothing
+			// there, and no threshold is settled over it.
+			if bad := rep.Unmeasured(); len(bad) > 0 {
+				fmt.Fprintf(os.Stderr, "tare judge-noise: not measured enough: %s; fix: see why the judgements failed above, then run again (or with more --times)\n", engine.Printable(engine.UnmeasuredText(bad)))
 				return exitError{2}
 			}
 			if len(refused) > 0 {

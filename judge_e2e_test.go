@@ -129,6 +129,40 @@ func TestJudgeNoiseRefusesAThresholdInsideTheRange(t *testing.T) {
 	}
 }
 
+// flakyScript gives a score on some judgements and none on the others.
+const flakyScript = `
+[[turn]]
+  [[turn.branch]]
+  p = 0.4
+  text = "score 6: fine"
+  [[turn.branch]]
+  p = 0.6
+  text = "I cannot judge this."
+`
+
+// TestJudgeNoiseSaysAPageWasNotMeasured: with seed 1 only one of three judgements scores the
+// page. One score has no spread, so the page was not measured: judge-noise says so, with how
+// many judgements failed and why, never that a threshold stands clear of it, and exits 2.
+func TestJudgeNoiseSaysAPageWasNotMeasured(t *testing.T) {
+	page, rubric, script := judgeFiles(t, flakyScript)
+	r := newRun(t, "").tare(t, "judge-noise", page, "--rubric", rubric, "--times", "3", "--jobs", "3", "--script", script,
+		"--seed", "1", "--judge", "claude", "--threshold", "9")
+	if r.code != 2 {
+		t.Fatalf("exit %d, want 2\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stdout, "stands clear") {
+		t.Errorf("a page with one score is counted clear:\n%s", r.stdout)
+	}
+	for _, want := range []string{page + "  1/3 ", "not measured", "(1 of 3 scored, 2 failed)", "threshold 9 not settled", "it said: I cannot judge this."} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if !strings.Contains(r.stderr, "not measured enough") || !strings.Contains(r.stderr, "fix:") {
+		t.Errorf("stderr: %s", r.stderr)
+	}
+}
+
 // TestJudgeBadInput: each bad input is one line naming the flag or file and the fix, exit 2,
 // and nothing written: no judge folder, no room folder.
 func TestJudgeBadInput(t *testing.T) {
