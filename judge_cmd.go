@@ -216,6 +216,7 @@ run's workspace for this.`,
 			if cmd.Flags().Changed("threshold") {
 				threshold = &jf.threshold
 			}
+			jf.o.Threshold = threshold
 			if err := jf.record(cmd, threshold); err != nil {
 				return err
 			}

@@ -19,11 +19,12 @@ import (
 // pass/fail is, and the screenshot the judge saw.
 type JudgeVerdict struct {
 	// Score is nil when the judge gave none; Error says why.
-	Score     *int    `json:"score,omitempty"`
-	Threshold float64 `json:"threshold"`
-	Scale     [2]int  `json:"scale"`
-	Reason    string  `json:"reason,omitempty"`
-	Error     string  `json:"error,omitempty"`
+	Score *int `json:"score,omitempty"`
+	// Threshold is the lowest passing score, nil for a judge-noise run given none.
+	Threshold *float64 `json:"threshold,omitempty"`
+	Scale     [2]int   `json:"scale"`
+	Reason    string   `json:"reason,omitempty"`
+	Error     string   `json:"error,omitempty"`
 	// Screenshot is the page as the judge saw it; Out the judge's folder (judgements.json).
 	Screenshot string `json:"screenshot,omitempty"`
 	Out        string `json:"out,omitempty"`
@@ -139,7 +140,7 @@ func (jc *judgeCheck) run(ctx context.Context, dir string, cfg *config.Config) c
 	if err != nil {
 		return checkResult{CouldNotRun: true, Detail: "judge could not run: " + err.Error()}
 	}
-	v := &JudgeVerdict{Threshold: jc.threshold, Scale: [2]int{r.Lo, r.Hi}}
+	v := &JudgeVerdict{Threshold: &jc.threshold, Scale: [2]int{r.Lo, r.Hi}}
 	if err := ValidatePages([]string{dir}, jc.page); err != nil {
 		v.Error = err.Error()
 		return checkResult{Detail: "judge: " + clip(err.Error(), 160), Judge: v}
@@ -190,4 +191,20 @@ func checkUsageLines(rec *Recipe, tallies []SideTally) string {
 
 func (u Usage) isZero() bool {
 	return u.Input == 0 && u.Output == 0 && u.CacheRead == 0 && u.CacheWrite == 0 && u.Cost == 0 && u.Reported == nil
+}
+
+// clean says the verdict holds no terminal control: the judge's reason and error are a
+// model's words, and the paths name the agent's page.
+func (v *JudgeVerdict) clean() bool {
+	return v == nil || (clean(v.Reason) && clean(v.Error) && clean(v.Screenshot) && clean(v.Out))
+}
+
+// printable is a copy of v whose text shows control characters instead of sending them.
+func (v *JudgeVerdict) printable() *JudgeVerdict {
+	if v == nil {
+		return nil
+	}
+	c := *v
+	c.Reason, c.Error, c.Screenshot, c.Out = Printable(c.Reason), Printable(c.Error), Printable(c.Screenshot), Printable(c.Out)
+	return &c
 }
