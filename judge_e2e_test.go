@@ -284,6 +284,14 @@ func TestJudgeAsCalibrateCheck(t *testing.T) {
 	if s := rep.Sides[0]; s.CheckUsage.Input == s.Usage.Input || agentUsage == "" {
 		t.Errorf("the check's and the agent's usage look mixed: %+v", s)
 	}
+	var usage struct {
+		Total      struct{ Input int64 }
+		CheckTotal struct{ Input int64 } `json:"check_total"`
+	}
+	data, _ = os.ReadFile(filepath.Join(onlyRun(t, r), "usage.json"))
+	if json.Unmarshal(data, &usage) != nil || usage.Total.Input != rep.Sides[0].Usage.Input || usage.CheckTotal.Input != rep.Sides[0].CheckUsage.Input {
+		t.Errorf("usage.json keeps the check's usage apart from the agents': %s", data)
+	}
 	if left := r.leftovers(t); len(left) > 0 {
 		t.Errorf("left behind: %v", left)
 	}

@@ -241,6 +241,8 @@ type usageFile struct {
 	Attempts map[string][]attemptUsage `json:"attempts"`
 	Sides    map[string]Usage          `json:"sides"`
 	Total    Usage                     `json:"total"`
+	// CheckTotal is what the checks spent (tare's judge's agent), apart from the agents'.
+	CheckTotal Usage `json:"check_total,omitzero"`
 }
 
 // attemptUsage is one attempt of a tail in usage.json.
@@ -249,6 +251,8 @@ type attemptUsage struct {
 	Status  string `json:"status"`
 	Reason  Reason `json:"reason,omitempty"`
 	Usage   Usage  `json:"usage"`
+	// CheckUsage is what the attempt's check spent (tare's judge), never in Usage.
+	CheckUsage Usage `json:"check_usage,omitzero"`
 }
 
 func writeUsage(dir string, st *RunState) error {
@@ -256,7 +260,8 @@ func writeUsage(dir string, st *RunState) error {
 	for _, id := range st.Order {
 		t := st.Tails[id]
 		for _, a := range t.Attempts() {
-			u.Attempts[id] = append(u.Attempts[id], attemptUsage{Attempt: a.N, Status: a.Status, Reason: a.Reason, Usage: a.Usage})
+			u.Attempts[id] = append(u.Attempts[id], attemptUsage{Attempt: a.N, Status: a.Status, Reason: a.Reason, Usage: a.Usage, CheckUsage: a.CheckUsage})
+			u.CheckTotal = u.CheckTotal.Add(a.CheckUsage)
 		}
 		total := t.TotalUsage()
 		u.Tails[id] = total
