@@ -110,6 +110,8 @@ type judgeJSON struct {
 	Threshold *float64 `json:"threshold,omitempty"`
 	Passed    *bool    `json:"passed,omitempty"`
 	Refused   []string `json:"refused,omitempty"`
+	// Unmeasured are the pages fewer than 2 judgements scored: no threshold is settled there.
+	Unmeasured []string `json:"unmeasured,omitempty"`
 	// Spreads are judge-noise's rows: each page's scores with their min, median and max.
 	Spreads []engine.Spread `json:"spreads,omitempty"`
 }
@@ -134,9 +136,11 @@ blind room holding only the screenshot, the page's files and the rubric: nothing
 the agent or model that built the page. The judge answers "score N: reason" on the rubric's
 scale (a line such as "scale: 1-10"). Exit 0 at or above --threshold, 1 below, 2 on error; the
 last line says "score N", which calibrate, record, tail and cliff read from a --check. As a
-check it needs --check-on-host: it starts rooms of its own, which a check's room cannot hold.`,
+check, "tare judge --rubric /abs/rubric.md --threshold N" (plain words, no shell syntax, no
+folder) is run by tare itself on each workspace, with no link in it followed; its score and
+the judge's cost (as check usage) land in the run's report.`,
 		Example: `  tare judge site --rubric rubric.md --threshold 7
-  tare calibrate "Build a landing page" --side claude --check-on-host --check "tare judge --rubric ~/rubric.md --threshold 7"`,
+  tare calibrate "Build a landing page" --side claude --check "tare judge --rubric ~/rubric.md --threshold 7"`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dirs := []string{"."}
@@ -212,6 +216,7 @@ run's workspace for this.`,
 			if cmd.Flags().Changed("threshold") {
 				threshold = &jf.threshold
 			}
+			jf.o.Threshold = threshold
 			if err := jf.record(cmd, threshold); err != nil {
 				return err
 			}
@@ -228,6 +233,9 @@ run's workspace for this.`,
 			}
 			if jf.json {
 				out := judgeJSON{JudgeReport: rep, Threshold: threshold, Refused: refused}
+				for _, p := range rep.Unmeasured() {
+					out.Unmeasured = append(out.Unmeasured, p.Dir)
+				}
 				for _, p := range rep.Pages {
 					out.Spreads = append(out.Spreads, p.Spread())
 				}
@@ -238,8 +246,10 @@ run's workspace for this.`,
 				fmt.Print(rep.NoiseText(threshold))
 				fmt.Fprintf(os.Stderr, "tare judge-noise: %d judgements in %s\n", len(args)*jf.o.Times, time.Since(began).Round(time.Second))
 			}
-			if bad := rep.Unscored(); len(bad) > 0 {
-				fmt.Fprintf(os.Stderr, "tare judge-noise: %s: no judgement gave a score; fix: see the reasons above\n", bad[0].Dir)
+			// A page with fewer than 2 scores has an unknown spread: the run measured nothing
+			// there, and no threshold is settled over it.
+			if bad := rep.Unmeasured(); len(bad) > 0 {
+				fmt.Fprintf(os.Stderr, "tare judge-noise: not measured enough: %s; fix: see why the judgements failed above, then run again (or with more --times)\n", engine.Printable(engine.UnmeasuredText(bad)))
 				return exitError{2}
 			}
 			if len(refused) > 0 {

@@ -3,10 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"tare/engine"
 )
 
 // judgeFiles writes a page that loads a script from the network, a rubric on a 1-10 scale
@@ -126,6 +129,40 @@ func TestJudgeNoiseRefusesAThresholdInsideTheRange(t *testing.T) {
 	}
 }
 
+// flakyScript gives a score on some judgements and none on the others.
+const flakyScript = `
+[[turn]]
+  [[turn.branch]]
+  p = 0.4
+  text = "score 6: fine"
+  [[turn.branch]]
+  p = 0.6
+  text = "I cannot judge this."
+`
+
+// TestJudgeNoiseSaysAPageWasNotMeasured: with seed 1 only one of three judgements scores the
+// page. One score has no spread, so the page was not measured: judge-noise says so, with how
+// many judgements failed and why, never that a threshold stands clear of it, and exits 2.
+func TestJudgeNoiseSaysAPageWasNotMeasured(t *testing.T) {
+	page, rubric, script := judgeFiles(t, flakyScript)
+	r := newRun(t, "").tare(t, "judge-noise", page, "--rubric", rubric, "--times", "3", "--jobs", "3", "--script", script,
+		"--seed", "1", "--judge", "claude", "--threshold", "9")
+	if r.code != 2 {
+		t.Fatalf("exit %d, want 2\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stdout, "stands clear") {
+		t.Errorf("a page with one score is counted clear:\n%s", r.stdout)
+	}
+	for _, want := range []string{page + "  1/3 ", "not measured", "(1 of 3 scored, 2 failed)", "threshold 9 not settled", "it said: I cannot judge this."} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if !strings.Contains(r.stderr, "not measured enough") || !strings.Contains(r.stderr, "fix:") {
+		t.Errorf("stderr: %s", r.stderr)
+	}
+}
+
 // TestJudgeBadInput: each bad input is one line naming the flag or file and the fix, exit 2,
 // and nothing written: no judge folder, no room folder.
 func TestJudgeBadInput(t *testing.T) {
@@ -193,23 +230,24 @@ text = "Done."
 `
 
 // TestJudgeAsCalibrateCheck: tare judge as the --check of a calibrate, as the seed's
-// command list has it: each tail's workspace is judged, its verdict follows the threshold, and
-// the scores land in the report beside the pass rate. The check runs on the host
-// (--check-on-host): tare judge starts rooms of its own (the render room, the judge's room),
-// which a check room, whose seccomp filter refuses mount, cannot hold.
+// command list has it, with no --check-on-host: tare runs its own judge as its own code (a
+// check room cannot hold the judge's rooms). Each tail's workspace is judged, its verdict
+// follows the threshold, the scores land in the report beside the pass rate, and the judge's
+// tokens and cost are the check's, on a line of their own, never in the agent's.
 func TestJudgeAsCalibrateCheck(t *testing.T) {
 	_, rubric, judgeScript := judgeFiles(t, noiseScript)
 	project := t.TempDir()
 	os.WriteFile(filepath.Join(project, "README.md"), []byte("# a page\n"), 0o644)
 	build := filepath.Join(t.TempDir(), "build.toml")
 	os.WriteFile(build, []byte(buildScript), 0o644)
-	check := tareBin + " judge --rubric " + rubric + " --threshold 5 --script " + judgeScript + " --judge codex"
-	r := newRun(t, "").tare(t, "calibrate", "Make a page", "--side", "claude", "--runs", "4", "--jobs", "2",
-		"--script", build, "--project", project, "--check", check, "--check-on-host")
+	check := "tare judge --rubric " + rubric + " --threshold 5 --script " + judgeScript + " --judge codex"
+	r := newRun(t, "").tare(t, "calibrate", "Make a page", "--side", "claude", "--runs", "3", "--jobs", "2",
+		"--script", build, "--project", project, "--check", check)
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
-	row := line(r.stdout, "scores ")
+	report := judgeRunReport(t, r)
+	row := line(report, "scores ")
 	_, scores, _ := strings.Cut(row, "scores ")
 	fields := strings.Fields(scores)
 	passed := 0
@@ -221,7 +259,116 @@ func TestJudgeAsCalibrateCheck(t *testing.T) {
 			passed++
 		}
 	}
-	if len(fields) != 4 || !strings.Contains(row, fmt.Sprintf(" %d/4 ", passed)) {
-		t.Fatalf("want 4 scores and as many passes as scores of 8 or more in %q\n%s", row, r.stdout)
+	if len(fields) != 3 || !strings.Contains(row, fmt.Sprintf(" %d/3 ", passed)) {
+		t.Fatalf("want 3 scores and as many passes as scores of 8 or more in %q\n%s", row, report)
 	}
+	// The judge's spending is the check's: its own line, and report.json keeps it apart.
+	agentUsage, checkUsage := line(report, "  usage a"), line(report, "  check usage a")
+	if !strings.Contains(checkUsage, "$") || !strings.Contains(checkUsage, "simulated") || !strings.Contains(report, "tare's own judge") {
+		t.Errorf("want the judge's usage as the check's, and where it ran:\n%s", report)
+	}
+	var rep struct {
+		Sides []struct {
+			Usage      struct{ Input, Output int64 }
+			CheckUsage struct{ Input, Output int64 } `json:"check_usage"`
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(onlyRun(t, r), "report.json"))
+	if err == nil {
+		err = json.Unmarshal(data, &rep)
+	}
+	if err != nil || len(rep.Sides) != 1 || rep.Sides[0].CheckUsage.Input == 0 || rep.Sides[0].Usage.Input == 0 {
+		t.Fatalf("report.json: %v\n%s", err, data)
+	}
+	// Three judgements, one request each, are the check's: the agent's usage is its own.
+	if s := rep.Sides[0]; s.CheckUsage.Input == s.Usage.Input || agentUsage == "" {
+		t.Errorf("the check's and the agent's usage look mixed: %+v", s)
+	}
+	var usage struct {
+		Total      struct{ Input int64 }
+		CheckTotal struct{ Input int64 } `json:"check_total"`
+	}
+	data, _ = os.ReadFile(filepath.Join(onlyRun(t, r), "usage.json"))
+	if json.Unmarshal(data, &usage) != nil || usage.Total.Input != rep.Sides[0].Usage.Input || usage.CheckTotal.Input != rep.Sides[0].CheckUsage.Input {
+		t.Errorf("usage.json keeps the check's usage apart from the agents': %s", data)
+	}
+	if left := r.leftovers(t); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+// judgeRunReport is the calibrate report in a --json run's report.txt.
+func judgeRunReport(t *testing.T, r *run) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(onlyRun(t, r), "report.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// TestJudgeCheckFollowsNoPlantedLink: the judge as a check reads the workspace on the host,
+// so a link the agent planted must never be followed there. A stylesheet linked to a host
+// file that would paint the page red is left out (the screenshot is not red), and a page
+// that is itself a link to a host file fails: it is not judged, and nothing is read through
+// it.
+func TestJudgeCheckFollowsNoPlantedLink(t *testing.T) {
+	_, rubric, judgeScript := judgeFiles(t, "[[turn]]\ntext = \"score 7: fine\"\n")
+	host := t.TempDir()
+	canary := filepath.Join(host, "canary.css")
+	os.WriteFile(canary, []byte("html, body { background: #ff0000 !important; min-height: 2000px }\n"), 0o644)
+	check := "tare judge --rubric " + rubric + " --threshold 5 --script " + judgeScript + " --judge claude"
+	for _, c := range []struct {
+		name, turn, want string
+		passed           bool
+	}{
+		{"stylesheet", `write = { path = "index.html", content = "<!doctype html><link rel=stylesheet href=style.css><h1>Hi</h1>" }
+shell = "ln -s ` + canary + ` style.css"`, "judge score 7", true},
+		{"page", `shell = "ln -s ` + canary + ` index.html"`, "not a regular file", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			project := t.TempDir()
+			os.WriteFile(filepath.Join(project, "README.md"), []byte("# a page\n"), 0o644)
+			build := filepath.Join(t.TempDir(), "build.toml")
+			os.WriteFile(build, []byte("[[turn]]\ntext = \"Writing.\"\n"+c.turn+"\n\n[[turn]]\ntext = \"Done.\"\n"), 0o644)
+			r := newRun(t, "").tare(t, "calibrate", "Make a page", "--side", "claude", "--runs", "1",
+				"--script", build, "--project", project, "--check", check)
+			f := judgeFinished(t, onlyRun(t, r))
+			if f.Passed != c.passed || !strings.Contains(f.Detail, c.want) || f.Judge == nil {
+				t.Fatalf("passed %v, detail %q, judge %+v; want passed %v and %q", f.Passed, f.Detail, f.Judge, c.passed, c.want)
+			}
+			if !c.passed {
+				return
+			}
+			shot, err := os.Open(f.Judge.Screenshot)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer shot.Close()
+			img, err := png.Decode(shot)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r, g, _, _ := img.At(5, 5).RGBA(); r > 0xf000 && g < 0x1000 {
+				t.Errorf("the screenshot is red: the host stylesheet was read through the link")
+			}
+		})
+	}
+}
+
+// judgeFinished is the one finished tail in a run's journal.
+func judgeFinished(t *testing.T, dir string) engine.TailFinished {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, engine.JournalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		var e engine.Event
+		if json.Unmarshal([]byte(l), &e) == nil && e.TailFinished != nil {
+			return *e.TailFinished
+		}
+	}
+	t.Fatalf("no finished tail in %s", data)
+	return engine.TailFinished{}
 }

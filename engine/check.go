@@ -145,6 +145,14 @@ func checkPreflight(check string, onHost bool, cr CheckRoom, origin string) erro
 		}
 		return nil
 	}
+	// tare's own judge runs as tare's code, not in the check's room: its flags are checked
+	// now, and the room's binds do not matter.
+	if jc, ours, err := parseJudgeCheck(check); ours {
+		if err != nil {
+			return err
+		}
+		return jc.validate(check)
+	}
 	return cr.Validate(origin)
 }
 
@@ -161,7 +169,18 @@ func checkWhere(rec *Recipe) string {
 	if rec.Check == "" {
 		return ""
 	}
+	if _, ours, _ := parseJudgeCheck(rec.Check); ours {
+		return strings.Join(judgeCheckLines(), "; ")
+	}
 	return rec.CheckRoom.String()
+}
+
+// checkReportLines says in a report where the run's check runs, a part a line, each indented.
+func checkReportLines(rec *Recipe, indent string) string {
+	if _, ours, _ := parseJudgeCheck(rec.Check); ours {
+		return indent + strings.Join(judgeCheckLines(), "\n"+indent) + "\n"
+	}
+	return rec.CheckRoom.reportLines(indent)
 }
 
 // inUsr reports a read-only bind the room has already: every room holds the host's /usr
@@ -213,6 +232,10 @@ type checkResult struct {
 	Detail string
 	// Score is a judge's score when the check printed "score N".
 	Score *int
+	// Judge is the built-in judge's verdict, and Usage what the judge agent spent: the
+	// check's spending, kept apart from the agent's.
+	Judge *JudgeVerdict
+	Usage Usage
 }
 
 var scoreLine = regexp.MustCompile(`(?m)\bscore (\d+)\b`)
@@ -221,13 +244,26 @@ var scoreLine = regexp.MustCompile(`(?m)\bscore (\d+)\b`)
 // passes. The check runs what the agent wrote, so it runs in a room of its own (cr), unless
 // the operator opted in to the host. A check that outlives its timeout is killed with
 // everything it started (its room, or on the host its process group) and fails; the run goes
-// on.
-func runCheck(ctx context.Context, check, dir string, timeout time.Duration, cr CheckRoom, bwrap string) checkResult {
+// on. A check that is exactly tare's own judge runs as tare's code (parseJudgeCheck).
+func runCheck(ctx context.Context, check, dir string, timeout time.Duration, cr CheckRoom, cfg *config.Config) checkResult {
 	if timeout <= 0 {
 		timeout = DefaultCheckTimeout
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if jc, ours, err := parseJudgeCheck(check); ours {
+		if err != nil {
+			return checkResult{CouldNotRun: true, Detail: "check could not run: " + err.Error()}
+		}
+		r := jc.run(cctx, dir, cfg)
+		switch {
+		case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+			return checkResult{Detail: fmt.Sprintf("check timed out after %s", timeout.Round(time.Second)), Usage: r.Usage}
+		case ctx.Err() != nil:
+			return checkResult{Detail: "check stopped: " + ctx.Err().Error(), Usage: r.Usage}
+		}
+		return r
+	}
 	var out bytes.Buffer
 	var code int
 	var err error
@@ -235,7 +271,7 @@ func runCheck(ctx context.Context, check, dir string, timeout time.Duration, cr 
 		code, err = runOnHost(cctx, check, dir, &out)
 	} else {
 		// The room's pid namespace takes every process the check started with it.
-		code, err = runRoom(cctx, cr.room(check, dir, bwrap, &out))
+		code, err = runRoom(cctx, cr.room(check, dir, cfg.Bwrap, &out))
 	}
 	switch {
 	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"tare/config"
 	"tare/demo"
 	"tare/modelserver"
 )
@@ -153,7 +154,7 @@ if bash -c 'echo hi > /dev/tcp/127.0.0.1/%[2]d'; then echo loopback=reached; els
 	if err := cr.Validate("config"); err != nil {
 		t.Fatal(err)
 	}
-	c := runCheck(context.Background(), check, work, time.Minute, cr, "")
+	c := runCheck(context.Background(), check, work, time.Minute, cr, &config.Config{})
 	findings := readFile(t, filepath.Join(work, "findings.txt"))
 	for _, w := range []string{"tool=tool 1.2", "tool-write=refused", "passed=passed-in kept=\n", "loopback=reached"} {
 		if !strings.Contains(findings, w) {
@@ -183,7 +184,7 @@ if bash -c 'echo hi > /dev/tcp/127.0.0.1/%[2]d'; then echo loopback=reached; els
 func TestCheckRoomKeepsTimeoutKillAndVerdict(t *testing.T) {
 	work := t.TempDir()
 	began := time.Now()
-	c := runCheck(context.Background(), "sleep 611.5 & sleep 612.5", work, time.Second, CheckRoom{}, "")
+	c := runCheck(context.Background(), "sleep 611.5 & sleep 612.5", work, time.Second, CheckRoom{}, &config.Config{})
 	if c.Passed || c.Detail != "check timed out after 1s" {
 		t.Errorf("timed-out check: %+v", c)
 	}
@@ -194,10 +195,10 @@ func TestCheckRoomKeepsTimeoutKillAndVerdict(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(work, "greet.sh"), []byte("#!/bin/sh\necho \"hello, tare\"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if c := runCheck(context.Background(), demo.Check, work, time.Minute, CheckRoom{}, ""); !c.Passed || c.Detail != "check exit 0" {
+	if c := runCheck(context.Background(), demo.Check, work, time.Minute, CheckRoom{}, &config.Config{}); !c.Passed || c.Detail != "check exit 0" {
 		t.Errorf("the demo's check on a right greet.sh: %+v", c)
 	}
-	c = runCheck(context.Background(), "(sleep 613.5 &); echo judged; echo score 3; exit 4", work, time.Minute, CheckRoom{}, "")
+	c = runCheck(context.Background(), "(sleep 613.5 &); echo judged; echo score 3; exit 4", work, time.Minute, CheckRoom{}, &config.Config{})
 	if c.Passed || c.Detail != "check exit 4: score 3" || c.Score == nil || *c.Score != 3 {
 		t.Errorf("failing check: %+v", c)
 	}
@@ -332,7 +333,7 @@ func TestCheckOnHostIsKeptByTheRun(t *testing.T) {
 // workspace, so the tail has no verdict (left out of the rate, its reason named), not a
 // failure that would lower the agent's rate.
 func TestCheckThatCouldNotRunIsNoVerdict(t *testing.T) {
-	c := runCheck(context.Background(), "true", t.TempDir(), time.Minute, CheckRoom{}, "/nonexistent/bwrap")
+	c := runCheck(context.Background(), "true", t.TempDir(), time.Minute, CheckRoom{}, &config.Config{Bwrap: "/nonexistent/bwrap"})
 	if !c.CouldNotRun || !strings.Contains(c.Detail, "could not run") {
 		t.Fatalf("a check room that cannot start: %+v", c)
 	}

@@ -306,7 +306,7 @@ func scoreRecording(ctx context.Context, env *tailEnv, rec *Recording) (checkRes
 	if err := env.store.Restore(ctx, rec.Capsules[len(rec.Capsules)-1], work); err != nil {
 		return checkResult{}, fmt.Errorf("restoring the recording's last capsule: %v", err)
 	}
-	return runCheck(ctx, env.recipe.Check, work, time.Duration(env.recipe.CheckTimeout*float64(time.Second)), env.recipe.CheckRoom, env.cfg.Bwrap), nil
+	return runCheck(ctx, env.recipe.Check, work, time.Duration(env.recipe.CheckTimeout*float64(time.Second)), env.recipe.CheckRoom, env.cfg), nil
 }
 
 // fillCliffResult turns the search's last decision into the result.

@@ -137,6 +137,10 @@ type TailFinished struct {
 	Seconds float64 `json:"seconds"`
 	Calls   int     `json:"calls"`
 	Usage   Usage   `json:"usage"`
+	// CheckUsage is what the check spent (tare's judge's agent): beside the agent's Usage,
+	// never in it. Judge is the built-in judge's verdict.
+	CheckUsage Usage         `json:"check_usage,omitzero"`
+	Judge      *JudgeVerdict `json:"judge,omitempty"`
 }
 
 // Probed records a probe's reading before a run uses a room.

@@ -55,6 +55,9 @@ type JudgeOptions struct {
 	// Progress receives the probe's lines (nil: none).
 	AllowDirty bool
 	Progress   io.Writer
+	// Threshold, when set, is the lowest passing score: a judge-noise run's journal marks
+	// each judgement passed or failed by it.
+	Threshold *float64
 	// Kind ("judge" or "judge-noise"), Argv (the command line, its paths absolute) and
 	// Version (tare's) go to Out/recipe.json when Argv is set, so tare rerun can repeat the run.
 	Kind    string
@@ -108,6 +111,8 @@ type judgeEnv struct {
 	inst   agent.Install
 	args   []string
 	models *modelserver.Server
+	// journal is a judge-noise run's (nil for tare judge).
+	journal *judgeJournal
 }
 
 // ValidatePages refuses page folders and a page that do not exist, before anything is
@@ -259,8 +264,18 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 		os.RemoveAll(o.Out)
 		return JudgeReport{}, fmt.Errorf("the judge %s: %s; %v", a.Name(), reading.Verdict(), ErrDirty)
 	}
-	env.judgeAll(ctx, rep.Pages, stages)
+	if o.Kind == "judge-noise" {
+		// Only now, with every page rendered and the room proven: a run refused before
+		// leaves no folder, so no journal either.
+		if env.journal, err = openJudgeJournal(o, words, rep.Simulated); err != nil {
+			os.RemoveAll(o.Out)
+			return JudgeReport{}, err
+		}
+		env.journal.phase("judging")
+	}
+	env.judgeAll(ctx, rep.Pages, stages, rep.Scale)
 	if err := ctx.Err(); err != nil {
+		env.journal.done("", err)
 		return rep, err
 	}
 	for _, p := range rep.Pages {
@@ -269,14 +284,15 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 		}
 	}
 	data, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return rep, err
+	if err == nil {
+		err = capsule.WriteFileAtomic(filepath.Join(o.Out, "judgements.json"), append(data, '\n'), 0o644)
 	}
-	return rep, capsule.WriteFileAtomic(filepath.Join(o.Out, "judgements.json"), append(data, '\n'), 0o644)
+	env.journal.done(rep.NoiseText(o.Threshold), err)
+	return rep, err
 }
 
 // judgeAll runs every judgement of every page, Jobs at a time, each in a fresh room.
-func (env *judgeEnv) judgeAll(ctx context.Context, pages []PageJudgements, stages []string) {
+func (env *judgeEnv) judgeAll(ctx context.Context, pages []PageJudgements, stages []string, scale [2]int) {
 	sem := make(chan struct{}, env.o.Jobs)
 	var wg sync.WaitGroup
 	for k := range env.o.Times {
@@ -287,7 +303,9 @@ func (env *judgeEnv) judgeAll(ctx context.Context, pages []PageJudgements, stage
 				defer wg.Done()
 				defer func() { <-sem }()
 				stream := fmt.Sprintf("judge-%d-%d", i+1, k+1)
+				env.journal.started(i, k)
 				pages[i].Judgements[k] = env.judgeOnce(ctx, stages[i], stream, len(pages[i].Blocked) > 0)
+				env.journal.finished(i, k, pages[i], pages[i].Judgements[k], scale)
 			}()
 		}
 	}
@@ -363,9 +381,9 @@ func (env *judgeEnv) judgeRoom(stage, sessions, upstream string, blocked bool) (
 
 // judgeOnce runs one judgement in a fresh room and session; on tare's model server it draws
 // from a stream of its own, so judgements vary as independent calls to a model would.
-func (env *judgeEnv) judgeOnce(ctx context.Context, stage, stream string, blocked bool) Judgement {
+func (env *judgeEnv) judgeOnce(ctx context.Context, stage, stream string, blocked bool) (j Judgement) {
 	began := time.Now()
-	j := Judgement{}
+	// A named result: the deferred time lands in what is returned.
 	defer func() { j.Seconds = time.Since(began).Seconds() }()
 	upstream := ""
 	if env.models != nil {

@@ -15,7 +15,13 @@ type Spread struct {
 	Median   float64 `json:"median"`
 	Max      int     `json:"max"`
 	Judgings int     `json:"judgements"`
+	// Measured is false when fewer than 2 judgements gave a score: one score has no spread,
+	// so the page's noise is unknown, not zero.
+	Measured bool `json:"measured"`
 }
+
+// minMeasured is how many scores a page needs before its spread says anything.
+const minMeasured = 2
 
 // Spread is the page's scores, sorted, with their min, median and max.
 func (p PageJudgements) Spread() Spread {
@@ -28,6 +34,7 @@ func (p PageJudgements) Spread() Spread {
 		s.Scores = append(s.Scores, *j.Score)
 	}
 	sort.Ints(s.Scores)
+	s.Measured = len(s.Scores) >= minMeasured
 	if n := len(s.Scores); n > 0 {
 		s.Min, s.Max = s.Scores[0], s.Scores[n-1]
 		s.Median = float64(s.Scores[n/2])
@@ -55,15 +62,27 @@ func (r JudgeReport) NoisyPages(threshold float64) []PageJudgements {
 	return out
 }
 
-// Unscored are the pages no judgement could score.
-func (r JudgeReport) Unscored() []PageJudgements {
+// Unmeasured are the pages fewer than 2 judgements could score: their spread is unknown,
+// so no threshold can be said to stand clear of it.
+func (r JudgeReport) Unmeasured() []PageJudgements {
 	var out []PageJudgements
 	for _, p := range r.Pages {
-		if len(p.Spread().Scores) == 0 {
+		if !p.Spread().Measured {
 			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// UnmeasuredText names each page not measured enough, with how many of its judgements gave a
+// score and how many failed ("site (1 of 6 scored, 5 failed)").
+func UnmeasuredText(pages []PageJudgements) string {
+	var names []string
+	for _, p := range pages {
+		s := p.Spread()
+		names = append(names, fmt.Sprintf("%s (%d of %d scored, %d failed)", p.Dir, len(s.Scores), s.Judgings, s.Errors))
+	}
+	return strings.Join(names, ", ")
 }
 
 // NoiseText is judge-noise's report: a row per page with its scores' min, median, max and
@@ -88,8 +107,12 @@ func (r JudgeReport) NoiseText(threshold *float64) string {
 	for _, p := range r.Pages {
 		s := p.Spread()
 		scored := fmt.Sprintf("%d/%d", len(s.Scores), s.Judgings)
-		if len(s.Scores) == 0 {
-			fmt.Fprintf(&b, "%-*s  %-6s  -    -       -    -       no score\n", width, p.Dir, scored)
+		switch len(s.Scores) {
+		case 0:
+			fmt.Fprintf(&b, "%-*s  %-6s  -    -       -    -       no score: not measured\n", width, p.Dir, scored)
+			continue
+		case 1:
+			fmt.Fprintf(&b, "%-*s  %-6s  -    -       -    -       %d: not measured (one score has no spread)\n", width, p.Dir, scored, s.Scores[0])
 			continue
 		}
 		fmt.Fprintf(&b, "%-*s  %-6s  %-3d  %-6g  %-3d  %-6d  %s\n", width, p.Dir, scored, s.Min, s.Median, s.Max, s.Max-s.Min, joinInts(s.Scores))
@@ -100,8 +123,17 @@ func (r JudgeReport) NoiseText(threshold *float64) string {
 	fmt.Fprintf(&b, "the judge's room: %s\n", r.Reading)
 	fmt.Fprintf(&b, "screenshots and judgements in %s\n", r.Out)
 	b.WriteString(usageLine("judge", r.Usage, r.Simulated) + "\n")
+	unmeasured := r.Unmeasured()
+	if len(unmeasured) > 0 {
+		fmt.Fprintf(&b, "not measured enough: %s; fewer than %d scores show no spread (the reasons the judgements failed are above)\n", UnmeasuredText(unmeasured), minMeasured)
+	}
 	if threshold != nil {
-		if noisy := r.NoisyPages(*threshold); len(noisy) > 0 {
+		noisy := r.NoisyPages(*threshold)
+		if len(unmeasured) > 0 {
+			// A page whose spread is unknown may straddle any threshold: none stands clear.
+			fmt.Fprintf(&b, "threshold %g not settled: the score range of %s is unknown, so it may hold the threshold\n", *threshold, UnmeasuredText(unmeasured))
+		}
+		if len(noisy) > 0 {
 			var names []string
 			for _, p := range noisy {
 				s := p.Spread()
@@ -109,7 +141,7 @@ func (r JudgeReport) NoiseText(threshold *float64) string {
 			}
 			fmt.Fprintf(&b, "threshold %g refused: it falls inside the score range of %s, where the same page both passes and fails, so a verdict there is the judge's noise, not the page\n",
 				*threshold, strings.Join(names, ", "))
-		} else {
+		} else if len(unmeasured) == 0 {
 			fmt.Fprintf(&b, "threshold %g stands clear of every page's score range: each page's verdict is the same on every judgement\n", *threshold)
 		}
 	}

@@ -65,9 +65,10 @@ func printableEvent(e Event) Event {
 		c.Tool, c.Summary, c.Usage = Printable(c.Tool), Printable(c.Summary), printableUsage(c.Usage)
 		e.ToolCall = &c
 	}
-	if t := e.TailFinished; t != nil && !(clean(t.Detail) && usageClean(t.Usage)) {
+	if t := e.TailFinished; t != nil && !(clean(t.Detail) && usageClean(t.Usage) && usageClean(t.CheckUsage) && t.Judge.clean()) {
 		c := *t
-		c.Detail, c.Usage = Printable(c.Detail), printableUsage(c.Usage)
+		c.Detail, c.Usage, c.CheckUsage = Printable(c.Detail), printableUsage(c.Usage), printableUsage(c.CheckUsage)
+		c.Judge = c.Judge.printable()
 		e.TailFinished = &c
 	}
 	if p := e.Probed; p != nil && !(clean(p.Verdict) && clean(p.Text)) {

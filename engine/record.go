@@ -379,7 +379,7 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 func finishRecord(r *run, rec *Recipe, recording *Recording) (string, error) {
 	check := ""
 	if rec.Check != "" {
-		check = fmt.Sprintf("  check     %s\n%s", rec.Check, rec.CheckRoom.reportLines("            "))
+		check = fmt.Sprintf("  check     %s\n%s", rec.Check, checkReportLines(rec, "            "))
 	}
 	report := Printable(fmt.Sprintf("tare record · %s\n  task      %s\n  agent     %s (%s; capsules from %s)\n%s  steps     %d\n%s",
 		rec.Project, rec.Prompt, sideLabel(rec.Sides[0]), recording.Exit, recording.Snapshots, check, len(recording.Steps), stepSummary(recording)))

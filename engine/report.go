@@ -34,7 +34,7 @@ func calibrateText(rec *Recipe, st *RunState) string {
 		}
 	}
 	if rec.Check != "" {
-		fmt.Fprintf(&b, "  check     %s\n%s", rec.Check, rec.CheckRoom.reportLines("            "))
+		fmt.Fprintf(&b, "  check     %s\n%s", rec.Check, checkReportLines(rec, "            "))
 	} else {
 		b.WriteString("  check     none. A run counts as finished when its agent exits 0. Its workspace is kept for scoring elsewhere.\n")
 	}
@@ -87,6 +87,7 @@ func calibrateText(rec *Recipe, st *RunState) string {
 	for i, s := range rec.Sides {
 		b.WriteString(usageLine(s.Key, tallies[i].Usage, rec.Script != "") + "\n")
 	}
+	b.WriteString(checkUsageLines(rec, tallies))
 	return b.String()
 }
 
@@ -113,6 +114,8 @@ type SideReport struct {
 	Retried     int            `json:"retried"`
 	RetriedFrom map[string]int `json:"retried_from"`
 	Usage       Usage          `json:"usage"`
+	// CheckUsage is what the side's checks spent (tare's judge's agent), apart from Usage.
+	CheckUsage Usage `json:"check_usage,omitzero"`
 }
 
 // RunReport is report.json.
@@ -129,7 +132,7 @@ func runReport(rec *Recipe, st *RunState) RunReport {
 	for _, t := range st.Tally() {
 		sr := SideReport{Key: t.Side.Key, Agent: t.Side.Agent, Args: t.Side.Args, Passed: t.Passed, Failed: t.Failed,
 			Verdicts: t.Verdicts, Lo: t.Lo, Hi: t.Hi, NoVerdict: t.NoVerdict, NoVerdictReasons: t.Reasons,
-			Retried: t.Retried, RetriedFrom: t.RetriedFrom, Usage: t.Usage}
+			Retried: t.Retried, RetriedFrom: t.RetriedFrom, Usage: t.Usage, CheckUsage: t.CheckUsage}
 		if r, ok := t.Rate(); ok {
 			sr.Rate = &r
 		}
@@ -238,6 +241,8 @@ type usageFile struct {
 	Attempts map[string][]attemptUsage `json:"attempts"`
 	Sides    map[string]Usage          `json:"sides"`
 	Total    Usage                     `json:"total"`
+	// CheckTotal is what the checks spent (tare's judge's agent), apart from the agents'.
+	CheckTotal Usage `json:"check_total,omitzero"`
 }
 
 // attemptUsage is one attempt of a tail in usage.json.
@@ -246,6 +251,8 @@ type attemptUsage struct {
 	Status  string `json:"status"`
 	Reason  Reason `json:"reason,omitempty"`
 	Usage   Usage  `json:"usage"`
+	// CheckUsage is what the attempt's check spent (tare's judge), never in Usage.
+	CheckUsage Usage `json:"check_usage,omitzero"`
 }
 
 func writeUsage(dir string, st *RunState) error {
@@ -253,7 +260,8 @@ func writeUsage(dir string, st *RunState) error {
 	for _, id := range st.Order {
 		t := st.Tails[id]
 		for _, a := range t.Attempts() {
-			u.Attempts[id] = append(u.Attempts[id], attemptUsage{Attempt: a.N, Status: a.Status, Reason: a.Reason, Usage: a.Usage})
+			u.Attempts[id] = append(u.Attempts[id], attemptUsage{Attempt: a.N, Status: a.Status, Reason: a.Reason, Usage: a.Usage, CheckUsage: a.CheckUsage})
+			u.CheckTotal = u.CheckTotal.Add(a.CheckUsage)
 		}
 		total := t.TotalUsage()
 		u.Tails[id] = total

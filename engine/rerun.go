@@ -40,6 +40,8 @@ type RerunPlan struct {
 	// Cost is the repeated run's total (usage.json); CostKnown is false without one.
 	Cost      Usage
 	CostKnown bool
+	// CheckCost is what the run's checks spent (tare's judge), apart from Cost.
+	CheckCost Usage
 	// Dir is where the recorded command line's relative paths resolve: its working folder.
 	Dir string
 }
@@ -111,7 +113,7 @@ func PlanRerun(ctx context.Context, dir string, cfg *config.Config, version stri
 	if data, err := os.ReadFile(filepath.Join(dir, "usage.json")); err == nil {
 		var u usageFile
 		if json.Unmarshal(data, &u) == nil {
-			p.Cost, p.CostKnown = u.Total, true
+			p.Cost, p.CheckCost, p.CostKnown = u.Total, u.CheckTotal, true
 		}
 	} else if data, err := os.ReadFile(filepath.Join(dir, "judgements.json")); err == nil {
 		var j JudgeReport
@@ -128,7 +130,14 @@ func (p *RerunPlan) CostLine() string {
 		return "the run being repeated has no usage.json: its cost is unknown"
 	}
 	line := strings.TrimSpace(usageLine("", p.Cost, p.Recipe.Script != ""))
-	return "the run being repeated: " + strings.TrimSpace(strings.TrimPrefix(line, "usage"))
+	line = "the run being repeated: " + strings.TrimSpace(strings.TrimPrefix(line, "usage"))
+	if !p.CheckCost.isZero() {
+		// The judge's --script, not the run's, says whether its tokens were paid for.
+		jc, _, _ := parseJudgeCheck(p.Recipe.Check)
+		check := strings.TrimSpace(usageLine("", p.CheckCost, jc != nil && jc.script != ""))
+		line += "; its check (tare's judge): " + strings.TrimSpace(strings.TrimPrefix(check, "usage"))
+	}
+	return line
 }
 
 // Name is what the repeat's run directory is named after: the project, or the first page.

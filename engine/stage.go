@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // agentWords are words that name a coding agent or its maker in a file name: a page folder
@@ -26,7 +28,14 @@ const maxStage = 1 << 30
 func stagePage(src, dst string) ([]string, error) {
 	var left []string
 	var total int64
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	// Every file is opened beneath this handle on src, so a folder on the way that became a
+	// link is refused, not followed out of the page folder.
+	root, err := os.OpenFile(src, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("reading the page folder %s: %v", src, err)
+	}
+	defer root.Close()
+	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("reading the page folder %s: %v", src, err)
 		}
@@ -49,7 +58,7 @@ func stagePage(src, dst string) ([]string, error) {
 				return fmt.Errorf("the page folder %s holds more than %d MB (at %s); fix: judge a folder with only the page's files", src, maxStage>>20, rel)
 			}
 		}
-		return copyRegular(p, filepath.Join(dst, rel))
+		return copyRegular(root, rel, filepath.Join(dst, rel))
 	})
 	return left, err
 }
@@ -73,13 +82,19 @@ func leaveOut(d fs.DirEntry) string {
 	return ""
 }
 
-// copyRegular copies one regular file, refusing to follow a link or block on a fifo that
-// replaced it since the walk saw it.
-func copyRegular(src, dst string) error {
-	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+// copyRegular copies one regular file, rel below root, refusing to follow a link anywhere
+// on its path (openat2 with RESOLVE_BENEATH and RESOLVE_NO_SYMLINKS: not the file, nor a
+// folder on the way, swapped for a link since the walk saw it) or to block on a fifo.
+func copyRegular(root *os.File, rel, dst string) error {
+	src := filepath.Join(root.Name(), rel)
+	fd, err := unix.Openat2(int(root.Fd()), rel, &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
 	if err != nil {
-		return fmt.Errorf("copying %s for the judge: %v", src, err)
+		return fmt.Errorf("copying %s for the judge: %v (a link is never followed)", src, err)
 	}
+	in := os.NewFile(uintptr(fd), src)
 	defer in.Close()
 	if info, err := in.Stat(); err != nil || !info.Mode().IsRegular() {
 		return fmt.Errorf("copying %s for the judge: not a regular file", src)

@@ -59,6 +59,10 @@ type TailState struct {
 	Ended   time.Time
 	Calls   int
 	Usage   Usage
+	// CheckUsage is what the check spent (tare's judge's agent), kept apart from Usage;
+	// Judge is the built-in judge's verdict.
+	CheckUsage Usage
+	Judge      *JudgeVerdict
 	// Tools are the tail's tool calls so far (coalesced views may miss some; Calls counts all).
 	Tools []ToolCall
 	// Earlier are the attempts before the latest, oldest first.
@@ -78,12 +82,15 @@ type Attempt struct {
 	Ended   time.Time
 	Calls   int
 	Usage   Usage
+	// CheckUsage and Judge are the check's spending and the built-in judge's verdict.
+	CheckUsage Usage
+	Judge      *JudgeVerdict
 }
 
 // latest is the tail's latest attempt as an Attempt.
 func (t *TailState) latest() Attempt {
 	return Attempt{N: t.Attempt, Status: t.Status, Reason: t.Reason, Detail: t.Detail, Score: t.Score,
-		Started: t.Started, Ended: t.Ended, Calls: t.Calls, Usage: t.Usage}
+		Started: t.Started, Ended: t.Ended, Calls: t.Calls, Usage: t.Usage, CheckUsage: t.CheckUsage, Judge: t.Judge}
 }
 
 // Attempts are every attempt of the tail, oldest first, the latest last.
@@ -200,6 +207,7 @@ func (s *RunState) Apply(e Event) {
 		}
 		ts.Status, ts.Reason = normalizeOutcome(f.Status, f.Reason, f.Detail)
 		ts.Detail, ts.Score, ts.Ended, ts.Calls, ts.Usage = f.Detail, f.Score, e.Time, f.Calls, f.Usage
+		ts.CheckUsage, ts.Judge = f.CheckUsage, f.Judge
 	case e.Resumed != nil:
 		// The run goes on (a resume, or a retry of a finished run): it is not finished until
 		// its next report.
@@ -232,8 +240,9 @@ type SideTally struct {
 	RetriedFrom map[string]int
 	Running     int
 	Lo, Hi      float64
-	// Usage is every attempt's.
-	Usage Usage
+	// Usage is every attempt's; CheckUsage what their checks spent (tare's judge), apart.
+	Usage      Usage
+	CheckUsage Usage
 }
 
 // Rate is the pass rate over verdicts, and false when there is none.
@@ -289,6 +298,9 @@ func (s *RunState) Tally() []SideTally {
 		}
 		o := &out[i]
 		o.Usage = o.Usage.Add(t.TotalUsage())
+		for _, a := range t.Attempts() {
+			o.CheckUsage = o.CheckUsage.Add(a.CheckUsage)
+		}
 		if t.Status == StatusRunning {
 			o.Running++
 		}

@@ -63,12 +63,16 @@ type TailResult struct {
 	Calls     int     `json:"calls"`
 	Session   string  `json:"session,omitempty"`
 	Usage     Usage   `json:"usage"`
+	// CheckUsage is what the check spent (the built-in judge's agent), never the agent's.
+	CheckUsage Usage         `json:"check_usage,omitzero"`
+	Judge      *JudgeVerdict `json:"judge,omitempty"`
 }
 
 // finished is the journal's event for a tail with this result.
 func (res TailResult) finished() *TailFinished {
 	return &TailFinished{ID: res.ID, Passed: res.Passed, Status: res.Status, Reason: res.Reason, Attempt: res.Attempt,
-		Detail: res.AgentExit + "; " + res.Check, Score: res.Score, Seconds: res.Seconds, Calls: res.Calls, Usage: res.Usage}
+		Detail: res.AgentExit + "; " + res.Check, Score: res.Score, Seconds: res.Seconds, Calls: res.Calls, Usage: res.Usage,
+		CheckUsage: res.CheckUsage, Judge: res.Judge}
 }
 
 // tailEnv is what every tail of a run shares.
@@ -231,8 +235,8 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 		res.Status = map[bool]string{true: StatusPassed, false: StatusFailed}[res.Passed]
 		return ran, "no check"
 	}
-	c := runCheck(ctx, env.recipe.Check, work, time.Duration(env.recipe.CheckTimeout*float64(time.Second)), env.recipe.CheckRoom, env.cfg.Bwrap)
-	res.Passed, res.Score = c.Passed, c.Score
+	c := runCheck(ctx, env.recipe.Check, work, time.Duration(env.recipe.CheckTimeout*float64(time.Second)), env.recipe.CheckRoom, env.cfg)
+	res.Passed, res.Score, res.CheckUsage, res.Judge = c.Passed, c.Score, c.Usage, c.Judge
 	res.Status, res.Reason = checkOutcome(c)
 	return ran, c.Detail
 }

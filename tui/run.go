@@ -47,6 +47,8 @@ func summaryPane(e *env, dir string) pane {
 		return &tallyPane{env: e, dir: dir}
 	case "swap":
 		return &swapPane{env: e, dir: dir}
+	case "judge-noise":
+		return &noisePane{env: e, dir: dir}
 	}
 	// A cliff, or a recording a later tare cliff --run analyses.
 	if _, ok := engine.CliffCurveOf(st); ok {
@@ -283,7 +285,7 @@ func (p *tailsPane) refresh() {
 	for _, id := range st.Order {
 		t := st.Tails[id]
 		finished := t.Status != engine.StatusRunning
-		if r, ok := p.done[id]; ok && finished && r.cells[3].text == statusWord(t.Status) && r.attempt == t.Attempt {
+		if r, ok := p.done[id]; ok && finished && r.cells[3].text == statusCell(t).text && r.attempt == t.Attempt {
 			rows = append(rows, r)
 			continue
 		}
@@ -303,7 +305,7 @@ func (p *tailsPane) refresh() {
 			{id, plain},
 			{t.Side, plain},
 			{from, dim},
-			{statusWord(t.Status), statusTone(statusWord(t.Status))},
+			statusCell(t),
 			{span(t.Elapsed(now)), dim},
 			{fmt.Sprint(t.Calls), plain},
 			{tokens(t.TotalUsage()), dim},
@@ -345,6 +347,8 @@ func (p *tailsPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 			return true, emit(retryMsg{p.dir, id})
 		case key.Matches(msg, k.Kill) && id != "":
 			return true, emit(killMsg{p.dir, id})
+		case key.Matches(msg, shotKey) && id != "":
+			return true, showShot(p.env.store.run(p.dir).state.Tails[id])
 		}
 	}
 	return p.t.update(k, msg)
@@ -352,5 +356,5 @@ func (p *tailsPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 
 func (p *tailsPane) help() []key.Binding {
 	k := p.env.keys
-	return []key.Binding{k.Open, k.Kill, k.Retry, k.Resume, k.Filter}
+	return append([]key.Binding{k.Open, k.Kill, k.Retry, k.Resume, k.Filter}, judgeKeys(p.env.store.run(p.dir).state)...)
 }

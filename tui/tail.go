@@ -187,6 +187,9 @@ func (v *tailView) header() string {
 	case "rerun":
 		third = s.tone(dim, "check: none; the tail is rerun after a crash")
 	}
+	if t.Judge != nil && t.Status != engine.StatusRunning {
+		third = judgeLine(s, t)
+	}
 	return first + "\n" + second + "\n" + third
 }
 
@@ -274,6 +277,8 @@ func (v *tailView) update(msg tea.KeyMsg, body rect) (bool, tea.Cmd) {
 		return true, emit(retryMsg{v.dir, v.id})
 	case key.Matches(msg, k.Kill):
 		return true, emit(killMsg{v.dir, v.id})
+	case key.Matches(msg, shotKey):
+		return true, showShot(v.state())
 	}
 	if v.onDiff && v.diff != nil {
 		var cmd tea.Cmd
@@ -285,5 +290,5 @@ func (v *tailView) update(msg tea.KeyMsg, body rect) (bool, tea.Cmd) {
 
 func (v *tailView) help() []key.Binding {
 	k := v.env.keys
-	return []key.Binding{k.Diff, k.Kill, k.Retry, k.Filter}
+	return append([]key.Binding{k.Diff, k.Kill, k.Retry, k.Filter}, judgeKeys(v.env.store.run(v.dir).state)...)
 }

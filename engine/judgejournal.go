@@ -1,0 +1,84 @@
+package engine
+
+import (
+	"fmt"
+	"path/filepath"
+)
+
+// judgeJournal is a judge-noise run's journal.jsonl, in its folder beside judgements.json,
+// so the app lists and follows it as it does every run: a side per page (its key p1, p2...,
+// its prompt the page folder), a tail per judgement (p1-1, p1-2...) whose verdict carries
+// the judge's score, and the report at the end. A nil journal writes nothing (tare judge).
+type judgeJournal struct {
+	r *run
+	o JudgeOptions
+}
+
+// JudgePageKey is the side key of the judge-noise run's page n (from 0): "p1".
+func JudgePageKey(n int) string { return fmt.Sprintf("p%d", n+1) }
+
+// openJudgeJournal starts the journal of a judge-noise run in o.Out.
+func openJudgeJournal(o JudgeOptions, judge []string, simulated bool) (*judgeJournal, error) {
+	r, err := openRun(o.Out, nil)
+	if err != nil {
+		return nil, err
+	}
+	j := &judgeJournal{r: r, o: o}
+	sides := make([]Side, len(o.Dirs))
+	for i, d := range o.Dirs {
+		sides[i] = Side{Key: JudgePageKey(i), Agent: judge[0], Args: judge[1:], Prompt: filepath.Join(d, o.Page)}
+	}
+	if err := r.emit(Event{RunStarted: &RunStarted{Kind: "judge-noise", Project: o.Dirs[0], Prompt: "judge by " + o.Rubric.Path,
+		Sides: sides, Budget: len(o.Dirs) * o.Times, Jobs: o.Jobs, Simulated: simulated}}); err != nil {
+		r.close()
+		return nil, err
+	}
+	return j, nil
+}
+
+func (j *judgeJournal) phase(name string) {
+	if j != nil {
+		_ = j.r.emit(Event{Phase: &Phase{Name: name}})
+	}
+}
+
+func judgementID(page, k int) string { return fmt.Sprintf("%s-%d", JudgePageKey(page), k+1) }
+
+func (j *judgeJournal) started(page, k int) {
+	if j != nil {
+		_ = j.r.emit(Event{TailStarted: &TailStarted{ID: judgementID(page, k), Side: JudgePageKey(page), How: "fresh"}})
+	}
+}
+
+// finished records judgement k of page: a score is passed or failed by the threshold (passed
+// without one: the judge gave a score); no score is no verdict, with the judge's error.
+func (j *judgeJournal) finished(page, k int, p PageJudgements, jd Judgement, scale [2]int) {
+	if j == nil {
+		return
+	}
+	v := &JudgeVerdict{Score: jd.Score, Threshold: j.o.Threshold, Scale: scale, Reason: jd.Reason, Error: jd.Error,
+		Screenshot: p.Screenshot, Out: j.o.Out}
+	f := &TailFinished{ID: judgementID(page, k), Seconds: jd.Seconds, Usage: jd.Usage, Score: jd.Score, Judge: v}
+	switch {
+	case jd.Score == nil:
+		f.Status, f.Reason, f.Detail = StatusNoVerdict, ReasonCheckError, "no score: "+clip(jd.Error, 200)
+	case j.o.Threshold != nil && float64(*jd.Score) < *j.o.Threshold:
+		f.Status, f.Detail = StatusFailed, fmt.Sprintf("score %d: %s", *jd.Score, clip(jd.Reason, 200))
+	default:
+		f.Passed, f.Status, f.Detail = true, StatusPassed, fmt.Sprintf("score %d: %s", *jd.Score, clip(jd.Reason, 200))
+	}
+	_ = j.r.emit(Event{TailFinished: f})
+}
+
+// done closes the run with its report, or the error that ended it.
+func (j *judgeJournal) done(report string, err error) {
+	if j == nil {
+		return
+	}
+	f := &RunFinished{Report: report}
+	if err != nil {
+		f.Error = err.Error()
+	}
+	_ = j.r.emit(Event{RunFinished: f})
+	j.r.close()
+}
