@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"tare/agent"
 	"tare/capsule"
 	"tare/engine/cliff"
 )
@@ -509,4 +510,26 @@ func CliffCurveOf(st *RunState) (c CliffCurve, ok bool) {
 		fmt.Sscan(strings.TrimPrefix(first, "cliff at step "), &c.Cliff)
 	}
 	return c, true
+}
+
+// recordingUsage is what a recording's own run spent, from the stream it left in
+// original/stdout.jsonl, priced as its tails are. ok is false when the stream cannot be
+// read: the cost is then unknown, not 0.
+func recordingUsage(dir string, rec *Recording) (Usage, bool) {
+	a, err := agent.ByName(rec.Agent)
+	if err != nil {
+		return Usage{}, false
+	}
+	f, err := os.Open(filepath.Join(dir, "original", "stdout.jsonl"))
+	if err != nil {
+		return Usage{}, false
+	}
+	defer f.Close()
+	r, err := a.ParseStream(f)
+	if err != nil {
+		return Usage{}, false
+	}
+	sessions := filepath.Join(dir, "original", "session")
+	u := runUsage(a, r, nil, sessions)
+	return usageOf(u, runModels(a, r, u, nil, sessions)...), true
 }

@@ -103,7 +103,7 @@ func TestSwapRunShowsItsTable(t *testing.T) {
 			if p {
 				status = engine.StatusPassed
 			}
-			j.at(at, engine.Event{TailStarted: &engine.TailStarted{ID: id, Side: cell[1:2], How: "handoff"}})
+			j.at(at, engine.Event{TailStarted: &engine.TailStarted{ID: id, Side: cell[1:2], Step: 4, How: "handoff"}})
 			j.at(at+sec(5), engine.Event{TailFinished: &engine.TailFinished{ID: id, Passed: p, Status: status, Seconds: 5, Calls: 2}})
 			at += time.Second * 6
 		}

@@ -82,3 +82,17 @@ func TestMover(t *testing.T) {
 		t.Errorf("Bonferroni over 6 (%.3f to %.3f) is not wider than 95%% (%.3f to %.3f)", l2, h2, l1, h1)
 	}
 }
+
+// Clopper and Pearson's exact limits, as tabulated (e.g. 0/10: upper 0.3085; 1/10:
+// 0.0025-0.4450; 5/10: 0.1871-0.8129 at 95%).
+func TestClopperPearson(t *testing.T) {
+	for _, tc := range []struct {
+		x, n   int
+		lo, hi float64
+	}{{0, 10, 0, 0.3085}, {1, 10, 0.0025, 0.4450}, {5, 10, 0.1871, 0.8129}, {3, 3, 0.2924, 1}} {
+		lo, hi := ClopperPearson(tc.x, tc.n, 0.05)
+		if !near(lo, tc.lo) || !near(hi, tc.hi) {
+			t.Errorf("ClopperPearson(%d, %d) = %.4f-%.4f, want %.4f-%.4f", tc.x, tc.n, lo, hi, tc.lo, tc.hi)
+		}
+	}
+}
