@@ -502,11 +502,16 @@ func cliffCmd() *cobra.Command {
 check. When it failed, cliff continues it from chosen steps in fresh rooms (native tails, --tails
 at a time) and finds the step after which it was lost: the tool call after which tails stop
 passing. It does not scan every step: it bisects on the pass rate and spends tails where the
-answer is still uncertain, until the cliff is pinned to one step (probability 0.95 within one
-step, both sides measured), the task shows itself beyond the model (the start's upper 95% bound
-below --gap-below: a model gap), or the budget is spent. The report's first line says which.
-Tails without a verdict (provider errors, kills) spend budget but are left out of the rates.
-Run it again with --run DIR and a bigger --budget to go on from the tails already spent.`,
+answer is still uncertain, until the cliff is pinned ("cliff at step N (p=0.97 within one
+step)": posterior 0.95 within one step, both sides measured, and one step explaining the tails
+10 times better than a steady decline), the rate is seen to fall step by step ("gradual
+decline: no single step"), the task shows itself beyond the model (the start's upper 95% bound
+below --gap-below: a model gap), or the budget is spent ("not pinned", with where the cliff
+lies). The report's first line says which. The default budget is a cap, not a price: a sharp
+cliff like the demo's is pinned in 12-24 tails, but of synthetic cliffs (rates before 0.5-0.95,
+after 0-0.3) 30 tails pin about 40% at 10 steps and 10% at 200 (README). Tails without a
+verdict (provider errors, kills) spend budget but are left out of the rates. Run it again with
+--run DIR and a bigger --budget to go on from the tails already spent.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if o.Run != "" {
 				if len(args) > 0 {
@@ -824,10 +829,12 @@ func swapCmd() *cobra.Command {
 steps) each agent continues each workspace: its own natively and by handoff, the other's by
 handoff (--handoff trail: the written steps so far; workspace: the files alone), --tails times
 each, in fresh rooms, scored by the check. Per cut the report gives the table of pass rates and
-three effects with their 95% intervals: the state effect (whose workspace, the same agents
-continuing), the model effect (which agent continues, the same workspaces) and the handoff cost
-(an agent on its own workspace, natively against by handoff), and says in words which are
-distinguishable from zero.`,
+three effects, each the mean of two differences weighed equally: the state effect (whose
+workspace, per continuing agent), the model effect (which agent continues, per workspace) and
+the handoff cost (an agent on its own workspace, natively against by handoff, per agent). It
+says in words which are distinguishable from zero, 95% family-wise: each effect's interval is
+Bonferroni-corrected over every effect measured at a cut past step 0. A cut at step 0 is shown
+as a control and makes no calls.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
