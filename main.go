@@ -784,7 +784,7 @@ func demoCliffCmd() *cobra.Command {
 		Long: fmt.Sprintf(`Extracts tare's demo project with its cliff script (the agent fixes greet.sh, runs it, then
 tidies up; one time in seven the tidying undoes the fix, at step %d) and runs tare cliff on a
 recording that took that branch (--seed %d), against tare's own model server. The report's
-first line should read "cliff at step %d".`, demo.CliffStep, demo.CliffSeed, demo.CliffStep),
+first line should begin "cliff at step %d", with the posterior it was pinned on.`, demo.CliffStep, demo.CliffSeed, demo.CliffStep),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error

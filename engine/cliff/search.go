@@ -20,6 +20,7 @@ package cliff
 import (
 	"fmt"
 	"math"
+	"sort"
 
 	"tare/engine/stats"
 )
@@ -189,10 +190,12 @@ func Decide(cfg Config, obs map[int]Count) Decision {
 	near := post.Within(d.Hi, 1)
 	d.Near = near
 	weighed := false
+	var lin []float64 // linearLogs, once weighed
 	weigh = func() {
 		// With one step there is nothing between a step and a decline to tell apart.
 		if !weighed && cfg.Steps > 1 {
-			d.StepOdds = math.Exp(logStep - logLinear(cfg.Steps, obs))
+			lin = linearLogs(cfg.Steps, obs)
+			d.StepOdds = math.Exp(logStep - logLinear(lin))
 		}
 		weighed = true
 	}
@@ -222,7 +225,7 @@ func Decide(cfg Config, obs map[int]Count) Decision {
 		// Sure of the step only if there is a step: a steady decline also puts the boundary
 		// of "looks like the start" and "looks like the end" somewhere. Tails go where the
 		// two explanations disagree most.
-		s := checkStep(cfg, obs, d.Hi)
+		s := checkStep(cfg, obs, d.Hi, linearFit(cfg.Steps, lin))
 		return want(s, fmt.Sprintf("step %d would be the cliff (%.2f within one step), but a steady decline explains the tails about as well (odds %s for a step); measuring step %d", d.Hi, near, odds(d.StepOdds), s))
 	}
 	lo, hi := post.Range(0.05)
@@ -356,7 +359,7 @@ func odds(bf float64) string {
 // checkStep is where tails tell a cliff at c from a steady decline best: of c-1, c and the
 // middles of the stretches on either side, the step whose pass rate the two explanations,
 // each fitted to the tails so far, predict most differently.
-func checkStep(cfg Config, obs map[int]Count, c int) int {
+func checkStep(cfg Config, obs map[int]Count, c int, lin func(int) float64) int {
 	var bx, bn, ax, an int
 	for s, n := range obs {
 		if s < c {
@@ -366,7 +369,6 @@ func checkStep(cfg Config, obs map[int]Count, c int) int {
 		}
 	}
 	before, after := float64(bx+1)/float64(bn+2), float64(ax+1)/float64(an+2)
-	lin := linearFit(cfg.Steps, obs)
 	best, bestGap := c, -1.0
 	for _, s := range []int{c - 1, c, (c - 1) / 2, (c + cfg.Steps + 1) / 2} {
 		if s < 0 || s > cfg.Steps {
@@ -389,18 +391,29 @@ const linearGrid = 24
 // linearLogs is, for every pair of grid rates (the rate at the start, at the last step), the
 // log probability of the tails when the rate moves in a straight line from one to the other.
 func linearLogs(steps int, obs map[int]Count) []float64 {
+	type seen struct{ at, pass, fail float64 }
+	var measured []seen
+	for s, c := range obs {
+		if s >= 0 && s <= steps && c.Verdicts > 0 {
+			measured = append(measured, seen{float64(s) / float64(steps), float64(c.Passed), float64(c.Verdicts - c.Passed)})
+		}
+	}
+	// In step order, so the sums (and so the decisions) do not depend on the map's order.
+	sort.Slice(measured, func(i, j int) bool { return measured[i].at < measured[j].at })
 	logs := make([]float64, 0, linearGrid*linearGrid)
 	for i := range linearGrid {
 		p0 := (float64(i) + 0.5) / linearGrid
 		for j := range linearGrid {
 			p1 := (float64(j) + 0.5) / linearGrid
 			l := 0.0
-			for s, c := range obs {
-				if s < 0 || s > steps || c.Verdicts == 0 {
-					continue
+			for _, m := range measured {
+				p := p0 + (p1-p0)*m.at
+				if m.pass > 0 {
+					l += m.pass * math.Log(p)
 				}
-				p := p0 + (p1-p0)*float64(s)/float64(steps)
-				l += float64(c.Passed)*math.Log(p) + float64(c.Verdicts-c.Passed)*math.Log1p(-p)
+				if m.fail > 0 {
+					l += m.fail * math.Log1p(-p)
+				}
 			}
 			logs = append(logs, l)
 		}
@@ -408,11 +421,10 @@ func linearLogs(steps int, obs map[int]Count) []float64 {
 	return logs
 }
 
-// logLinear is the log probability of the tails (one particular sequence, as logMarginal)
+// logLinear is, from linearLogs, the log probability of the tails (one particular sequence, as logMarginal)
 // when the pass rate falls (or rises) in a straight line from the start to the last step,
 // both ends' rates uniform a priori and integrated out.
-func logLinear(steps int, obs map[int]Count) float64 {
-	logs := linearLogs(steps, obs)
+func logLinear(logs []float64) float64 {
 	peak := math.Inf(-1)
 	for _, l := range logs {
 		peak = math.Max(peak, l)
@@ -424,10 +436,9 @@ func logLinear(steps int, obs map[int]Count) float64 {
 	return peak + math.Log(sum/float64(len(logs)))
 }
 
-// linearFit is the steady decline's predicted pass rate at each step, averaged over its rates
+// linearFit is, from linearLogs, the steady decline's predicted pass rate at each step, averaged over its rates
 // as the tails weigh them.
-func linearFit(steps int, obs map[int]Count) func(s int) float64 {
-	logs := linearLogs(steps, obs)
+func linearFit(steps int, logs []float64) func(s int) float64 {
 	peak := math.Inf(-1)
 	for _, l := range logs {
 		peak = math.Max(peak, l)
