@@ -509,6 +509,9 @@ type CliffCurve struct {
 	Counts map[int]cliff.Count
 	// Cliff is the step the report names ("cliff at step N"), 0 before.
 	Cliff int
+	// Verdict is the report's first line once there is one ("gradual decline: no single
+	// step", "not pinned: ..."), "" before.
+	Verdict string
 	// Calls are the recording's tool calls, in order.
 	Calls []ToolCall
 }
@@ -536,7 +539,9 @@ func CliffCurveOf(st *RunState) (c CliffCurve, ok bool) {
 			c.Steps = max(c.Steps, t.Step)
 		}
 	}
-	if first, _, _ := strings.Cut(st.Report, "\n"); strings.HasPrefix(first, "cliff at step ") {
+	first, _, _ := strings.Cut(st.Report, "\n")
+	c.Verdict = Printable(first)
+	if strings.HasPrefix(first, "cliff at step ") {
 		fmt.Sscan(strings.TrimPrefix(first, "cliff at step "), &c.Cliff)
 	}
 	return c, true

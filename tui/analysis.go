@@ -148,6 +148,10 @@ func cliffCaption(c engine.CliffCurve) string {
 		}
 		return fmt.Sprintf("▲ cliff at step %d%s", c.Cliff, call)
 	}
+	if c.Verdict != "" {
+		// A search that named no cliff says what it found instead.
+		return fmt.Sprintf("%s · %d tails, %d with a verdict", c.Verdict, tails, verdicts)
+	}
 	return fmt.Sprintf("%d tails, %d with a verdict, from %d steps", tails, verdicts, len(c.Counts))
 }
 

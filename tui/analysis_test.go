@@ -121,3 +121,21 @@ func TestSwapRunShowsItsTable(t *testing.T) {
 	}
 	golden.RequireEqual(t, []byte(view))
 }
+
+// A cliff search that named no cliff says what it found under the curve instead: a gradual
+// decline is not left looking like a search still under way.
+func TestCliffCaptionSaysWhatItFound(t *testing.T) {
+	st := &engine.RunState{Kind: "cliff", Tails: map[string]*engine.TailState{}, Report: "gradual decline: no single step\n  task      x\n",
+		Original: []engine.ToolCall{{Tool: "Bash"}, {Tool: "Bash"}, {Tool: "Bash"}}}
+	for i, status := range []string{engine.StatusPassed, engine.StatusFailed} {
+		id := fmt.Sprintf("cliff-%d-0", 3*i)
+		st.Tails[id] = &engine.TailState{ID: id, Step: 3 * i, Status: status}
+	}
+	c, ok := engine.CliffCurveOf(st)
+	if !ok {
+		t.Fatal("not read as a cliff")
+	}
+	if chart := cliffChart(asciiStyles(), c, 60, 9); !strings.Contains(chart, "gradual decline: no single step · 2 tails, 2 with a verdict") {
+		t.Errorf("the caption does not say what the search found:\n%s", chart)
+	}
+}
