@@ -909,8 +909,11 @@ func demoSwapCmd() *cobra.Command {
 		Long: fmt.Sprintf(`Extracts tare's demo project with its swap script (the agent fixes greet.sh and one time in
 five adds a settings file that breaks it for good) and runs tare swap on it with claude and
 codex against tare's own model server (--seed %d: original a adds the file, original b does
-not). Both agents follow one script, so at the last cut the report shows a state effect and no
-model effect.`, demo.SwapSeed),
+not), at cuts 0 (a control: both workspaces the untouched project) and 1 (the end of each
+run). Both agents follow one script, so at the last cut the report shows a state effect and no
+model effect. Two cuts, not the three of tare swap's default: each cut past step 0 adds three
+calls to correct for, and with three tails a cell the demo's state effect stands out of the
+intervals corrected for three calls, not always of those corrected for six.`, demo.SwapSeed),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
@@ -924,7 +927,7 @@ model effect.`, demo.SwapSeed),
 			}
 			o.A, o.B, o.Out = engine.Side{Agent: "claude"}, engine.Side{Agent: "codex"}, filepath.Join(o.Config.StateDir, "swap", name)
 			o.Prompt, o.Check, o.Project, o.Script = demo.Task, demo.Check, paths.Project, paths.SwapScript
-			o.Cuts, o.Handoff = []float64{0, 0.5, 1}, "trail"
+			o.Cuts, o.Handoff = []float64{0, 1}, "trail"
 			o.CheckTimeout, o.AgentTimeout = time.Minute, 10*time.Minute
 			o.Argv, o.Version = os.Args[1:], version()
 			return swap(cmd.Context(), o, asJSON)
