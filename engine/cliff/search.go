@@ -218,7 +218,10 @@ func Decide(cfg Config, obs map[int]Count) Decision {
 	}
 	if near >= PinnedMass && (cfg.Steps == 1 || d.StepOdds >= StepOdds) {
 		d.Kind = Pinned
-		d.Why = fmt.Sprintf("step %d is the cliff with probability %.2f, within one step %.2f; one step explains the tails %s better than a steady decline", d.Hi, d.Probability, near, odds(d.StepOdds))
+		d.Why = fmt.Sprintf("step %d is the cliff with probability %.2f, within one step %.2f", d.Hi, d.Probability, near)
+		if cfg.Steps > 1 {
+			d.Why += fmt.Sprintf("; odds %s for one step over a steady decline", odds(d.StepOdds))
+		}
 		return d
 	}
 	if near >= PinnedMass {
@@ -226,7 +229,7 @@ func Decide(cfg Config, obs map[int]Count) Decision {
 		// of "looks like the start" and "looks like the end" somewhere. Tails go where the
 		// two explanations disagree most.
 		s := checkStep(cfg, obs, d.Hi, linearFit(cfg.Steps, lin))
-		return want(s, fmt.Sprintf("step %d would be the cliff (%.2f within one step), but a steady decline explains the tails about as well (odds %s for a step); measuring step %d", d.Hi, near, odds(d.StepOdds), s))
+		return want(s, fmt.Sprintf("step %d would be the cliff (%.2f within one step), but a steady decline explains the tails about as well (odds %s for one step, %g:1 wanted); measuring step %d", d.Hi, near, odds(d.StepOdds), StepOdds, s))
 	}
 	lo, hi := post.Range(0.05)
 	return want(bestStep(cfg, obs, post), fmt.Sprintf("the cliff lies between step %d and %d (90%%); most likely %d (%.2f)", lo, hi, d.Hi, d.Probability))
@@ -348,12 +351,12 @@ const (
 	GradualStopOdds = 20.0
 )
 
-// odds writes a Bayes factor for reports: "12x", or "1/4" when it favours the other side.
+// odds writes a Bayes factor for reports: "12:1", or "1:4" when it favours the other side.
 func odds(bf float64) string {
 	if bf >= 1 {
-		return fmt.Sprintf("%.3gx", bf)
+		return fmt.Sprintf("%.3g:1", bf)
 	}
-	return fmt.Sprintf("1/%.3g times", 1/bf)
+	return fmt.Sprintf("1:%.3g", 1/bf)
 }
 
 // checkStep is where tails tell a cliff at c from a steady decline best: of c-1, c and the
