@@ -508,7 +508,7 @@ step)": posterior 0.95 within one step, both sides measured, and one step explai
 decline: no single step"), the task shows itself beyond the model (the start's upper 95% bound
 below --gap-below: a model gap), or the budget is spent ("not pinned", with where the cliff
 lies). The report's first line says which. The default budget is a cap, not a price: a sharp
-cliff like the demo's is pinned in 12-24 tails, but of synthetic cliffs (rates before 0.5-0.95,
+cliff like the demo's is pinned in 15-30 tails, but of synthetic cliffs (rates before 0.5-0.95,
 after 0-0.3) 30 tails pin about 40% at 10 steps and 10% at 200 (README). Tails without a
 verdict (provider errors, kills) spend budget but are left out of the rates. Run it again with
 --run DIR and a bigger --budget to go on from the tails already spent.`,
