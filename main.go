@@ -502,11 +502,16 @@ func cliffCmd() *cobra.Command {
 check. When it failed, cliff continues it from chosen steps in fresh rooms (native tails, --tails
 at a time) and finds the step after which it was lost: the tool call after which tails stop
 passing. It does not scan every step: it bisects on the pass rate and spends tails where the
-answer is still uncertain, until the cliff is pinned to one step (probability 0.95 within one
-step, both sides measured), the task shows itself beyond the model (the start's upper 95% bound
-below --gap-below: a model gap), or the budget is spent. The report's first line says which.
-Tails without a verdict (provider errors, kills) spend budget but are left out of the rates.
-Run it again with --run DIR and a bigger --budget to go on from the tails already spent.`,
+answer is still uncertain, until the cliff is pinned ("cliff at step N (p=0.97 within one
+step)": posterior 0.95 within one step, both sides measured, and one step explaining the tails
+10 times better than a steady decline), the rate is seen to fall step by step ("gradual
+decline: no single step"), the task shows itself beyond the model (the start's upper 95% bound
+below --gap-below: a model gap), or the budget is spent ("not pinned", with where the cliff
+lies). The report's first line says which. The default budget is a cap, not a price: a sharp
+cliff like the demo's is pinned in 15-30 tails, but of synthetic cliffs (rates before 0.5-0.95,
+after 0-0.3) 30 tails pin about 40% at 10 steps and 10% at 200 (README). Tails without a
+verdict (provider errors, kills) spend budget but are left out of the rates. Run it again with
+--run DIR and a bigger --budget to go on from the tails already spent.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if o.Run != "" {
 				if len(args) > 0 {
@@ -779,7 +784,7 @@ func demoCliffCmd() *cobra.Command {
 		Long: fmt.Sprintf(`Extracts tare's demo project with its cliff script (the agent fixes greet.sh, runs it, then
 tidies up; one time in seven the tidying undoes the fix, at step %d) and runs tare cliff on a
 recording that took that branch (--seed %d), against tare's own model server. The report's
-first line should read "cliff at step %d".`, demo.CliffStep, demo.CliffSeed, demo.CliffStep),
+first line should begin "cliff at step %d", with the posterior it was pinned on.`, demo.CliffStep, demo.CliffSeed, demo.CliffStep),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
@@ -824,10 +829,12 @@ func swapCmd() *cobra.Command {
 steps) each agent continues each workspace: its own natively and by handoff, the other's by
 handoff (--handoff trail: the written steps so far; workspace: the files alone), --tails times
 each, in fresh rooms, scored by the check. Per cut the report gives the table of pass rates and
-three effects with their 95% intervals: the state effect (whose workspace, the same agents
-continuing), the model effect (which agent continues, the same workspaces) and the handoff cost
-(an agent on its own workspace, natively against by handoff), and says in words which are
-distinguishable from zero.`,
+three effects, each the mean of two differences weighed equally: the state effect (whose
+workspace, per continuing agent), the model effect (which agent continues, per workspace) and
+the handoff cost (an agent on its own workspace, natively against by handoff, per agent). It
+says in words which are distinguishable from zero, 95% family-wise: each effect's interval is
+Bonferroni-corrected over every effect measured at a cut past step 0. A cut at step 0 is shown
+as a control and makes no calls.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
@@ -902,8 +909,11 @@ func demoSwapCmd() *cobra.Command {
 		Long: fmt.Sprintf(`Extracts tare's demo project with its swap script (the agent fixes greet.sh and one time in
 five adds a settings file that breaks it for good) and runs tare swap on it with claude and
 codex against tare's own model server (--seed %d: original a adds the file, original b does
-not). Both agents follow one script, so at the last cut the report shows a state effect and no
-model effect.`, demo.SwapSeed),
+not), at cuts 0 (a control: both workspaces the untouched project) and 1 (the end of each
+run). Both agents follow one script, so at the last cut the report shows a state effect and no
+model effect. Two cuts, not the three of tare swap's default: each cut past step 0 adds three
+calls to correct for, and with three tails a cell the demo's state effect stands out of the
+intervals corrected for three calls, not always of those corrected for six.`, demo.SwapSeed),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
@@ -917,7 +927,7 @@ model effect.`, demo.SwapSeed),
 			}
 			o.A, o.B, o.Out = engine.Side{Agent: "claude"}, engine.Side{Agent: "codex"}, filepath.Join(o.Config.StateDir, "swap", name)
 			o.Prompt, o.Check, o.Project, o.Script = demo.Task, demo.Check, paths.Project, paths.SwapScript
-			o.Cuts, o.Handoff = []float64{0, 0.5, 1}, "trail"
+			o.Cuts, o.Handoff = []float64{0, 1}, "trail"
 			o.CheckTimeout, o.AgentTimeout = time.Minute, 10*time.Minute
 			o.Argv, o.Version = os.Args[1:], version()
 			return swap(cmd.Context(), o, asJSON)

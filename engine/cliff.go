@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"tare/agent"
 	"tare/capsule"
 	"tare/engine/cliff"
 )
@@ -45,15 +46,21 @@ type cliffSettings struct {
 
 // CliffResult is what a cliff found, as --json gives it.
 type CliffResult struct {
-	// Result is "pinned", "not pinned", "model gap", "no cliff" or "passed" (the recording
-	// itself passed its check: nothing to look for).
+	// Result is "pinned", "not pinned", "gradual decline", "model gap", "no cliff" or
+	// "passed" (the recording itself passed its check: nothing to look for).
 	Result string `json:"result"`
 	// Step is the cliff (pinned) or the most likely one (not pinned).
 	Step int `json:"step,omitempty"`
 	// Lo and Hi: for "not pinned", the steps the cliff lies between.
-	Lo          int        `json:"lo,omitempty"`
-	Hi          int        `json:"hi,omitempty"`
+	Lo int `json:"lo,omitempty"`
+	Hi int `json:"hi,omitempty"`
+	// Probability is the posterior probability that the cliff is at Step, Near that it is
+	// within one step of it (pinned means Near >= 0.95), both given that the rate falls at
+	// one step; StepOdds is how many times better one step explains the tails than a
+	// steady decline (a Bayes factor).
 	Probability float64    `json:"probability,omitempty"`
+	Near        float64    `json:"within_one_step,omitempty"`
+	StepOdds    float64    `json:"step_odds,omitempty"`
 	Before      *StepRate  `json:"before,omitempty"`
 	After       *StepRate  `json:"after,omitempty"`
 	Call        string     `json:"call,omitempty"`
@@ -63,10 +70,13 @@ type CliffResult struct {
 	Budget      int        `json:"budget"`
 	NoVerdict   int        `json:"no_verdict"`
 	Steps       []StepRate `json:"steps"`
-	Cost        float64    `json:"cost"`
-	CostKnown   bool       `json:"cost_known"`
-	Simulated   bool       `json:"simulated,omitempty"`
-	Recording   string     `json:"recording_check,omitempty"`
+	// Cost is the recording's and the tails' together.
+	Cost          float64 `json:"cost"`
+	RecordingCost float64 `json:"recording_cost"`
+	TailsCost     float64 `json:"tails_cost"`
+	CostKnown     bool    `json:"cost_known"`
+	Simulated     bool    `json:"simulated,omitempty"`
+	Recording     string  `json:"recording_check,omitempty"`
 }
 
 // StepRate is the tails from one step: their pass rate over verdicts, with its Wilson 95%
@@ -204,6 +214,13 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 	if err := r.emit(Event{Phase: &Phase{Name: "cliff: the recording " + verdict.Detail}}); err != nil {
 		return nil, err
 	}
+	res.RecordingCost, res.CostKnown = 0, true
+	if u, ok := recordingUsage(dir, recording); ok && len(u.Unpriced) == 0 {
+		res.RecordingCost = u.Cost
+	} else {
+		res.RecordingCost, res.CostKnown = u.Cost, false
+	}
+	res.Cost = res.RecordingCost
 	if verdict.Passed {
 		res.Result, res.Why = "passed", "the recording passed its check ("+verdict.Detail+"): there is no cliff to find"
 		return res, finishCliff(r, recipe, recording, res)
@@ -322,26 +339,28 @@ func fillCliffResult(res *CliffResult, d cliff.Decision, store *capsule.Store, r
 		res.NoVerdict += obs[s].Tails - obs[s].Verdicts
 	}
 	res.Spent, res.Why = d.Spent, d.Why
-	res.Cost, res.CostKnown = 0, true
+	res.TailsCost = 0
 	for id, t := range st.Tails {
 		if strings.HasPrefix(id, cliffPrefix) {
 			u := t.TotalUsage() // every attempt's
-			res.Cost += u.Cost
+			res.TailsCost += u.Cost
 			if len(u.Unpriced) > 0 {
 				res.CostKnown = false
 			}
 		}
 	}
+	res.Cost = res.RecordingCost + res.TailsCost
 	res.Result = d.Kind.String()
+	res.StepOdds = d.StepOdds
 	switch d.Kind {
 	case cliff.Pinned, cliff.NotPinned:
 		if d.Kind == cliff.NotPinned {
 			post := cliff.Posterior(len(rec.Steps), obs)
 			res.Lo, res.Hi = post.Range(0.05)
 			d.Hi = post.MostLikely()
-			d.Lo, d.Probability = d.Hi-1, post.Within(d.Hi, 0)
+			d.Lo, d.Probability, d.Near = d.Hi-1, post.Within(d.Hi, 0), post.Within(d.Hi, 1)
 		}
-		res.Step, res.Probability = d.Hi, d.Probability
+		res.Step, res.Probability, res.Near = d.Hi, d.Probability, d.Near
 		res.Before, res.After = stepRate(d.Hi-1, obs[d.Hi-1]), stepRate(d.Hi, obs[d.Hi])
 		res.Call = Printable(rec.Steps[d.Hi-1].Tool)
 		if changes, err := store.Diff(rec.Capsules[d.Hi-1], rec.Capsules[d.Hi]); err == nil {
@@ -369,13 +388,21 @@ func finishCliff(r *run, recipe *Recipe, rec *Recording, res *CliffResult) error
 func CliffReport(recipe *Recipe, rec *Recording, res *CliffResult) string {
 	var b strings.Builder
 	rate := func(s *StepRate) string {
+		switch {
+		case s.Tails == 0:
+			return fmt.Sprintf("step %d: not measured", s.Step)
+		case s.Verdicts == 0:
+			return fmt.Sprintf("step %d: not measured (%d tails, none with a verdict)", s.Step, s.Tails)
+		}
 		return fmt.Sprintf("step %d: %d/%d passed (%.2f, 95%% interval %.2f-%.2f)", s.Step, s.Passed, s.Verdicts, s.Rate, s.Lo, s.Hi)
 	}
 	switch res.Result {
 	case "pinned":
-		fmt.Fprintf(&b, "cliff at step %d\n", res.Step)
+		fmt.Fprintf(&b, "cliff at step %d (p=%.2f within one step)\n", res.Step, res.Near)
 	case "not pinned":
 		fmt.Fprintf(&b, "not pinned: between step %d and %d (most likely %d, probability %.2f)\n", res.Lo, res.Hi, res.Step, res.Probability)
+	case "gradual decline":
+		b.WriteString("gradual decline: no single step\n")
 	case "model gap":
 		b.WriteString("no cliff: model gap\n")
 	case "no cliff":
@@ -389,6 +416,10 @@ func CliffReport(recipe *Recipe, rec *Recording, res *CliffResult) string {
 	}
 	if res.Before != nil {
 		fmt.Fprintf(&b, "  before    %s\n  after     %s\n", rate(res.Before), rate(res.After))
+		if res.Before.Verdicts > 0 && res.After.Verdicts > 0 && res.Before.Lo <= res.After.Hi {
+			// Pinned is a posterior over every tail, not a test of these two steps alone.
+			b.WriteString("  note      these two intervals overlap: the step is named from all the tails (the start's and the end's too), not from these two steps alone\n")
+		}
 		fmt.Fprintf(&b, "  the call  %s\n", res.Call)
 		if len(res.Changes) == 0 {
 			b.WriteString("  changed   no files\n")
@@ -417,15 +448,15 @@ func CliffReport(recipe *Recipe, rec *Recording, res *CliffResult) string {
 			parts = append(parts, fmt.Sprintf("%d: %d/%d", s.Step, s.Passed, s.Verdicts))
 		}
 		fmt.Fprintf(&b, "  per step  %s\n", strings.Join(parts, " · "))
-		cost := fmt.Sprintf("$%.4f (tare's prices)", res.Cost)
-		if !res.CostKnown {
-			cost = "unknown (a model tare has no price for)"
-		}
-		if res.Simulated {
-			cost += " · simulated: tare's model server, no money spent"
-		}
-		fmt.Fprintf(&b, "  cost      %s\n", cost)
 	}
+	cost := fmt.Sprintf("recording $%.4f + tails $%.4f = $%.4f (tare's prices)", res.RecordingCost, res.TailsCost, res.Cost)
+	if !res.CostKnown {
+		cost = fmt.Sprintf("unknown (a model tare has no price for, or the recording's stream is unreadable; priced: recording $%.4f + tails $%.4f)", res.RecordingCost, res.TailsCost)
+	}
+	if res.Simulated {
+		cost += " · simulated: tare's model server, no money spent"
+	}
+	fmt.Fprintf(&b, "  cost      %s\n", cost)
 	return b.String()
 }
 
@@ -478,6 +509,9 @@ type CliffCurve struct {
 	Counts map[int]cliff.Count
 	// Cliff is the step the report names ("cliff at step N"), 0 before.
 	Cliff int
+	// Verdict is the report's first line once there is one ("gradual decline: no single
+	// step", "not pinned: ..."), "" before.
+	Verdict string
 	// Calls are the recording's tool calls, in order.
 	Calls []ToolCall
 }
@@ -505,8 +539,32 @@ func CliffCurveOf(st *RunState) (c CliffCurve, ok bool) {
 			c.Steps = max(c.Steps, t.Step)
 		}
 	}
-	if first, _, _ := strings.Cut(st.Report, "\n"); strings.HasPrefix(first, "cliff at step ") {
+	first, _, _ := strings.Cut(st.Report, "\n")
+	c.Verdict = Printable(first)
+	if strings.HasPrefix(first, "cliff at step ") {
 		fmt.Sscan(strings.TrimPrefix(first, "cliff at step "), &c.Cliff)
 	}
 	return c, true
+}
+
+// recordingUsage is what a recording's own run spent, from the stream it left in
+// original/stdout.jsonl, priced as its tails are. ok is false when the stream cannot be
+// read: the cost is then unknown, not 0.
+func recordingUsage(dir string, rec *Recording) (Usage, bool) {
+	a, err := agent.ByName(rec.Agent)
+	if err != nil {
+		return Usage{}, false
+	}
+	f, err := os.Open(filepath.Join(dir, "original", "stdout.jsonl"))
+	if err != nil {
+		return Usage{}, false
+	}
+	defer f.Close()
+	r, err := a.ParseStream(f)
+	if err != nil {
+		return Usage{}, false
+	}
+	sessions := filepath.Join(dir, "original", "session")
+	u := runUsage(a, r, nil, sessions)
+	return usageOf(u, runModels(a, r, u, nil, sessions)...), true
 }

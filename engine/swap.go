@@ -69,36 +69,88 @@ type SwapCell struct {
 	StepRate
 }
 
-// SwapEffect is a difference of pass rates with its 95% interval (Newcombe's).
+// SwapEffect is one effect at one cut: the mean of two differences of pass rates (Parts),
+// each between two cells that differ only in what the effect is about, the two weighed
+// equally. Pooling the cells' tails instead would let a cell with more verdicts outweigh its
+// partner, and uneven no-verdicts would then turn a model effect into a state effect that is
+// not there. The interval is MOVER's (Zou and Donner) on the four cells' exact
+// (Clopper-Pearson) intervals, at the level the swap's family of calls sets (SwapFamily).
 type SwapEffect struct {
 	Name        string  `json:"name"`
 	Diff        float64 `json:"diff"`
 	Lo          float64 `json:"lo"`
 	Hi          float64 `json:"hi"`
 	Significant bool    `json:"distinguishable"`
+	// Measured: every cell the effect needs has a verdict. An effect that is not has no
+	// estimate (Diff 0, the interval -1 to 1) and is never distinguishable.
+	Measured bool `json:"measured"`
 	// Meaning says which rates are compared, in words.
 	Meaning string `json:"meaning"`
+	// Parts are the two differences the effect is the mean of: the state effect per
+	// continuing agent, the model effect per workspace, the handoff cost per agent.
+	Parts []SwapPart `json:"parts"`
+}
+
+// SwapPart is one of an effect's two differences, with its interval at the family's level.
+// The parts are shown, not called: only the effects count among the calls.
+type SwapPart struct {
+	Name     string  `json:"name"`
+	Diff     float64 `json:"diff"`
+	Lo       float64 `json:"lo"`
+	Hi       float64 `json:"hi"`
+	Measured bool    `json:"measured"`
 }
 
 // SwapCut is one cut's table and effects.
 type SwapCut struct {
-	Cut     float64      `json:"cut"`
-	StepA   int          `json:"step_a"`
-	StepB   int          `json:"step_b"`
+	Cut   float64 `json:"cut"`
+	StepA int     `json:"step_a"`
+	StepB int     `json:"step_b"`
+	// Control: both workspaces are the untouched project (step 0), so a state effect here
+	// can only be noise. Its effects are shown but make no calls and do not count among
+	// the family's.
+	Control bool `json:"control"`
+	// Level is the confidence of each effect's interval: 1 - alpha/calls (SwapFamily).
+	Level   float64      `json:"level"`
 	Cells   []SwapCell   `json:"cells"`
 	Effects []SwapEffect `json:"effects"`
 }
 
+// Cell is the cut's cell of workspace ws continued by agent who, natively or by handoff.
+func (c SwapCut) Cell(ws, who, how string) (SwapCell, bool) {
+	for _, x := range c.Cells {
+		if x.Workspace == ws && x.Agent == who && x.How == how {
+			return x, true
+		}
+	}
+	return SwapCell{}, false
+}
+
+// SwapFamily is how swap keeps its calls honest together: every measured effect at a cut
+// that is not a control is one call ("distinguishable from zero"), and each interval is
+// made at 1 - Alpha/Calls (Bonferroni), so the chance that any call is made where no effect
+// is real stays at most Alpha.
+type SwapFamily struct {
+	Method string  `json:"method"`
+	Alpha  float64 `json:"alpha"`
+	Calls  int     `json:"calls"`
+	Level  float64 `json:"level"`
+}
+
 // SwapResult is what swap found, as --json gives it.
 type SwapResult struct {
-	A         string    `json:"a"`
-	B         string    `json:"b"`
-	Handoff   string    `json:"handoff"`
-	Cuts      []SwapCut `json:"cuts"`
-	NoVerdict int       `json:"no_verdict"`
-	Cost      float64   `json:"cost"`
-	CostKnown bool      `json:"cost_known"`
-	Simulated bool      `json:"simulated,omitempty"`
+	A         string     `json:"a"`
+	B         string     `json:"b"`
+	Handoff   string     `json:"handoff"`
+	Cuts      []SwapCut  `json:"cuts"`
+	Family    SwapFamily `json:"family"`
+	NoVerdict int        `json:"no_verdict"`
+	// Cost is the two recordings' and the tails' together.
+	Cost          float64 `json:"cost"`
+	RecordingCost float64 `json:"recording_cost"`
+	TailsCost     float64 `json:"tails_cost"`
+	CostKnown     bool    `json:"cost_known"`
+	Simulated     bool    `json:"simulated,omitempty"`
 }
 
 // Swap runs the analysis and returns its run directory and result; the report is in
@@ -262,7 +314,7 @@ func runSwap(ctx context.Context, r *run, rec *Recipe, set swapSettings, install
 	if err := runJobs(ctx, set.Jobs, todo, func(ctx context.Context, spec tailSpec) error { return runTail(ctx, envOf[spec.ID], spec) }); err != nil {
 		return nil, err
 	}
-	res := swapResult(rec, set, recs, r.snapshot())
+	res := swapResult(r.dir, rec, set, recs, r.snapshot())
 	report := SwapReport(rec, res)
 	if err := capsule.WriteFileAtomic(filepath.Join(r.dir, "report.txt"), []byte(report), 0o644); err != nil {
 		return nil, err
@@ -278,13 +330,14 @@ func runSwap(ctx context.Context, r *run, rec *Recipe, set swapSettings, install
 func cutStep(cut float64, steps int) int { return int(math.Round(cut * float64(steps))) }
 
 // swapResult counts each cell's tails and works out the effects.
-func swapResult(rec *Recipe, set swapSettings, recs map[string]*Recording, st *RunState) *SwapResult {
+func swapResult(runDir string, rec *Recipe, set swapSettings, recs map[string]*Recording, st *RunState) *SwapResult {
 	res := &SwapResult{A: sideLabel(rec.Sides[0]), B: sideLabel(rec.Sides[1]), Handoff: set.Handoff, CostKnown: true, Simulated: rec.ScriptText != ""}
 	table := SwapTable(st)
+	res.Family = SwapFamilyOf(table)
 	for ci, cut := range set.Cuts {
 		c := SwapCut{Cut: cut, StepA: cutStep(cut, len(recs["a"].Steps)), StepB: cutStep(cut, len(recs["b"].Steps))}
 		if ci < len(table) {
-			c.Cells, c.Effects = table[ci].Cells, table[ci].Effects
+			c.Cells, c.Effects, c.Control = table[ci].Cells, table[ci].Effects, table[ci].Control
 		}
 		for _, cell := range c.Cells {
 			res.NoVerdict += cell.NoVerdict
@@ -294,12 +347,20 @@ func swapResult(rec *Recipe, set swapSettings, recs map[string]*Recording, st *R
 	for id, t := range st.Tails {
 		if swapTailID.MatchString(id) {
 			u := t.TotalUsage() // every attempt's
-			res.Cost += u.Cost
+			res.TailsCost += u.Cost
 			if len(u.Unpriced) > 0 {
 				res.CostKnown = false
 			}
 		}
 	}
+	for _, side := range rec.Sides {
+		u, ok := recordingUsage(filepath.Join(runDir, side.Key), recs[side.Key])
+		res.RecordingCost += u.Cost
+		if !ok || len(u.Unpriced) > 0 {
+			res.CostKnown = false
+		}
+	}
+	res.Cost = res.RecordingCost + res.TailsCost
 	return res
 }
 
@@ -308,9 +369,11 @@ var swapTailID = regexp.MustCompile(`^c(\d+)-([ab])([ab])-([nh])-\d+$`)
 
 // SwapTable is a swap run's cells and effects per cut, from its tails as the journal has
 // them (the first verdict of each; no verdict left out), so the report and the app agree.
-// Cut and the steps are left for the caller, who knows the recipe.
+// Cut and the steps are left for the caller, who knows the recipe; a cut is a control when
+// all its tails start from step 0.
 func SwapTable(st *RunState) []SwapCut {
 	counts := map[int]map[string]*StepRate{}
+	moved := map[int]bool{} // cuts with a tail from past step 0
 	last := -1
 	for id, t := range st.Tails {
 		m := swapTailID.FindStringSubmatch(id)
@@ -323,6 +386,7 @@ func SwapTable(st *RunState) []SwapCut {
 		if counts[ci] == nil {
 			counts[ci] = map[string]*StepRate{}
 		}
+		moved[ci] = moved[ci] || t.Step > 0
 		key := m[2] + m[3] + m[4]
 		n := counts[ci][key]
 		if n == nil {
@@ -340,67 +404,128 @@ func SwapTable(st *RunState) []SwapCut {
 			}
 		}
 	}
-	var cuts []SwapCut
-	for ci := 0; ci <= last; ci++ {
-		var c SwapCut
-		get := func(k string) *StepRate {
-			if n := counts[ci][k]; n != nil {
-				return n
-			}
-			return &StepRate{}
+	table := make([]map[string]StepRate, last+1)
+	control := make([]bool, last+1)
+	for ci := range table {
+		table[ci] = map[string]StepRate{}
+		for k, n := range counts[ci] {
+			table[ci][k] = *n
 		}
+		control[ci] = !moved[ci]
+	}
+	return swapCuts(table, control)
+}
+
+// swapEffects are the three effects, each the mean of two differences of cells (keys
+// workspace, agent, n(ative) or h(andoff)). The state and model effects compare handoff
+// cells only, so that how a tail continues does not pass for either.
+var swapEffects = []struct {
+	name, meaning string
+	parts         [2]struct{ name, plus, minus string }
+}{
+	{"state", "a's workspace minus b's, the same agent continuing by handoff; the two agents weigh equally",
+		[2]struct{ name, plus, minus string }{{"a continues", "aah", "bah"}, {"b continues", "abh", "bbh"}}},
+	{"model", "agent a minus agent b, on the same workspace by handoff; the two workspaces weigh equally",
+		[2]struct{ name, plus, minus string }{{"on a's", "aah", "abh"}, {"on b's", "bah", "bbh"}}},
+	{"handoff", "each agent on its own workspace, natively minus by handoff; the two agents weigh equally",
+		[2]struct{ name, plus, minus string }{{"agent a", "aan", "aah"}, {"agent b", "bbn", "bbh"}}},
+}
+
+// swapAlpha is the chance of any false call over all of a swap's calls together.
+const swapAlpha = 0.05
+
+// swapCuts turns each cut's counts per cell (keys as in swapEffects) into its table and
+// effects, the calls corrected for their number over every cut that is not a control.
+func swapCuts(counts []map[string]StepRate, control []bool) []SwapCut {
+	measured := func(c map[string]StepRate, keys ...string) bool {
+		for _, k := range keys {
+			if c[k].Verdicts == 0 {
+				return false
+			}
+		}
+		return true
+	}
+	calls := 0
+	for ci, c := range counts {
+		for _, e := range swapEffects {
+			if !control[ci] && measured(c, e.parts[0].plus, e.parts[0].minus, e.parts[1].plus, e.parts[1].minus) {
+				calls++
+			}
+		}
+	}
+	// Each rate's exact interval at the family's level, combined by MOVER: Wilson's would
+	// be narrower, and with a few tails a cell too narrow to keep the family's error.
+	level := swapAlpha / float64(max(1, calls))
+	exact := func(x, n int) (float64, float64) { return stats.ClopperPearson(x, n, level) }
+	term := func(c map[string]StepRate, k string, coef float64) stats.Term {
+		return stats.Term{Coef: coef, X: c[k].Passed, N: c[k].Verdicts}
+	}
+	var cuts []SwapCut
+	for ci, c := range counts {
+		cut := SwapCut{Control: control[ci], Level: 1 - swapAlpha/float64(max(1, calls))}
 		for _, ws := range []string{"a", "b"} {
 			for _, who := range []string{"a", "b"} {
 				for _, how := range []string{"native", "handoff"} {
 					if how == "native" && who != ws {
 						continue
 					}
-					n := *get(ws + who + how[:1])
+					n := c[ws+who+how[:1]]
 					n.NoVerdict = n.Tails - n.Verdicts
 					if n.Verdicts > 0 {
 						n.Rate = float64(n.Passed) / float64(n.Verdicts)
 					}
-					n.Lo, n.Hi = stats.Wilson(n.Passed, n.Verdicts)
-					c.Cells = append(c.Cells, SwapCell{Workspace: ws, Agent: who, How: how, StepRate: n})
+					n.Lo, n.Hi = stats.Wilson(n.Passed, n.Verdicts) // a rate, not a call: 95%
+					cut.Cells = append(cut.Cells, SwapCell{Workspace: ws, Agent: who, How: how, StepRate: n})
 				}
 			}
 		}
-		sum := func(keys ...string) (x, n int) {
-			for _, k := range keys {
-				x += get(k).Passed
-				n += get(k).Verdicts
+		for _, e := range swapEffects {
+			var terms []stats.Term
+			eff := SwapEffect{Name: e.name, Meaning: e.meaning}
+			for _, p := range e.parts {
+				d, lo, hi, ok := stats.MoverOn([]stats.Term{term(c, p.plus, 1), term(c, p.minus, -1)}, exact)
+				eff.Parts = append(eff.Parts, SwapPart{Name: p.name, Diff: d, Lo: lo, Hi: hi, Measured: ok})
+				terms = append(terms, term(c, p.plus, 0.5), term(c, p.minus, -0.5))
 			}
-			return
+			eff.Diff, eff.Lo, eff.Hi, eff.Measured = stats.MoverOn(terms, exact)
+			eff.Significant = eff.Measured && !cut.Control && stats.Distinguishable(eff.Lo, eff.Hi)
+			cut.Effects = append(cut.Effects, eff)
 		}
-		effect := func(name, meaning string, one, other []string) SwapEffect {
-			xa, na := sum(one...)
-			xb, nb := sum(other...)
-			d, lo, hi := stats.Diff(xa, na, xb, nb)
-			return SwapEffect{Name: name, Diff: d, Lo: lo, Hi: hi, Significant: na > 0 && nb > 0 && stats.Distinguishable(lo, hi), Meaning: meaning}
-		}
-		// Handoff cells only for the state and model effects, so that native against handoff
-		// does not pass for either.
-		c.Effects = []SwapEffect{
-			effect("state", "a's workspace minus b's, the same agents continuing by handoff", []string{"aah", "abh"}, []string{"bah", "bbh"}),
-			effect("model", "agent a minus agent b, on the same workspaces by handoff", []string{"aah", "bah"}, []string{"abh", "bbh"}),
-			effect("handoff", "each agent on its own workspace, natively minus by handoff", []string{"aan", "bbn"}, []string{"aah", "bbh"}),
-		}
-		cuts = append(cuts, c)
+		cuts = append(cuts, cut)
 	}
 	return cuts
 }
 
-// SwapReport is the text report: per cut the table of pass rates and the three effects, and
-// in words which of them are distinguishable from zero.
+// SwapFamilyOf is the family the cuts' calls were made in: every measured effect at a cut
+// that is not a control.
+func SwapFamilyOf(cuts []SwapCut) SwapFamily {
+	f := SwapFamily{Method: "bonferroni", Alpha: swapAlpha, Level: 1 - swapAlpha}
+	for _, c := range cuts {
+		for _, e := range c.Effects {
+			if e.Measured && !c.Control {
+				f.Calls++
+			}
+		}
+		f.Level = c.Level
+	}
+	return f
+}
+
+// SwapReport is the text report: per cut the table of pass rates and the three effects,
+// and in words which of them are distinguishable from zero, the calls corrected for their
+// number (SwapFamily) and the control cuts left out of them.
 func SwapReport(rec *Recipe, res *SwapResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "tare swap · %s\n  task      %s\n  check     %s\n  a         %s\n  b         %s\n  handoff   %s\n",
 		rec.Project, rec.Prompt, rec.Check, res.A, res.B, res.Handoff)
+	level := fmt.Sprintf("%.4g%%", 100*res.Family.Level)
+	fmt.Fprintf(&b, "  calls     %s\n", swapFamilyLine(res.Family))
 	cell := func(c SwapCut, ws, who, how string) string {
-		for _, x := range c.Cells {
-			if x.Workspace == ws && x.Agent == who && x.How == how {
-				return fmt.Sprintf("%d/%d %.2f (%.2f-%.2f)", x.Passed, x.Verdicts, x.Rate, x.Lo, x.Hi)
+		if x, ok := c.Cell(ws, who, how); ok {
+			if x.Verdicts == 0 {
+				return fmt.Sprintf("no verdict (%d tails)", x.Tails)
 			}
+			return fmt.Sprintf("%d/%d %.2f (%.2f-%.2f)", x.Passed, x.Verdicts, x.Rate, x.Lo, x.Hi)
 		}
 		return "-"
 	}
@@ -410,25 +535,46 @@ func SwapReport(rec *Recipe, res *SwapResult) string {
 		fmt.Fprintf(&b, "  %-16s %-26s %-26s\n", "a's, handoff", cell(c, "a", "a", "handoff"), cell(c, "a", "b", "handoff"))
 		fmt.Fprintf(&b, "  %-16s %-26s %-26s\n", "b's, handoff", cell(c, "b", "a", "handoff"), cell(c, "b", "b", "handoff"))
 		fmt.Fprintf(&b, "  %-16s %-26s %-26s\n", "own, native", cell(c, "a", "a", "native"), cell(c, "b", "b", "native"))
-		var seen []string
+		var seen, unmeasured []string
 		for _, e := range c.Effects {
 			mark := "not distinguishable from 0"
-			if e.Significant {
+			switch {
+			case !e.Measured:
+				mark = "not measured (a cell has no verdict)"
+				unmeasured = append(unmeasured, e.Name)
+			case c.Control:
+				mark = "control, no call"
+			case e.Significant:
 				mark = "distinguishable from 0"
 				seen = append(seen, e.Name)
 			}
-			fmt.Fprintf(&b, "  %-8s %+.2f (95%% %+.2f to %+.2f) %s: %s\n", e.Name+" effect", e.Diff, e.Lo, e.Hi, mark, e.Meaning)
+			if e.Measured {
+				fmt.Fprintf(&b, "  %-14s %+.2f (%s %+.2f to %+.2f) %s: %s\n", e.Name+" effect", e.Diff, level, e.Lo, e.Hi, mark, e.Meaning)
+			} else {
+				fmt.Fprintf(&b, "  %-14s %s: %s\n", e.Name+" effect", mark, e.Meaning)
+			}
+			var parts []string
+			for _, p := range e.Parts {
+				if p.Measured {
+					parts = append(parts, fmt.Sprintf("%s %+.2f (%+.2f to %+.2f)", p.Name, p.Diff, p.Lo, p.Hi))
+				} else {
+					parts = append(parts, p.Name+" not measured")
+				}
+			}
+			fmt.Fprintf(&b, "  %-14s %s\n", "", strings.Join(parts, " · "))
 		}
-		switch len(seen) {
-		case 0:
-			b.WriteString("  in words  no effect is distinguishable from zero at 95% at this cut\n")
+		switch {
+		case c.Control:
+			b.WriteString("  control   both workspaces are the untouched project (step 0): a state effect here can only be noise; this cut makes no calls\n")
+		case len(seen) == 0:
+			fmt.Fprintf(&b, "  in words  no effect is distinguishable from zero at this cut%s\n", unmeasuredNote(unmeasured))
 		default:
-			fmt.Fprintf(&b, "  in words  at 95%%, the %s effect%s distinguishable from zero; the others are not\n", strings.Join(seen, " and the "), map[bool]string{true: " is", false: "s are"}[len(seen) == 1])
+			fmt.Fprintf(&b, "  in words  the %s effect%s distinguishable from zero; the others are not%s\n", strings.Join(seen, " and the "), map[bool]string{true: " is", false: "s are"}[len(seen) == 1], unmeasuredNote(unmeasured))
 		}
 	}
-	cost := fmt.Sprintf("$%.4f (tare's prices)", res.Cost)
+	cost := fmt.Sprintf("recordings $%.4f + tails $%.4f = $%.4f (tare's prices)", res.RecordingCost, res.TailsCost, res.Cost)
 	if !res.CostKnown {
-		cost = "unknown (a model tare has no price for)"
+		cost = fmt.Sprintf("unknown (a model tare has no price for; priced: recordings $%.4f + tails $%.4f)", res.RecordingCost, res.TailsCost)
 	}
 	if res.Simulated {
 		cost += " · simulated: tare's model server, no money spent"
@@ -439,6 +585,22 @@ func SwapReport(rec *Recipe, res *SwapResult) string {
 	}
 	fmt.Fprintf(&b, "\n  cost      %s%s\n", cost, nv)
 	return b.String()
+}
+
+// swapFamilyLine says how the calls were corrected for their number.
+func swapFamilyLine(f SwapFamily) string {
+	if f.Calls == 0 {
+		return "none: no effect was measured at a cut past step 0 (intervals at 95%)"
+	}
+	return fmt.Sprintf("%d (the measured effects at cuts past step 0); Bonferroni: each effect's interval at %.4g%% (MOVER on exact per-cell limits), so all %d together call a zero effect distinguishable at most %.0f%% of the time",
+		f.Calls, 100*f.Level, f.Calls, 100*f.Alpha)
+}
+
+func unmeasuredNote(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return "; not measured: " + strings.Join(names, ", ")
 }
 
 // resumeSwap finishes a swap a crash interrupted: the originals already recorded are kept,

@@ -148,6 +148,10 @@ func cliffCaption(c engine.CliffCurve) string {
 		}
 		return fmt.Sprintf("▲ cliff at step %d%s", c.Cliff, call)
 	}
+	if c.Verdict != "" {
+		// A search that named no cliff says what it found instead.
+		return fmt.Sprintf("%s · %d tails, %d with a verdict", c.Verdict, tails, verdicts)
+	}
 	return fmt.Sprintf("%d tails, %d with a verdict, from %d steps", tails, verdicts, len(c.Counts))
 }
 
@@ -169,36 +173,40 @@ func (p *swapPane) rows() int                         { return 6 }
 
 func (p *swapPane) view(bool) string {
 	st := p.env.store.run(p.dir).state
-	return swapTable(p.env.st, engine.SwapTable(st), p.w, p.h)
+	cuts := engine.SwapTable(st)
+	return swapTable(p.env.st, cuts, engine.SwapFamilyOf(cuts), p.w, p.h)
 }
 
-// swapTable draws each cut in two lines: the cells, then the effects.
-func swapTable(s styles, cuts []engine.SwapCut, w, h int) string {
+// swapTable draws each cut in two lines: the cells, then the effects at the family's level
+// (a control cut's effects dim: they make no calls).
+func swapTable(s styles, cuts []engine.SwapCut, family engine.SwapFamily, w, h int) string {
 	if len(cuts) == 0 {
 		return s.tone(dim, fit("the originals first; the tails come after them", w))
 	}
 	cell := func(c engine.SwapCut, ws, who, how string) string {
-		for _, x := range c.Cells {
-			if x.Workspace == ws && x.Agent == who && x.How == how {
-				if x.Verdicts == 0 {
-					return "–"
-				}
-				return fmt.Sprintf("%d/%d", x.Passed, x.Verdicts)
-			}
+		if x, ok := c.Cell(ws, who, how); ok && x.Verdicts > 0 {
+			return fmt.Sprintf("%d/%d", x.Passed, x.Verdicts)
 		}
 		return "–"
 	}
 	var lines []string
 	for i, c := range cuts {
-		lines = append(lines, fit(fmt.Sprintf("cut %d  a's: a %s b %s · b's: a %s b %s · own native: a %s b %s", i+1,
+		name := fmt.Sprintf("cut %d", i+1)
+		if c.Control {
+			name = fmt.Sprintf("cut %d (control: step 0)", i+1)
+		}
+		lines = append(lines, fit(fmt.Sprintf("%s  a's: a %s b %s · b's: a %s b %s · own native: a %s b %s", name,
 			cell(c, "a", "a", "handoff"), cell(c, "a", "b", "handoff"), cell(c, "b", "a", "handoff"), cell(c, "b", "b", "handoff"),
 			cell(c, "a", "a", "native"), cell(c, "b", "b", "native")), w))
 		var parts []string
 		for _, e := range c.Effects {
 			text := fmt.Sprintf("%s %+.2f (%+.2f…%+.2f)", e.Name, e.Diff, e.Lo, e.Hi)
-			if e.Significant {
+			switch {
+			case !e.Measured:
+				parts = append(parts, s.tone(dim, e.Name+" –"))
+			case e.Significant:
 				parts = append(parts, s.tone(accent, text+" ≠0"))
-			} else {
+			default:
 				parts = append(parts, s.tone(dim, text))
 			}
 		}
@@ -207,6 +215,9 @@ func swapTable(s styles, cuts []engine.SwapCut, w, h int) string {
 	if len(lines) > h {
 		// The latest cuts matter most once they come in.
 		lines = lines[len(lines)-h:]
+	}
+	if family.Calls > 0 && len(lines) < h {
+		lines = append(lines, s.tone(dim, fmt.Sprintf("effects at %.4g%% each: Bonferroni over %d calls", 100*family.Level, family.Calls)))
 	}
 	for i := range lines {
 		lines[i] = fit(lines[i], w)

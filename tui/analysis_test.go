@@ -103,7 +103,7 @@ func TestSwapRunShowsItsTable(t *testing.T) {
 			if p {
 				status = engine.StatusPassed
 			}
-			j.at(at, engine.Event{TailStarted: &engine.TailStarted{ID: id, Side: cell[1:2], How: "handoff"}})
+			j.at(at, engine.Event{TailStarted: &engine.TailStarted{ID: id, Side: cell[1:2], Step: 4, How: "handoff"}})
 			j.at(at+sec(5), engine.Event{TailFinished: &engine.TailFinished{ID: id, Passed: p, Status: status, Seconds: 5, Calls: 2}})
 			at += time.Second * 6
 		}
@@ -120,4 +120,22 @@ func TestSwapRunShowsItsTable(t *testing.T) {
 		t.Errorf("the model effect is marked distinguishable:\n%s", view)
 	}
 	golden.RequireEqual(t, []byte(view))
+}
+
+// A cliff search that named no cliff says what it found under the curve instead: a gradual
+// decline is not left looking like a search still under way.
+func TestCliffCaptionSaysWhatItFound(t *testing.T) {
+	st := &engine.RunState{Kind: "cliff", Tails: map[string]*engine.TailState{}, Report: "gradual decline: no single step\n  task      x\n",
+		Original: []engine.ToolCall{{Tool: "Bash"}, {Tool: "Bash"}, {Tool: "Bash"}}}
+	for i, status := range []string{engine.StatusPassed, engine.StatusFailed} {
+		id := fmt.Sprintf("cliff-%d-0", 3*i)
+		st.Tails[id] = &engine.TailState{ID: id, Step: 3 * i, Status: status}
+	}
+	c, ok := engine.CliffCurveOf(st)
+	if !ok {
+		t.Fatal("not read as a cliff")
+	}
+	if chart := cliffChart(asciiStyles(), c, 60, 9); !strings.Contains(chart, "gradual decline: no single step · 2 tails, 2 with a verdict") {
+		t.Errorf("the caption does not say what the search found:\n%s", chart)
+	}
 }

@@ -9,13 +9,18 @@
 // then bisects on the pass rate: the boundary between the sampled steps that look like the
 // start and those that look like the end is the most likely two-level split of everything seen
 // so far, so a step misjudged on a few tails is corrected as soon as more tails disagree with
-// it. Once the boundary lies between two adjacent steps, tails go to whichever of the two is
-// least certain until their 95% intervals separate (pinned) or the budget is spent.
+// it. The search stops (pinned) when the posterior puts 0.95 of the cliff's place within one
+// step of the step it names, both that step and the one before have been measured, and one
+// step explains the tails at least StepOdds times better than a steady decline from the start
+// to the last step would. Pinned is that posterior, not a test of the two steps' own tails:
+// their 95% intervals, printed in the report, may still overlap. Where a decline explains
+// the tails better, the answer is "gradual decline", not a cliff.
 package cliff
 
 import (
 	"fmt"
 	"math"
+	"sort"
 
 	"tare/engine/stats"
 )
@@ -82,7 +87,9 @@ type Kind int
 const (
 	// Running: more tails are wanted (Decision.Step, Decision.Want).
 	Running Kind = iota
-	// Pinned: the cliff is at Decision.Hi; the intervals at Lo (= Hi-1) and Hi separate.
+	// Pinned: the cliff is at Decision.Hi: posterior 0.95 within one step of it (Near),
+	// Lo (= Hi-1) and Hi both measured, and one step StepOdds times likelier than a steady
+	// decline.
 	Pinned
 	// ModelGap: even the untouched project rarely passes; there is no cliff.
 	ModelGap
@@ -91,11 +98,15 @@ const (
 	NoCliff
 	// NotPinned: the budget is spent; the cliff lies between Lo and Hi, most likely at Hi.
 	NotPinned
+	// Gradual: the pass rate falls step by step, not at one step: a steady decline from the
+	// start to the last step explains the tails at least GradualOdds times better than any
+	// single step does.
+	Gradual
 )
 
 // String names the kind as reports and the journal do.
 func (k Kind) String() string {
-	return [...]string{"running", "pinned", "model gap", "no cliff", "not pinned"}[k]
+	return [...]string{"running", "pinned", "model gap", "no cliff", "not pinned", "gradual decline"}[k]
 }
 
 // Decision is what Decide concluded.
@@ -106,8 +117,12 @@ type Decision struct {
 	// Lo and Hi: the boundary as it stands: the last step that looks like the start and the
 	// first that looks like the end. For Pinned, the cliff is Hi.
 	Lo, Hi int
-	// Probability is how likely the cliff is at Hi, given every tail so far.
-	Probability float64
+	// Probability is how likely the cliff is at Hi, given every tail so far and that there
+	// is one step where the rate falls; Near is how likely it is within one step of Hi.
+	Probability, Near float64
+	// StepOdds is how many times better one step explains the tails than a steady decline
+	// from the start to the last step (a Bayes factor; 1 before anything tells them apart).
+	StepOdds float64
 	// Spent is how many tails the observations hold.
 	Spent int
 	// Why is one line for the report: why the search stopped, or what it is doing.
@@ -122,9 +137,17 @@ func Decide(cfg Config, obs map[int]Count) Decision {
 		spent += c.Tails
 	}
 	left := cfg.Budget - spent
-	d := Decision{Lo: 0, Hi: cfg.Steps, Spent: spent}
+	d := Decision{Lo: 0, Hi: cfg.Steps, Spent: spent, StepOdds: 1}
+	// The decline's evidence is costly to integrate, so it is weighed only where a decision
+	// turns on it: at a would-be pin and when the budget is spent.
+	weigh := func() {}
 	want := func(step int, why string) Decision {
 		if left <= 0 {
+			weigh()
+			if d.StepOdds <= 1/GradualOdds {
+				d.Kind, d.Why = Gradual, fmt.Sprintf("budget spent: a steady decline explains the tails %.0f times better than one step", 1/d.StepOdds)
+				return d
+			}
 			d.Kind, d.Why = NotPinned, "budget spent: "+why
 			return d
 		}
@@ -160,11 +183,22 @@ func Decide(cfg Config, obs map[int]Count) Decision {
 		}
 		return want(next, "the last step passes as often as the start; measuring both again")
 	}
-	post := Posterior(cfg.Steps, obs)
+	post, logStep := posterior(cfg.Steps, obs)
 	d.Hi = post.MostLikely()
 	d.Lo = d.Hi - 1
 	d.Probability = post.Within(d.Hi, 0)
 	near := post.Within(d.Hi, 1)
+	d.Near = near
+	weighed := false
+	var lin []float64 // linearLogs, once weighed
+	weigh = func() {
+		// With one step there is nothing between a step and a decline to tell apart.
+		if !weighed && cfg.Steps > 1 {
+			lin = linearLogs(cfg.Steps, obs)
+			d.StepOdds = math.Exp(logStep - logLinear(lin))
+		}
+		weighed = true
+	}
 	// The report gives the pass rate just before and just after the cliff, so both steps
 	// must have been measured before it is named: the posterior alone can be sure of a
 	// stretch no tail has come from.
@@ -175,9 +209,27 @@ func Decide(cfg Config, obs map[int]Count) Decision {
 		}
 	}
 	if near >= PinnedMass {
+		weigh()
+	}
+	if d.StepOdds <= 1/GradualStopOdds {
+		d.Kind = Gradual
+		d.Why = fmt.Sprintf("a steady decline from the start to the last step explains the tails %.0f times better than any single step", 1/d.StepOdds)
+		return d
+	}
+	if near >= PinnedMass && (cfg.Steps == 1 || d.StepOdds >= StepOdds) {
 		d.Kind = Pinned
 		d.Why = fmt.Sprintf("step %d is the cliff with probability %.2f, within one step %.2f", d.Hi, d.Probability, near)
+		if cfg.Steps > 1 {
+			d.Why += fmt.Sprintf("; odds %s for one step over a steady decline", odds(d.StepOdds))
+		}
 		return d
+	}
+	if near >= PinnedMass {
+		// Sure of the step only if there is a step: a steady decline also puts the boundary
+		// of "looks like the start" and "looks like the end" somewhere. Tails go where the
+		// two explanations disagree most.
+		s := checkStep(cfg, obs, d.Hi, linearFit(cfg.Steps, lin))
+		return want(s, fmt.Sprintf("step %d would be the cliff (%.2f within one step), but a steady decline explains the tails about as well (odds %s for one step, %g:1 wanted); measuring step %d", d.Hi, near, odds(d.StepOdds), StepOdds, s))
 	}
 	lo, hi := post.Range(0.05)
 	return want(bestStep(cfg, obs, post), fmt.Sprintf("the cliff lies between step %d and %d (90%%); most likely %d (%.2f)", lo, hi, d.Hi, d.Probability))
@@ -284,6 +336,127 @@ func (d Dist) entropy() float64 {
 	return h
 }
 
+// StepOdds is how many times better one step must explain the tails than a steady decline
+// before a cliff is named. The Bayes factor of a step against the decline is, when the decline
+// is the truth, a nonnegative martingale of mean 1, so by Ville's inequality it ever reaches
+// 10, however often it is looked at, with probability at most 1/10: a decline is named a
+// cliff rarely whatever the budget (TestSimulatedGradualDeclines measures it). GradualOdds is
+// how many times better the decline must explain the tails before the budget's end reports a
+// gradual decline instead of "not pinned".
+// GradualStopOdds: a decline that explains them this many times better ends the search
+// before the budget does.
+const (
+	StepOdds        = 10.0
+	GradualOdds     = 3.0
+	GradualStopOdds = 20.0
+)
+
+// odds writes a Bayes factor for reports: "12:1", or "1:4" when it favours the other side.
+func odds(bf float64) string {
+	if bf >= 1 {
+		return fmt.Sprintf("%.3g:1", bf)
+	}
+	return fmt.Sprintf("1:%.3g", 1/bf)
+}
+
+// checkStep is where tails tell a cliff at c from a steady decline best: of c-1, c and the
+// middles of the stretches on either side, the step whose pass rate the two explanations,
+// each fitted to the tails so far, predict most differently.
+func checkStep(cfg Config, obs map[int]Count, c int, lin func(int) float64) int {
+	var bx, bn, ax, an int
+	for s, n := range obs {
+		if s < c {
+			bx, bn = bx+n.Passed, bn+n.Verdicts
+		} else {
+			ax, an = ax+n.Passed, an+n.Verdicts
+		}
+	}
+	before, after := float64(bx+1)/float64(bn+2), float64(ax+1)/float64(an+2)
+	best, bestGap := c, -1.0
+	for _, s := range []int{c - 1, c, (c - 1) / 2, (c + cfg.Steps + 1) / 2} {
+		if s < 0 || s > cfg.Steps {
+			continue
+		}
+		step := after
+		if s < c {
+			step = before
+		}
+		if gap := math.Abs(step - lin(s)); gap > bestGap+1e-9 {
+			best, bestGap = s, gap
+		}
+	}
+	return best
+}
+
+// linearGrid is how finely the steady decline's two rates are integrated out.
+const linearGrid = 24
+
+// linearLogs is, for every pair of grid rates (the rate at the start, at the last step), the
+// log probability of the tails when the rate moves in a straight line from one to the other.
+func linearLogs(steps int, obs map[int]Count) []float64 {
+	type seen struct{ at, pass, fail float64 }
+	var measured []seen
+	for s, c := range obs {
+		if s >= 0 && s <= steps && c.Verdicts > 0 {
+			measured = append(measured, seen{float64(s) / float64(steps), float64(c.Passed), float64(c.Verdicts - c.Passed)})
+		}
+	}
+	// In step order, so the sums (and so the decisions) do not depend on the map's order.
+	sort.Slice(measured, func(i, j int) bool { return measured[i].at < measured[j].at })
+	logs := make([]float64, 0, linearGrid*linearGrid)
+	for i := range linearGrid {
+		p0 := (float64(i) + 0.5) / linearGrid
+		for j := range linearGrid {
+			p1 := (float64(j) + 0.5) / linearGrid
+			l := 0.0
+			for _, m := range measured {
+				p := p0 + (p1-p0)*m.at
+				if m.pass > 0 {
+					l += m.pass * math.Log(p)
+				}
+				if m.fail > 0 {
+					l += m.fail * math.Log1p(-p)
+				}
+			}
+			logs = append(logs, l)
+		}
+	}
+	return logs
+}
+
+// logLinear is, from linearLogs, the log probability of the tails (one particular sequence, as logMarginal)
+// when the pass rate falls (or rises) in a straight line from the start to the last step,
+// both ends' rates uniform a priori and integrated out.
+func logLinear(logs []float64) float64 {
+	peak := math.Inf(-1)
+	for _, l := range logs {
+		peak = math.Max(peak, l)
+	}
+	sum := 0.0
+	for _, l := range logs {
+		sum += math.Exp(l - peak)
+	}
+	return peak + math.Log(sum/float64(len(logs)))
+}
+
+// linearFit is, from linearLogs, the steady decline's predicted pass rate at each step, averaged over its rates
+// as the tails weigh them.
+func linearFit(steps int, logs []float64) func(s int) float64 {
+	peak := math.Inf(-1)
+	for _, l := range logs {
+		peak = math.Max(peak, l)
+	}
+	var w, m0, m1 float64
+	for k, l := range logs {
+		q := math.Exp(l - peak)
+		w += q
+		m0 += q * (float64(k/linearGrid) + 0.5) / linearGrid
+		m1 += q * (float64(k%linearGrid) + 0.5) / linearGrid
+	}
+	m0, m1 = m0/w, m1/w
+	return func(s int) float64 { return m0 + (m1-m0)*float64(s)/float64(steps) }
+}
+
 // PinnedMass is how sure the search must be that the cliff lies within one step of the step
 // it names before it stops.
 const PinnedMass = 0.95
@@ -297,6 +470,13 @@ type Dist []float64
 // likely beforehand. A step with no tails adds nothing, so the mass spreads evenly over the
 // stretches not yet measured, which is what sends the next tails into them.
 func Posterior(steps int, obs map[int]Count) Dist {
+	d, _ := posterior(steps, obs)
+	return d
+}
+
+// posterior is Posterior and the log probability of the tails under the one-step model (every
+// step equally likely to be the cliff), which the steady decline is weighed against.
+func posterior(steps int, obs map[int]Count) (Dist, float64) {
 	var totalX, totalN int
 	for s, c := range obs {
 		if s >= 0 && s <= steps {
@@ -323,7 +503,7 @@ func Posterior(steps int, obs map[int]Count) Dist {
 	for c := 1; c <= steps; c++ {
 		d[c] /= sum
 	}
-	return d
+	return d, peak + math.Log(sum/float64(steps))
 }
 
 // logMarginal is the log probability of one particular sequence of x passes in n tails at a

@@ -131,3 +131,24 @@ func TestPosteriorSumsToOne(t *testing.T) {
 		t.Fatalf("most likely %d; step 3 fails like the end, so the cliff is at or before it", post.MostLikely())
 	}
 }
+
+// Tails whose pass rate falls step by step (from 9/9 at the start to 0/9 at the last step,
+// evenly) are no cliff: with the budget spent the search says "gradual decline", and it never
+// says "pinned" with the posterior sure of a boundary that one step does not explain.
+func TestGradualDecline(t *testing.T) {
+	obs := map[int]Count{}
+	for s := 0; s <= 8; s++ {
+		obs[s] = Count{Tails: 9, Verdicts: 9, Passed: 9 - s - s/8}
+	}
+	d := Decide(Config{Steps: 8, Tails: 3, Budget: 81, GapBelow: 0.2}, obs)
+	if d.Kind != Gradual || d.StepOdds >= 1 {
+		t.Fatalf("%+v (%s): want a gradual decline", d, d.Why)
+	}
+	// A sharp fall at step 4 among the same steps is a cliff.
+	for s := 0; s <= 8; s++ {
+		obs[s] = Count{Tails: 9, Verdicts: 9, Passed: map[bool]int{true: 8, false: 1}[s < 4]}
+	}
+	if d := Decide(Config{Steps: 8, Tails: 3, Budget: 81, GapBelow: 0.2}, obs); d.Kind != Pinned || d.Hi != 4 || d.StepOdds < StepOdds {
+		t.Fatalf("%+v (%s): want pinned at step 4", d, d.Why)
+	}
+}

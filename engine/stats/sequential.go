@@ -76,8 +76,9 @@ func (s *Sequential) Separated() bool { return s.zero.logWealth >= math.Log(1/s.
 const seqGrid = 200
 
 // Interval is the confidence sequence's range for Δ = pa - pb now: every value on a grid of
-// [-1, 1] that the pairs so far have not refuted. It replays the pairs, so it is for
-// reports, not for every pair.
+// [-1, 1] that the pairs so far have not refuted, widened by half a grid cell on each side
+// (the values between grid points are not tested), and holding 0 unless Separated. It
+// replays the pairs, so it is for reports, not for every pair.
 func (s *Sequential) Interval() (lo, hi float64) {
 	if len(s.diffs) == 0 {
 		return -1, 1
@@ -94,6 +95,22 @@ func (s *Sequential) Interval() (lo, hi float64) {
 	}
 	if lo > hi { // every grid value refuted: the truth lies between two grid points
 		return -1, 1
+	}
+	// Δ = 0 lies between two grid points, and Separated tests it itself: the interval and
+	// Separated must not disagree about it.
+	if !s.Separated() {
+		lo, hi = math.Min(lo, 0), math.Max(hi, 0)
+	}
+	// A grid point stands for its cell: a value between two kept points, or up to half a
+	// cell beyond the outermost, was not tested and may be the truth.
+	half := 1.0 / seqGrid
+	lo, hi = math.Max(-1, lo-half), math.Min(1, hi+half)
+	// ... but not across 0 once 0 itself is refuted.
+	if s.Separated() && lo > -half {
+		lo = math.Max(lo, 0)
+	}
+	if s.Separated() && hi < half {
+		hi = math.Min(hi, 0)
 	}
 	return lo, hi
 }

@@ -149,3 +149,47 @@ func TestSequentialInterval(t *testing.T) {
 		t.Errorf("0.7 vs 0.4 over 400 pairs not separated")
 	}
 }
+
+// The interval and Separated agree about Δ = 0, which is not on the interval's grid: over
+// sequences near the edge of separation, an interval holds 0 inside it exactly when the
+// sequence is not separated. And the interval reaches half a grid cell past the outermost
+// grid value the pairs have not refuted (short of 0 once 0 is refuted).
+func TestSequentialIntervalAgreesWithSeparated(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	disagree := 0
+	const n = 300
+	for range n {
+		s := NewSequential(0.05)
+		for range 60 {
+			a, b := 0, 0
+			if rng.Float64() < 0.75 {
+				a = 1
+			}
+			if rng.Float64() < 0.45 {
+				b = 1
+			}
+			s.Add(a, b)
+		}
+		lo, hi := s.Interval()
+		if inside := lo < 0 && 0 < hi; inside == s.Separated() {
+			disagree++
+			t.Logf("separated %v, interval %.4f to %.4f", s.Separated(), lo, hi)
+		}
+		kept := 1.0
+		for i := range seqGrid {
+			b := bettor{m: -1 + (2*float64(i)+1)/seqGrid}
+			for _, d := range s.diffs {
+				b.add(d)
+			}
+			if b.logWealth < math.Log(1/s.Alpha) {
+				kept = math.Min(kept, b.m)
+			}
+		}
+		if want := math.Max(-1, kept-1.0/seqGrid); lo > want+1e-12 && !(s.Separated() && lo == 0) {
+			t.Errorf("lowest unrefuted grid value %.4f, interval from %.4f: want half a cell below, %.4f", kept, lo, want)
+		}
+	}
+	if disagree > 0 {
+		t.Errorf("the interval and Separated disagree about 0 in %d of %d sequences", disagree, n)
+	}
+}

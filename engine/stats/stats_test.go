@@ -50,3 +50,49 @@ func TestDiff(t *testing.T) {
 		t.Errorf("equal rates are distinguishable: %.3f to %.3f", lo, hi)
 	}
 }
+
+// Mover on a single difference is Newcombe's interval; on the mean of two differences it
+// weighs each difference equally whatever the counts behind it; a term with no verdicts
+// leaves the combination unmeasured.
+func TestMover(t *testing.T) {
+	if z := Z(0.05); !near(z, 1.959964) {
+		t.Errorf("Z(0.05) = %.6f", z)
+	}
+	if z := Bonferroni(0.05, 6); !near(z, 2.638257) {
+		t.Errorf("Bonferroni(0.05, 6) = %.6f, want the z of 1 - 0.05/6", z)
+	}
+	d, lo, hi := Diff(56, 70, 48, 80)
+	e, l, h, ok := Mover([]Term{{1, 56, 70}, {-1, 48, 80}}, Z(0.05))
+	if !ok || !near(d, e) || !near(lo, l) || !near(hi, h) {
+		t.Errorf("Mover of a - b = %.4f (%.4f to %.4f), Diff %.4f (%.4f to %.4f)", e, l, h, d, lo, hi)
+	}
+	// 6/6 - 1/1 and 0/1 - 0/6: both differences are 0, so their mean is, however unevenly
+	// the tails reached a verdict.
+	e, l, h, ok = Mover([]Term{{0.5, 6, 6}, {-0.5, 1, 1}, {0.5, 0, 1}, {-0.5, 0, 6}}, Z(0.05))
+	if !ok || e != 0 || Distinguishable(l, h) || l < -1 || h > 1 {
+		t.Errorf("mean of two zero differences: %.3f (%.3f to %.3f)", e, l, h)
+	}
+	if _, l, h, ok := Mover([]Term{{0.5, 3, 3}, {-0.5, 0, 0}, {0.5, 3, 3}, {-0.5, 0, 3}}, Z(0.05)); ok || l != -1 || h != 1 {
+		t.Errorf("a term with no verdicts: ok %v, %.2f to %.2f, want unmeasured, -1 to 1", ok, l, h)
+	}
+	// A wider z gives a wider interval.
+	_, l1, h1, _ := Mover([]Term{{1, 9, 10}, {-1, 3, 10}}, Z(0.05))
+	_, l2, h2, _ := Mover([]Term{{1, 9, 10}, {-1, 3, 10}}, Bonferroni(0.05, 6))
+	if l2 >= l1 || h2 <= h1 {
+		t.Errorf("Bonferroni over 6 (%.3f to %.3f) is not wider than 95%% (%.3f to %.3f)", l2, h2, l1, h1)
+	}
+}
+
+// Clopper and Pearson's exact limits, as tabulated (e.g. 0/10: upper 0.3085; 1/10:
+// 0.0025-0.4450; 5/10: 0.1871-0.8129 at 95%).
+func TestClopperPearson(t *testing.T) {
+	for _, tc := range []struct {
+		x, n   int
+		lo, hi float64
+	}{{0, 10, 0, 0.3085}, {1, 10, 0.0025, 0.4450}, {5, 10, 0.1871, 0.8129}, {3, 3, 0.2924, 1}} {
+		lo, hi := ClopperPearson(tc.x, tc.n, 0.05)
+		if !near(lo, tc.lo) || !near(hi, tc.hi) {
+			t.Errorf("ClopperPearson(%d, %d) = %.4f-%.4f, want %.4f-%.4f", tc.x, tc.n, lo, hi, tc.lo, tc.hi)
+		}
+	}
+}

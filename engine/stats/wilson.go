@@ -9,14 +9,18 @@ const z95 = 1.959963984540054
 
 // Wilson is the Wilson score interval at 95% for x passes out of n: a pass rate's range
 // that stays inside [0, 1] and is honest for small n and for rates near 0 or 1.
-func Wilson(x, n int) (lo, hi float64) {
+func Wilson(x, n int) (lo, hi float64) { return WilsonZ(x, n, z95) }
+
+// WilsonZ is the Wilson score interval at the level whose two-sided normal quantile is z
+// (see Z).
+func WilsonZ(x, n int, z float64) (lo, hi float64) {
 	if n == 0 {
 		return 0, 1
 	}
 	p := float64(x) / float64(n)
 	nf := float64(n)
-	den := 1 + z95*z95/nf
-	mid := (p + z95*z95/(2*nf)) / den
-	half := z95 * math.Sqrt(p*(1-p)/nf+z95*z95/(4*nf*nf)) / den
+	den := 1 + z*z/nf
+	mid := (p + z*z/(2*nf)) / den
+	half := z * math.Sqrt(p*(1-p)/nf+z*z/(4*nf*nf)) / den
 	return math.Max(0, mid-half), math.Min(1, mid+half)
 }
