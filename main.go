@@ -101,6 +101,7 @@ leak with the file it came from.`,
 	cmd.AddCommand(probeCmd(), calibrateCmd(), resumeCmd(), recordCmd(), tailCmd(), cliffCmd(), swapCmd(), demoCmd(), watchCmd(), serveCmd(), modelServerCmd(), doctorCmd(), pricesCmd())
 	cmd.AddCommand(judgeCmd(), judgeNoiseCmd())
 	cmd.AddCommand(rerunCmd())
+	cmd.AddCommand(workerCmd())
 	for _, a := range agent.All() {
 		cmd.AddCommand(attachCmd(a))
 	}
@@ -331,6 +332,7 @@ tare resume DIR finishes a run a crash interrupted.`,
 	f.StringVar(&o.Script, "script", "", "every side talks to tare's own model server replaying this script, instead of its provider")
 	f.Int64Var(&o.Seed, "seed", 0, "seed of the script's branch draws, to replay a run (default: a fresh one, shown in the report)")
 	f.BoolVar(&o.AllowDirty, "allow-dirty", false, `run even when a reading is not "tare: 0.00"`)
+	f.StringVar(&o.On, "on", engine.OnLocal, "where the tails run: local (this machine) or slurm (one sbatch job per tail, as config [cluster] says)")
 	return cmd
 }
 

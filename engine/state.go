@@ -69,6 +69,8 @@ type TailState struct {
 	Earlier []Attempt
 	// CapsuleFrom, when set, is the step whose capsule the tail started from: Step has none.
 	CapsuleFrom *int
+	// Place is where a cluster backend runs the tail (nil: in tare's own process).
+	Place *Placed
 }
 
 // Attempt is one finished attempt of a tail, kept when a retry or a resume starts another.
@@ -208,6 +210,11 @@ func (s *RunState) Apply(e Event) {
 		ts.Status, ts.Reason = normalizeOutcome(f.Status, f.Reason, f.Detail)
 		ts.Detail, ts.Score, ts.Ended, ts.Calls, ts.Usage = f.Detail, f.Score, e.Time, f.Calls, f.Usage
 		ts.CheckUsage, ts.Judge = f.CheckUsage, f.Judge
+	case e.Placed != nil:
+		if ts := s.Tails[e.Placed.Tail]; ts != nil {
+			p := *e.Placed
+			ts.Place = &p
+		}
 	case e.Resumed != nil:
 		// The run goes on (a resume, or a retry of a finished run): it is not finished until
 		// its next report.
