@@ -316,3 +316,108 @@ func TestSlurmBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestSlurmUnprivilegedOperatorSubmits: an operator without root (a user made here with
+// useradd, as on a real cluster) submits the tails; the jobs run as that user, and their
+// rooms start in unprivileged user namespaces on the nodes.
+func TestSlurmUnprivilegedOperatorSubmits(t *testing.T) {
+	slurmUp(t)
+	const user = "tareop"
+	if exec.Command("id", user).Run() != nil {
+		if out, err := exec.Command("useradd", "--no-create-home", "--shell", "/bin/sh", user).CombinedOutput(); err != nil {
+			t.Fatalf("useradd %s: %v %s", user, err, out)
+		}
+	}
+	root, err := os.MkdirTemp("", "tare-op-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	bin := filepath.Join(root, "bin")
+	os.MkdirAll(bin, 0o755)
+	data, err := os.ReadFile(tareBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "tare"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(repoDir(), "agents"), filepath.Join(bin, "agents")); err != nil {
+		t.Fatal(err)
+	}
+	paths, err := demo.Extract(filepath.Join(root, "demo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	home, tmp := filepath.Join(root, "home"), filepath.Join(root, "tmp")
+	os.MkdirAll(home, 0o755)
+	os.MkdirAll(tmp, 0o755)
+	for _, d := range []string{root, filepath.Join(root, "demo"), home, tmp} {
+		if out, err := exec.Command("chown", "-R", user, d).CombinedOutput(); err != nil {
+			t.Fatalf("chown: %v %s", err, out)
+		}
+	}
+	os.Chmod(root, 0o755)
+	out := filepath.Join(home, "run")
+	args := append([]string{"-u", user, "--", "env", "-i", "PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
+		"XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"), "TMPDIR=" + tmp, "LANG=C.UTF-8", filepath.Join(bin, "tare")},
+		calibrateArgs(paths, paths.Script, out, 1, 1, "--on", "slurm")...)
+	msg, err := exec.Command("runuser", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("tare calibrate --on slurm as %s: %v\n%s", user, err, msg)
+	}
+	st := engine.Replay("run", readEvents(out))
+	tl := st.Tails["a-0"]
+	if tl == nil || (tl.Status != engine.StatusPassed && tl.Status != engine.StatusFailed) || tl.Place == nil {
+		t.Fatalf("tail a-0: %+v, want a verdict from a Slurm job\n%s", tl, msg)
+	}
+	owner, err := exec.Command("squeue", "-h", "-t", "all", "-j", tl.Place.Job, "-o", "%u").Output()
+	if err != nil || strings.TrimSpace(string(owner)) != user {
+		t.Fatalf("job %s belongs to %q (%v), want %s", tl.Place.Job, owner, err, user)
+	}
+}
+
+// BenchmarkSlurmDispatch is the dispatch overhead of --on slurm: the same seeded tails of the
+// demo run on this machine and as Slurm jobs (scripts/slurm-local, two nodes), in the same
+// run; it reports each side's mean tail time, the queue wait, their difference per tail and
+// the ratio. Run: go test -run '^$' -bench SlurmDispatch -benchtime 1x .
+func BenchmarkSlurmDispatch(b *testing.B) {
+	out, err := exec.Command(filepath.Join(repoDir(), "scripts", "slurm-local"), "up", "--nodes", "2").CombinedOutput()
+	if err != nil {
+		b.Fatalf("scripts/slurm-local up: %v\n%s", err, out)
+	}
+	paths, err := demo.Extract(filepath.Join(b.TempDir(), "demo"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var local, onSlurm, queued float64
+	n := 0
+	for i := 0; i < b.N; i++ {
+		r := newRunIn(b.TempDir())
+		for _, on := range []string{"local", "slurm"} {
+			dir := filepath.Join(r.home, on)
+			if r.tare(b, calibrateArgs(paths, paths.Script, dir, 2, 2, "--on", on)...); r.code != 0 {
+				b.Fatalf("%s: exit %d\n%s", on, r.code, r.stderr)
+			}
+			st := engine.Replay(on, readEvents(dir))
+			for _, tl := range st.Tails {
+				secs := tl.Ended.Sub(tl.Started).Seconds()
+				if on == "local" {
+					local += secs
+				} else {
+					onSlurm += secs
+					n++
+					if tl.Place != nil {
+						queued += tl.Place.Waited
+					}
+				}
+			}
+		}
+	}
+	k := float64(n)
+	b.ReportMetric(local/k, "local-s/tail")
+	b.ReportMetric(onSlurm/k, "slurm-s/tail")
+	b.ReportMetric(queued/k, "queue-s/tail")
+	b.ReportMetric((onSlurm-local)/k, "overhead-s/tail")
+	b.ReportMetric(onSlurm/local, "slurm/local")
+}

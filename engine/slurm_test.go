@@ -1,0 +1,46 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tare/config"
+)
+
+// TestWorkerOnANodeWithoutUserNamespaces: a node whose bwrap cannot create the room's
+// namespaces ends its tail with no verdict, saying which node and why, with the fix; it does
+// not run the agent (here, a bwrap that answers --version and refuses every room, as one
+// does where unprivileged user namespaces are off).
+func TestWorkerOnANodeWithoutUserNamespaces(t *testing.T) {
+	dir := t.TempDir()
+	bwrap := filepath.Join(dir, "bwrap")
+	os.WriteFile(bwrap, []byte("#!/bin/sh\n[ \"$1\" = --version ] && { echo 'bubblewrap 0.8.0'; exit 0; }\n"+
+		"echo 'bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces' >&2\nexit 1\n"), 0o755)
+	x := filepath.Join(dir, "x")
+	os.MkdirAll(x, 0o755)
+	job := slurmJob{Spec: tailSpec{ID: "a-0", Side: Side{Key: "a", Agent: "pi"}, How: "fresh"}, Recipe: &Recipe{},
+		Config: &config.Config{Bwrap: bwrap, StateDir: dir}, Store: filepath.Join(dir, "store")}
+	data, _ := json.Marshal(job)
+	os.WriteFile(filepath.Join(x, "job.json"), data, 0o600)
+	t.Setenv("SLURMD_NODENAME", "n7")
+	if err := Worker(context.Background(), filepath.Join(x, "job.json")); err != nil {
+		t.Fatal(err)
+	}
+	var res slurmResult
+	data, err := os.ReadFile(filepath.Join(x, "result.json"))
+	if err != nil || json.Unmarshal(data, &res) != nil {
+		t.Fatalf("no result written: %v", err)
+	}
+	r := res.Result
+	if r.Status != StatusNoVerdict || r.Reason != ReasonNodeUnfit || !strings.Contains(r.AgentExit, "node n7") ||
+		!strings.Contains(r.AgentExit, "namespaces") || !strings.Contains(r.AgentExit, "--exclude") {
+		t.Fatalf("result %+v: want no verdict, node-unfit, naming node n7, the namespaces and the fix", r)
+	}
+	if _, err := os.Stat(filepath.Join(x, "worker")); err == nil {
+		t.Fatalf("the worker went on to run the tail on an unfit node")
+	}
+}
