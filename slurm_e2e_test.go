@@ -295,11 +295,21 @@ func TestSlurmBadInput(t *testing.T) {
 		{"controller down", "", "the Slurm controller does not answer", []string{"SLURM_CONF=" + filepath.Join(down, "slurm.conf")}},
 		{"no such partition", "[cluster]\npartition = \"gpu-huge\"\n", "key cluster.partition: \"gpu-huge\" is not a partition", nil},
 	}
+	// A folder only this machine sees: a tmpfs mounted in a mount namespace of tare's own.
+	private := t.TempDir()
+	cases = append(cases, struct {
+		name, config, want string
+		env                []string
+	}{"shared folder the nodes do not see", "[cluster]\nshared = \"" + private + "\"\n", "key cluster.shared: the nodes do not see", nil})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := newRun(t, c.config)
 			out := filepath.Join(r.home, "run")
 			cmd := exec.Command(tareBin, calibrateArgs(paths, paths.Script, out, 1, 1, "--on", "slurm")...)
+			if strings.HasPrefix(c.name, "shared") {
+				cmd = exec.Command("unshare", append([]string{"--mount", "--propagation", "private", "sh", "-c",
+					`mount -t tmpfs tmpfs "$0" && exec "$@"`, private, tareBin}, calibrateArgs(paths, paths.Script, out, 1, 1, "--on", "slurm")...)...)
+			}
 			cmd.Env = append(r.env(), c.env...)
 			msg, err := cmd.CombinedOutput()
 			ee, ok := err.(*exec.ExitError)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"tare/config"
 )
@@ -42,5 +43,23 @@ func TestWorkerOnANodeWithoutUserNamespaces(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(x, "worker")); err == nil {
 		t.Fatalf("the worker went on to run the tail on an unfit node")
+	}
+}
+
+// TestSlurmStates: squeue's lines are read by field, and only the states in which Slurm, not
+// the agent, ended a job override the worker's result.
+func TestSlurmStates(t *testing.T) {
+	jobs := parseSqueue([]byte("12|RUNNING|n2|2026-11-30T22:00:00|2026-11-30T22:00:03\n13|PENDING|(Resources)|2026-11-30T22:00:01|N/A\n"))
+	if j := jobs["12"]; j.State != "RUNNING" || j.Node != "n2" || j.waited(time.Now()) != 3*time.Second || !j.running() || j.done() {
+		t.Errorf("job 12: %+v", j)
+	}
+	if j := jobs["13"]; j.Node != "" || j.running() || j.done() {
+		t.Errorf("job 13: %+v", j)
+	}
+	for state, want := range map[string]Reason{"OUT_OF_MEMORY": ReasonOutOfMemory, "TIMEOUT": ReasonTimeLimit, "NODE_FAIL": ReasonNodeFailure,
+		"CANCELLED": ReasonCancelled, "COMPLETED": "", "FAILED": ""} {
+		if r, _, ok := slurmVerdict(state); r != want || ok != (want != "") {
+			t.Errorf("%s: %q %v, want %q", state, r, ok, want)
+		}
 	}
 }
