@@ -63,3 +63,22 @@ func TestSlurmStates(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueWaitIsNotRunTime: a tail that waited 30 s in a cluster's queue and ended 40 s
+// after it started ran for 10 s in the report's times.
+func TestQueueWaitIsNotRunTime(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 22, 0, 0, 0, time.UTC)
+	st := Replay("run", []Event{
+		{Seq: 1, Time: t0, TailStarted: &TailStarted{ID: "a-0", Side: "a", How: "fresh"}},
+		{Seq: 2, Time: t0, Placed: &Placed{Tail: "a-0", Job: "7", State: "pending"}},
+		{Seq: 3, Time: t0.Add(30 * time.Second), Placed: &Placed{Tail: "a-0", Job: "7", State: "running", Node: "n1", Waited: 30}},
+		{Seq: 4, Time: t0.Add(40 * time.Second), TailFinished: &TailFinished{ID: "a-0", Status: StatusPassed, Passed: true}},
+	})
+	times, _ := sideTimes(st, "a")
+	if len(times) != 1 || times[0] != 10*time.Second {
+		t.Fatalf("run times %v, want [10s]", times)
+	}
+	if p := st.Tails["a-0"].Place; p == nil || p.Node != "n1" || p.State != "running" {
+		t.Fatalf("place %+v", p)
+	}
+}

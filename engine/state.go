@@ -87,12 +87,19 @@ type Attempt struct {
 	// CheckUsage and Judge are the check's spending and the built-in judge's verdict.
 	CheckUsage Usage
 	Judge      *JudgeVerdict
+	// Queued is how long the attempt waited in a cluster's queue before it ran: between
+	// Started and Ended, but not run time.
+	Queued time.Duration
 }
 
 // latest is the tail's latest attempt as an Attempt.
 func (t *TailState) latest() Attempt {
-	return Attempt{N: t.Attempt, Status: t.Status, Reason: t.Reason, Detail: t.Detail, Score: t.Score,
+	a := Attempt{N: t.Attempt, Status: t.Status, Reason: t.Reason, Detail: t.Detail, Score: t.Score,
 		Started: t.Started, Ended: t.Ended, Calls: t.Calls, Usage: t.Usage, CheckUsage: t.CheckUsage, Judge: t.Judge}
+	if t.Place != nil {
+		a.Queued = time.Duration(t.Place.Waited * float64(time.Second))
+	}
+	return a
 }
 
 // Attempts are every attempt of the tail, oldest first, the latest last.
