@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,5 +82,58 @@ func TestQueueWaitIsNotRunTime(t *testing.T) {
 	}
 	if p := st.Tails["a-0"].Place; p == nil || p.Node != "n1" || p.State != "running" {
 		t.Fatalf("place %+v", p)
+	}
+}
+
+// TestCallbackAddrForwardsToTheModelServer: nodes that are other machines cannot dial tare's
+// model server on loopback; with [cluster] callback_addr set to an address of this machine,
+// a tail's upstream is a forwarder there, which reaches the loopback server.
+func TestCallbackAddrForwardsToTheModelServer(t *testing.T) {
+	var ip string
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
+			ip = n.IP.String()
+			break
+		}
+	}
+	if ip == "" {
+		t.Fatal("this machine has no IPv4 address besides loopback to listen on")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); io.Copy(c, c) }()
+		}
+	}()
+	b := &slurmBackend{cluster: config.Cluster{CallbackAddr: ip}}
+	addr, stop, err := b.reachable(ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if host, _, _ := net.SplitHostPort(addr); host != ip {
+		t.Fatalf("upstream %s, want a forwarder on %s", addr, ip)
+	}
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte("ping\n"))
+	got := make([]byte, 5)
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != "ping\n" {
+		t.Fatalf("through the forwarder: %q %v", got, err)
+	}
+	if same, _, _ := (&slurmBackend{}).reachable(ln.Addr().String()); same != ln.Addr().String() {
+		t.Fatalf("without callback_addr the upstream changed to %s", same)
 	}
 }
