@@ -176,21 +176,25 @@ func TestSlurmKillNineThenResumeReattaches(t *testing.T) {
 	r := newRun(t, "")
 	out := filepath.Join(r.home, "run")
 	// tare's model server dies with tare, so the kill lands once both agents are done: while
-	// their checks (which carry the marker) run on the nodes.
-	marker := "reattach-marker-" + filepath.Base(r.home)
+	// their checks run on the nodes, each having marked its workspace (on the node-local disk,
+	// below the TMPDIR the jobs inherit).
 	args := calibrateArgs(paths, paths.Script, out, 2, 2, "--on", "slurm")
 	for i, a := range args {
 		if a == demo.Check {
-			args[i] = "sleep 6 # " + marker + "\n" + demo.Check
+			args[i] = "touch checking; sleep 6; " + demo.Check
 		}
 	}
+	checking := filepath.Join(r.tmp, "tare-worker-*", "tail", "work", "checking")
 	cmd := exec.Command(tareBin, args...)
 	cmd.Env = r.env()
 	waited := startReaped(t, cmd)
 	jobs := []string{waitRunning(t, out, "a-0", 1), waitRunning(t, out, "a-1", 1)}
-	for deadline := time.Now().Add(2 * time.Minute); len(processesWith(marker)) < 2; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if marked, _ := filepath.Glob(checking); len(marked) == 2 {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the two checks did not start: %v", processesWith(marker))
+			t.Fatal("the two checks did not start")
 		}
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
