@@ -317,7 +317,10 @@ func (b *slurmBackend) submit(ctx context.Context, env *tailEnv, spec tailSpec, 
 		cpus = 1
 	}
 	args := []string{"--parsable", "--job-name", b.jobName(spec), "--output", filepath.Join(x, "slurm.out"),
-		"--chdir", x, "--mem", mem, "--time", limit, "--cpus-per-task", fmt.Sprint(cpus), "--comment", "tare " + env.run.dir}
+		"--chdir", x, "--mem", mem, "--time", limit, "--cpus-per-task", fmt.Sprint(cpus), "--comment", "tare " + env.run.dir,
+		// A job Slurm would requeue after a node failure would run the tail a second time
+		// in the same exchange folder; the failure is the tail's outcome instead.
+		"--no-requeue"}
 	args = append(append(args, clusterArgs(b.cluster)...), filepath.Join(x, "job.sh"))
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
