@@ -435,3 +435,63 @@ func BenchmarkSlurmDispatch(b *testing.B) {
 	b.ReportMetric((onSlurm-local)/k, "overhead-s/tail")
 	b.ReportMetric(onSlurm/local, "slurm/local")
 }
+
+// TestSlurmUnfitNodeIsSaidOnceThenLeftOut: on a node whose bwrap cannot make a room (here
+// n1, through a bwrap that refuses rooms there as one does without user namespaces) the tail
+// that landed there has no verdict and names the node and the fix; later tails are submitted
+// with that node excluded, so they get verdicts on n2 instead of failing one by one.
+func TestSlurmUnfitNodeIsSaidOnceThenLeftOut(t *testing.T) {
+	slurmUp(t)
+	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	real, err := exec.LookPath("bwrap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapper := filepath.Join(t.TempDir(), "bwrap")
+	// The worker (bwrap's parent) runs in the job's environment, which names the node.
+	script := "#!/bin/sh\nif [ \"$1\" != --version ] && tr '\\0' '\\n' < /proc/$PPID/environ | grep -qx SLURMD_NODENAME=n1; then\n" +
+		"  echo 'bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces' >&2; exit 1\nfi\nexec " + real + " \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := newRun(t, "bwrap = \""+wrapper+"\"\n")
+	out := filepath.Join(r.home, "run")
+	if r.tare(t, calibrateArgs(paths, paths.Script, out, 4, 2, "--on", "slurm")...); r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	events := readEvents(out)
+	st := engine.Replay("run", events)
+	var firstUnfit time.Time
+	unfit := 0
+	for _, e := range events {
+		if f := e.TailFinished; f != nil && f.Reason == engine.ReasonNodeUnfit {
+			unfit++
+			if firstUnfit.IsZero() {
+				firstUnfit = e.Time
+			}
+			if tl := st.Tails[f.ID]; tl.Place == nil || tl.Place.Node != "n1" || !strings.Contains(f.Detail, "node n1") || !strings.Contains(f.Detail, "namespaces") {
+				t.Errorf("tail %s: %+v, want no verdict naming node n1 and its namespaces", f.ID, tl)
+			}
+		}
+	}
+	if unfit == 0 || unfit > 2 {
+		t.Fatalf("%d tails were found unfit, want the one or two that landed on n1 before it was known\n%s", unfit, r.stdout)
+	}
+	verdicts := 0
+	for _, e := range events {
+		if s := e.TailStarted; s != nil && e.Time.After(firstUnfit) {
+			if tl := st.Tails[s.ID]; tl.Place == nil || tl.Place.Node != "n2" {
+				t.Errorf("tail %s started after n1 was found unfit but ran on %+v", s.ID, tl.Place)
+			}
+		}
+		if f := e.TailFinished; f != nil && (f.Status == engine.StatusPassed || f.Status == engine.StatusFailed) {
+			verdicts++
+		}
+	}
+	if verdicts+unfit != 4 {
+		t.Errorf("%d verdicts and %d unfit of 4 tails", verdicts, unfit)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -76,6 +77,34 @@ type slurmBackend struct {
 	mu sync.Mutex
 	// shared maps a capsule root of the run's store to the same capsule in the shared store.
 	shared map[string]capsule.Capsule
+	// unfit are the nodes a worker found unable to hold a clean room: said once, in the tail
+	// that found it, then left out of every later job (--exclude).
+	unfit map[string]bool
+}
+
+// markUnfit leaves node out of the jobs submitted from now on.
+func (b *slurmBackend) markUnfit(node string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.unfit == nil {
+		b.unfit = map[string]bool{}
+	}
+	b.unfit[node] = true
+}
+
+// excluded is the --exclude of the next job: the unfit nodes, sorted.
+func (b *slurmBackend) excluded() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var nodes []string
+	for n := range b.unfit {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	if len(nodes) == 0 {
+		return nil
+	}
+	return []string{"--exclude", strings.Join(nodes, ",")}
 }
 
 // sharedRoot is a run's folder below the cluster's shared directory: the run's name and a
@@ -321,7 +350,7 @@ func (b *slurmBackend) submit(ctx context.Context, env *tailEnv, spec tailSpec, 
 		// A job Slurm would requeue after a node failure would run the tail a second time
 		// in the same exchange folder; the failure is the tail's outcome instead.
 		"--no-requeue"}
-	args = append(append(args, clusterArgs(b.cluster)...), filepath.Join(x, "job.sh"))
+	args = append(append(append(args, clusterArgs(b.cluster)...), b.excluded()...), filepath.Join(x, "job.sh"))
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(sctx, "sbatch", args...).CombinedOutput()
@@ -415,6 +444,9 @@ func (b *slurmBackend) collect(ctx context.Context, env *tailEnv, st jobState, x
 		res.Status, res.Reason = StatusNoVerdict, ReasonNotStarted
 		return fmt.Sprintf("job %s ended %s without a result (%v); its log: %s", id, firstNonEmpty(st.State, "(gone from squeue)"),
 			rerr, clip(lastLine(readTail(filepath.Join(x, "slurm.out"))), 160)), "not checked"
+	}
+	if wr.Result.Reason == ReasonNodeUnfit && wr.Node != "" {
+		b.markUnfit(wr.Node)
 	}
 	keep := *res
 	*res = wr.Result
