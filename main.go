@@ -101,6 +101,7 @@ leak with the file it came from.`,
 	cmd.AddCommand(probeCmd(), calibrateCmd(), resumeCmd(), recordCmd(), tailCmd(), cliffCmd(), swapCmd(), demoCmd(), watchCmd(), serveCmd(), modelServerCmd(), doctorCmd(), pricesCmd())
 	cmd.AddCommand(judgeCmd(), judgeNoiseCmd())
 	cmd.AddCommand(rerunCmd())
+	cmd.AddCommand(workerCmd())
 	for _, a := range agent.All() {
 		cmd.AddCommand(attachCmd(a))
 	}
@@ -280,7 +281,8 @@ finished workspace with --check (a shell command run in a room of its own: the w
 0 passes; a line "score N" is read as a judge's score), and reports each side's pass rate with its Wilson 95%
 interval, times, tokens and cost. Without --check a run counts as finished when its agent exits
 0, and every workspace is kept. The run directory holds the journal, recipe, usage and report;
-tare resume DIR finishes a run a crash interrupted.`,
+tare resume DIR finishes a run a crash interrupted. --on slurm sends each tail to a Slurm
+cluster as one job (config [cluster]; scripts/slurm-local starts one on this machine).`,
 		Example: `  tare calibrate "Add a --verbose flag" --side "claude --model haiku" --side codex --check "go test ./..."
   tare calibrate --side claude --side-prompt "a=/ideate a todo app" --runs 5`,
 		Args: cobra.MaximumNArgs(1),
@@ -331,6 +333,7 @@ tare resume DIR finishes a run a crash interrupted.`,
 	f.StringVar(&o.Script, "script", "", "every side talks to tare's own model server replaying this script, instead of its provider")
 	f.Int64Var(&o.Seed, "seed", 0, "seed of the script's branch draws, to replay a run (default: a fresh one, shown in the report)")
 	f.BoolVar(&o.AllowDirty, "allow-dirty", false, `run even when a reading is not "tare: 0.00"`)
+	f.StringVar(&o.On, "on", engine.OnLocal, "where the tails run: local (this machine) or slurm (one sbatch job per tail, as config [cluster] says)")
 	return cmd
 }
 
@@ -646,7 +649,9 @@ func resumeCmd() *cobra.Command {
 		Short: "Finish a run a crash interrupted, without repeating finished tails",
 		Long: `Finishes a calibrate run that a crash or a kill interrupted: finished tails are kept as the
 journal has them, tails that were running are rerun (their first attempt is kept beside them)
-and the journal says so, tails never started are run, and the report is written.
+and the journal says so, tails never started are run, and the report is written. A run made
+--on slurm re-attaches to the jobs still queued or running (and collects those that finished)
+instead of starting those tails again.
 --retry ID runs a finished tail again as a new attempt; every attempt stays on the record with
 its cost, and the rate counts each tail's first verdict, so retrying failures cannot raise it.
 

@@ -58,13 +58,7 @@ type run struct {
 
 func newRun(t *testing.T, configText string) *run {
 	t.Helper()
-	root := t.TempDir()
-	r := &run{home: filepath.Join(root, "home"), config: filepath.Join(root, "config"), tmp: filepath.Join(root, "tmp")}
-	for _, d := range []string{r.home, filepath.Join(r.config, "tare"), r.tmp} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	r := newRunIn(t.TempDir())
 	if configText != "" {
 		if err := os.WriteFile(filepath.Join(r.config, "tare", "config.toml"), []byte(configText), 0o644); err != nil {
 			t.Fatal(err)
@@ -73,7 +67,18 @@ func newRun(t *testing.T, configText string) *run {
 	return r
 }
 
-func (r *run) tare(t *testing.T, args ...string) *run {
+// newRunIn is a run's sandbox below root, for a benchmark too.
+func newRunIn(root string) *run {
+	r := &run{home: filepath.Join(root, "home"), config: filepath.Join(root, "config"), tmp: filepath.Join(root, "tmp")}
+	for _, d := range []string{r.home, filepath.Join(r.config, "tare"), r.tmp} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			panic(err)
+		}
+	}
+	return r
+}
+
+func (r *run) tare(t testing.TB, args ...string) *run {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

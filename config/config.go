@@ -30,6 +30,8 @@ type Config struct {
 	Room Room `toml:"room"`
 	// Check is the room a run's --check runs in.
 	Check Check `toml:"check"`
+	// Cluster is where --on slurm sends tails.
+	Cluster Cluster `toml:"cluster"`
 
 	// Path is the file this config was read from, or "" when none exists.
 	Path string `toml:"-"`
@@ -182,6 +184,9 @@ func (c *Config) validate(name string, data []byte) error {
 	if err := c.Check.validate(name, data); err != nil {
 		return err
 	}
+	if err := c.Cluster.validate(name, data); err != nil {
+		return err
+	}
 	if c.Bwrap != "" && !filepath.IsAbs(c.Bwrap) {
 		return fmt.Errorf("%s:%d: key bwrap: %q is not an absolute path; fix: give the full path to bwrap, or remove the key to use $PATH",
 			name, lineOf(data, toml.Key{"bwrap"}), c.Bwrap)
@@ -231,6 +236,70 @@ func (c Check) validate(name string, data []byte) error {
 	return nil
 }
 
+// Cluster is how tails are sent to a Slurm cluster (--on slurm): each tail is one sbatch job
+// that runs `tare worker` on a node, with its workspace and results passing through Shared.
+type Cluster struct {
+	// Partition is the sbatch --partition; empty means the cluster's default.
+	Partition string `toml:"partition"`
+	// Account is the sbatch --account; empty means the operator's default.
+	Account string `toml:"account"`
+	// Time is the sbatch --time of one tail (Slurm's forms: "30", "1:00:00"); empty: 60 minutes.
+	Time string `toml:"time"`
+	// Memory is the sbatch --mem of one tail ("4G"); empty: 4G.
+	Memory string `toml:"memory"`
+	// CPUs is the sbatch --cpus-per-task of one tail; 0: 1.
+	CPUs int `toml:"cpus"`
+	// Flags are extra sbatch arguments, each one word (["--gres=gpu:0", "--qos=short"]).
+	Flags []string `toml:"flags"`
+	// Shared is a folder every node sees at the same path (a shared $HOME or scratch): the
+	// tails' workspaces, events and results pass through it. Empty: <state_dir>/slurm, which
+	// is right only when the state folder is itself shared.
+	Shared string `toml:"shared"`
+	// Tare is the tare executable as the nodes see it; empty: this tare's own path.
+	Tare string `toml:"tare"`
+	// CallbackAddr is the host the nodes reach this machine at, for tare's model server and
+	// proxy; empty: 127.0.0.1, right only when the nodes are this machine.
+	CallbackAddr string `toml:"callback_addr"`
+}
+
+func (c Cluster) validate(name string, data []byte) error {
+	if c.Shared != "" && !filepath.IsAbs(expand(c.Shared)) {
+		return fmt.Errorf("%s:%d: key cluster.shared: %q is not an absolute path; fix: give the folder every node sees, e.g. \"/scratch/you/tare\"",
+			name, lineOf(data, toml.Key{"cluster", "shared"}), c.Shared)
+	}
+	if c.Tare != "" && !filepath.IsAbs(c.Tare) {
+		return fmt.Errorf("%s:%d: key cluster.tare: %q is not an absolute path; fix: give the full path of tare as the nodes see it",
+			name, lineOf(data, toml.Key{"cluster", "tare"}), c.Tare)
+	}
+	if c.CPUs < 0 {
+		return fmt.Errorf("%s:%d: key cluster.cpus: %d; fix: give 1 or more", name, lineOf(data, toml.Key{"cluster", "cpus"}), c.CPUs)
+	}
+	if c.Memory != "" && !memory.MatchString(c.Memory) {
+		return fmt.Errorf("%s:%d: key cluster.memory: %q is not a size; fix: write it as sbatch --mem does, e.g. \"4G\" or \"512M\"",
+			name, lineOf(data, toml.Key{"cluster", "memory"}), c.Memory)
+	}
+	if c.Time != "" && !slurmTime.MatchString(c.Time) {
+		return fmt.Errorf("%s:%d: key cluster.time: %q is not a Slurm time; fix: write minutes or H:MM:SS, e.g. \"30\" or \"1:00:00\"",
+			name, lineOf(data, toml.Key{"cluster", "time"}), c.Time)
+	}
+	for _, f := range c.Flags {
+		if !strings.HasPrefix(f, "-") || strings.ContainsAny(f, " \t\n") {
+			return fmt.Errorf("%s:%d: key cluster.flags: %q is not one sbatch option; fix: give each as one word, e.g. \"--qos=short\"",
+				name, lineOf(data, toml.Key{"cluster", "flags"}), f)
+		}
+	}
+	if c.CallbackAddr != "" && strings.ContainsAny(c.CallbackAddr, ":/ ") {
+		return fmt.Errorf("%s:%d: key cluster.callback_addr: %q is not a host; fix: give the host or IP the nodes reach this machine at, without a port",
+			name, lineOf(data, toml.Key{"cluster", "callback_addr"}), c.CallbackAddr)
+	}
+	return nil
+}
+
+var (
+	memory    = regexp.MustCompile(`^[0-9]+[KMGT]?$`)
+	slurmTime = regexp.MustCompile(`^([0-9]+-)?[0-9]+(:[0-9]{1,2}){0,2}$`)
+)
+
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Sensitive names what a read-only bind of p would expose that the room exists to keep out
@@ -254,6 +323,7 @@ func defaults(c *Config) *Config {
 		c.StateDir = DefaultStateDir()
 	}
 	c.StateDir = expand(c.StateDir)
+	c.Cluster.Shared = expand(c.Cluster.Shared)
 	if c.Agents == nil {
 		c.Agents = map[string]Agent{}
 	}

@@ -67,7 +67,8 @@ func TestExampleConfigIsValidAndComplete(t *testing.T) {
 		t.Fatalf("the shipped example does not parse: %v", err)
 	}
 	if cfg.Agents["claude"].Bin == "" || len(cfg.Room.ReadOnly) == 0 || len(cfg.Network.Allow) == 0 ||
-		len(cfg.Check.ReadOnly) == 0 || len(cfg.Check.Caches) == 0 || len(cfg.Check.Path) == 0 || len(cfg.Check.Env) == 0 {
+		len(cfg.Check.ReadOnly) == 0 || len(cfg.Check.Caches) == 0 || len(cfg.Check.Path) == 0 || len(cfg.Check.Env) == 0 ||
+		cfg.Cluster.Shared == "" || len(cfg.Cluster.Flags) == 0 || cfg.Cluster.CallbackAddr == "" {
 		t.Fatalf("the example should set every key once (uncommented) so it is checked: %+v", cfg)
 	}
 }
@@ -95,5 +96,22 @@ func TestHomeExpansion(t *testing.T) {
 	}
 	if cfg.StateDir != "/home/op/tare-state" {
 		t.Fatalf("state_dir = %q", cfg.StateDir)
+	}
+}
+
+// TestClusterKeysAreChecked: a [cluster] value sbatch would refuse (or a shared folder that
+// is not absolute) is refused when the config is read, naming the key and the fix.
+func TestClusterKeysAreChecked(t *testing.T) {
+	for text, key := range map[string]string{
+		"[cluster]\nmemory = \"lots\"\n":         "cluster.memory",
+		"[cluster]\ntime = \"an hour\"\n":        "cluster.time",
+		"[cluster]\nshared = \"scratch\"\n":      "cluster.shared",
+		"[cluster]\nflags = [\"--qos short\"]\n": "cluster.flags",
+		"[cluster]\ncallback_addr = \"h:1\"\n":   "cluster.callback_addr",
+	} {
+		_, err := Parse([]byte(text), "c.toml")
+		if err == nil || !strings.Contains(err.Error(), "c.toml:2: key "+key) || !strings.Contains(err.Error(), "fix:") {
+			t.Errorf("%q: got %v, want the line, key %s and a fix", text, err, key)
+		}
 	}
 }

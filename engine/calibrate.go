@@ -48,6 +48,9 @@ type CalibrateOptions struct {
 	Progress io.Writer
 	// Version is tare's version, kept in the recipe.
 	Version string
+	// On is where the tails run: "local" (or empty) in this process, "slurm" as one sbatch
+	// job each (config [cluster]).
+	On string
 }
 
 // ParseSides turns --side specs ("claude --model haiku") and --side-prompt KEY=PROMPT
@@ -123,7 +126,7 @@ func Calibrate(ctx context.Context, o CalibrateOptions) (dir, report string, err
 		Tare: o.Version, Argv: o.Argv, Kind: "calibrate", Time: time.Now().UTC(), Project: o.Project, Fingerprint: start.Root,
 		Prompt: o.Prompt, Check: o.Check, CheckTimeout: o.CheckTimeout.Seconds(), AgentTimeout: o.AgentTimeout.Seconds(),
 		Sides: o.Sides, Agents: map[string]RecipeAgent{}, Runs: o.Runs, Jobs: o.Jobs, Keep: o.Keep || o.Check == "", Seed: o.Seed,
-		CheckRoom: NewCheckRoom(o.Config, o.CheckOnHost),
+		CheckRoom: NewCheckRoom(o.Config, o.CheckOnHost), On: onRecipe(o.On),
 	}
 	for name, inst := range installs {
 		rec.Agents[name] = RecipeAgent{Version: inst.Version, Bin: inst.Bin, Snapshots: "none (calibrate takes no step capsules)"}
@@ -176,7 +179,10 @@ func (o *CalibrateOptions) validate() error {
 			return err
 		}
 	}
-	return checkPreflight(o.Check, o.CheckOnHost, NewCheckRoom(o.Config, o.CheckOnHost), configOrigin(o.Config))
+	if err := checkPreflight(o.Check, o.CheckOnHost, NewCheckRoom(o.Config, o.CheckOnHost), configOrigin(o.Config)); err != nil {
+		return err
+	}
+	return onPreflight(o.On, o.Config)
 }
 
 // findInstalls finds every side's agent CLI before anything is written, never one inside
@@ -253,6 +259,9 @@ func runCalibrate(ctx context.Context, r *run, rec *Recipe, store *capsule.Store
 		return "", err
 	}
 	defer stop()
+	if err := attachBackend(env, rec, allowDirty(r)); err != nil {
+		return "", err
+	}
 	if err := r.emit(Event{Phase: &Phase{Name: "tails"}}); err != nil {
 		return "", err
 	}

@@ -23,6 +23,8 @@ type Event struct {
 	Probed       *Probed       `json:"probed,omitempty"`
 	Resumed      *Resumed      `json:"resumed,omitempty"`
 	RunFinished  *RunFinished  `json:"run_finished,omitempty"`
+	// Placed is where a cluster backend's tail is: its job, queued or running on a node.
+	Placed *Placed `json:"placed,omitempty"`
 }
 
 // Final reports whether e ends something (a tail or a run). Final events are never
@@ -50,6 +52,8 @@ func (e Event) Kind() string {
 		return "resumed"
 	case e.RunFinished != nil:
 		return "run finished"
+	case e.Placed != nil:
+		return "placed"
 	}
 	return "unknown"
 }
@@ -151,9 +155,23 @@ type Probed struct {
 	Text    string `json:"text"`
 }
 
+// Placed is a tail's place on a cluster (--on slurm): its job id and its state there, the
+// node once it runs, and how long it waited in the queue (the run time starts after).
+type Placed struct {
+	Tail string `json:"tail"`
+	Job  string `json:"job"`
+	// State is pending, running or finished.
+	State string `json:"state"`
+	Node  string `json:"node,omitempty"`
+	// Waited is the seconds from submission to the job's start on its node.
+	Waited float64 `json:"waited,omitempty"`
+}
+
 // Resumed marks a run continued after a crash: which tails were rerun.
 type Resumed struct {
 	Rerun []string `json:"rerun,omitempty"`
+	// Reattached are tails whose cluster jobs outlived the crash: followed, not rerun.
+	Reattached []string `json:"reattached,omitempty"`
 }
 
 // RunFinished closes a run; Report is the report's text.

@@ -47,6 +47,9 @@ type Recipe struct {
 	Script     string `json:"script,omitempty"`
 	ScriptText string `json:"script_text,omitempty"`
 	Seed       int64  `json:"seed"`
+	// On is the backend the tails ran through ("slurm"; empty: this machine), so a resume
+	// sends the rest of them the same way.
+	On string `json:"on,omitempty"`
 	// Cliff holds a cliff analysis's settings when the run was recorded for one, so tare
 	// resume finishes the analysis too.
 	Cliff *cliffSettings `json:"cliff,omitempty"`

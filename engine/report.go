@@ -192,7 +192,7 @@ func sideTimes(st *RunState, key string) ([]time.Duration, []int) {
 		if !ok || a.Ended.IsZero() {
 			continue
 		}
-		times = append(times, a.Ended.Sub(a.Started))
+		times = append(times, a.Ended.Sub(a.Started)-a.Queued) // run time: a cluster's queue wait is not the agent's
 		if a.Score != nil {
 			scores = append(scores, *a.Score)
 		}

@@ -68,7 +68,7 @@ func Resume(ctx context.Context, o ResumeOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var rerun []string
+	var rerun, attached []string
 	for _, spec := range calibrateTails(rec, start) {
 		t := st.Tails[spec.ID]
 		if t == nil || t.Status != StatusRunning {
@@ -81,9 +81,14 @@ func Resume(ctx context.Context, o ResumeOptions) (string, error) {
 			}
 			continue
 		}
+		if _, ok := attachedJob(o.Dir, rec, o.Config, t); ok {
+			// Its job outlived tare: followed to its end, not run again.
+			attached = append(attached, spec.ID)
+			continue
+		}
 		rerun = append(rerun, spec.ID)
 	}
-	if err := r.emit(Event{Resumed: &Resumed{Rerun: append(rerun, o.Retry...)}}); err != nil {
+	if err := r.emit(Event{Resumed: &Resumed{Rerun: append(rerun, o.Retry...), Reattached: attached}}); err != nil {
 		return "", err
 	}
 	return runCalibrate(ctx, r, rec, store, start, installs, o.Config, o.Retry...)

@@ -69,6 +69,8 @@ type TailState struct {
 	Earlier []Attempt
 	// CapsuleFrom, when set, is the step whose capsule the tail started from: Step has none.
 	CapsuleFrom *int
+	// Place is where a cluster backend runs the tail (nil: in tare's own process).
+	Place *Placed
 }
 
 // Attempt is one finished attempt of a tail, kept when a retry or a resume starts another.
@@ -85,12 +87,19 @@ type Attempt struct {
 	// CheckUsage and Judge are the check's spending and the built-in judge's verdict.
 	CheckUsage Usage
 	Judge      *JudgeVerdict
+	// Queued is how long the attempt waited in a cluster's queue before it ran: between
+	// Started and Ended, but not run time.
+	Queued time.Duration
 }
 
 // latest is the tail's latest attempt as an Attempt.
 func (t *TailState) latest() Attempt {
-	return Attempt{N: t.Attempt, Status: t.Status, Reason: t.Reason, Detail: t.Detail, Score: t.Score,
+	a := Attempt{N: t.Attempt, Status: t.Status, Reason: t.Reason, Detail: t.Detail, Score: t.Score,
 		Started: t.Started, Ended: t.Ended, Calls: t.Calls, Usage: t.Usage, CheckUsage: t.CheckUsage, Judge: t.Judge}
+	if t.Place != nil {
+		a.Queued = time.Duration(t.Place.Waited * float64(time.Second))
+	}
+	return a
 }
 
 // Attempts are every attempt of the tail, oldest first, the latest last.
@@ -208,6 +217,11 @@ func (s *RunState) Apply(e Event) {
 		ts.Status, ts.Reason = normalizeOutcome(f.Status, f.Reason, f.Detail)
 		ts.Detail, ts.Score, ts.Ended, ts.Calls, ts.Usage = f.Detail, f.Score, e.Time, f.Calls, f.Usage
 		ts.CheckUsage, ts.Judge = f.CheckUsage, f.Judge
+	case e.Placed != nil:
+		if ts := s.Tails[e.Placed.Tail]; ts != nil {
+			p := *e.Placed
+			ts.Place = &p
+		}
 	case e.Resumed != nil:
 		// The run goes on (a resume, or a retry of a finished run): it is not finished until
 		// its next report.

@@ -84,6 +84,8 @@ type tailEnv struct {
 	upstream string // tare's model server, or "" for real providers
 	models   *modelserver.Server
 	installs map[string]agent.Install
+	// backend runs each tail's body (nil: in this process, see backend.go).
+	backend backend
 }
 
 // runTail runs one attempt of a tail to its outcome and records it. An error is returned only
@@ -91,6 +93,11 @@ type tailEnv struct {
 // its own reasons is recorded as failed or with no verdict and the run goes on.
 func runTail(ctx context.Context, env *tailEnv, spec tailSpec) error {
 	dir := filepath.Join(env.run.dir, "tails", spec.ID)
+	if body, began, ok := reattach(env, &spec); ok {
+		// A resume finds this attempt's job still on the cluster (or finished there): it is
+		// followed to its end, not started again.
+		return endTail(ctx, env, spec, dir, began, body)
+	}
 	attempt, err := setAside(dir)
 	if err != nil {
 		return err
@@ -103,12 +110,17 @@ func runTail(ctx context.Context, env *tailEnv, spec tailSpec) error {
 		Attempt: attempt, CapsuleFrom: spec.Nearest}}); err != nil {
 		return err
 	}
-	began := time.Now()
-	res := TailResult{ID: spec.ID, Side: spec.Side.Key, Agent: spec.Side.Agent, Step: spec.Step, How: spec.How, Attempt: attempt,
+	return endTail(ctx, env, spec, dir, time.Now(), env.runner().body)
+}
+
+// endTail runs a started attempt's body to its outcome, under the kill watch, and records it:
+// result.json, the end capsule, the journal's TailFinished.
+func endTail(ctx context.Context, env *tailEnv, spec tailSpec, dir string, began time.Time, body bodyFunc) error {
+	res := TailResult{ID: spec.ID, Side: spec.Side.Key, Agent: spec.Side.Agent, Step: spec.Step, How: spec.How, Attempt: spec.Attempt,
 		Status: StatusNoVerdict, Reason: ReasonNotStarted, CapsuleFrom: spec.Nearest}
 	tctx, kill := context.WithCancelCause(ctx)
 	stopWatch := watchKill(ctx, env.run.dir, spec.ID, kill)
-	res.AgentExit, res.Check = tailBody(tctx, env, spec, dir, &res)
+	res.AgentExit, res.Check = body(tctx, env, spec, dir, &res)
 	stopWatch()
 	kill(nil)
 	res.Seconds = time.Since(began).Seconds()

@@ -55,6 +55,8 @@ func Line(e engine.Event) string {
 		}
 	case e.Probed != nil:
 		fmt.Fprintf(&b, "probe %s: %s", e.Probed.Agent, e.Probed.Verdict)
+	case e.Placed != nil:
+		b.WriteString(e.Placed.Describe())
 	case e.Resumed != nil:
 		fmt.Fprintf(&b, "resumed; rerunning %s", orDash(strings.Join(e.Resumed.Rerun, ", ")))
 	case e.RunFinished != nil:

@@ -1,0 +1,109 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"tare/config"
+)
+
+// A backend runs the body of one tail attempt: restoring its workspace, the agent's room and
+// the check's room, filling res with the outcome. runTail around it journals the start and
+// the end, writes result.json and takes the end capsule the same way whichever backend ran
+// the body, so nothing above the engine knows where a tail ran except from a Placed event.
+type backend interface {
+	// body returns how the agent ended and what the check said, as tailBody does.
+	body(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *TailResult) (agentExit, check string)
+}
+
+// localBackend runs tails in this process's rooms: tare's own goroutines.
+type localBackend struct{}
+
+func (localBackend) body(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *TailResult) (string, string) {
+	return tailBody(ctx, env, spec, dir, res)
+}
+
+// The backends --on names.
+const (
+	OnLocal = "local"
+	OnSlurm = "slurm"
+)
+
+// CheckOn refuses an --on value that is not a backend, naming the flag and the fix.
+func CheckOn(on string) error {
+	switch on {
+	case "", OnLocal, OnSlurm:
+		return nil
+	}
+	return fmt.Errorf("--on %q: not a backend; fix: give %s", on, strings.Join([]string{OnLocal, OnSlurm}, " or "))
+}
+
+// runner is the backend the env's tails run through: local unless one was set.
+func (env *tailEnv) runner() backend {
+	if env.backend == nil {
+		return localBackend{}
+	}
+	return env.backend
+}
+
+// onRecipe is the recipe's record of --on: empty for this machine, so older recipes and
+// local runs read the same.
+func onRecipe(on string) string {
+	if on == OnLocal {
+		return ""
+	}
+	return on
+}
+
+// onPreflight refuses an --on that could not run a tail, before anything is written: an
+// unknown backend, or a Slurm that is missing, down, without the partition, or whose nodes
+// do not see the shared directory.
+func onPreflight(on string, cfg *config.Config) error {
+	if err := CheckOn(on); err != nil {
+		return err
+	}
+	if on != OnSlurm {
+		return nil
+	}
+	return SlurmPreflight(context.Background(), cfg, true)
+}
+
+// allowDirty is whether the run's probes were let through dirty (--allow-dirty): a worker
+// then runs in a node's room whose reading is not clean, as the operator chose.
+func allowDirty(r *run) bool {
+	for _, p := range r.snapshot().Probes {
+		if !p.Zero {
+			return true
+		}
+	}
+	return false
+}
+
+// bodyFunc is a backend's body, or a re-attached job's follow-up.
+type bodyFunc func(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *TailResult) (string, string)
+
+// reattach is the follow-up of a tail whose latest attempt the journal has as running and
+// whose backend can still reach it (a Slurm job submitted before tare was killed), with that
+// attempt's start; ok is false when the tail is to be started anew.
+func reattach(env *tailEnv, spec *tailSpec) (bodyFunc, time.Time, bool) {
+	b, ok := env.backend.(*slurmBackend)
+	if !ok {
+		return nil, time.Time{}, false
+	}
+	t := env.run.snapshot().Tails[spec.ID]
+	if t == nil || t.Status != StatusRunning {
+		return nil, time.Time{}, false
+	}
+	x := b.exchange(spec.ID, t.Attempt)
+	id, ok := submittedJob(x)
+	if !ok {
+		return nil, time.Time{}, false
+	}
+	spec.Attempt = t.Attempt
+	calls := t.Calls
+	return func(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *TailResult) (string, string) {
+		return b.follow(ctx, env, spec, x, id, dir, res, calls)
+	}, t.Started, true
+}
