@@ -338,6 +338,7 @@ func (m *model) askKill(dir, id string) {
 	m.confirm = &confirm{
 		question: fmt.Sprintf("Kill tail %s of %s?\nIts agent is stopped and the tail ends as an error.", id, filepath.Base(dir)),
 		yes:      tea.Batch(emit(noteMsg(fmt.Sprintf("killing %s…", id))), killAction(m.ctx, m.eng, dir, id)),
+		no:       "nothing killed",
 	}
 }
 
@@ -373,8 +374,8 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 			m.confirm = nil
 			return yes
 		case key.Matches(k, keys.Cancel):
+			m.note("%s", m.confirm.no)
 			m.confirm = nil
-			m.note("nothing killed")
 		}
 		return nil
 	}
@@ -397,6 +398,16 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 	case key.Matches(k, keys.Quit):
 		if k.Type == tea.KeyCtrlC && m.live != "" {
 			m.interrupted = true
+		}
+		if m.term != nil && !m.term.Done() {
+			// The terminal pane's program is the app's child: it dies with the app, and an
+			// interactive session is lost with one key. Runs are their own processes; they stay.
+			m.confirm = &confirm{
+				question: fmt.Sprintf("Quit tare?\n%s is still running in the terminal pane and ends with the app; t returns to it.", m.term.Name()),
+				yes:      tea.Quit,
+				no:       "not quitting; t returns to " + m.term.Name(),
+			}
+			return nil
 		}
 		return tea.Quit
 	case key.Matches(k, keys.Help):
