@@ -147,14 +147,14 @@ func TestFlowKillATailWithConfirmation(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		tm.Send(keyMsg("down"))
 	}
-	tm.Send(keyMsg("k"))
+	tm.Send(keyMsg("x"))
 	waitOut(t, tm, "Kill tail a-2 of calibrate-demo?", "y yes")
 	tm.Send(keyMsg("n"))
 	waitOut(t, tm, "nothing killed")
 	if calls := stub.Calls(); len(calls) != 0 {
 		t.Fatalf("n called the engine: %v", calls)
 	}
-	tm.Send(keyMsg("k"))
+	tm.Send(keyMsg("x"))
 	waitOut(t, tm, "Kill tail a-2 of calibrate-demo?")
 	tm.Send(keyMsg("y"))
 	waitLine(t, tm, "a-2", "no verdict", "killed by the operator after 4 calls")

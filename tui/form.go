@@ -142,10 +142,11 @@ func (f *form) update(msg tea.KeyMsg) (done bool, cmd tea.Cmd) {
 	switch {
 	case msg.Type == tea.KeyEsc:
 		return true, nil
-	case key.Matches(msg, k.Next, k.Down):
+	// Arrows only: j and k are letters a prompt needs.
+	case key.Matches(msg, k.Next), msg.Type == tea.KeyDown:
 		f.move(1)
 		return false, nil
-	case key.Matches(msg, k.Prev, k.Up):
+	case key.Matches(msg, k.Prev), msg.Type == tea.KeyUp:
 		f.move(-1)
 		return false, nil
 	case msg.Type == tea.KeyCtrlRight || msg.Type == tea.KeyCtrlLeft:

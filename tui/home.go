@@ -132,6 +132,8 @@ func (p *probesPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 		agent := p.t.selected()
 		switch {
 		case key.Matches(msg, k.Open) && agent != "":
+			return true, emit(openReadingMsg{agent})
+		case key.Matches(msg, k.Probe) && agent != "":
 			return true, emit(probeMsg{agent})
 		case key.Matches(msg, k.Attach) && agent != "":
 			return true, emit(attachMsg{agent})
@@ -142,7 +144,7 @@ func (p *probesPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 
 func (p *probesPane) help() []key.Binding {
 	k := p.env.keys
-	return []key.Binding{with(k.Open, "re-probe"), k.Attach, k.Filter}
+	return []key.Binding{with(k.Open, "reading"), k.Probe, k.Attach, k.Filter}
 }
 
 // runsPane lists every run, live and finished, newest first.

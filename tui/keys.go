@@ -6,11 +6,15 @@ import "github.com/charmbracelet/bubbles/key"
 // so a binding changed here changes what the app says about it.
 type KeyMap struct {
 	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
+	// HalfUp and HalfDown move half a page (ctrl+u, ctrl+d, as in less and vim).
+	HalfUp, HalfDown key.Binding
 
 	// Next and Prev move focus between the panes of a screen.
 	Next, Prev key.Binding
-	// Open opens the selection (a run, a tail); on a probe it takes a new reading.
+	// Open opens the selection (a run, a tail, a probe's reading).
 	Open key.Binding
+	// Probe takes a new reading of the selected agent.
+	Probe key.Binding
 	// Back closes a dialog, a filter, a diff, then goes back a screen.
 	Back   key.Binding
 	Filter key.Binding
@@ -42,12 +46,15 @@ func DefaultKeyMap() KeyMap {
 		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(help, desc))
 	}
 	return KeyMap{
-		Up:       b("↑", "up", "up", "ctrl+p"),
-		Down:     b("↓", "down", "down", "ctrl+n"),
+		// j/k/g/G as in less, vim, k9s and lazygit: their users press them first.
+		Up:       b("↑/k", "up", "up", "k", "ctrl+p"),
+		Down:     b("↓/j", "down", "down", "j", "ctrl+n"),
 		PageUp:   b("pgup", "page up", "pgup"),
 		PageDown: b("pgdn", "page down", "pgdown"),
-		Top:      b("home", "first", "home"),
-		Bottom:   b("end", "last", "end"),
+		HalfUp:   b("ctrl+u", "half page up", "ctrl+u"),
+		HalfDown: b("ctrl+d", "half page down", "ctrl+d"),
+		Top:      b("g/home", "first", "home", "g"),
+		Bottom:   b("G/end", "last", "end", "G"),
 		Next:     b("tab", "next pane", "tab"),
 		Prev:     b("shift+tab", "previous pane", "shift+tab"),
 		Open:     b("enter", "open", "enter"),
@@ -55,7 +62,9 @@ func DefaultKeyMap() KeyMap {
 		Filter:   b("/", "filter", "/"),
 		Resume:   b("r", "resume run", "r"),
 		Retry:    b("R", "retry tail", "R"),
-		Kill:     b("k", "kill tail", "k"),
+		// Not k: that is up for every k9s user, and a kill must not be one slip away.
+		Kill:     b("x", "kill tail", "x", "ctrl+k"),
+		Probe:    b("p", "probe", "p"),
 		New:      b("n", "new run", "n"),
 		Diff:     b("d", "capsule diff", "d"),
 		Attach:   b("a", "attach agent", "a"),

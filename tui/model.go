@@ -25,6 +25,7 @@ const (
 	runPage
 	tailPage
 	termPage
+	readerPage
 )
 
 // ErrInterrupted is what LiveRun returns when the operator pressed ctrl+c in the live view:
@@ -70,6 +71,8 @@ type model struct {
 	run   *runView
 	tail  *tailView
 	term  *Terminal
+	// reader is the text page on top (a probe reading), when one is open.
+	reader *reader
 
 	form     *form
 	confirm  *confirm
@@ -129,6 +132,8 @@ func (m *model) pop() {
 		if m.term != nil && m.term.Done() {
 			m.closeTerminal()
 		}
+	case readerPage:
+		m.reader = nil
 	}
 	m.pages = m.pages[:len(m.pages)-1]
 	m.layout()
@@ -144,6 +149,9 @@ func (m *model) layout() {
 	}
 	if m.tail != nil {
 		m.tail.setSize(m.scr.body)
+	}
+	if m.reader != nil {
+		m.reader.setSize(m.scr.body)
 	}
 	if m.term != nil {
 		if err := m.term.Resize(max(m.scr.body.W-2, 2), max(m.scr.body.H-2, 1)); err != nil {
@@ -202,10 +210,32 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.tail.history(msg)
 		}
 	case probeMsg:
+		if m.env.store.probing[msg.agent] {
+			// One room per agent at a time: they would all write the same reading.
+			m.note("%s is being probed already; its reading shows when it is done", msg.agent)
+			break
+		}
 		m.env.store.probing[msg.agent] = true
 		m.refresh()
 		m.note("probing %s…", msg.agent)
 		return m, probeAction(m.ctx, m.eng, msg.agent)
+	case openReadingMsg:
+		r, ok := m.env.store.probes[msg.agent]
+		if !ok {
+			m.note("no reading of %s for this project yet; p takes one", msg.agent)
+			break
+		}
+		return m, loadReading(r)
+	case readerMsg:
+		if msg.err != nil {
+			m.fail(msg.err)
+			break
+		}
+		for m.page() == readerPage {
+			m.pop()
+		}
+		m.reader = newReader(msg.title, msg.text)
+		m.push(readerPage)
 	case attachMsg:
 		return m, m.attach(msg.agent)
 	case resumeMsg:
@@ -419,7 +449,7 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 	case key.Matches(k, keys.Terminal) && m.term != nil:
 		m.push(termPage)
 		return nil
-	case key.Matches(k, keys.Next, keys.Prev) && m.page() != tailPage:
+	case key.Matches(k, keys.Next, keys.Prev) && (m.page() == homePage || m.page() == runPage):
 		step := 1
 		if key.Matches(k, keys.Prev) {
 			step = -1
@@ -451,6 +481,8 @@ func (m *model) capturing() bool {
 	switch m.page() {
 	case tailPage:
 		return m.tail.calls.filtering
+	case readerPage:
+		return false
 	case homePage, runPage:
 		if p := m.ring().current(); p != nil {
 			return p.capturing()
@@ -464,6 +496,8 @@ func (m *model) paneKey(k tea.KeyMsg) (bool, tea.Cmd) {
 	switch m.page() {
 	case tailPage:
 		return m.tail.update(k, m.scr.body)
+	case readerPage:
+		return m.reader.update(m.env.keys, k), nil
 	case homePage, runPage:
 		if p := m.ring().current(); p != nil {
 			return p.update(k)

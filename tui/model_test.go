@@ -121,10 +121,10 @@ func TestActionsCallTheEngine(t *testing.T) {
 	stub.setAlive(crashed, false)
 	tm := newTestModel(t, stateDir, stub, 120, 30)
 
-	// enter on a probe re-probes; the pane says so until the engine answers.
+	// p on a probe re-probes; the pane says so until the engine answers.
 	tm.key("tab")
 	selectRow(t, tm.home.probes.t, "codex")
-	_, ask := tm.Update(keyMsg("enter"))
+	_, ask := tm.Update(keyMsg("p"))
 	_, probe := tm.Update(ask()) // the probe is under way: its command has not answered
 	if !strings.Contains(tm.View(), "probing…") {
 		t.Fatalf("no probing mark:\n%s", tm.View())
@@ -154,12 +154,12 @@ func TestActionsCallTheEngine(t *testing.T) {
 	selectRow(t, tm.run.tails.t, "a-1")
 	tm.key("R")
 	selectRow(t, tm.run.tails.t, "a-2")
-	tm.key("k")
+	tm.key("x")
 	if tm.confirm == nil || !strings.Contains(tm.View(), "Kill tail a-2 of calibrate-demo?") {
 		t.Fatalf("k did not ask:\n%s", tm.View())
 	}
 	tm.key("n")
-	tm.key("k")
+	tm.key("x")
 	tm.key("y")
 
 	want := []call{

@@ -46,6 +46,8 @@ type (
 	openTailMsg struct{ dir, tail string }
 	// probeMsg asks for a new reading of agent.
 	probeMsg struct{ agent string }
+	// openReadingMsg opens agent's last reading, every line of it.
+	openReadingMsg struct{ agent string }
 	// attachMsg starts agent attached in the terminal pane.
 	attachMsg struct{ agent string }
 	// resumeMsg continues a crashed run.

@@ -43,8 +43,11 @@ func TestProbesPane(t *testing.T) {
 			t.Errorf("view lacks %q:\n%s", want, v)
 		}
 	}
-	if msg := asks(t, p, "enter"); msg != (probeMsg{"claude"}) {
+	if msg := asks(t, p, "enter"); msg != (openReadingMsg{"claude"}) {
 		t.Errorf("enter asks %#v", msg)
+	}
+	if msg := asks(t, p, "p"); msg != (probeMsg{"claude"}) {
+		t.Errorf("p asks %#v", msg)
 	}
 	p.update(keyMsg("down"))
 	if msg := asks(t, p, "a"); msg != (attachMsg{"codex"}) {
@@ -143,7 +146,7 @@ func TestTailsPaneAndTally(t *testing.T) {
 			t.Errorf("view lacks %q:\n%s", want, v)
 		}
 	}
-	for k, want := range map[string]tea.Msg{"enter": openTailMsg{cal, "a-0"}, "R": retryMsg{cal, "a-0"}, "k": killMsg{cal, "a-0"}} {
+	for k, want := range map[string]tea.Msg{"enter": openTailMsg{cal, "a-0"}, "R": retryMsg{cal, "a-0"}, "x": killMsg{cal, "a-0"}} {
 		if msg := asks(t, p, k); msg != want {
 			t.Errorf("%s asks %#v, want %#v", k, msg, want)
 		}
