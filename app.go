@@ -104,7 +104,8 @@ func (e *appEngine) StartCalibrate(ctx context.Context, c tui.Calibrate) (string
 			return dir, nil
 		}
 		if log.exited() || time.Now().After(deadline) {
-			return "", fmt.Errorf("tare calibrate did not start: %s", log.tail())
+			// The log's line is tare's own ("tare: --side ..."): one prefix is enough.
+			return "", fmt.Errorf("tare calibrate did not start: %s", strings.TrimPrefix(log.tail(), "tare: "))
 		}
 		select {
 		case <-ctx.Done():

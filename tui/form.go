@@ -10,6 +10,9 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+
+	"tare/engine"
 )
 
 // fieldSpec is one field of the new-run form.
@@ -31,7 +34,7 @@ type runKind struct {
 var runKinds = []runKind{{
 	name: "calibrate",
 	fields: []fieldSpec{
-		{key: "prompt", label: "prompt", placeholder: "what every tail is asked to do"},
+		{key: "prompt", label: "prompt", placeholder: "what every tail is asked to do", check: needed("prompt", "say what every tail is asked to do")},
 		{key: "sides", label: "sides", placeholder: "claude --model haiku; codex", check: needed("sides", "give at least one agent, sides separated by ;")},
 		{key: "check", label: "check", placeholder: "the command that passes or fails a tail, e.g. make test"},
 		{key: "runs", label: "runs", def: "10", check: positive("runs")},
@@ -77,10 +80,15 @@ type form struct {
 	inputs []textinput.Model
 	focus  int
 	err    string
+	// errField is the field err is about (drawn under it); -1 for the form as a whole.
+	errField int
+	// sent is true while the engine is deciding on the values: the form stays open with
+	// them, so a refusal costs the operator nothing but the fix.
+	sent bool
 }
 
 func newForm(e *env) *form {
-	f := &form{env: e}
+	f := &form{env: e, errField: -1}
 	f.setKind(0)
 	return f
 }
@@ -127,13 +135,28 @@ func (f *form) validate() bool {
 			continue
 		}
 		if err := spec.check(f.inputs[i].Value()); err != nil {
-			f.err = err.Error()
+			f.err, f.errField = err.Error(), i
 			f.move(i - f.focus)
 			return false
 		}
 	}
-	f.err = ""
+	f.err, f.errField = "", -1
 	return true
+}
+
+// refused shows why the engine did not start the run, whole, under the field it names (the
+// flag in the reason: --side is the sides field), and focuses that field.
+func (f *form) refused(err error) {
+	f.sent = false
+	f.err, f.errField = engine.Printable(err.Error()), -1
+	for i, spec := range runKinds[f.kind].fields {
+		flag := "--" + strings.TrimSuffix(spec.key, "s")
+		if strings.Contains(f.err, flag+" ") || strings.Contains(f.err, flag+"=") || strings.Contains(f.err, "--"+spec.key) {
+			f.errField = i
+			f.move(i - f.focus)
+			return
+		}
+	}
 }
 
 // update handles a key. done is true when the form closes: cancelled (cmd nil) or sent.
@@ -142,6 +165,8 @@ func (f *form) update(msg tea.KeyMsg) (done bool, cmd tea.Cmd) {
 	switch {
 	case msg.Type == tea.KeyEsc:
 		return true, nil
+	case f.sent:
+		return false, nil // the values are with the engine; esc still closes
 	// Arrows only: j and k are letters a prompt needs.
 	case key.Matches(msg, k.Next), msg.Type == tea.KeyDown:
 		f.move(1)
@@ -160,7 +185,8 @@ func (f *form) update(msg tea.KeyMsg) (done bool, cmd tea.Cmd) {
 		if !f.validate() {
 			return false, nil
 		}
-		return true, emit(startMsg{kind: runKinds[f.kind].name, values: f.values()})
+		f.sent = true
+		return false, emit(startMsg{kind: runKinds[f.kind].name, values: f.values()})
 	case msg.Type == tea.KeyEnter:
 		f.move(1)
 		return false, nil
@@ -187,14 +213,29 @@ func (f *form) view(w int) string {
 		}
 		f.inputs[i].Width = max(w-12, 4)
 		lines = append(lines, mark+fit(spec.label, 8)+f.inputs[i].View())
+		if f.err != "" && i == f.errField {
+			lines = append(lines, f.errLines(w)...)
+		}
 	}
 	lines = append(lines, "")
-	if f.err != "" {
-		lines = append(lines, s.statusErr.Render(f.err))
-	} else {
+	switch {
+	case f.sent:
+		lines = append(lines, s.tone(warn, "starting "+runKinds[f.kind].name+"…"))
+	case f.err != "" && f.errField < 0:
+		lines = append(lines, f.errLines(w)...)
+	default:
 		lines = append(lines, s.tone(dim, "tab next field · enter on the last field or ctrl+s starts · esc cancels"))
 	}
 	return strings.Join(lines, "\n")
+}
+
+// errLines is the whole error, wrapped to the form's width below the field labels.
+func (f *form) errLines(w int) []string {
+	var out []string
+	for _, l := range strings.Split(ansi.Wrap(f.err, max(w-10, 10), " "), "\n") {
+		out = append(out, strings.Repeat(" ", 10)+f.env.st.statusErr.Render(l))
+	}
+	return out
 }
 
 // startRun calls the engine for a form's values; the answer opens the new run.

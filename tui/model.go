@@ -257,9 +257,16 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, startRun(m.ctx, m.eng, msg)
 	case startedMsg:
 		if msg.err != nil {
-			m.fail(fmt.Errorf("%s: %v", msg.kind, msg.err))
+			if m.form != nil && m.form.sent {
+				m.form.refused(msg.err)
+				m.log.Print(msg.err)
+				m.status = ""
+				break
+			}
+			m.fail(msg.err)
 			break
 		}
+		m.form = nil
 		m.note("started %s", filepath.Base(msg.dir))
 		m.openRun(msg.dir)
 	case actionMsg:

@@ -264,6 +264,7 @@ func TestFormKinds(t *testing.T) {
 	if runKinds[f.kind].name != "calibrate" || len(f.inputs) != 7 {
 		t.Fatalf("form: %s with %d fields", runKinds[f.kind].name, len(f.inputs))
 	}
+	f.inputs[0].SetValue("fix the bug")
 	if done, _ := f.update(keyMsg("ctrl+s")); done || !strings.Contains(f.err, "sides is empty") || f.focus != 1 {
 		t.Fatalf("empty sides: done %v err %q focus %d", done, f.err, f.focus)
 	}
