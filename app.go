@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"tare/agent"
-	"tare/capsule"
 	"tare/config"
 	"tare/engine"
 	"tare/tui"
@@ -115,41 +114,10 @@ func (e *appEngine) StartCalibrate(ctx context.Context, c tui.Calibrate) (string
 	}
 }
 
-// CapsuleDiff is what a tail changed: its finished workspace against the capsule it started
-// from.
+// CapsuleDiff is what a tail changed (for the recorded trail: what step's tool call
+// changed), as a unified diff with content.
 func (e *appEngine) CapsuleDiff(ctx context.Context, dir, tail string, step int) (string, error) {
-	store, err := capsule.Open(filepath.Join(dir, "store"))
-	if err != nil {
-		return "", err
-	}
-	list, err := store.List()
-	if err != nil {
-		return "", err
-	}
-	var from, to *capsule.Capsule
-	for i := range list {
-		switch list[i].ID {
-		case "start":
-			from = &list[i]
-		case tail + "-end":
-			to = &list[i]
-		}
-	}
-	if from == nil || to == nil {
-		return "", fmt.Errorf("tail %s has no end capsule yet", tail)
-	}
-	changes, err := store.Diff(*from, *to)
-	if err != nil {
-		return "", err
-	}
-	if len(changes) == 0 {
-		return "no change to the workspace", nil
-	}
-	var b strings.Builder
-	for _, c := range changes {
-		fmt.Fprintf(&b, "%-8s %s\n", c.Kind, c.Path)
-	}
-	return b.String(), nil
+	return engine.TailChanges(ctx, dir, tail, step)
 }
 
 // Alive reports whether a process owns the run.

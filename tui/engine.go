@@ -26,7 +26,9 @@ type Engine interface {
 	// StartCalibrate starts `tare calibrate` with the form's values and returns the new
 	// run's directory once its journal exists.
 	StartCalibrate(ctx context.Context, c Calibrate) (runDir string, err error)
-	// CapsuleDiff is the diff of a tail's workspace at step against the step before, as text.
+	// CapsuleDiff is what a tail changed in its workspace, as a unified diff (a tail keeps no
+	// capsule per tool call; for the recorded trail, "original", what step changed), as
+	// engine.TailChanges makes it. Its first line says what is compared.
 	CapsuleDiff(ctx context.Context, runDir, tailID string, step int) (string, error)
 	// Alive reports whether a process still owns the run (it is live, not crashed). It is
 	// called about once a second per unfinished run, off the UI goroutine: keep it cheap.

@@ -36,13 +36,15 @@ type call struct {
 // stubEngine is a test double of the engine boundary: it records each call and, where a
 // test needs the world to move, runs a hook (which writes real journal lines).
 type stubEngine struct {
-	mu     sync.Mutex
-	calls  []call
-	alive  map[string]bool
-	err    error
-	diff   string
-	attach func(agent string) (*exec.Cmd, error)
-	hook   func(c call)
+	mu    sync.Mutex
+	calls []call
+	alive map[string]bool
+	err   error
+	diff  string
+	// capsuleDiff, when set, answers CapsuleDiff (the real engine's, for views drawn from it).
+	capsuleDiff func(ctx context.Context, dir, id string, step int) (string, error)
+	attach      func(agent string) (*exec.Cmd, error)
+	hook        func(c call)
 }
 
 func newStub() *stubEngine { return &stubEngine{alive: map[string]bool{}} }
@@ -81,8 +83,11 @@ func (s *stubEngine) StartCalibrate(_ context.Context, c Calibrate) (string, err
 	err := s.record("StartCalibrate", c.Prompt, strings.Join(c.Sides, "|"), c.Check, fmt.Sprint(c.Runs), fmt.Sprint(c.Jobs), c.Project, c.Script)
 	return "/nowhere/calibrate/new", err
 }
-func (s *stubEngine) CapsuleDiff(_ context.Context, dir, id string, step int) (string, error) {
+func (s *stubEngine) CapsuleDiff(ctx context.Context, dir, id string, step int) (string, error) {
 	err := s.record("CapsuleDiff", dir, id, fmt.Sprint(step))
+	if s.capsuleDiff != nil && err == nil {
+		return s.capsuleDiff(ctx, dir, id, step)
+	}
 	return s.diff, err
 }
 func (s *stubEngine) Alive(dir string) bool {

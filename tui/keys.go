@@ -24,7 +24,7 @@ type KeyMap struct {
 	Resume, Retry, Kill key.Binding
 	// New opens the form that starts a run.
 	New key.Binding
-	// Diff shows the capsule diff of the selected step in the tail view.
+	// Diff shows what the tail changed (from its capsules) in the tail view.
 	Diff key.Binding
 	// Attach runs the selected agent attached, in the terminal pane.
 	Attach key.Binding
@@ -66,7 +66,7 @@ func DefaultKeyMap() KeyMap {
 		Kill:     b("x", "kill tail", "x", "ctrl+k"),
 		Probe:    b("p", "probe", "p"),
 		New:      b("n", "new run", "n"),
-		Diff:     b("d", "capsule diff", "d"),
+		Diff:     b("d", "changes", "d"),
 		Attach:   b("a", "attach agent", "a"),
 		Terminal: b("t", "terminal", "t"),
 		Release:  b("ctrl+]", "back to tare", "ctrl+]"),

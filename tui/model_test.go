@@ -234,7 +234,7 @@ func TestDialogsAndFiltersTakeTheKeys(t *testing.T) {
 	// ? shows help generated from the key map; any key closes it.
 	tm.key("?")
 	v := tm.View()
-	for _, b := range []string{"resume run", "retry tail", "kill tail", "capsule diff", "back to tare", "next pane"} {
+	for _, b := range []string{"resume run", "retry tail", "kill tail", "changes", "back to tare", "next pane"} {
 		if !strings.Contains(v, b) {
 			t.Errorf("help lacks %q:\n%s", b, v)
 		}

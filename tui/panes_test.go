@@ -247,10 +247,10 @@ func TestTailViewFollowsItsTailOnly(t *testing.T) {
 	if msg := intent(t, used, cmd); msg != (diffMsg{cal, "b-2", 4}) {
 		t.Fatalf("d asks %#v", msg)
 	}
-	v.showDiff(diffTextMsg{dir: cal, tail: "b-2", step: 4, text: "+added\n-removed"}, rect{0, 1, 100, 20})
+	v.showDiff(diffTextMsg{dir: cal, tail: "b-2", step: 4, text: "what tail b-2 changed\n+added\n-removed"}, rect{0, 1, 100, 20})
 	var c = newCanvas(100, 21)
 	v.draw(c)
-	if s := c.String(); !strings.Contains(s, "Capsule diff · step 4") || !strings.Contains(s, "+added") {
+	if s := c.String(); !strings.Contains(s, "Changes of tail b-2") || !strings.Contains(s, "+added") {
 		t.Fatalf("diff not drawn:\n%s", s)
 	}
 	if used, _ := v.update(keyMsg("esc"), rect{0, 1, 100, 20}); !used || v.diff != nil {

@@ -26,6 +26,9 @@ type tailView struct {
 	diffStep int
 	diffErr  string
 	onDiff   bool // focus is on the diff
+	// following is set while the diff is fetched for a selection moved in the list: the
+	// list keeps the focus.
+	following bool
 	head     rect
 	callsR   rect
 	diffR    rect
@@ -198,7 +201,14 @@ func (v *tailView) draw(c *canvas) {
 	c.put(v.head, block(v.header(), v.head.W, v.head.H))
 	c.put(v.callsR, s.box("Tool calls", v.calls.view(s, !v.onDiff), v.callsR.W, v.callsR.H, !v.onDiff))
 	if v.diff != nil {
-		c.put(v.diffR, s.box(fmt.Sprintf("Capsule diff · step %d", v.diffStep), v.diff.View(), v.diffR.W, v.diffR.H, v.onDiff))
+		title := "Changes of tail " + v.id
+		if v.id == "original" {
+			title = fmt.Sprintf("Changes · step %d", v.diffStep)
+		}
+		if !v.diff.AtTop() || !v.diff.AtBottom() {
+			title += fmt.Sprintf(" · %d%%", int(v.diff.ScrollPercent()*100))
+		}
+		c.put(v.diffR, s.box(title, v.diff.View(), v.diffR.W, v.diffR.H, v.onDiff))
 	}
 }
 
@@ -228,9 +238,18 @@ func (v *tailView) showDiff(m diffTextMsg, body rect) {
 		text = v.env.st.tone(bad, fmt.Sprintf("no diff for step %d: %v", m.step, m.err))
 	} else if strings.TrimSpace(text) == "" {
 		text = v.env.st.tone(dim, "the workspace did not change at this step")
+	} else if head, rest, ok := strings.Cut(text, "\n"); ok {
+		text = v.env.st.tone(dim, head) + "\n" + rest // what is compared, then the diff
 	}
 	vp.SetContent(colourDiff(v.env.st, text))
-	v.diff, v.diffStep, v.onDiff = &vp, m.step, true
+	if v.diff != nil && v.diffStep == m.step {
+		vp.SetYOffset(v.diff.YOffset) // the same step again (a refresh): keep the place
+	}
+	v.diff, v.diffStep = &vp, m.step
+	if !v.following {
+		v.onDiff = true
+	}
+	v.following = false
 	v.setSize(body)
 }
 
@@ -267,9 +286,7 @@ func (v *tailView) update(msg tea.KeyMsg, body rect) (bool, tea.Cmd) {
 		v.onDiff = !v.onDiff
 		return true, nil
 	case key.Matches(msg, k.Diff):
-		if i := v.calls.cursor; i < len(v.calls.rows) {
-			var step int
-			fmt.Sscan(v.calls.rows[i].key, &step)
+		if step := v.selectedStep(); step > 0 {
 			return true, emit(diffMsg{v.dir, v.id, step})
 		}
 		return true, nil
@@ -285,7 +302,23 @@ func (v *tailView) update(msg tea.KeyMsg, body rect) (bool, tea.Cmd) {
 		*v.diff, cmd = v.diff.Update(msg)
 		return true, cmd
 	}
-	return v.calls.update(k, msg)
+	before := v.selectedStep()
+	used, cmd := v.calls.update(k, msg)
+	if step := v.selectedStep(); v.diff != nil && step > 0 && step != before {
+		// The open diff follows the selection.
+		v.following = true
+		return used, tea.Batch(cmd, emit(diffMsg{v.dir, v.id, step}))
+	}
+	return used, cmd
+}
+
+// selectedStep is the step of the selected tool call, 0 with none.
+func (v *tailView) selectedStep() int {
+	var step int
+	if i := v.calls.cursor; i >= 0 && i < len(v.calls.rows) {
+		fmt.Sscan(v.calls.rows[i].key, &step)
+	}
+	return step
 }
 
 func (v *tailView) help() []key.Binding {
