@@ -12,4 +12,6 @@ func (s *Store) ReadBlob(hash string, limit int64) ([]byte, error) {
 
 type errBadHash string
 
-func (e errBadHash) Error() string { return "blob hash " + string(e) + " is not a sha256: run `tare verify`" }
+func (e errBadHash) Error() string {
+	return "blob hash " + string(e) + " is not a sha256: run `tare verify`"
+}

@@ -29,9 +29,9 @@ type tailView struct {
 	// following is set while the diff is fetched for a selection moved in the list: the
 	// list keeps the focus.
 	following bool
-	head     rect
-	callsR   rect
-	diffR    rect
+	head      rect
+	callsR    rect
+	diffR     rect
 }
 
 func newTailView(e *env, dir, id string) *tailView {
