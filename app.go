@@ -123,12 +123,27 @@ func (e *appEngine) CapsuleDiff(ctx context.Context, dir, tail string, step int)
 // Alive reports whether a process owns the run.
 func (e *appEngine) Alive(dir string) bool { return engine.Alive(dir) }
 
-// Attach is tare AGENT in the app's folder, for the terminal pane.
-func (e *appEngine) Attach(name string) (*exec.Cmd, error) {
-	if _, err := agent.ByName(name); err != nil {
+// Attach is tare AGENT in the app's folder, for the terminal pane; offline, against tare's
+// own model server and the form's script.
+func (e *appEngine) Attach(req tui.AttachRequest) (*exec.Cmd, error) {
+	if _, err := agent.ByName(req.Agent); err != nil {
 		return nil, err
 	}
-	return exec.Command(e.exe, name, "--project", e.project), nil
+	args := []string{req.Agent, "--project", e.project}
+	if req.Offline {
+		args = append(args, "--offline")
+		if req.Script != "" {
+			script := req.Script
+			if !filepath.IsAbs(script) {
+				script = filepath.Join(e.project, script) // the form's paths are the app's folder's
+			}
+			if _, err := os.Stat(script); err != nil {
+				return nil, fmt.Errorf("script %s: %v; fix: give a model script (TOML), or leave it empty for the probe's replies", req.Script, err)
+			}
+			args = append(args, "--script", script)
+		}
+	}
+	return exec.Command(e.exe, args...), nil
 }
 
 // detach starts tare with args in a session of its own and returns once it runs.

@@ -227,7 +227,7 @@ func TestAppInTmux(t *testing.T) {
 
 	// The form: prompt, sides, check, runs, jobs, project, script.
 	x.keys("n")
-	x.waitText(5*time.Second, "New run", "[calibrate]", "> prompt")
+	x.waitText(5*time.Second, "New run · calibrate", "> prompt")
 	x.text(demo.Task)
 	x.keys("Tab")
 	x.text("pi; codex")

@@ -33,9 +33,19 @@ type Engine interface {
 	// Alive reports whether a process still owns the run (it is live, not crashed). It is
 	// called about once a second per unfinished run, off the UI goroutine: keep it cheap.
 	Alive(runDir string) bool
-	// Attach is the command that runs agent attached, as `tare AGENT` does; the app starts it
-	// on a pty in its terminal pane.
-	Attach(agent string) (*exec.Cmd, error)
+	// Attach is the command that runs an agent attached, as `tare AGENT` does; the app starts
+	// it on a pty in its terminal pane.
+	Attach(req AttachRequest) (*exec.Cmd, error)
+}
+
+// AttachRequest is what the attach form collects for `tare AGENT`.
+type AttachRequest struct {
+	Agent string
+	// Offline points the agent at tare's own model server (--offline): no account or
+	// network needed. Script is the server's model script (--script); empty, it gives the
+	// probe's replies.
+	Offline bool
+	Script  string
 }
 
 // Calibrate is what the new-run form collects for `tare calibrate`.

@@ -28,6 +28,9 @@ type runKind struct {
 	name   string
 	fields []fieldSpec
 	start  func(ctx context.Context, e Engine, v map[string]string) (string, error)
+	// intent, when set, is what the form asks of the root instead of starting a run (the
+	// attach form); the form closes as it is sent.
+	intent func(v map[string]string) tea.Msg
 }
 
 // runKinds is every kind the form offers, in the order it cycles through them.
@@ -55,6 +58,33 @@ var runKinds = []runKind{{
 	},
 }}
 
+// attachForm asks how to attach agent: offline (tare's own model server, replaying a
+// model script, so no account or network is needed) or with its real provider.
+func attachForm(e *env, agent string) *form {
+	k := runKind{
+		name: "attach",
+		fields: []fieldSpec{
+			{key: "offline", label: "offline", def: "yes", check: yesNo("offline")},
+			{key: "script", label: "script", placeholder: "model script (TOML) when offline; empty: tare's probe replies"},
+		},
+		intent: func(v map[string]string) tea.Msg {
+			return attachMsg{agent: agent, offline: v["offline"] == "yes", script: v["script"]}
+		},
+	}
+	f := &form{env: e, title: "Attach " + agent, kinds: []runKind{k}, errField: -1}
+	f.setKind(0)
+	return f
+}
+
+func yesNo(name string) func(string) error {
+	return func(s string) error {
+		if s = strings.TrimSpace(s); s != "yes" && s != "no" {
+			return fmt.Errorf("%s is %q; fix: yes (tare's model server) or no (the agent's real provider and login)", name, s)
+		}
+		return nil
+	}
+}
+
 func needed(name, fix string) func(string) error {
 	return func(s string) error {
 		if strings.Trim(s, " ;") == "" {
@@ -76,6 +106,8 @@ func positive(name string) func(string) error {
 // form is the new-run dialog: a kind, then that kind's fields.
 type form struct {
 	env    *env
+	title  string
+	kinds  []runKind
 	kind   int
 	inputs []textinput.Model
 	focus  int
@@ -88,7 +120,7 @@ type form struct {
 }
 
 func newForm(e *env) *form {
-	f := &form{env: e, errField: -1}
+	f := &form{env: e, title: "New run · " + runKinds[0].name, kinds: runKinds, errField: -1}
 	f.setKind(0)
 	return f
 }
@@ -96,7 +128,7 @@ func newForm(e *env) *form {
 func (f *form) setKind(i int) {
 	f.kind = i
 	f.inputs = nil
-	for _, spec := range runKinds[i].fields {
+	for _, spec := range f.kinds[i].fields {
 		ti := textinput.New()
 		ti.Prompt = ""
 		ti.Cursor.SetMode(cursor.CursorStatic)
@@ -122,7 +154,7 @@ func (f *form) move(step int) {
 // values are the fields by key, trimmed.
 func (f *form) values() map[string]string {
 	v := map[string]string{}
-	for i, spec := range runKinds[f.kind].fields {
+	for i, spec := range f.kinds[f.kind].fields {
 		v[spec.key] = strings.TrimSpace(f.inputs[i].Value())
 	}
 	return v
@@ -130,7 +162,7 @@ func (f *form) values() map[string]string {
 
 // validate checks every field; the first problem is shown and focused.
 func (f *form) validate() bool {
-	for i, spec := range runKinds[f.kind].fields {
+	for i, spec := range f.kinds[f.kind].fields {
 		if spec.check == nil {
 			continue
 		}
@@ -149,7 +181,7 @@ func (f *form) validate() bool {
 func (f *form) refused(err error) {
 	f.sent = false
 	f.err, f.errField = engine.Printable(err.Error()), -1
-	for i, spec := range runKinds[f.kind].fields {
+	for i, spec := range f.kinds[f.kind].fields {
 		flag := "--" + strings.TrimSuffix(spec.key, "s")
 		if strings.Contains(f.err, flag+" ") || strings.Contains(f.err, flag+"=") || strings.Contains(f.err, "--"+spec.key) {
 			f.errField = i
@@ -179,14 +211,17 @@ func (f *form) update(msg tea.KeyMsg) (done bool, cmd tea.Cmd) {
 		if msg.Type == tea.KeyCtrlLeft {
 			step = -1
 		}
-		f.setKind(((f.kind+step)%len(runKinds) + len(runKinds)) % len(runKinds))
+		f.setKind(((f.kind+step)%len(f.kinds) + len(f.kinds)) % len(f.kinds))
 		return false, nil
 	case key.Matches(msg, k.Submit), msg.Type == tea.KeyEnter && f.focus == len(f.inputs)-1:
 		if !f.validate() {
 			return false, nil
 		}
+		if in := f.kinds[f.kind].intent; in != nil {
+			return true, emit(in(f.values()))
+		}
 		f.sent = true
-		return false, emit(startMsg{kind: runKinds[f.kind].name, values: f.values()})
+		return false, emit(startMsg{kind: f.kinds[f.kind].name, values: f.values()})
 	case msg.Type == tea.KeyEnter:
 		f.move(1)
 		return false, nil
@@ -198,15 +233,18 @@ func (f *form) update(msg tea.KeyMsg) (done bool, cmd tea.Cmd) {
 // view is the dialog's body, w cells wide.
 func (f *form) view(w int) string {
 	s := f.env.st
-	kinds := make([]string, len(runKinds))
-	for i, rk := range runKinds {
+	kinds := make([]string, len(f.kinds))
+	for i, rk := range f.kinds {
 		kinds[i] = rk.name
 		if i == f.kind {
 			kinds[i] = s.tone(accent, "["+rk.name+"]")
 		}
 	}
-	lines := []string{"kind      " + strings.Join(kinds, " ") + s.tone(dim, "  (ctrl+←/→)"), ""}
-	for i, spec := range runKinds[f.kind].fields {
+	var lines []string
+	if len(f.kinds) > 1 {
+		lines = []string{"kind      " + strings.Join(kinds, " ") + s.tone(dim, "  (ctrl+←/→)"), ""}
+	}
+	for i, spec := range f.kinds[f.kind].fields {
 		mark := "  "
 		if i == f.focus {
 			mark = s.tone(accent, "> ")
@@ -220,7 +258,7 @@ func (f *form) view(w int) string {
 	lines = append(lines, "")
 	switch {
 	case f.sent:
-		lines = append(lines, s.tone(warn, "starting "+runKinds[f.kind].name+"…"))
+		lines = append(lines, s.tone(warn, "starting "+f.kinds[f.kind].name+"…"))
 	case f.err != "" && f.errField < 0:
 		lines = append(lines, f.errLines(w)...)
 	default:

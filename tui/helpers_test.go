@@ -96,10 +96,10 @@ func (s *stubEngine) Alive(dir string) bool {
 	a, ok := s.alive[dir]
 	return a || !ok
 }
-func (s *stubEngine) Attach(agent string) (*exec.Cmd, error) {
-	s.record("Attach", agent)
+func (s *stubEngine) Attach(req AttachRequest) (*exec.Cmd, error) {
+	s.record("Attach", req.Agent, fmt.Sprint(req.Offline), req.Script)
 	if s.attach != nil {
-		return s.attach(agent)
+		return s.attach(req.Agent)
 	}
 	return exec.Command("/bin/sh"), nil
 }

@@ -136,7 +136,7 @@ func (p *probesPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 		case key.Matches(msg, k.Probe) && agent != "":
 			return true, emit(probeMsg{agent})
 		case key.Matches(msg, k.Attach) && agent != "":
-			return true, emit(attachMsg{agent})
+			return true, emit(attachFormMsg{agent})
 		}
 	}
 	return p.t.update(k, msg)

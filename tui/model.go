@@ -236,8 +236,10 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.reader = newReader(msg.title, msg.text)
 		m.push(readerPage)
+	case attachFormMsg:
+		m.form = attachForm(m.env, msg.agent)
 	case attachMsg:
-		return m, m.attach(msg.agent)
+		return m, m.attach(AttachRequest{Agent: msg.agent, Offline: msg.offline, Script: msg.script})
 	case resumeMsg:
 		return m, m.resume(msg.dir)
 	case retryMsg:

@@ -48,8 +48,14 @@ type (
 	probeMsg struct{ agent string }
 	// openReadingMsg opens agent's last reading, every line of it.
 	openReadingMsg struct{ agent string }
+	// attachFormMsg asks how to attach agent (offline, script).
+	attachFormMsg struct{ agent string }
 	// attachMsg starts agent attached in the terminal pane.
-	attachMsg struct{ agent string }
+	attachMsg struct {
+		agent   string
+		offline bool
+		script  string
+	}
 	// resumeMsg continues a crashed run.
 	resumeMsg struct{ dir string }
 	// retryMsg reruns a failed tail.

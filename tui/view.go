@@ -71,7 +71,7 @@ func (m *model) View() string {
 		w := min(m.scr.body.W, 76)
 		body := m.form.view(w - 2)
 		r := centered(m.scr.body, w, strings.Count(body, "\n")+3)
-		c.put(r, st.box("New run", body, r.W, r.H, true))
+		c.put(r, st.box(m.form.title, body, r.W, r.H, true))
 	case m.confirm != nil:
 		body := m.confirm.view(st)
 		r := centered(m.scr.body, min(m.scr.body.W, 60), strings.Count(body, "\n")+3)
