@@ -26,6 +26,8 @@ type KeyMap struct {
 	New key.Binding
 	// Diff shows what the tail changed (from its capsules) in the tail view.
 	Diff key.Binding
+	// Pager opens the run's report, or the tail's result, stderr and stream, in $PAGER.
+	Pager key.Binding
 	// Attach runs the selected agent attached, in the terminal pane.
 	Attach key.Binding
 	// Terminal returns to the terminal pane while its program runs.
@@ -67,6 +69,7 @@ func DefaultKeyMap() KeyMap {
 		Probe:    b("p", "probe", "p"),
 		New:      b("n", "new run", "n"),
 		Diff:     b("d", "changes", "d"),
+		Pager:    b("o", "open logs", "o"),
 		Attach:   b("a", "attach agent", "a"),
 		Terminal: b("t", "terminal", "t"),
 		Release:  b("ctrl+]", "back to tare", "ctrl+]"),

@@ -51,6 +51,9 @@ type modelConfig struct {
 	project string
 	// live opens the app on this run, without a home, and ends it when the run finishes.
 	live string
+	// remote is an ssh session's app: programs it would start (a pager) would run on the
+	// server's side, not on the operator's terminal.
+	remote bool
 }
 
 // model is the root model: it owns focus, layout and routing. Keys go to the focused pane
@@ -83,6 +86,7 @@ type model struct {
 
 	live        string
 	interrupted bool
+	remote      bool
 }
 
 func newModel(c modelConfig) *model {
@@ -98,7 +102,7 @@ func newModel(c modelConfig) *model {
 	e := &env{st: c.styles, keys: DefaultKeyMap(), store: newStore(c.agents, c.project), now: c.now}
 	h := help.New()
 	h.Styles = c.styles.help
-	m := &model{ctx: c.ctx, eng: c.engine, log: c.log, env: e, help: h, live: c.live}
+	m := &model{ctx: c.ctx, eng: c.engine, log: c.log, env: e, help: h, live: c.live, remote: c.remote}
 	m.home = newHomeView(e, c.probes)
 	m.pages = []page{homePage}
 	if c.live != "" {
@@ -204,7 +208,17 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case openTailMsg:
 		m.tail = newTailView(m.env, msg.dir, msg.tail)
 		m.push(tailPage)
-		return m, loadHistory(msg.dir, msg.tail)
+		return m, tea.Batch(loadHistory(msg.dir, msg.tail), m.tail.reload())
+	case tailDetailMsg:
+		if m.tail != nil && m.tail.dir == msg.dir && m.tail.id == msg.tail {
+			m.tail.setDetail(msg)
+		}
+	case pagerMsg:
+		return m, m.openPager(msg.files)
+	case pagerDoneMsg:
+		if msg.err != nil {
+			m.fail(fmt.Errorf("pager: %v; fix: set PAGER to a pager you have", msg.err))
+		}
 	case tailHistoryMsg:
 		if m.tail != nil && m.tail.dir == msg.dir && m.tail.id == msg.tail {
 			m.tail.history(msg)
@@ -303,10 +317,11 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // feed applies what the bridge read to the store and to the views that show it.
 func (m *model) feed(f feedMsg) tea.Cmd {
 	m.env.store.apply(f)
+	var cmd tea.Cmd
 	if m.tail != nil {
 		for _, rf := range f.runs {
-			if rf.dir == m.tail.dir {
-				m.tail.apply(rf.events)
+			if rf.dir == m.tail.dir && m.tail.apply(rf.events) {
+				cmd = m.tail.reload()
 			}
 		}
 	}
@@ -317,7 +332,7 @@ func (m *model) feed(f feedMsg) tea.Cmd {
 	if m.live != "" && m.env.store.run(m.live).state.Finished {
 		return tea.Quit
 	}
-	return nil
+	return cmd
 }
 
 func (m *model) openRun(dir string) {

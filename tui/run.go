@@ -349,6 +349,8 @@ func (p *tailsPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 			return true, emit(killMsg{p.dir, id})
 		case key.Matches(msg, shotKey) && id != "":
 			return true, showShot(p.env.store.run(p.dir).state.Tails[id])
+		case key.Matches(msg, k.Pager):
+			return true, emit(pagerMsg{runFiles(p.dir)})
 		}
 	}
 	return p.t.update(k, msg)
@@ -356,5 +358,5 @@ func (p *tailsPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 
 func (p *tailsPane) help() []key.Binding {
 	k := p.env.keys
-	return append([]key.Binding{k.Open, k.Kill, k.Retry, k.Resume, k.Filter}, judgeKeys(p.env.store.run(p.dir).state)...)
+	return append([]key.Binding{k.Open, k.Kill, k.Retry, k.Resume, k.Pager, k.Filter}, judgeKeys(p.env.store.run(p.dir).state)...)
 }

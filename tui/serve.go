@@ -114,7 +114,7 @@ func sessionProgram(o ServeOptions) bubbletea.ProgramHandler {
 		logger := log.New(io.Discard, "", 0)
 		m := newModel(modelConfig{
 			ctx: ctx, engine: o.Engine, styles: newStyles(bubbletea.MakeRenderer(s)), log: logger,
-			agents: o.Agents, probes: true, project: o.Project,
+			agents: o.Agents, probes: true, project: o.Project, remote: true,
 		})
 		opts := append(bubbletea.MakeOptions(s), tea.WithAltScreen(), tea.WithContext(ctx))
 		p := tea.NewProgram(m, opts...)

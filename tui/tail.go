@@ -29,6 +29,12 @@ type tailView struct {
 	// following is set while the diff is fetched for a selection moved in the list: the
 	// list keeps the focus.
 	following bool
+	// detail is what the agent's stream says of the selected call, and the tail's end; it
+	// fills the lower pane while no diff is open.
+	detail   *engine.TailDetail
+	detailVP *viewport.Model
+	// loading is set while the detail is being read.
+	loading bool
 	head      rect
 	callsR    rect
 	diffR     rect
@@ -42,7 +48,7 @@ func newTailView(e *env, dir, id string) *tailView {
 		{title: "took", width: 6, right: true},
 	}, "no tool calls yet")
 	t.setStyles(e.st)
-	v := &tailView{env: e, dir: dir, id: id, calls: t}
+	v := &tailView{env: e, dir: dir, id: id, calls: t, detailVP: newDetailPane()}
 	if ts := v.state(); ts != nil {
 		v.tools = append(v.tools, ts.Tools...)
 	}
@@ -90,11 +96,12 @@ func (v *tailView) history(m tailHistoryMsg) {
 	v.refresh()
 }
 
-// apply adds the tail's new events from a feed.
-func (v *tailView) apply(events []engine.Event) {
+// apply adds the tail's new events from a feed; it reports whether the tail moved (its
+// detail is then read again).
+func (v *tailView) apply(events []engine.Event) (moved bool) {
 	if !v.loaded {
 		v.early = append(v.early, events...)
-		return
+		return false
 	}
 	for _, e := range events {
 		if e.Seq != 0 && e.Seq <= v.seq {
@@ -103,11 +110,42 @@ func (v *tailView) apply(events []engine.Event) {
 		v.seq = max(v.seq, e.Seq)
 		switch {
 		case e.TailStarted != nil && e.TailStarted.ID == v.id:
-			v.tools = nil
+			v.tools, moved = nil, true
 		case e.ToolCall != nil && e.ToolCall.Tail == v.id:
-			v.tools = append(v.tools, *e.ToolCall)
+			v.tools, moved = append(v.tools, *e.ToolCall), true
+		case e.TailFinished != nil && e.TailFinished.ID == v.id:
+			moved = true
 		}
 	}
+	return moved
+}
+
+// reload asks for the detail again, unless a read is under way.
+func (v *tailView) reload() tea.Cmd {
+	if v.loading {
+		return nil
+	}
+	v.loading = true
+	return loadDetail(v.dir, v.id)
+}
+
+// setDetail takes a read detail and shows the selected call's part of it.
+func (v *tailView) setDetail(m tailDetailMsg) {
+	v.loading = false
+	if m.err != nil {
+		v.detail = &engine.TailDetail{Stderr: "reading the tail: " + m.err.Error()}
+	} else {
+		v.detail = m.detail
+	}
+	v.showDetail()
+}
+
+// showDetail fills the detail pane for the selected step, keeping its scroll when the step
+// is the same.
+func (v *tailView) showDetail() {
+	y := v.detailVP.YOffset
+	v.detailVP.SetContent(detailText(v.env.st, v.detail, v.selectedStep(), v.detailVP.Width))
+	v.detailVP.SetYOffset(y)
 }
 
 func (v *tailView) refresh() {
@@ -132,10 +170,16 @@ func (v *tailView) refresh() {
 }
 
 func (v *tailView) setSize(body rect) {
-	v.head, v.callsR, v.diffR = tailLayout(body, v.diff != nil)
+	v.head, v.callsR, v.diffR = tailLayout(body, true)
 	v.calls.setSize(max(v.callsR.W-2, 0), max(v.callsR.H-2, 0))
 	if v.diff != nil {
 		v.diff.Width, v.diff.Height = max(v.diffR.W-2, 0), max(v.diffR.H-2, 0)
+	}
+	w := max(v.diffR.W-2, 0)
+	resized := w != v.detailVP.Width
+	v.detailVP.Width, v.detailVP.Height = w, max(v.diffR.H-2, 0)
+	if resized {
+		v.showDetail()
 	}
 }
 
@@ -209,6 +253,12 @@ func (v *tailView) draw(c *canvas) {
 			title += fmt.Sprintf(" · %d%%", int(v.diff.ScrollPercent()*100))
 		}
 		c.put(v.diffR, s.box(title, v.diff.View(), v.diffR.W, v.diffR.H, v.onDiff))
+	} else if v.diffR.H > 0 {
+		title := "Detail"
+		if step := v.selectedStep(); step > 0 {
+			title = fmt.Sprintf("Detail · step %d", step)
+		}
+		c.put(v.diffR, s.box(title, v.detailVP.View(), v.diffR.W, v.diffR.H, v.onDiff))
 	}
 }
 
@@ -282,9 +332,11 @@ func (v *tailView) update(msg tea.KeyMsg, body rect) (bool, tea.Cmd) {
 		v.diff, v.onDiff = nil, false
 		v.setSize(body)
 		return true, nil
-	case key.Matches(msg, k.Next, k.Prev) && v.diff != nil:
-		v.onDiff = !v.onDiff
+	case key.Matches(msg, k.Next, k.Prev):
+		v.onDiff = !v.onDiff // the lower pane: the diff, or the detail
 		return true, nil
+	case key.Matches(msg, k.Pager):
+		return true, emit(pagerMsg{engine.TailFiles(v.dir, v.id)})
 	case key.Matches(msg, k.Diff):
 		if step := v.selectedStep(); step > 0 {
 			return true, emit(diffMsg{v.dir, v.id, step})
@@ -297,13 +349,21 @@ func (v *tailView) update(msg tea.KeyMsg, body rect) (bool, tea.Cmd) {
 	case key.Matches(msg, shotKey):
 		return true, showShot(v.state())
 	}
-	if v.onDiff && v.diff != nil {
+	if v.onDiff {
+		vp := v.detailVP
+		if v.diff != nil {
+			vp = v.diff
+		}
 		var cmd tea.Cmd
-		*v.diff, cmd = v.diff.Update(msg)
+		*vp, cmd = vp.Update(msg)
 		return true, cmd
 	}
 	before := v.selectedStep()
 	used, cmd := v.calls.update(k, msg)
+	if step := v.selectedStep(); step != before {
+		v.detailVP.SetYOffset(0)
+		v.showDetail()
+	}
 	if step := v.selectedStep(); v.diff != nil && step > 0 && step != before {
 		// The open diff follows the selection.
 		v.following = true
@@ -323,5 +383,5 @@ func (v *tailView) selectedStep() int {
 
 func (v *tailView) help() []key.Binding {
 	k := v.env.keys
-	return append([]key.Binding{k.Diff, k.Kill, k.Retry, k.Filter}, judgeKeys(v.env.store.run(v.dir).state)...)
+	return append([]key.Binding{k.Diff, k.Pager, k.Kill, k.Retry, k.Filter}, judgeKeys(v.env.store.run(v.dir).state)...)
 }
