@@ -35,9 +35,9 @@ type tailView struct {
 	detailVP *viewport.Model
 	// loading is set while the detail is being read.
 	loading bool
-	head      rect
-	callsR    rect
-	diffR     rect
+	head    rect
+	callsR  rect
+	diffR   rect
 }
 
 func newTailView(e *env, dir, id string) *tailView {
