@@ -325,6 +325,24 @@ func TestAppInTmux(t *testing.T) {
 	x.keys("Enter")
 	tl := st.Tails[selected]
 	x.waitText(10*time.Second, "tail "+selected+" · side "+tl.Side, "check: "+tl.Status+" — "+tl.Detail, "Tool calls", "sh greet.sh")
+
+	// Its detail pane: the last call (selected) as the agent's stream has it, and the tail's end.
+	x.waitText(10*time.Second, "Detail · step 3", "input    sh greet.sh", "output", "agent    agent exit 0", "check ")
+	// Its changes, in a pane small enough to scroll: d opens them with the keys, j scrolls.
+	if out, err := x.cmd("resize-window", "-t", "e2e", "-x", "160", "-y", "20").CombinedOutput(); err != nil {
+		t.Fatalf("tmux resize-window: %v\n%s", err, out)
+	}
+	x.keys("d")
+	x.waitText(10*time.Second, "Changes of tail "+selected, "what tail "+selected+" changed", "--- a/greet.sh")
+	x.keys("j") // one key per send: tmux writes "j","j" as one read, which is the key "jj"
+	x.waitFor("the changes scrolled", 5*time.Second, func(s string) bool {
+		return !strings.Contains(s, "what tail "+selected+" changed") && strings.Contains(s, "--- a/greet.sh")
+	})
+	x.keys("Escape") // closes the changes
+	x.waitText(5*time.Second, "Detail · step 3")
+	if out, err := x.cmd("resize-window", "-t", "e2e", "-x", "160", "-y", "48").CombinedOutput(); err != nil {
+		t.Fatalf("tmux resize-window: %v\n%s", err, out)
+	}
 	x.keys("Escape")
 	x.waitText(5*time.Second, "Pass rate", "Tails of "+name)
 	x.keys("q")

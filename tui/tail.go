@@ -35,9 +35,11 @@ type tailView struct {
 	detailVP *viewport.Model
 	// loading is set while the detail is being read.
 	loading bool
-	head    rect
-	callsR  rect
-	diffR   rect
+	// detailStep is the step the detail pane shows.
+	detailStep int
+	head       rect
+	callsR     rect
+	diffR      rect
 }
 
 func newTailView(e *env, dir, id string) *tailView {
@@ -144,7 +146,8 @@ func (v *tailView) setDetail(m tailDetailMsg) {
 // is the same.
 func (v *tailView) showDetail() {
 	y := v.detailVP.YOffset
-	v.detailVP.SetContent(detailText(v.env.st, v.detail, v.selectedStep(), v.detailVP.Width))
+	v.detailStep = v.selectedStep()
+	v.detailVP.SetContent(detailText(v.env.st, v.detail, v.detailStep, v.detailVP.Width))
 	v.detailVP.SetYOffset(y)
 }
 
@@ -166,6 +169,10 @@ func (v *tailView) refresh() {
 	if follow { // at the bottom, the list follows new calls as they come
 		v.calls.cursor = len(v.calls.rows) - 1
 		v.calls.clamp()
+	}
+	if v.selectedStep() != v.detailStep {
+		v.detailVP.SetYOffset(0)
+		v.showDetail()
 	}
 }
 
