@@ -1075,7 +1075,7 @@ Every request is logged to --log as one JSON line.`,
 func doctorCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "doctor",
-		Short: "Check bwrap, namespaces and each agent CLI; name the fix for each problem",
+		Short: "Check bwrap, namespaces and each agent CLI; name the fix for each problem (exit 1 when a line says FAIL)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := settings()
