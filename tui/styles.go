@@ -34,6 +34,8 @@ type styles struct {
 	cursor                lipgloss.Style
 	help                  help.Styles
 	ascii                 bool
+	// reverseOnly draws the selection in reverse video though no colour is drawn (NO_COLOR).
+	reverseOnly bool
 }
 
 func newStyles(r *lipgloss.Renderer) styles {

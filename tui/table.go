@@ -292,7 +292,7 @@ func (t *table) view(s styles, focused bool) string {
 		line := strings.Join(parts, " ")
 		switch {
 		case sel:
-			line = s.selected.Render(fit("> "+line, t.w))
+			line = s.selectedRow(fit("> "+line, t.w))
 		case i == t.cursor:
 			line = fit(s.tone(dim, "· ")+line, t.w)
 		default:
