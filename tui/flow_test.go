@@ -109,7 +109,7 @@ func TestFlowResumeACrashedRun(t *testing.T) {
 
 	tm.Send(keyMsg("down"))
 	tm.Send(keyMsg("r"))
-	waitOut(t, tm, "resume calibrate-crashed: done")
+	waitOut(t, tm, "resume calibrate-crashed: started")
 	waitLine(t, tm, "calibrate-crashed", "live", "1/1/4")
 
 	tm.Send(keyMsg("enter"))
@@ -162,7 +162,7 @@ func TestFlowKillATailWithConfirmation(t *testing.T) {
 	if calls := stub.Calls(); !reflect.DeepEqual(calls, []call{{"Kill", []string{cal, "a-2"}}}) {
 		t.Fatalf("engine calls: %v", calls)
 	}
-	if !strings.Contains(m.status, "kill a-2 of calibrate-demo: done") {
+	if !strings.Contains(m.status, "kill a-2 of calibrate-demo: asked") {
 		t.Fatalf("status %q", m.status)
 	}
 }

@@ -83,6 +83,8 @@ type model struct {
 
 	status    string
 	statusErr bool
+	// statusAt is when the status was set: it clears itself (see statusLife).
+	statusAt time.Time
 
 	live        string
 	interrupted bool
@@ -180,12 +182,28 @@ func (m *model) refresh() {
 // note and fail set the footer's status; what an engine error carries may be an agent's
 // output, so it is made Printable too.
 func (m *model) note(format string, args ...any) {
-	m.status, m.statusErr = engine.Printable(fmt.Sprintf(format, args...)), false
+	m.status, m.statusErr, m.statusAt = engine.Printable(fmt.Sprintf(format, args...)), false, m.env.now()
 }
 
 func (m *model) fail(err error) {
-	m.status, m.statusErr = engine.Printable(err.Error()), true
+	m.status, m.statusErr, m.statusAt = engine.Printable(err.Error()), true, m.env.now()
 	m.log.Print(err)
+}
+
+// statusLife is how long a status stays in the footer: a note a few seconds, an error long
+// enough to read (the whole text stays in tui.log).
+func statusLife(isErr bool) time.Duration {
+	if isErr {
+		return 20 * time.Second
+	}
+	return 6 * time.Second
+}
+
+// expire clears a status older than its life; a probe under way keeps its row's mark.
+func (m *model) expire(now time.Time) {
+	if m.status != "" && now.Sub(m.statusAt) >= statusLife(m.statusErr) {
+		m.status = ""
+	}
 }
 
 // Update routes one message: sizes to every view, feeds to the store and the views of their
@@ -198,6 +216,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case feedMsg:
 		return m, m.feed(msg)
 	case tickMsg:
+		m.expire(time.Time(msg))
 		m.refresh()
 		return m, tick()
 	case tea.KeyMsg:
@@ -353,10 +372,31 @@ func (m *model) done(a actionMsg) {
 		m.refresh()
 	}
 	if a.err != nil {
-		m.fail(fmt.Errorf("%s: %v", a.what, a.err))
+		m.fail(errors.New(unstack(a.what, a.err.Error())))
 		return
 	}
-	m.note("%s: done", a.what)
+	// Resume and retry return once their process runs, a kill once it is asked for: none of
+	// them is done yet, and the footer must not say so.
+	switch {
+	case strings.HasPrefix(a.what, "probe "):
+		m.note("%s: reading taken", a.what)
+	case strings.HasPrefix(a.what, "kill "):
+		m.note("%s: asked; the tail ends as the run's process stops it", a.what)
+	default:
+		m.note("%s: started", a.what)
+	}
+}
+
+// unstack joins what an action was and why it failed without saying a name twice ("probe
+// agy: agy: not found", "tare: ..." from a tare process).
+func unstack(what, why string) string {
+	why = strings.TrimPrefix(why, "tare: ")
+	if i := strings.LastIndexByte(what, ' '); i >= 0 {
+		if rest, ok := strings.CutPrefix(why, what[i+1:]+": "); ok {
+			why = rest
+		}
+	}
+	return what + ": " + why
 }
 
 func (m *model) resume(dir string) tea.Cmd {

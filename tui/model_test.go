@@ -171,7 +171,7 @@ func TestActionsCallTheEngine(t *testing.T) {
 	if got := stub.Calls(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("engine calls:\n got %v\nwant %v", got, want)
 	}
-	if tm.statusErr || !strings.Contains(tm.status, "kill a-2 of calibrate-demo: done") {
+	if tm.statusErr || !strings.Contains(tm.status, "kill a-2 of calibrate-demo: asked") {
 		t.Fatalf("status after the kill: %q", tm.status)
 	}
 }
