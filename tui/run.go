@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"sort"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/x/ansi"
 
@@ -254,6 +256,35 @@ type tailsPane struct {
 	// done keeps the rows of finished tails, which no longer change: a refresh rebuilds
 	// only the live ones, so a run with thousands of tails costs what is running.
 	done map[string]row
+	// order is how the rows are sorted (s cycles): tailOrders[order].
+	order int
+}
+
+// tailOrders are the tails pane's sorts: as they started, live first by status, longest
+// first, dearest first. Ties keep the start order.
+var tailOrders = []struct {
+	name string
+	less func(a, b *engine.TailState, now time.Time) bool
+}{
+	{"start", nil},
+	{"status", func(a, b *engine.TailState, _ time.Time) bool { return statusRank(a.Status) < statusRank(b.Status) }},
+	{"time", func(a, b *engine.TailState, now time.Time) bool { return a.Elapsed(now) > b.Elapsed(now) }},
+	{"cost", func(a, b *engine.TailState, _ time.Time) bool { return a.TotalUsage().Cost > b.TotalUsage().Cost }},
+}
+
+// statusRank puts what needs a look first: running, then failed, no verdict, passed.
+func statusRank(s string) int {
+	switch s {
+	case engine.StatusRunning:
+		return 0
+	case engine.StatusFailed:
+		return 1
+	case engine.StatusNoVerdict:
+		return 2
+	case engine.StatusPassed:
+		return 4
+	}
+	return 3
 }
 
 func newTailsPane(e *env, dir string) *tailsPane {
@@ -273,6 +304,9 @@ func newTailsPane(e *env, dir string) *tailsPane {
 }
 
 func (p *tailsPane) title() string {
+	if p.order > 0 {
+		return "Tails of " + filepath.Base(p.dir) + " · by " + tailOrders[p.order].name
+	}
 	return "Tails of " + filepath.Base(p.dir)
 }
 func (p *tailsPane) setSize(w, h int)   { p.t.setSize(w, h) }
@@ -319,6 +353,9 @@ func (p *tailsPane) refresh() {
 		}
 		rows = append(rows, r)
 	}
+	if less := tailOrders[p.order].less; less != nil {
+		sort.SliceStable(rows, func(i, j int) bool { return less(st.Tails[rows[i].key], st.Tails[rows[j].key], now) })
+	}
 	p.t.setRows(rows)
 }
 
@@ -351,6 +388,10 @@ func (p *tailsPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 			return true, showShot(p.env.store.run(p.dir).state.Tails[id])
 		case key.Matches(msg, k.Pager):
 			return true, emit(pagerMsg{runFiles(p.dir)})
+		case key.Matches(msg, k.Sort):
+			p.order = (p.order + 1) % len(tailOrders)
+			p.refresh()
+			return true, nil
 		}
 	}
 	return p.t.update(k, msg)
@@ -358,5 +399,5 @@ func (p *tailsPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 
 func (p *tailsPane) help() []key.Binding {
 	k := p.env.keys
-	return append([]key.Binding{k.Open, k.Kill, k.Retry, k.Resume, k.Pager, k.Filter}, judgeKeys(p.env.store.run(p.dir).state)...)
+	return append([]key.Binding{k.Open, k.Kill, k.Retry, k.Resume, k.Sort, k.Pager, k.Filter}, judgeKeys(p.env.store.run(p.dir).state)...)
 }
