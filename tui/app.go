@@ -73,7 +73,7 @@ func Run(ctx context.Context, o Options) error {
 	if o.Engine != nil {
 		alive = o.Engine.Alive
 	}
-	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithAltScreen(), tea.WithInput(in), tea.WithOutput(out))
+	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithInput(in), tea.WithOutput(out))
 	_, err = runProgram(ctx, p, m, newBridge(newWatcher(o.StateDir, o.Dirs, alive, logger), p.Send))
 	return err
 }

@@ -124,7 +124,7 @@ func sessionProgram(o ServeOptions) bubbletea.ProgramHandler {
 			ctx: ctx, engine: o.Engine, styles: sessionStyles(bubbletea.MakeRenderer(s), pty.Term, noColor), log: logger,
 			agents: o.Agents, probes: true, project: o.Project, remote: true,
 		})
-		opts := append(bubbletea.MakeOptions(s), tea.WithAltScreen(), tea.WithContext(ctx))
+		opts := append(bubbletea.MakeOptions(s), tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithContext(ctx))
 		p := tea.NewProgram(m, opts...)
 		var alive func(string) bool
 		if o.Engine != nil {
