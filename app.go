@@ -68,6 +68,34 @@ func (e *appEngine) Retry(ctx context.Context, dir, tail string) error {
 	return e.detach("resume", dir, "--retry", tail)
 }
 
+// Delete removes a run's folder once no process owns it. The folder is first moved out of
+// the runs' place (<state>/<command>/<name>/) in one rename, so a crash halfway leaves no
+// half run for the app to list (a .deleting folder, at worst, to remove by hand).
+func (e *appEngine) Delete(ctx context.Context, dir string) error {
+	if engine.Alive(dir) {
+		return fmt.Errorf("%s is live: it is deleted once no process owns it", dir)
+	}
+	state, err := filepath.Abs(e.cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	rel, err := filepath.Rel(state, dir)
+	if err != nil || strings.Count(rel, string(filepath.Separator)) != 1 || strings.HasPrefix(rel, "..") {
+		return fmt.Errorf("%s is not a run of the state directory %s: only runs tare keeps there are deleted from the app", dir, state)
+	}
+	if _, err := os.Stat(filepath.Join(dir, engine.JournalFile)); err != nil {
+		return fmt.Errorf("%s has no journal: not a run; delete it by hand if it is yours", dir)
+	}
+	gone := filepath.Join(state, "."+strings.ReplaceAll(rel, string(filepath.Separator), "-")+".deleting")
+	if err := os.Rename(dir, gone); err != nil {
+		return fmt.Errorf("delete %s: %v", dir, err)
+	}
+	if err := os.RemoveAll(gone); err != nil {
+		return fmt.Errorf("delete %s: %v; remove %s by hand", dir, err, gone)
+	}
+	return nil
+}
+
 // Kill asks the process running the tail to stop it.
 func (e *appEngine) Kill(ctx context.Context, dir, tail string) error {
 	return engine.RequestKill(dir, tail)

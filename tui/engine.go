@@ -21,6 +21,9 @@ type Engine interface {
 	Resume(ctx context.Context, runDir string) error
 	// Retry reruns a failed tail of a run.
 	Retry(ctx context.Context, runDir, tailID string) error
+	// Delete removes a run's folder (journal, report, capsules, tails); it refuses a run a
+	// process still owns.
+	Delete(ctx context.Context, runDir string) error
 	// Kill stops a running tail; the engine journals its end.
 	Kill(ctx context.Context, runDir, tailID string) error
 	// StartCalibrate starts `tare calibrate` with the form's values and returns the new

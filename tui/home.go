@@ -219,6 +219,8 @@ func (p *runsPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 			return true, emit(openRunMsg{dir})
 		case key.Matches(msg, k.Resume) && dir != "":
 			return true, emit(resumeMsg{dir})
+		case key.Matches(msg, k.Delete) && dir != "":
+			return true, emit(deleteMsg{dir})
 		}
 	}
 	return p.t.update(k, msg)
@@ -226,5 +228,5 @@ func (p *runsPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 
 func (p *runsPane) help() []key.Binding {
 	k := p.env.keys
-	return []key.Binding{k.Open, k.Resume, k.New, k.Filter}
+	return []key.Binding{k.Open, k.Resume, k.New, k.Delete, k.Filter}
 }

@@ -26,6 +26,8 @@ type KeyMap struct {
 	New key.Binding
 	// Diff shows what the tail changed (from its capsules) in the tail view.
 	Diff key.Binding
+	// Delete removes a run no process owns (done, error, crashed), after a confirmation.
+	Delete key.Binding
 	// Sort cycles the tails' order: start, status, time, cost.
 	Sort key.Binding
 	// Pager opens the run's report, or the tail's result, stderr and stream, in $PAGER.
@@ -73,6 +75,7 @@ func DefaultKeyMap() KeyMap {
 		Diff:     b("d", "changes", "d"),
 		Pager:    b("o", "open logs", "o"),
 		Sort:     b("S", "sort", "S"), // s is a judged tail's screenshot
+		Delete:   b("D", "delete run", "D"),
 		Attach:   b("a", "attach agent", "a"),
 		Terminal: b("t", "terminal", "t"),
 		Release:  b("ctrl+]", "back to tare", "ctrl+]"),

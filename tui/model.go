@@ -281,6 +281,8 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.retry(msg.dir, msg.tail)
 	case killMsg:
 		m.askKill(msg.dir, msg.tail)
+	case deleteMsg:
+		m.askDelete(msg.dir)
 	case diffMsg:
 		m.note("diff of step %d…", msg.step)
 		return m, fetchDiff(m.ctx, m.eng, msg)
@@ -373,6 +375,12 @@ func (m *model) done(a actionMsg) {
 		delete(m.env.store.probing, agent)
 		m.refresh()
 	}
+	if strings.HasPrefix(a.what, "delete ") && a.err == nil {
+		m.env.store.remove(a.owner) // D is a key of the home's Runs pane: no view shows the run
+		m.refresh()
+		m.note("%s: deleted", a.what)
+		return
+	}
 	if a.err != nil {
 		m.fail(errors.New(unstack(a.what, a.err.Error())))
 		return
@@ -435,6 +443,20 @@ func (m *model) askKill(dir, id string) {
 		question: fmt.Sprintf("Kill tail %s of %s?\nIts agent is stopped and the tail ends as an error.", id, filepath.Base(dir)),
 		yes:      tea.Batch(emit(noteMsg(fmt.Sprintf("killing %s…", id))), killAction(m.ctx, m.eng, dir, id)),
 		no:       "nothing killed",
+	}
+}
+
+// askDelete confirms the deletion of a run no process owns.
+func (m *model) askDelete(dir string) {
+	r := m.env.store.run(dir)
+	if s := r.status(); s == "live" {
+		m.fail(fmt.Errorf("%s is live: a run is deleted once no process owns it (kill its tails, or let it end)", filepath.Base(dir)))
+		return
+	}
+	m.confirm = &confirm{
+		question: fmt.Sprintf("Delete run %s?\nIts folder goes: journal, report, capsules and every tail's files.\n%s", filepath.Base(dir), tildePath(dir)),
+		yes:      deleteAction(m.ctx, m.eng, dir),
+		no:       "nothing deleted",
 	}
 }
 

@@ -60,6 +60,8 @@ type (
 	resumeMsg struct{ dir string }
 	// retryMsg reruns a failed tail.
 	retryMsg struct{ dir, tail string }
+	// deleteMsg asks to delete a run that no process owns; the root confirms first.
+	deleteMsg struct{ dir string }
 	// killMsg asks to stop a running tail; the root confirms first.
 	killMsg struct{ dir, tail string }
 	// diffMsg asks for the capsule diff of one step of a tail.

@@ -39,7 +39,7 @@ func (m *model) keyHelp() helpKeys {
 	full := [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.HalfUp, k.HalfDown, k.Top, k.Bottom},
 		{k.Next, k.Prev, k.Open, k.Back, k.Filter, k.Sort},
-		{k.Resume, k.Retry, k.Kill, k.New, k.Diff, k.Pager, k.Probe},
+		{k.Resume, k.Retry, k.Kill, k.New, k.Delete, k.Diff, k.Pager, k.Probe},
 		{k.Attach, k.Terminal, k.Release, k.Help, k.Quit},
 	}
 	return helpKeys{short: short, full: full}
