@@ -115,6 +115,9 @@ func (e *appEngine) StartCalibrate(ctx context.Context, c tui.Calibrate) (string
 	if c.Check != "" {
 		args = append(args, "--check", c.Check)
 	}
+	if c.CheckTimeout > 0 {
+		args = append(args, "--check-timeout", c.CheckTimeout.String())
+	}
 	if c.Script != "" {
 		args = append(args, "--script", c.Script)
 	}

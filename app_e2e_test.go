@@ -234,6 +234,8 @@ func TestAppInTmux(t *testing.T) {
 	x.keys("Tab")
 	x.text(demo.Check)
 	x.keys("Tab", "C-u")
+	x.text("2m") // the check's timeout
+	x.keys("Tab", "C-u")
 	x.text("2")
 	x.keys("Tab", "C-u")
 	x.text("2")
@@ -243,7 +245,7 @@ func TestAppInTmux(t *testing.T) {
 	x.text(paths.Script)
 	form := x.waitText(5*time.Second, "> script  "+paths.Script)
 	for label, want := range map[string]string{"prompt": demo.Task, "sides": "pi; codex", "check": demo.Check,
-		"runs": "2", "jobs": "2", "project": paths.Project} {
+		"timeout": "2m", "runs": "2", "jobs": "2", "project": paths.Project} {
 		if l := line(form, "  "+label+" "); !strings.Contains(l, " "+want+" ") {
 			t.Fatalf("the form's %s field is %q, want %q", label, l, want)
 		}
@@ -275,6 +277,21 @@ func TestAppInTmux(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	st := engine.Replay(name, events)
+	// Each tail said when its check started, before its verdict (the app's "checking").
+	for id := range st.Tails {
+		checking, finished := -1, -1
+		for i, e := range events {
+			if e.TailChecking != nil && e.TailChecking.ID == id {
+				checking = i
+			}
+			if e.TailFinished != nil && e.TailFinished.ID == id {
+				finished = i
+			}
+		}
+		if checking < 0 || checking > finished {
+			t.Errorf("tail %s: no tail_checking event before its tail_finished", id)
+		}
+	}
 
 	// The run: its four tails, each passed or failed as the journal says, and a pass-rate bar
 	// per side that counts what the journal counts.

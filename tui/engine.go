@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"time"
 )
 
 // Engine is what the app asks of tare's engine. Each method is the call the command line
@@ -55,11 +56,13 @@ type AttachRequest struct {
 type Calibrate struct {
 	Prompt string
 	// Sides are the agents compared, each as the --side flag takes it: "claude --model haiku".
-	Sides   []string
-	Check   string
-	Runs    int
-	Jobs    int
-	Project string
+	Sides []string
+	Check string
+	// CheckTimeout is how long a tail's check may run (--check-timeout); 0: tare's default.
+	CheckTimeout time.Duration
+	Runs         int
+	Jobs         int
+	Project      string
 	// Script, when set, is a model script: every side talks to tare's own model server
 	// replaying it instead of its provider (`tare calibrate --script`), so a run needs no
 	// account or network.

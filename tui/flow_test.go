@@ -63,7 +63,7 @@ func TestFlowOpenRunOpenTailBack(t *testing.T) {
 		tm.Send(keyMsg("down"))
 	}
 	tm.Send(keyMsg("enter"))
-	waitOut(t, tm, "tail a-2 · side a (claude --model haiku)", "go test ./cart/...", "check: running…")
+	waitOut(t, tm, "tail a-2 · side a (claude --model haiku)", "go test ./cart/...", "check: once the agent ends")
 
 	r, err := engine.OpenJournal(cal)
 	if err != nil {

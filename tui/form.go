@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/key"
@@ -40,6 +41,7 @@ var runKinds = []runKind{{
 		{key: "prompt", label: "prompt", placeholder: "what every tail is asked to do", check: needed("prompt", "say what every tail is asked to do")},
 		{key: "sides", label: "sides", placeholder: "claude --model haiku; codex", check: needed("sides", "give at least one agent, sides separated by ;")},
 		{key: "check", label: "check", placeholder: "the command that passes or fails a tail, e.g. make test"},
+		{key: "timeout", label: "timeout", def: "10m", check: duration("timeout", "how long a check may run, e.g. 90s or 10m")},
 		{key: "runs", label: "runs", def: "10", check: positive("runs")},
 		{key: "jobs", label: "jobs", def: "2", check: positive("jobs")},
 		{key: "project", label: "project", def: ".", check: needed("project", "give the folder the agents work in")},
@@ -52,6 +54,7 @@ var runKinds = []runKind{{
 				c.Sides = append(c.Sides, s)
 			}
 		}
+		c.CheckTimeout, _ = time.ParseDuration(v["timeout"])
 		c.Runs, _ = strconv.Atoi(v["runs"])
 		c.Jobs, _ = strconv.Atoi(v["jobs"])
 		return e.StartCalibrate(ctx, c)
@@ -89,6 +92,15 @@ func needed(name, fix string) func(string) error {
 	return func(s string) error {
 		if strings.Trim(s, " ;") == "" {
 			return fmt.Errorf("%s is empty; %s", name, fix)
+		}
+		return nil
+	}
+}
+
+func duration(name, fix string) func(string) error {
+	return func(s string) error {
+		if d, err := time.ParseDuration(strings.TrimSpace(s)); err != nil || d <= 0 {
+			return fmt.Errorf("%s %q is not a duration; fix: %s", name, s, fix)
 		}
 		return nil
 	}

@@ -81,7 +81,7 @@ func (s *stubEngine) Retry(_ context.Context, dir, id string) error {
 func (s *stubEngine) Kill(_ context.Context, dir, id string) error { return s.record("Kill", dir, id) }
 func (s *stubEngine) Delete(_ context.Context, dir string) error   { return s.record("Delete", dir) }
 func (s *stubEngine) StartCalibrate(_ context.Context, c Calibrate) (string, error) {
-	err := s.record("StartCalibrate", c.Prompt, strings.Join(c.Sides, "|"), c.Check, fmt.Sprint(c.Runs), fmt.Sprint(c.Jobs), c.Project, c.Script)
+	err := s.record("StartCalibrate", c.Prompt, strings.Join(c.Sides, "|"), c.Check, c.CheckTimeout.String(), fmt.Sprint(c.Runs), fmt.Sprint(c.Jobs), c.Project, c.Script)
 	return "/nowhere/calibrate/new", err
 }
 func (s *stubEngine) CapsuleDiff(ctx context.Context, dir, id string, step int) (string, error) {

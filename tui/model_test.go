@@ -265,6 +265,11 @@ func TestFormStartsACalibrate(t *testing.T) {
 	tm.typeText("claude --model haiku; codex")
 	tm.key("tab")
 	tm.typeText("make test")
+	tm.key("tab") // timeout
+	tm.key("backspace")
+	tm.key("backspace")
+	tm.key("backspace")
+	tm.typeText("90s")
 	tm.key("tab")
 	tm.key("backspace")
 	tm.key("backspace")
@@ -280,7 +285,7 @@ func TestFormStartsACalibrate(t *testing.T) {
 	tm.key("tab") // script
 	tm.typeText("demo/model.toml")
 	tm.key("ctrl+s")
-	want := []call{{"StartCalibrate", []string{"fix the bug", "claude --model haiku|codex", "make test", "20", "2", ".", "demo/model.toml"}}}
+	want := []call{{"StartCalibrate", []string{"fix the bug", "claude --model haiku|codex", "make test", "1m30s", "20", "2", ".", "demo/model.toml"}}}
 	if got := stub.Calls(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("engine calls %v, want %v", got, want)
 	}

@@ -261,7 +261,7 @@ func TestTailViewFollowsItsTailOnly(t *testing.T) {
 func TestFormKinds(t *testing.T) {
 	e, _, _ := paneEnv(t)
 	f := newForm(e)
-	if runKinds[f.kind].name != "calibrate" || len(f.inputs) != 7 {
+	if runKinds[f.kind].name != "calibrate" || len(f.inputs) != 8 {
 		t.Fatalf("form: %s with %d fields", runKinds[f.kind].name, len(f.inputs))
 	}
 	f.inputs[0].SetValue("fix the bug")

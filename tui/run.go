@@ -332,14 +332,21 @@ func (p *tailsPane) refresh() {
 			last := t.Tools[len(t.Tools)-1]
 			detail = last.Tool + " " + last.Summary
 		}
+		if t.Status == engine.StatusRunning && !t.Checking.IsZero() {
+			detail = checkingNote(t, now)
+		}
 		if len(t.Earlier) > 0 {
 			detail = attemptNote(t) + " · " + detail
+		}
+		status := statusCell(t)
+		if t.Status == engine.StatusRunning && !t.Checking.IsZero() {
+			status = cell{"checking", statusTone("checking")}
 		}
 		r := row{key: id, attempt: t.Attempt, cells: []cell{
 			{id, plain},
 			{t.Side, plain},
 			{from, dim},
-			statusCell(t),
+			status,
 			{span(t.Elapsed(now)), dim},
 			{fmt.Sprint(t.Calls), plain},
 			{tokens(t.TotalUsage()), dim},

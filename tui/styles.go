@@ -82,7 +82,7 @@ func statusTone(status string) tone {
 		return good
 	case "failed", "error", "crashed":
 		return bad
-	case "running", "live", "probing…":
+	case "running", "live", "probing…", "checking":
 		return warn
 	case "rerun", "killed", noVerdict:
 		return dim

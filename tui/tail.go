@@ -215,18 +215,21 @@ func (v *tailView) header() string {
 	if len(t.Earlier) > 0 {
 		first += " · " + attemptNote(t)
 	}
-	status := statusWord(t.Status)
+	status := tailStatus(t)
 	if t.Status == engine.StatusNoVerdict {
 		status += " (" + t.Reason.Label() + ")"
 	}
 	second := strings.Join([]string{
-		s.tone(statusTone(statusWord(t.Status)), status), span(t.Elapsed(v.env.now())),
+		s.tone(statusTone(tailStatus(t)), status), span(t.Elapsed(v.env.now())),
 		fmt.Sprintf("%d calls", t.Calls), tokens(t.Usage) + " tokens", cost(t.Usage),
 	}, " · ")
 	if len(t.Earlier) > 0 {
 		second += s.tone(dim, fmt.Sprintf(" · all %d attempts: %s", len(t.Earlier)+1, cost(t.TotalUsage())))
 	}
-	third := s.tone(dim, "check: running…")
+	third := s.tone(dim, "check: once the agent ends")
+	if !t.Checking.IsZero() {
+		third = s.tone(warn, "checking: "+checkingNote(t, v.env.now()))
+	}
 	switch t.Status {
 	case engine.StatusPassed, engine.StatusFailed:
 		third = "check: " + s.tone(statusTone(t.Status), t.Status)
