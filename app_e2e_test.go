@@ -214,7 +214,7 @@ func TestAppInTmux(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newRun(t, "")
-	env := append(r.env(), "TERM=tmux-256color")
+	env := append(r.env(), "TERM=tmux-256color", "PAGER=less")
 	// The app starts in this checkout, as the other tests run tare: the agent CLIs are found
 	// in its agents/ folder.
 	wd, err := os.Getwd()
@@ -357,6 +357,11 @@ func TestAppInTmux(t *testing.T) {
 	})
 	x.keys("Escape") // closes the changes
 	x.waitText(5*time.Second, "Detail · step 3")
+	// o opens the tail's result, stderr and stream in $PAGER (less here); q there returns.
+	x.keys("o")
+	x.waitText(10*time.Second, `"agent_exit"`, "result.json")
+	x.keys("q")
+	x.waitText(10*time.Second, "Detail · step 3", "Tool calls")
 	if out, err := x.cmd("resize-window", "-t", "e2e", "-x", "160", "-y", "48").CombinedOutput(); err != nil {
 		t.Fatalf("tmux resize-window: %v\n%s", err, out)
 	}
