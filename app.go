@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"tare/agent"
-	"tare/capsule"
 	"tare/config"
 	"tare/engine"
 	"tare/tui"
@@ -69,6 +68,34 @@ func (e *appEngine) Retry(ctx context.Context, dir, tail string) error {
 	return e.detach("resume", dir, "--retry", tail)
 }
 
+// Delete removes a run's folder once no process owns it. The folder is first moved out of
+// the runs' place (<state>/<command>/<name>/) in one rename, so a crash halfway leaves no
+// half run for the app to list (a .deleting folder, at worst, to remove by hand).
+func (e *appEngine) Delete(ctx context.Context, dir string) error {
+	if engine.Alive(dir) {
+		return fmt.Errorf("%s is live: it is deleted once no process owns it", dir)
+	}
+	state, err := filepath.Abs(e.cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	rel, err := filepath.Rel(state, dir)
+	if err != nil || strings.Count(rel, string(filepath.Separator)) != 1 || strings.HasPrefix(rel, "..") {
+		return fmt.Errorf("%s is not a run of the state directory %s: only runs tare keeps there are deleted from the app", dir, state)
+	}
+	if _, err := os.Stat(filepath.Join(dir, engine.JournalFile)); err != nil {
+		return fmt.Errorf("%s has no journal: not a run; delete it by hand if it is yours", dir)
+	}
+	gone := filepath.Join(state, "."+strings.ReplaceAll(rel, string(filepath.Separator), "-")+".deleting")
+	if err := os.Rename(dir, gone); err != nil {
+		return fmt.Errorf("delete %s: %v", dir, err)
+	}
+	if err := os.RemoveAll(gone); err != nil {
+		return fmt.Errorf("delete %s: %v; remove %s by hand", dir, err, gone)
+	}
+	return nil
+}
+
 // Kill asks the process running the tail to stop it.
 func (e *appEngine) Kill(ctx context.Context, dir, tail string) error {
 	return engine.RequestKill(dir, tail)
@@ -88,6 +115,9 @@ func (e *appEngine) StartCalibrate(ctx context.Context, c tui.Calibrate) (string
 	if c.Check != "" {
 		args = append(args, "--check", c.Check)
 	}
+	if c.CheckTimeout > 0 {
+		args = append(args, "--check-timeout", c.CheckTimeout.String())
+	}
 	if c.Script != "" {
 		args = append(args, "--script", c.Script)
 	}
@@ -104,7 +134,8 @@ func (e *appEngine) StartCalibrate(ctx context.Context, c tui.Calibrate) (string
 			return dir, nil
 		}
 		if log.exited() || time.Now().After(deadline) {
-			return "", fmt.Errorf("tare calibrate did not start: %s", log.tail())
+			// The log's line is tare's own ("tare: --side ..."): one prefix is enough.
+			return "", fmt.Errorf("tare calibrate did not start: %s", strings.TrimPrefix(log.tail(), "tare: "))
 		}
 		select {
 		case <-ctx.Done():
@@ -114,52 +145,36 @@ func (e *appEngine) StartCalibrate(ctx context.Context, c tui.Calibrate) (string
 	}
 }
 
-// CapsuleDiff is what a tail changed: its finished workspace against the capsule it started
-// from.
+// CapsuleDiff is what a tail changed (for the recorded trail: what step's tool call
+// changed), as a unified diff with content.
 func (e *appEngine) CapsuleDiff(ctx context.Context, dir, tail string, step int) (string, error) {
-	store, err := capsule.Open(filepath.Join(dir, "store"))
-	if err != nil {
-		return "", err
-	}
-	list, err := store.List()
-	if err != nil {
-		return "", err
-	}
-	var from, to *capsule.Capsule
-	for i := range list {
-		switch list[i].ID {
-		case "start":
-			from = &list[i]
-		case tail + "-end":
-			to = &list[i]
-		}
-	}
-	if from == nil || to == nil {
-		return "", fmt.Errorf("tail %s has no end capsule yet", tail)
-	}
-	changes, err := store.Diff(*from, *to)
-	if err != nil {
-		return "", err
-	}
-	if len(changes) == 0 {
-		return "no change to the workspace", nil
-	}
-	var b strings.Builder
-	for _, c := range changes {
-		fmt.Fprintf(&b, "%-8s %s\n", c.Kind, c.Path)
-	}
-	return b.String(), nil
+	return engine.TailChanges(ctx, dir, tail, step)
 }
 
 // Alive reports whether a process owns the run.
 func (e *appEngine) Alive(dir string) bool { return engine.Alive(dir) }
 
-// Attach is tare AGENT in the app's folder, for the terminal pane.
-func (e *appEngine) Attach(name string) (*exec.Cmd, error) {
-	if _, err := agent.ByName(name); err != nil {
+// Attach is tare AGENT in the app's folder, for the terminal pane; offline, against tare's
+// own model server and the form's script.
+func (e *appEngine) Attach(req tui.AttachRequest) (*exec.Cmd, error) {
+	if _, err := agent.ByName(req.Agent); err != nil {
 		return nil, err
 	}
-	return exec.Command(e.exe, name, "--project", e.project), nil
+	args := []string{req.Agent, "--project", e.project}
+	if req.Offline {
+		args = append(args, "--offline")
+		if req.Script != "" {
+			script := req.Script
+			if !filepath.IsAbs(script) {
+				script = filepath.Join(e.project, script) // the form's paths are the app's folder's
+			}
+			if _, err := os.Stat(script); err != nil {
+				return nil, fmt.Errorf("script %s: %v; fix: give a model script (TOML), or leave it empty for the probe's replies", req.Script, err)
+			}
+			args = append(args, "--script", script)
+		}
+	}
+	return exec.Command(e.exe, args...), nil
 }
 
 // detach starts tare with args in a session of its own and returns once it runs.

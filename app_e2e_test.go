@@ -214,7 +214,7 @@ func TestAppInTmux(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newRun(t, "")
-	env := append(r.env(), "TERM=tmux-256color")
+	env := append(r.env(), "TERM=tmux-256color", "PAGER=less")
 	// The app starts in this checkout, as the other tests run tare: the agent CLIs are found
 	// in its agents/ folder.
 	wd, err := os.Getwd()
@@ -227,12 +227,14 @@ func TestAppInTmux(t *testing.T) {
 
 	// The form: prompt, sides, check, runs, jobs, project, script.
 	x.keys("n")
-	x.waitText(5*time.Second, "New run", "[calibrate]", "> prompt")
+	x.waitText(5*time.Second, "New run · calibrate", "> prompt")
 	x.text(demo.Task)
 	x.keys("Tab")
 	x.text("pi; codex")
 	x.keys("Tab")
 	x.text(demo.Check)
+	x.keys("Tab", "C-u")
+	x.text("2m") // the check's timeout
 	x.keys("Tab", "C-u")
 	x.text("2")
 	x.keys("Tab", "C-u")
@@ -243,7 +245,7 @@ func TestAppInTmux(t *testing.T) {
 	x.text(paths.Script)
 	form := x.waitText(5*time.Second, "> script  "+paths.Script)
 	for label, want := range map[string]string{"prompt": demo.Task, "sides": "pi; codex", "check": demo.Check,
-		"runs": "2", "jobs": "2", "project": paths.Project} {
+		"timeout": "2m", "runs": "2", "jobs": "2", "project": paths.Project} {
 		if l := line(form, "  "+label+" "); !strings.Contains(l, " "+want+" ") {
 			t.Fatalf("the form's %s field is %q, want %q", label, l, want)
 		}
@@ -275,6 +277,21 @@ func TestAppInTmux(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	st := engine.Replay(name, events)
+	// Each tail said when its check started, before its verdict (the app's "checking").
+	for id := range st.Tails {
+		checking, finished := -1, -1
+		for i, e := range events {
+			if e.TailChecking != nil && e.TailChecking.ID == id {
+				checking = i
+			}
+			if e.TailFinished != nil && e.TailFinished.ID == id {
+				finished = i
+			}
+		}
+		if checking < 0 || checking > finished {
+			t.Errorf("tail %s: no tail_checking event before its tail_finished", id)
+		}
+	}
 
 	// The run: its four tails, each passed or failed as the journal says, and a pass-rate bar
 	// per side that counts what the journal counts.
@@ -325,6 +342,29 @@ func TestAppInTmux(t *testing.T) {
 	x.keys("Enter")
 	tl := st.Tails[selected]
 	x.waitText(10*time.Second, "tail "+selected+" · side "+tl.Side, "check: "+tl.Status+" — "+tl.Detail, "Tool calls", "sh greet.sh")
+
+	// Its detail pane: the last call (selected) as the agent's stream has it, and the tail's end.
+	x.waitText(10*time.Second, "Detail · step 3", "input    sh greet.sh", "output", "agent    agent exit 0", "check ")
+	// Its changes, in a pane small enough to scroll: d opens them with the keys, j scrolls.
+	if out, err := x.cmd("resize-window", "-t", "e2e", "-x", "160", "-y", "20").CombinedOutput(); err != nil {
+		t.Fatalf("tmux resize-window: %v\n%s", err, out)
+	}
+	x.keys("d")
+	x.waitText(10*time.Second, "Changes of tail "+selected, "what tail "+selected+" changed", "--- a/greet.sh")
+	x.keys("j") // one key per send: tmux writes "j","j" as one read, which is the key "jj"
+	x.waitFor("the changes scrolled", 5*time.Second, func(s string) bool {
+		return !strings.Contains(s, "what tail "+selected+" changed") && strings.Contains(s, "--- a/greet.sh")
+	})
+	x.keys("Escape") // closes the changes
+	x.waitText(5*time.Second, "Detail · step 3")
+	// o opens the tail's result, stderr and stream in $PAGER (less here); q there returns.
+	x.keys("o")
+	x.waitText(10*time.Second, `"agent_exit"`, "result.json")
+	x.keys("q")
+	x.waitText(10*time.Second, "Detail · step 3", "Tool calls")
+	if out, err := x.cmd("resize-window", "-t", "e2e", "-x", "160", "-y", "48").CombinedOutput(); err != nil {
+		t.Fatalf("tmux resize-window: %v\n%s", err, out)
+	}
 	x.keys("Escape")
 	x.waitText(5*time.Second, "Pass rate", "Tails of "+name)
 	x.keys("q")

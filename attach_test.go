@@ -129,3 +129,16 @@ func TestAttachedExitIsTheAgents(t *testing.T) {
 		t.Errorf("left behind: %v", left)
 	}
 }
+
+// TestAttachedResizeReachesTheAgent: when the operator's terminal changes size, the agent in
+// the room is told (SIGWINCH) and redraws for the new size, keeping its input line on screen.
+// The room's command is in a session of its own, so the kernel's own SIGWINCH never reaches it.
+func TestAttachedResizeReachesTheAgent(t *testing.T) {
+	_, tty, scr, _ := startAttached(t)
+	before := scr.count("tare-model")
+	if err := pty.Setsize(tty, &pty.Winsize{Rows: 20, Cols: 70}); err != nil {
+		t.Fatal(err)
+	}
+	// pi redraws its footer (which names the model) only when it learns the new size.
+	scr.waitFor(t, "tare-model", before+1, time.Minute)
+}

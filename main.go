@@ -90,6 +90,9 @@ leak with the file it came from.`,
 		SilenceUsage:  true,
 		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := needTerminal(); err != nil {
+				return err
+			}
 			cfg, eng, err := appSettings()
 			if err != nil {
 				return err
@@ -106,6 +109,23 @@ leak with the file it came from.`,
 		cmd.AddCommand(attachCmd(a))
 	}
 	return cmd
+}
+
+// hasTerminal reports whether stdin and stdout are both a terminal, as the app needs.
+func hasTerminal() bool {
+	return term.IsTerminal(int(os.Stdin.Fd())) && term.IsTerminal(int(os.Stdout.Fd()))
+}
+
+// errNoTerminal is the app's answer to a pipe or no terminal: what to use there instead.
+var errNoTerminal = errors.New("the app needs a terminal (stdin and stdout); without one, tare watch DIR prints a run as plain lines, and tare probe, calibrate, cliff and swap print their reports")
+
+// needTerminal refuses to start the app where it cannot draw: it would write screen codes
+// into a pipe, or fail inside Bubble Tea with no terminal to read keys from.
+func needTerminal() error {
+	if !hasTerminal() {
+		return errNoTerminal
+	}
+	return nil
 }
 
 // settings loads the config file; a bad file stops every command that reads it.
@@ -694,6 +714,10 @@ func watchCmd() *cobra.Command {
 					return fmt.Errorf("%s: %w", d, errNoRun)
 				}
 			}
+			if !hasTerminal() {
+				// A pipe, a log, CI: the events as plain lines, no screen codes.
+				return tui.WatchLines(cmd.Context(), args, os.Stdout)
+			}
 			_, eng, err := appSettings()
 			if err != nil {
 				return err
@@ -1051,7 +1075,7 @@ Every request is logged to --log as one JSON line.`,
 func doctorCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "doctor",
-		Short: "Check bwrap, namespaces and each agent CLI; name the fix for each problem",
+		Short: "Check bwrap, namespaces and each agent CLI; name the fix for each problem (exit 1 when a line says FAIL)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := settings()

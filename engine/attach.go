@@ -159,6 +159,11 @@ func runOnPty(ctx context.Context, room sandbox.Room, in, out *os.File) (int, er
 			case <-winch:
 				if size, err := pty.GetsizeFull(in); err == nil {
 					_ = pty.Setsize(master, size)
+					// The room's command runs in a session of its own (bwrap --new-session),
+					// not the pty's, so the kernel signals nobody in the room: without this
+					// the agent keeps drawing for the old size (its input line falls off a
+					// shrunk screen, its lines stay cut on a grown one).
+					_ = proc.Signal(syscall.SIGWINCH)
 				}
 			case <-done:
 				return

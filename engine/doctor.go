@@ -12,13 +12,15 @@ import (
 )
 
 // Doctor checks what tare needs on this machine and writes one line per check, with the fix
-// for each problem. It returns true when rooms can be started and at least one agent is usable.
+// for each problem. It returns true only when no line says FAIL, so a script's `tare doctor &&`
+// and the lines agree (an agent that is not installed is a FAIL line: its fix is named).
 func Doctor(ctx context.Context, cfg *config.Config, w io.Writer) bool {
 	ok := true
 	report := func(good bool, what, detail string) {
 		mark := "ok  "
 		if !good {
 			mark = "FAIL"
+			ok = false
 		}
 		fmt.Fprintf(w, "%s  %-8s %s\n", mark, what, detail)
 	}

@@ -20,6 +20,7 @@ type Event struct {
 	TailStarted  *TailStarted  `json:"tail_started,omitempty"`
 	ToolCall     *ToolCall     `json:"tool_call,omitempty"`
 	TailFinished *TailFinished `json:"tail_finished,omitempty"`
+	TailChecking *TailChecking `json:"tail_checking,omitempty"`
 	Probed       *Probed       `json:"probed,omitempty"`
 	Resumed      *Resumed      `json:"resumed,omitempty"`
 	RunFinished  *RunFinished  `json:"run_finished,omitempty"`
@@ -46,6 +47,8 @@ func (e Event) Kind() string {
 		return "tool call"
 	case e.TailFinished != nil:
 		return "tail finished"
+	case e.TailChecking != nil:
+		return "tail checking"
 	case e.Probed != nil:
 		return "probed"
 	case e.Resumed != nil:
@@ -92,6 +95,13 @@ type RunStarted struct {
 // Phase marks a stage of a run (probe, original, tails, report, done).
 type Phase struct {
 	Name string `json:"name"`
+}
+
+// TailChecking says a tail's agent has ended and its check runs, for at most TimeoutSeconds:
+// a check can take minutes, and "running" would hide that the agent is done.
+type TailChecking struct {
+	ID             string  `json:"id"`
+	TimeoutSeconds float64 `json:"timeout_seconds"`
 }
 
 // TailStarted opens one tail: a fresh start, or a continuation of a capsule.

@@ -71,6 +71,10 @@ type TailState struct {
 	CapsuleFrom *int
 	// Place is where a cluster backend runs the tail (nil: in tare's own process).
 	Place *Placed
+	// Checking is when the running tail's check started (zero while its agent runs), and
+	// CheckTimeout how long the check may take.
+	Checking     time.Time
+	CheckTimeout time.Duration
 }
 
 // Attempt is one finished attempt of a tail, kept when a retry or a resume starts another.
@@ -205,6 +209,10 @@ func (s *RunState) Apply(e Event) {
 			if len(ts.Tools) > maxTools {
 				ts.Tools = ts.Tools[len(ts.Tools)-maxTools:]
 			}
+		}
+	case e.TailChecking != nil:
+		if ts := s.Tails[e.TailChecking.ID]; ts != nil && ts.Status == StatusRunning {
+			ts.Checking, ts.CheckTimeout = e.Time, time.Duration(e.TailChecking.TimeoutSeconds*float64(time.Second))
 		}
 	case e.TailFinished != nil:
 		f := e.TailFinished

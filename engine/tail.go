@@ -247,6 +247,8 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 		res.Status = map[bool]string{true: StatusPassed, false: StatusFailed}[res.Passed]
 		return ran, "no check"
 	}
+	// Said, not needed: a journal without it only shows the check as running.
+	_ = env.run.emit(Event{TailChecking: &TailChecking{ID: spec.ID, TimeoutSeconds: env.recipe.CheckTimeout}})
 	c := runCheck(ctx, env.recipe.Check, work, time.Duration(env.recipe.CheckTimeout*float64(time.Second)), env.recipe.CheckRoom, env.cfg)
 	res.Passed, res.Score, res.CheckUsage, res.Judge = c.Passed, c.Score, c.Usage, c.Judge
 	res.Status, res.Reason = checkOutcome(c)

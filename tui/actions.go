@@ -44,6 +44,12 @@ func retryAction(ctx context.Context, e Engine, dir, tail string) tea.Cmd {
 	})
 }
 
+func deleteAction(ctx context.Context, e Engine, dir string) tea.Cmd {
+	return act(ctx, e, dir, "delete "+filepath.Base(dir), func(ctx context.Context, e Engine) error {
+		return e.Delete(ctx, dir)
+	})
+}
+
 func killAction(ctx context.Context, e Engine, dir, tail string) tea.Cmd {
 	return act(ctx, e, dir, fmt.Sprintf("kill %s of %s", tail, filepath.Base(dir)), func(ctx context.Context, e Engine) error {
 		return e.Kill(ctx, dir, tail)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/lipgloss"
 	"golang.org/x/term"
 
 	"tare/engine"
@@ -63,7 +62,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer closeLog()
 	c := modelConfig{
-		ctx: ctx, engine: o.Engine, styles: newStyles(lipgloss.NewRenderer(out)), log: logger,
+		ctx: ctx, engine: o.Engine, styles: localStyles(out), log: logger,
 		agents: o.Agents, probes: o.StateDir != "", project: o.Project,
 	}
 	m := newModel(c)
@@ -74,7 +73,7 @@ func Run(ctx context.Context, o Options) error {
 	if o.Engine != nil {
 		alive = o.Engine.Alive
 	}
-	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithAltScreen(), tea.WithInput(in), tea.WithOutput(out))
+	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithInput(in), tea.WithOutput(out))
 	_, err = runProgram(ctx, p, m, newBridge(newWatcher(o.StateDir, o.Dirs, alive, logger), p.Send))
 	return err
 }
@@ -177,7 +176,7 @@ func LiveRun(ctx context.Context, o LiveOptions) error {
 		return err
 	}
 	defer closeLog()
-	m := newModel(modelConfig{ctx: ctx, engine: o.Engine, styles: newStyles(lipgloss.NewRenderer(o.Out)), log: logger, live: o.Dir})
+	m := newModel(modelConfig{ctx: ctx, engine: o.Engine, styles: localStyles(o.Out), log: logger, live: o.Dir})
 	var alive func(string) bool
 	if o.Engine != nil {
 		alive = o.Engine.Alive

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"time"
 )
 
 // Engine is what the app asks of tare's engine. Each method is the call the command line
@@ -21,30 +22,47 @@ type Engine interface {
 	Resume(ctx context.Context, runDir string) error
 	// Retry reruns a failed tail of a run.
 	Retry(ctx context.Context, runDir, tailID string) error
+	// Delete removes a run's folder (journal, report, capsules, tails); it refuses a run a
+	// process still owns.
+	Delete(ctx context.Context, runDir string) error
 	// Kill stops a running tail; the engine journals its end.
 	Kill(ctx context.Context, runDir, tailID string) error
 	// StartCalibrate starts `tare calibrate` with the form's values and returns the new
 	// run's directory once its journal exists.
 	StartCalibrate(ctx context.Context, c Calibrate) (runDir string, err error)
-	// CapsuleDiff is the diff of a tail's workspace at step against the step before, as text.
+	// CapsuleDiff is what a tail changed in its workspace, as a unified diff (a tail keeps no
+	// capsule per tool call; for the recorded trail, "original", what step changed), as
+	// engine.TailChanges makes it. Its first line says what is compared.
 	CapsuleDiff(ctx context.Context, runDir, tailID string, step int) (string, error)
 	// Alive reports whether a process still owns the run (it is live, not crashed). It is
 	// called about once a second per unfinished run, off the UI goroutine: keep it cheap.
 	Alive(runDir string) bool
-	// Attach is the command that runs agent attached, as `tare AGENT` does; the app starts it
-	// on a pty in its terminal pane.
-	Attach(agent string) (*exec.Cmd, error)
+	// Attach is the command that runs an agent attached, as `tare AGENT` does; the app starts
+	// it on a pty in its terminal pane.
+	Attach(req AttachRequest) (*exec.Cmd, error)
+}
+
+// AttachRequest is what the attach form collects for `tare AGENT`.
+type AttachRequest struct {
+	Agent string
+	// Offline points the agent at tare's own model server (--offline): no account or
+	// network needed. Script is the server's model script (--script); empty, it gives the
+	// probe's replies.
+	Offline bool
+	Script  string
 }
 
 // Calibrate is what the new-run form collects for `tare calibrate`.
 type Calibrate struct {
 	Prompt string
 	// Sides are the agents compared, each as the --side flag takes it: "claude --model haiku".
-	Sides   []string
-	Check   string
-	Runs    int
-	Jobs    int
-	Project string
+	Sides []string
+	Check string
+	// CheckTimeout is how long a tail's check may run (--check-timeout); 0: tare's default.
+	CheckTimeout time.Duration
+	Runs         int
+	Jobs         int
+	Project      string
 	// Script, when set, is a model script: every side talks to tare's own model server
 	// replaying it instead of its provider (`tare calibrate --script`), so a run needs no
 	// account or network.

@@ -63,7 +63,7 @@ func TestFlowOpenRunOpenTailBack(t *testing.T) {
 		tm.Send(keyMsg("down"))
 	}
 	tm.Send(keyMsg("enter"))
-	waitOut(t, tm, "tail a-2 · side a (claude --model haiku)", "go test ./cart/...", "check: running…")
+	waitOut(t, tm, "tail a-2 · side a (claude --model haiku)", "go test ./cart/...", "check: once the agent ends")
 
 	r, err := engine.OpenJournal(cal)
 	if err != nil {
@@ -109,7 +109,7 @@ func TestFlowResumeACrashedRun(t *testing.T) {
 
 	tm.Send(keyMsg("down"))
 	tm.Send(keyMsg("r"))
-	waitOut(t, tm, "resume calibrate-crashed: done")
+	waitOut(t, tm, "resume calibrate-crashed: started")
 	waitLine(t, tm, "calibrate-crashed", "live", "1/1/4")
 
 	tm.Send(keyMsg("enter"))
@@ -147,14 +147,14 @@ func TestFlowKillATailWithConfirmation(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		tm.Send(keyMsg("down"))
 	}
-	tm.Send(keyMsg("k"))
+	tm.Send(keyMsg("x"))
 	waitOut(t, tm, "Kill tail a-2 of calibrate-demo?", "y yes")
 	tm.Send(keyMsg("n"))
 	waitOut(t, tm, "nothing killed")
 	if calls := stub.Calls(); len(calls) != 0 {
 		t.Fatalf("n called the engine: %v", calls)
 	}
-	tm.Send(keyMsg("k"))
+	tm.Send(keyMsg("x"))
 	waitOut(t, tm, "Kill tail a-2 of calibrate-demo?")
 	tm.Send(keyMsg("y"))
 	waitLine(t, tm, "a-2", "no verdict", "killed by the operator after 4 calls")
@@ -162,7 +162,7 @@ func TestFlowKillATailWithConfirmation(t *testing.T) {
 	if calls := stub.Calls(); !reflect.DeepEqual(calls, []call{{"Kill", []string{cal, "a-2"}}}) {
 		t.Fatalf("engine calls: %v", calls)
 	}
-	if !strings.Contains(m.status, "kill a-2 of calibrate-demo: done") {
+	if !strings.Contains(m.status, "kill a-2 of calibrate-demo: asked") {
 		t.Fatalf("status %q", m.status)
 	}
 }

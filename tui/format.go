@@ -111,6 +111,23 @@ func percent(p float64) string { return fmt.Sprintf("%d%%", int(math.Round(p*100
 const noVerdict = "no verdict"
 
 // statusWord is a tail's status as the app shows it.
+// tailStatus is a tail's status word: "checking" once its agent has ended and its check runs.
+func tailStatus(t *engine.TailState) string {
+	if t.Status == engine.StatusRunning && !t.Checking.IsZero() {
+		return "checking"
+	}
+	return statusWord(t.Status)
+}
+
+// checkingNote says how long a tail's check has run, of how long it may: "check 0:42 of 10m".
+func checkingNote(t *engine.TailState, now time.Time) string {
+	note := "check running " + span(now.Sub(t.Checking))
+	if t.CheckTimeout > 0 {
+		note += " of at most " + span(t.CheckTimeout)
+	}
+	return note
+}
+
 func statusWord(status string) string {
 	if status == engine.StatusNoVerdict {
 		return noVerdict

@@ -8,7 +8,7 @@ import (
 )
 
 // The golden views: home, run and tail at 80x24 and 160x48, drawn with the ASCII profile
-// from real journals. Regenerate with: go test ./tui -run TestGolden -update
+// from real journals (and a real capsule store for the diff). Regenerate with: go test ./tui -run TestGolden -update
 func TestGoldenViews(t *testing.T) {
 	for _, size := range [][2]int{{80, 24}, {160, 48}} {
 		w, h := size[0], size[1]
@@ -26,12 +26,14 @@ func TestGoldenViews(t *testing.T) {
 			golden.RequireEqual(t, []byte(tm.View()))
 		})
 		t.Run(fmt.Sprintf("tail_%dx%d", w, h), func(t *testing.T) {
+			// The diff is the real engine's, from real capsules of a-1.
 			stateDir, cal, _ := demoState(t)
+			demoStore(t, cal)
 			stub := newStub()
-			stub.diff = "--- a/src/cart.go\n+++ b/src/cart.go\n@@ -10,3 +10,3 @@\n func Total() {\n-\treturn sum\n+\treturn round(sum)\n }\n"
+			realDiff(stub)
 			tm := newTestModel(t, stateDir, stub, w, h)
 			tm.send(openRunMsg{cal})
-			tm.send(openTailMsg{cal, "a-2"})
+			tm.send(openTailMsg{cal, "a-1"})
 			selectRow(t, tm.tail.calls, "3")
 			tm.key("d")
 			golden.RequireEqual(t, []byte(tm.View()))

@@ -36,13 +36,15 @@ type call struct {
 // stubEngine is a test double of the engine boundary: it records each call and, where a
 // test needs the world to move, runs a hook (which writes real journal lines).
 type stubEngine struct {
-	mu     sync.Mutex
-	calls  []call
-	alive  map[string]bool
-	err    error
-	diff   string
-	attach func(agent string) (*exec.Cmd, error)
-	hook   func(c call)
+	mu    sync.Mutex
+	calls []call
+	alive map[string]bool
+	err   error
+	diff  string
+	// capsuleDiff, when set, answers CapsuleDiff (the real engine's, for views drawn from it).
+	capsuleDiff func(ctx context.Context, dir, id string, step int) (string, error)
+	attach      func(agent string) (*exec.Cmd, error)
+	hook        func(c call)
 }
 
 func newStub() *stubEngine { return &stubEngine{alive: map[string]bool{}} }
@@ -77,12 +79,16 @@ func (s *stubEngine) Retry(_ context.Context, dir, id string) error {
 	return s.record("Retry", dir, id)
 }
 func (s *stubEngine) Kill(_ context.Context, dir, id string) error { return s.record("Kill", dir, id) }
+func (s *stubEngine) Delete(_ context.Context, dir string) error   { return s.record("Delete", dir) }
 func (s *stubEngine) StartCalibrate(_ context.Context, c Calibrate) (string, error) {
-	err := s.record("StartCalibrate", c.Prompt, strings.Join(c.Sides, "|"), c.Check, fmt.Sprint(c.Runs), fmt.Sprint(c.Jobs), c.Project, c.Script)
+	err := s.record("StartCalibrate", c.Prompt, strings.Join(c.Sides, "|"), c.Check, c.CheckTimeout.String(), fmt.Sprint(c.Runs), fmt.Sprint(c.Jobs), c.Project, c.Script)
 	return "/nowhere/calibrate/new", err
 }
-func (s *stubEngine) CapsuleDiff(_ context.Context, dir, id string, step int) (string, error) {
+func (s *stubEngine) CapsuleDiff(ctx context.Context, dir, id string, step int) (string, error) {
 	err := s.record("CapsuleDiff", dir, id, fmt.Sprint(step))
+	if s.capsuleDiff != nil && err == nil {
+		return s.capsuleDiff(ctx, dir, id, step)
+	}
 	return s.diff, err
 }
 func (s *stubEngine) Alive(dir string) bool {
@@ -91,10 +97,10 @@ func (s *stubEngine) Alive(dir string) bool {
 	a, ok := s.alive[dir]
 	return a || !ok
 }
-func (s *stubEngine) Attach(agent string) (*exec.Cmd, error) {
-	s.record("Attach", agent)
+func (s *stubEngine) Attach(req AttachRequest) (*exec.Cmd, error) {
+	s.record("Attach", req.Agent, fmt.Sprint(req.Offline), req.Script)
 	if s.attach != nil {
-		return s.attach(agent)
+		return s.attach(req.Agent)
 	}
 	return exec.Command("/bin/sh"), nil
 }
@@ -307,6 +313,12 @@ func keyMsg(s string) tea.KeyMsg {
 		return tea.KeyMsg{Type: tea.KeyCtrlC}
 	case "ctrl+s":
 		return tea.KeyMsg{Type: tea.KeyCtrlS}
+	case "ctrl+d":
+		return tea.KeyMsg{Type: tea.KeyCtrlD}
+	case "ctrl+u":
+		return tea.KeyMsg{Type: tea.KeyCtrlU}
+	case "ctrl+k":
+		return tea.KeyMsg{Type: tea.KeyCtrlK}
 	case "backspace":
 		return tea.KeyMsg{Type: tea.KeyBackspace}
 	}

@@ -132,9 +132,11 @@ func (p *probesPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 		agent := p.t.selected()
 		switch {
 		case key.Matches(msg, k.Open) && agent != "":
+			return true, emit(openReadingMsg{agent})
+		case key.Matches(msg, k.Probe) && agent != "":
 			return true, emit(probeMsg{agent})
 		case key.Matches(msg, k.Attach) && agent != "":
-			return true, emit(attachMsg{agent})
+			return true, emit(attachFormMsg{agent})
 		}
 	}
 	return p.t.update(k, msg)
@@ -142,7 +144,7 @@ func (p *probesPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 
 func (p *probesPane) help() []key.Binding {
 	k := p.env.keys
-	return []key.Binding{with(k.Open, "re-probe"), k.Attach, k.Filter}
+	return []key.Binding{with(k.Open, "reading"), k.Probe, k.Attach, k.Filter}
 }
 
 // runsPane lists every run, live and finished, newest first.
@@ -217,6 +219,8 @@ func (p *runsPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 			return true, emit(openRunMsg{dir})
 		case key.Matches(msg, k.Resume) && dir != "":
 			return true, emit(resumeMsg{dir})
+		case key.Matches(msg, k.Delete) && dir != "":
+			return true, emit(deleteMsg{dir})
 		}
 	}
 	return p.t.update(k, msg)
@@ -224,5 +228,5 @@ func (p *runsPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 
 func (p *runsPane) help() []key.Binding {
 	k := p.env.keys
-	return []key.Binding{k.Open, k.Resume, k.New, k.Filter}
+	return []key.Binding{k.Open, k.Resume, k.New, k.Delete, k.Filter}
 }

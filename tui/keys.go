@@ -6,11 +6,15 @@ import "github.com/charmbracelet/bubbles/key"
 // so a binding changed here changes what the app says about it.
 type KeyMap struct {
 	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
+	// HalfUp and HalfDown move half a page (ctrl+u, ctrl+d, as in less and vim).
+	HalfUp, HalfDown key.Binding
 
 	// Next and Prev move focus between the panes of a screen.
 	Next, Prev key.Binding
-	// Open opens the selection (a run, a tail); on a probe it takes a new reading.
+	// Open opens the selection (a run, a tail, a probe's reading).
 	Open key.Binding
+	// Probe takes a new reading of the selected agent.
+	Probe key.Binding
 	// Back closes a dialog, a filter, a diff, then goes back a screen.
 	Back   key.Binding
 	Filter key.Binding
@@ -20,8 +24,14 @@ type KeyMap struct {
 	Resume, Retry, Kill key.Binding
 	// New opens the form that starts a run.
 	New key.Binding
-	// Diff shows the capsule diff of the selected step in the tail view.
+	// Diff shows what the tail changed (from its capsules) in the tail view.
 	Diff key.Binding
+	// Delete removes a run no process owns (done, error, crashed), after a confirmation.
+	Delete key.Binding
+	// Sort cycles the tails' order: start, status, time, cost.
+	Sort key.Binding
+	// Pager opens the run's report, or the tail's result, stderr and stream, in $PAGER.
+	Pager key.Binding
 	// Attach runs the selected agent attached, in the terminal pane.
 	Attach key.Binding
 	// Terminal returns to the terminal pane while its program runs.
@@ -42,12 +52,15 @@ func DefaultKeyMap() KeyMap {
 		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(help, desc))
 	}
 	return KeyMap{
-		Up:       b("↑", "up", "up", "ctrl+p"),
-		Down:     b("↓", "down", "down", "ctrl+n"),
+		// j/k/g/G as in less, vim, k9s and lazygit: their users press them first.
+		Up:       b("↑/k", "up", "up", "k", "ctrl+p"),
+		Down:     b("↓/j", "down", "down", "j", "ctrl+n"),
 		PageUp:   b("pgup", "page up", "pgup"),
 		PageDown: b("pgdn", "page down", "pgdown"),
-		Top:      b("home", "first", "home"),
-		Bottom:   b("end", "last", "end"),
+		HalfUp:   b("ctrl+u", "half page up", "ctrl+u"),
+		HalfDown: b("ctrl+d", "half page down", "ctrl+d"),
+		Top:      b("g/home", "first", "home", "g"),
+		Bottom:   b("G/end", "last", "end", "G"),
 		Next:     b("tab", "next pane", "tab"),
 		Prev:     b("shift+tab", "previous pane", "shift+tab"),
 		Open:     b("enter", "open", "enter"),
@@ -55,9 +68,14 @@ func DefaultKeyMap() KeyMap {
 		Filter:   b("/", "filter", "/"),
 		Resume:   b("r", "resume run", "r"),
 		Retry:    b("R", "retry tail", "R"),
-		Kill:     b("k", "kill tail", "k"),
+		// Not k: that is up for every k9s user, and a kill must not be one slip away.
+		Kill:     b("x", "kill tail", "x", "ctrl+k"),
+		Probe:    b("p", "probe", "p"),
 		New:      b("n", "new run", "n"),
-		Diff:     b("d", "capsule diff", "d"),
+		Diff:     b("d", "changes", "d"),
+		Pager:    b("o", "open logs", "o"),
+		Sort:     b("S", "sort", "S"), // s is a judged tail's screenshot
+		Delete:   b("D", "delete run", "D"),
 		Attach:   b("a", "attach agent", "a"),
 		Terminal: b("t", "terminal", "t"),
 		Release:  b("ctrl+]", "back to tare", "ctrl+]"),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"tare/engine"
 )
@@ -53,6 +54,8 @@ func Line(e engine.Event) string {
 		if t.Detail != "" {
 			fmt.Fprintf(&b, " — %s", t.Detail)
 		}
+	case e.TailChecking != nil:
+		fmt.Fprintf(&b, "tail %s checking (its agent ended; the check has %s)", e.TailChecking.ID, span(time.Duration(e.TailChecking.TimeoutSeconds*float64(time.Second))))
 	case e.Probed != nil:
 		fmt.Fprintf(&b, "probe %s: %s", e.Probed.Agent, e.Probed.Verdict)
 	case e.Placed != nil:

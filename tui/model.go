@@ -25,6 +25,7 @@ const (
 	runPage
 	tailPage
 	termPage
+	readerPage
 )
 
 // ErrInterrupted is what LiveRun returns when the operator pressed ctrl+c in the live view:
@@ -50,6 +51,9 @@ type modelConfig struct {
 	project string
 	// live opens the app on this run, without a home, and ends it when the run finishes.
 	live string
+	// remote is an ssh session's app: programs it would start (a pager) would run on the
+	// server's side, not on the operator's terminal.
+	remote bool
 }
 
 // model is the root model: it owns focus, layout and routing. Keys go to the focused pane
@@ -70,6 +74,8 @@ type model struct {
 	run   *runView
 	tail  *tailView
 	term  *Terminal
+	// reader is the text page on top (a probe reading), when one is open.
+	reader *reader
 
 	form     *form
 	confirm  *confirm
@@ -77,9 +83,12 @@ type model struct {
 
 	status    string
 	statusErr bool
+	// statusAt is when the status was set: it clears itself (see statusLife).
+	statusAt time.Time
 
 	live        string
 	interrupted bool
+	remote      bool
 }
 
 func newModel(c modelConfig) *model {
@@ -95,7 +104,7 @@ func newModel(c modelConfig) *model {
 	e := &env{st: c.styles, keys: DefaultKeyMap(), store: newStore(c.agents, c.project), now: c.now}
 	h := help.New()
 	h.Styles = c.styles.help
-	m := &model{ctx: c.ctx, eng: c.engine, log: c.log, env: e, help: h, live: c.live}
+	m := &model{ctx: c.ctx, eng: c.engine, log: c.log, env: e, help: h, live: c.live, remote: c.remote}
 	m.home = newHomeView(e, c.probes)
 	m.pages = []page{homePage}
 	if c.live != "" {
@@ -129,6 +138,8 @@ func (m *model) pop() {
 		if m.term != nil && m.term.Done() {
 			m.closeTerminal()
 		}
+	case readerPage:
+		m.reader = nil
 	}
 	m.pages = m.pages[:len(m.pages)-1]
 	m.layout()
@@ -144,6 +155,9 @@ func (m *model) layout() {
 	}
 	if m.tail != nil {
 		m.tail.setSize(m.scr.body)
+	}
+	if m.reader != nil {
+		m.reader.setSize(m.scr.body)
 	}
 	if m.term != nil {
 		if err := m.term.Resize(max(m.scr.body.W-2, 2), max(m.scr.body.H-2, 1)); err != nil {
@@ -168,12 +182,28 @@ func (m *model) refresh() {
 // note and fail set the footer's status; what an engine error carries may be an agent's
 // output, so it is made Printable too.
 func (m *model) note(format string, args ...any) {
-	m.status, m.statusErr = engine.Printable(fmt.Sprintf(format, args...)), false
+	m.status, m.statusErr, m.statusAt = engine.Printable(fmt.Sprintf(format, args...)), false, m.env.now()
 }
 
 func (m *model) fail(err error) {
-	m.status, m.statusErr = engine.Printable(err.Error()), true
+	m.status, m.statusErr, m.statusAt = engine.Printable(err.Error()), true, m.env.now()
 	m.log.Print(err)
+}
+
+// statusLife is how long a status stays in the footer: a note a few seconds, an error long
+// enough to read (the whole text stays in tui.log).
+func statusLife(isErr bool) time.Duration {
+	if isErr {
+		return 20 * time.Second
+	}
+	return 6 * time.Second
+}
+
+// expire clears a status older than its life; a probe under way keeps its row's mark.
+func (m *model) expire(now time.Time) {
+	if m.status != "" && now.Sub(m.statusAt) >= statusLife(m.statusErr) {
+		m.status = ""
+	}
 }
 
 // Update routes one message: sizes to every view, feeds to the store and the views of their
@@ -186,34 +216,73 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case feedMsg:
 		return m, m.feed(msg)
 	case tickMsg:
+		m.expire(time.Time(msg))
 		m.refresh()
 		return m, tick()
 	case tea.KeyMsg:
 		return m, m.key(msg)
+	case tea.MouseMsg:
+		return m, m.mouse(msg)
 
 	case openRunMsg:
 		m.openRun(msg.dir)
 	case openTailMsg:
 		m.tail = newTailView(m.env, msg.dir, msg.tail)
 		m.push(tailPage)
-		return m, loadHistory(msg.dir, msg.tail)
+		return m, tea.Batch(loadHistory(msg.dir, msg.tail), m.tail.reload())
+	case tailDetailMsg:
+		if m.tail != nil && m.tail.dir == msg.dir && m.tail.id == msg.tail {
+			m.tail.setDetail(msg)
+		}
+	case pagerMsg:
+		return m, m.openPager(msg.files)
+	case pagerDoneMsg:
+		if msg.err != nil {
+			m.fail(fmt.Errorf("pager: %v; fix: set PAGER to a pager you have", msg.err))
+		}
 	case tailHistoryMsg:
 		if m.tail != nil && m.tail.dir == msg.dir && m.tail.id == msg.tail {
 			m.tail.history(msg)
 		}
 	case probeMsg:
+		if m.env.store.probing[msg.agent] {
+			// One room per agent at a time: they would all write the same reading.
+			m.note("%s is being probed already; its reading shows when it is done", msg.agent)
+			break
+		}
 		m.env.store.probing[msg.agent] = true
 		m.refresh()
 		m.note("probing %s…", msg.agent)
 		return m, probeAction(m.ctx, m.eng, msg.agent)
+	case openReadingMsg:
+		r, ok := m.env.store.probes[msg.agent]
+		if !ok {
+			m.note("no reading of %s for this project yet; p takes one", msg.agent)
+			break
+		}
+		return m, loadReading(r)
+	case readerMsg:
+		if msg.err != nil {
+			m.fail(msg.err)
+			break
+		}
+		for m.page() == readerPage {
+			m.pop()
+		}
+		m.reader = newReader(msg.title, msg.text)
+		m.push(readerPage)
+	case attachFormMsg:
+		m.form = attachForm(m.env, msg.agent)
 	case attachMsg:
-		return m, m.attach(msg.agent)
+		return m, m.attach(AttachRequest{Agent: msg.agent, Offline: msg.offline, Script: msg.script})
 	case resumeMsg:
 		return m, m.resume(msg.dir)
 	case retryMsg:
 		return m, m.retry(msg.dir, msg.tail)
 	case killMsg:
 		m.askKill(msg.dir, msg.tail)
+	case deleteMsg:
+		m.askDelete(msg.dir)
 	case diffMsg:
 		m.note("diff of step %d…", msg.step)
 		return m, fetchDiff(m.ctx, m.eng, msg)
@@ -227,9 +296,16 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, startRun(m.ctx, m.eng, msg)
 	case startedMsg:
 		if msg.err != nil {
-			m.fail(fmt.Errorf("%s: %v", msg.kind, msg.err))
+			if m.form != nil && m.form.sent {
+				m.form.refused(msg.err)
+				m.log.Print(msg.err)
+				m.status = ""
+				break
+			}
+			m.fail(msg.err)
 			break
 		}
+		m.form = nil
 		m.note("started %s", filepath.Base(msg.dir))
 		m.openRun(msg.dir)
 	case actionMsg:
@@ -264,10 +340,11 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // feed applies what the bridge read to the store and to the views that show it.
 func (m *model) feed(f feedMsg) tea.Cmd {
 	m.env.store.apply(f)
+	var cmd tea.Cmd
 	if m.tail != nil {
 		for _, rf := range f.runs {
-			if rf.dir == m.tail.dir {
-				m.tail.apply(rf.events)
+			if rf.dir == m.tail.dir && m.tail.apply(rf.events) {
+				cmd = m.tail.reload()
 			}
 		}
 	}
@@ -278,7 +355,7 @@ func (m *model) feed(f feedMsg) tea.Cmd {
 	if m.live != "" && m.env.store.run(m.live).state.Finished {
 		return tea.Quit
 	}
-	return nil
+	return cmd
 }
 
 func (m *model) openRun(dir string) {
@@ -298,11 +375,38 @@ func (m *model) done(a actionMsg) {
 		delete(m.env.store.probing, agent)
 		m.refresh()
 	}
-	if a.err != nil {
-		m.fail(fmt.Errorf("%s: %v", a.what, a.err))
+	if strings.HasPrefix(a.what, "delete ") && a.err == nil {
+		m.env.store.remove(a.owner) // D is a key of the home's Runs pane: no view shows the run
+		m.refresh()
+		m.note("%s: deleted", a.what)
 		return
 	}
-	m.note("%s: done", a.what)
+	if a.err != nil {
+		m.fail(errors.New(unstack(a.what, a.err.Error())))
+		return
+	}
+	// Resume and retry return once their process runs, a kill once it is asked for: none of
+	// them is done yet, and the footer must not say so.
+	switch {
+	case strings.HasPrefix(a.what, "probe "):
+		m.note("%s: reading taken", a.what)
+	case strings.HasPrefix(a.what, "kill "):
+		m.note("%s: asked; the tail ends as the run's process stops it", a.what)
+	default:
+		m.note("%s: started", a.what)
+	}
+}
+
+// unstack joins what an action was and why it failed without saying a name twice ("probe
+// agy: agy: not found", "tare: ..." from a tare process).
+func unstack(what, why string) string {
+	why = strings.TrimPrefix(why, "tare: ")
+	if i := strings.LastIndexByte(what, ' '); i >= 0 {
+		if rest, ok := strings.CutPrefix(why, what[i+1:]+": "); ok {
+			why = rest
+		}
+	}
+	return what + ": " + why
 }
 
 func (m *model) resume(dir string) tea.Cmd {
@@ -338,6 +442,21 @@ func (m *model) askKill(dir, id string) {
 	m.confirm = &confirm{
 		question: fmt.Sprintf("Kill tail %s of %s?\nIts agent is stopped and the tail ends as an error.", id, filepath.Base(dir)),
 		yes:      tea.Batch(emit(noteMsg(fmt.Sprintf("killing %s…", id))), killAction(m.ctx, m.eng, dir, id)),
+		no:       "nothing killed",
+	}
+}
+
+// askDelete confirms the deletion of a run no process owns.
+func (m *model) askDelete(dir string) {
+	r := m.env.store.run(dir)
+	if s := r.status(); s == "live" {
+		m.fail(fmt.Errorf("%s is live: a run is deleted once no process owns it (kill its tails, or let it end)", filepath.Base(dir)))
+		return
+	}
+	m.confirm = &confirm{
+		question: fmt.Sprintf("Delete run %s?\nIts folder goes: journal, report, capsules and every tail's files.\n%s", filepath.Base(dir), tildePath(dir)),
+		yes:      deleteAction(m.ctx, m.eng, dir),
+		no:       "nothing deleted",
 	}
 }
 
@@ -373,8 +492,8 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 			m.confirm = nil
 			return yes
 		case key.Matches(k, keys.Cancel):
+			m.note("%s", m.confirm.no)
 			m.confirm = nil
-			m.note("nothing killed")
 		}
 		return nil
 	}
@@ -398,6 +517,16 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 		if k.Type == tea.KeyCtrlC && m.live != "" {
 			m.interrupted = true
 		}
+		if m.term != nil && !m.term.Done() {
+			// The terminal pane's program is the app's child: it dies with the app, and an
+			// interactive session is lost with one key. Runs are their own processes; they stay.
+			m.confirm = &confirm{
+				question: fmt.Sprintf("Quit tare?\n%s is still running in the terminal pane and ends with the app; t returns to it.", m.term.Name()),
+				yes:      tea.Quit,
+				no:       "not quitting; t returns to " + m.term.Name(),
+			}
+			return nil
+		}
 		return tea.Quit
 	case key.Matches(k, keys.Help):
 		m.showHelp = true
@@ -408,7 +537,7 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 	case key.Matches(k, keys.Terminal) && m.term != nil:
 		m.push(termPage)
 		return nil
-	case key.Matches(k, keys.Next, keys.Prev) && m.page() != tailPage:
+	case key.Matches(k, keys.Next, keys.Prev) && (m.page() == homePage || m.page() == runPage):
 		step := 1
 		if key.Matches(k, keys.Prev) {
 			step = -1
@@ -440,6 +569,8 @@ func (m *model) capturing() bool {
 	switch m.page() {
 	case tailPage:
 		return m.tail.calls.filtering
+	case readerPage:
+		return false
 	case homePage, runPage:
 		if p := m.ring().current(); p != nil {
 			return p.capturing()
@@ -453,6 +584,8 @@ func (m *model) paneKey(k tea.KeyMsg) (bool, tea.Cmd) {
 	switch m.page() {
 	case tailPage:
 		return m.tail.update(k, m.scr.body)
+	case readerPage:
+		return m.reader.update(m.env.keys, k), nil
 	case homePage, runPage:
 		if p := m.ring().current(); p != nil {
 			return p.update(k)

@@ -121,10 +121,10 @@ func TestActionsCallTheEngine(t *testing.T) {
 	stub.setAlive(crashed, false)
 	tm := newTestModel(t, stateDir, stub, 120, 30)
 
-	// enter on a probe re-probes; the pane says so until the engine answers.
+	// p on a probe re-probes; the pane says so until the engine answers.
 	tm.key("tab")
 	selectRow(t, tm.home.probes.t, "codex")
-	_, ask := tm.Update(keyMsg("enter"))
+	_, ask := tm.Update(keyMsg("p"))
 	_, probe := tm.Update(ask()) // the probe is under way: its command has not answered
 	if !strings.Contains(tm.View(), "probing…") {
 		t.Fatalf("no probing mark:\n%s", tm.View())
@@ -154,12 +154,12 @@ func TestActionsCallTheEngine(t *testing.T) {
 	selectRow(t, tm.run.tails.t, "a-1")
 	tm.key("R")
 	selectRow(t, tm.run.tails.t, "a-2")
-	tm.key("k")
+	tm.key("x")
 	if tm.confirm == nil || !strings.Contains(tm.View(), "Kill tail a-2 of calibrate-demo?") {
 		t.Fatalf("k did not ask:\n%s", tm.View())
 	}
 	tm.key("n")
-	tm.key("k")
+	tm.key("x")
 	tm.key("y")
 
 	want := []call{
@@ -171,7 +171,7 @@ func TestActionsCallTheEngine(t *testing.T) {
 	if got := stub.Calls(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("engine calls:\n got %v\nwant %v", got, want)
 	}
-	if tm.statusErr || !strings.Contains(tm.status, "kill a-2 of calibrate-demo: done") {
+	if tm.statusErr || !strings.Contains(tm.status, "kill a-2 of calibrate-demo: asked") {
 		t.Fatalf("status after the kill: %q", tm.status)
 	}
 }
@@ -234,7 +234,7 @@ func TestDialogsAndFiltersTakeTheKeys(t *testing.T) {
 	// ? shows help generated from the key map; any key closes it.
 	tm.key("?")
 	v := tm.View()
-	for _, b := range []string{"resume run", "retry tail", "kill tail", "capsule diff", "back to tare", "next pane"} {
+	for _, b := range []string{"resume run", "retry tail", "kill tail", "changes", "back to tare", "next pane"} {
 		if !strings.Contains(v, b) {
 			t.Errorf("help lacks %q:\n%s", b, v)
 		}
@@ -265,6 +265,11 @@ func TestFormStartsACalibrate(t *testing.T) {
 	tm.typeText("claude --model haiku; codex")
 	tm.key("tab")
 	tm.typeText("make test")
+	tm.key("tab") // timeout
+	tm.key("backspace")
+	tm.key("backspace")
+	tm.key("backspace")
+	tm.typeText("90s")
 	tm.key("tab")
 	tm.key("backspace")
 	tm.key("backspace")
@@ -280,7 +285,7 @@ func TestFormStartsACalibrate(t *testing.T) {
 	tm.key("tab") // script
 	tm.typeText("demo/model.toml")
 	tm.key("ctrl+s")
-	want := []call{{"StartCalibrate", []string{"fix the bug", "claude --model haiku|codex", "make test", "20", "2", ".", "demo/model.toml"}}}
+	want := []call{{"StartCalibrate", []string{"fix the bug", "claude --model haiku|codex", "make test", "1m30s", "20", "2", ".", "demo/model.toml"}}}
 	if got := stub.Calls(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("engine calls %v, want %v", got, want)
 	}

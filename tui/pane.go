@@ -46,12 +46,22 @@ type (
 	openTailMsg struct{ dir, tail string }
 	// probeMsg asks for a new reading of agent.
 	probeMsg struct{ agent string }
+	// openReadingMsg opens agent's last reading, every line of it.
+	openReadingMsg struct{ agent string }
+	// attachFormMsg asks how to attach agent (offline, script).
+	attachFormMsg struct{ agent string }
 	// attachMsg starts agent attached in the terminal pane.
-	attachMsg struct{ agent string }
+	attachMsg struct {
+		agent   string
+		offline bool
+		script  string
+	}
 	// resumeMsg continues a crashed run.
 	resumeMsg struct{ dir string }
 	// retryMsg reruns a failed tail.
 	retryMsg struct{ dir, tail string }
+	// deleteMsg asks to delete a run that no process owns; the root confirms first.
+	deleteMsg struct{ dir string }
 	// killMsg asks to stop a running tail; the root confirms first.
 	killMsg struct{ dir, tail string }
 	// diffMsg asks for the capsule diff of one step of a tail.

@@ -43,11 +43,14 @@ func TestProbesPane(t *testing.T) {
 			t.Errorf("view lacks %q:\n%s", want, v)
 		}
 	}
-	if msg := asks(t, p, "enter"); msg != (probeMsg{"claude"}) {
+	if msg := asks(t, p, "enter"); msg != (openReadingMsg{"claude"}) {
 		t.Errorf("enter asks %#v", msg)
 	}
+	if msg := asks(t, p, "p"); msg != (probeMsg{"claude"}) {
+		t.Errorf("p asks %#v", msg)
+	}
 	p.update(keyMsg("down"))
-	if msg := asks(t, p, "a"); msg != (attachMsg{"codex"}) {
+	if msg := asks(t, p, "a"); msg != (attachFormMsg{"codex"}) {
 		t.Errorf("a asks %#v", msg)
 	}
 	e.store.probing["pi"] = true
@@ -143,7 +146,7 @@ func TestTailsPaneAndTally(t *testing.T) {
 			t.Errorf("view lacks %q:\n%s", want, v)
 		}
 	}
-	for k, want := range map[string]tea.Msg{"enter": openTailMsg{cal, "a-0"}, "R": retryMsg{cal, "a-0"}, "k": killMsg{cal, "a-0"}} {
+	for k, want := range map[string]tea.Msg{"enter": openTailMsg{cal, "a-0"}, "R": retryMsg{cal, "a-0"}, "x": killMsg{cal, "a-0"}} {
 		if msg := asks(t, p, k); msg != want {
 			t.Errorf("%s asks %#v, want %#v", k, msg, want)
 		}
@@ -244,10 +247,10 @@ func TestTailViewFollowsItsTailOnly(t *testing.T) {
 	if msg := intent(t, used, cmd); msg != (diffMsg{cal, "b-2", 4}) {
 		t.Fatalf("d asks %#v", msg)
 	}
-	v.showDiff(diffTextMsg{dir: cal, tail: "b-2", step: 4, text: "+added\n-removed"}, rect{0, 1, 100, 20})
+	v.showDiff(diffTextMsg{dir: cal, tail: "b-2", step: 4, text: "what tail b-2 changed\n+added\n-removed"}, rect{0, 1, 100, 20})
 	var c = newCanvas(100, 21)
 	v.draw(c)
-	if s := c.String(); !strings.Contains(s, "Capsule diff · step 4") || !strings.Contains(s, "+added") {
+	if s := c.String(); !strings.Contains(s, "Changes of tail b-2") || !strings.Contains(s, "+added") {
 		t.Fatalf("diff not drawn:\n%s", s)
 	}
 	if used, _ := v.update(keyMsg("esc"), rect{0, 1, 100, 20}); !used || v.diff != nil {
@@ -258,14 +261,15 @@ func TestTailViewFollowsItsTailOnly(t *testing.T) {
 func TestFormKinds(t *testing.T) {
 	e, _, _ := paneEnv(t)
 	f := newForm(e)
-	if runKinds[f.kind].name != "calibrate" || len(f.inputs) != 7 {
+	if runKinds[f.kind].name != "calibrate" || len(f.inputs) != 8 {
 		t.Fatalf("form: %s with %d fields", runKinds[f.kind].name, len(f.inputs))
 	}
+	f.inputs[0].SetValue("fix the bug")
 	if done, _ := f.update(keyMsg("ctrl+s")); done || !strings.Contains(f.err, "sides is empty") || f.focus != 1 {
 		t.Fatalf("empty sides: done %v err %q focus %d", done, f.err, f.focus)
 	}
 	v := f.view(70)
-	if !strings.Contains(v, "[calibrate]") || !strings.Contains(v, "sides is empty") {
+	if !strings.Contains(v, "sides is empty") {
 		t.Fatalf("view:\n%s", v)
 	}
 }

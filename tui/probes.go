@@ -28,6 +28,8 @@ type ProbeReading struct {
 	// Zero is true only for "tare: 0.00".
 	Zero bool      `json:"zero"`
 	At   time.Time `json:"at"`
+	// path is the file the reading was read from (the whole reading is there).
+	path string
 }
 
 // readProbes reads every reading in dir, sorted by agent. A file that is not a reading is
@@ -55,6 +57,7 @@ func readProbes(dir string) ([]ProbeReading, error) {
 		if r.Agent == "" {
 			r.Agent = agent
 		}
+		r.path = p
 		out = append(out, r)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Agent < out[j].Agent })

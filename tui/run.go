@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"sort"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/x/ansi"
 
@@ -254,6 +256,35 @@ type tailsPane struct {
 	// done keeps the rows of finished tails, which no longer change: a refresh rebuilds
 	// only the live ones, so a run with thousands of tails costs what is running.
 	done map[string]row
+	// order is how the rows are sorted (s cycles): tailOrders[order].
+	order int
+}
+
+// tailOrders are the tails pane's sorts: as they started, live first by status, longest
+// first, dearest first. Ties keep the start order.
+var tailOrders = []struct {
+	name string
+	less func(a, b *engine.TailState, now time.Time) bool
+}{
+	{"start", nil},
+	{"status", func(a, b *engine.TailState, _ time.Time) bool { return statusRank(a.Status) < statusRank(b.Status) }},
+	{"time", func(a, b *engine.TailState, now time.Time) bool { return a.Elapsed(now) > b.Elapsed(now) }},
+	{"cost", func(a, b *engine.TailState, _ time.Time) bool { return a.TotalUsage().Cost > b.TotalUsage().Cost }},
+}
+
+// statusRank puts what needs a look first: running, then failed, no verdict, passed.
+func statusRank(s string) int {
+	switch s {
+	case engine.StatusRunning:
+		return 0
+	case engine.StatusFailed:
+		return 1
+	case engine.StatusNoVerdict:
+		return 2
+	case engine.StatusPassed:
+		return 4
+	}
+	return 3
 }
 
 func newTailsPane(e *env, dir string) *tailsPane {
@@ -273,6 +304,9 @@ func newTailsPane(e *env, dir string) *tailsPane {
 }
 
 func (p *tailsPane) title() string {
+	if p.order > 0 {
+		return "Tails of " + filepath.Base(p.dir) + " · by " + tailOrders[p.order].name
+	}
 	return "Tails of " + filepath.Base(p.dir)
 }
 func (p *tailsPane) setSize(w, h int)   { p.t.setSize(w, h) }
@@ -298,14 +332,21 @@ func (p *tailsPane) refresh() {
 			last := t.Tools[len(t.Tools)-1]
 			detail = last.Tool + " " + last.Summary
 		}
+		if t.Status == engine.StatusRunning && !t.Checking.IsZero() {
+			detail = checkingNote(t, now)
+		}
 		if len(t.Earlier) > 0 {
 			detail = attemptNote(t) + " · " + detail
+		}
+		status := statusCell(t)
+		if t.Status == engine.StatusRunning && !t.Checking.IsZero() {
+			status = cell{"checking", statusTone("checking")}
 		}
 		r := row{key: id, attempt: t.Attempt, cells: []cell{
 			{id, plain},
 			{t.Side, plain},
 			{from, dim},
-			statusCell(t),
+			status,
 			{span(t.Elapsed(now)), dim},
 			{fmt.Sprint(t.Calls), plain},
 			{tokens(t.TotalUsage()), dim},
@@ -318,6 +359,9 @@ func (p *tailsPane) refresh() {
 			delete(p.done, id) // retried: live again
 		}
 		rows = append(rows, r)
+	}
+	if less := tailOrders[p.order].less; less != nil {
+		sort.SliceStable(rows, func(i, j int) bool { return less(st.Tails[rows[i].key], st.Tails[rows[j].key], now) })
 	}
 	p.t.setRows(rows)
 }
@@ -349,6 +393,12 @@ func (p *tailsPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 			return true, emit(killMsg{p.dir, id})
 		case key.Matches(msg, shotKey) && id != "":
 			return true, showShot(p.env.store.run(p.dir).state.Tails[id])
+		case key.Matches(msg, k.Pager):
+			return true, emit(pagerMsg{runFiles(p.dir)})
+		case key.Matches(msg, k.Sort):
+			p.order = (p.order + 1) % len(tailOrders)
+			p.refresh()
+			return true, nil
 		}
 	}
 	return p.t.update(k, msg)
@@ -356,5 +406,5 @@ func (p *tailsPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 
 func (p *tailsPane) help() []key.Binding {
 	k := p.env.keys
-	return append([]key.Binding{k.Open, k.Kill, k.Retry, k.Resume, k.Filter}, judgeKeys(p.env.store.run(p.dir).state)...)
+	return append([]key.Binding{k.Open, k.Kill, k.Retry, k.Resume, k.Sort, k.Pager, k.Filter}, judgeKeys(p.env.store.run(p.dir).state)...)
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -112,11 +113,18 @@ func sessionProgram(o ServeOptions) bubbletea.ProgramHandler {
 	return func(s ssh.Session) *tea.Program {
 		ctx := s.Context()
 		logger := log.New(io.Discard, "", 0)
+		pty, _, _ := s.Pty()
+		noColor := false
+		for _, kv := range s.Environ() {
+			if v, ok := strings.CutPrefix(kv, "NO_COLOR="); ok && v != "" {
+				noColor = true
+			}
+		}
 		m := newModel(modelConfig{
-			ctx: ctx, engine: o.Engine, styles: newStyles(bubbletea.MakeRenderer(s)), log: logger,
-			agents: o.Agents, probes: true, project: o.Project,
+			ctx: ctx, engine: o.Engine, styles: sessionStyles(bubbletea.MakeRenderer(s), pty.Term, noColor), log: logger,
+			agents: o.Agents, probes: true, project: o.Project, remote: true,
 		})
-		opts := append(bubbletea.MakeOptions(s), tea.WithAltScreen(), tea.WithContext(ctx))
+		opts := append(bubbletea.MakeOptions(s), tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithContext(ctx))
 		p := tea.NewProgram(m, opts...)
 		var alive func(string) bool
 		if o.Engine != nil {

@@ -75,6 +75,17 @@ func (s *store) run(dir string) *runEntry {
 	return r
 }
 
+// remove forgets a deleted run.
+func (s *store) remove(dir string) {
+	delete(s.runs, dir)
+	for i, d := range s.order {
+		if d == dir {
+			s.order = append(s.order[:i], s.order[i+1:]...)
+			break
+		}
+	}
+}
+
 // apply folds a feed into the store and reports which runs changed.
 func (s *store) apply(f feedMsg) map[string]bool {
 	changed := map[string]bool{}

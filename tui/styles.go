@@ -34,6 +34,8 @@ type styles struct {
 	cursor                lipgloss.Style
 	help                  help.Styles
 	ascii                 bool
+	// reverseOnly draws the selection in reverse video though no colour is drawn (NO_COLOR).
+	reverseOnly bool
 }
 
 func newStyles(r *lipgloss.Renderer) styles {
@@ -80,7 +82,7 @@ func statusTone(status string) tone {
 		return good
 	case "failed", "error", "crashed":
 		return bad
-	case "running", "live", "probing…":
+	case "running", "live", "probing…", "checking":
 		return warn
 	case "rerun", "killed", noVerdict:
 		return dim

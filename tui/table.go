@@ -177,6 +177,10 @@ func (t *table) update(k KeyMap, msg tea.KeyMsg) (bool, tea.Cmd) {
 		t.cursor -= t.page()
 	case key.Matches(msg, k.PageDown):
 		t.cursor += t.page()
+	case key.Matches(msg, k.HalfUp):
+		t.cursor -= max(t.page()/2, 1)
+	case key.Matches(msg, k.HalfDown):
+		t.cursor += max(t.page()/2, 1)
 	case key.Matches(msg, k.Top):
 		t.cursor = 0
 	case key.Matches(msg, k.Bottom):
@@ -288,7 +292,7 @@ func (t *table) view(s styles, focused bool) string {
 		line := strings.Join(parts, " ")
 		switch {
 		case sel:
-			line = s.selected.Render(fit("> "+line, t.w))
+			line = s.selectedRow(fit("> "+line, t.w))
 		case i == t.cursor:
 			line = fit(s.tone(dim, "· ")+line, t.w)
 		default:

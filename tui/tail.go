@@ -26,9 +26,20 @@ type tailView struct {
 	diffStep int
 	diffErr  string
 	onDiff   bool // focus is on the diff
-	head     rect
-	callsR   rect
-	diffR    rect
+	// following is set while the diff is fetched for a selection moved in the list: the
+	// list keeps the focus.
+	following bool
+	// detail is what the agent's stream says of the selected call, and the tail's end; it
+	// fills the lower pane while no diff is open.
+	detail   *engine.TailDetail
+	detailVP *viewport.Model
+	// loading is set while the detail is being read.
+	loading bool
+	// detailStep is the step the detail pane shows.
+	detailStep int
+	head       rect
+	callsR     rect
+	diffR      rect
 }
 
 func newTailView(e *env, dir, id string) *tailView {
@@ -39,7 +50,7 @@ func newTailView(e *env, dir, id string) *tailView {
 		{title: "took", width: 6, right: true},
 	}, "no tool calls yet")
 	t.setStyles(e.st)
-	v := &tailView{env: e, dir: dir, id: id, calls: t}
+	v := &tailView{env: e, dir: dir, id: id, calls: t, detailVP: newDetailPane()}
 	if ts := v.state(); ts != nil {
 		v.tools = append(v.tools, ts.Tools...)
 	}
@@ -87,11 +98,12 @@ func (v *tailView) history(m tailHistoryMsg) {
 	v.refresh()
 }
 
-// apply adds the tail's new events from a feed.
-func (v *tailView) apply(events []engine.Event) {
+// apply adds the tail's new events from a feed; it reports whether the tail moved (its
+// detail is then read again).
+func (v *tailView) apply(events []engine.Event) (moved bool) {
 	if !v.loaded {
 		v.early = append(v.early, events...)
-		return
+		return false
 	}
 	for _, e := range events {
 		if e.Seq != 0 && e.Seq <= v.seq {
@@ -100,11 +112,43 @@ func (v *tailView) apply(events []engine.Event) {
 		v.seq = max(v.seq, e.Seq)
 		switch {
 		case e.TailStarted != nil && e.TailStarted.ID == v.id:
-			v.tools = nil
+			v.tools, moved = nil, true
 		case e.ToolCall != nil && e.ToolCall.Tail == v.id:
-			v.tools = append(v.tools, *e.ToolCall)
+			v.tools, moved = append(v.tools, *e.ToolCall), true
+		case e.TailFinished != nil && e.TailFinished.ID == v.id:
+			moved = true
 		}
 	}
+	return moved
+}
+
+// reload asks for the detail again, unless a read is under way.
+func (v *tailView) reload() tea.Cmd {
+	if v.loading {
+		return nil
+	}
+	v.loading = true
+	return loadDetail(v.dir, v.id)
+}
+
+// setDetail takes a read detail and shows the selected call's part of it.
+func (v *tailView) setDetail(m tailDetailMsg) {
+	v.loading = false
+	if m.err != nil {
+		v.detail = &engine.TailDetail{Stderr: "reading the tail: " + m.err.Error()}
+	} else {
+		v.detail = m.detail
+	}
+	v.showDetail()
+}
+
+// showDetail fills the detail pane for the selected step, keeping its scroll when the step
+// is the same.
+func (v *tailView) showDetail() {
+	y := v.detailVP.YOffset
+	v.detailStep = v.selectedStep()
+	v.detailVP.SetContent(detailText(v.env.st, v.detail, v.detailStep, v.detailVP.Width))
+	v.detailVP.SetYOffset(y)
 }
 
 func (v *tailView) refresh() {
@@ -126,13 +170,23 @@ func (v *tailView) refresh() {
 		v.calls.cursor = len(v.calls.rows) - 1
 		v.calls.clamp()
 	}
+	if v.selectedStep() != v.detailStep {
+		v.detailVP.SetYOffset(0)
+		v.showDetail()
+	}
 }
 
 func (v *tailView) setSize(body rect) {
-	v.head, v.callsR, v.diffR = tailLayout(body, v.diff != nil)
+	v.head, v.callsR, v.diffR = tailLayout(body, true)
 	v.calls.setSize(max(v.callsR.W-2, 0), max(v.callsR.H-2, 0))
 	if v.diff != nil {
 		v.diff.Width, v.diff.Height = max(v.diffR.W-2, 0), max(v.diffR.H-2, 0)
+	}
+	w := max(v.diffR.W-2, 0)
+	resized := w != v.detailVP.Width
+	v.detailVP.Width, v.detailVP.Height = w, max(v.diffR.H-2, 0)
+	if resized {
+		v.showDetail()
 	}
 }
 
@@ -161,18 +215,21 @@ func (v *tailView) header() string {
 	if len(t.Earlier) > 0 {
 		first += " · " + attemptNote(t)
 	}
-	status := statusWord(t.Status)
+	status := tailStatus(t)
 	if t.Status == engine.StatusNoVerdict {
 		status += " (" + t.Reason.Label() + ")"
 	}
 	second := strings.Join([]string{
-		s.tone(statusTone(statusWord(t.Status)), status), span(t.Elapsed(v.env.now())),
+		s.tone(statusTone(tailStatus(t)), status), span(t.Elapsed(v.env.now())),
 		fmt.Sprintf("%d calls", t.Calls), tokens(t.Usage) + " tokens", cost(t.Usage),
 	}, " · ")
 	if len(t.Earlier) > 0 {
 		second += s.tone(dim, fmt.Sprintf(" · all %d attempts: %s", len(t.Earlier)+1, cost(t.TotalUsage())))
 	}
-	third := s.tone(dim, "check: running…")
+	third := s.tone(dim, "check: once the agent ends")
+	if !t.Checking.IsZero() {
+		third = s.tone(warn, "checking: "+checkingNote(t, v.env.now()))
+	}
 	switch t.Status {
 	case engine.StatusPassed, engine.StatusFailed:
 		third = "check: " + s.tone(statusTone(t.Status), t.Status)
@@ -198,7 +255,20 @@ func (v *tailView) draw(c *canvas) {
 	c.put(v.head, block(v.header(), v.head.W, v.head.H))
 	c.put(v.callsR, s.box("Tool calls", v.calls.view(s, !v.onDiff), v.callsR.W, v.callsR.H, !v.onDiff))
 	if v.diff != nil {
-		c.put(v.diffR, s.box(fmt.Sprintf("Capsule diff · step %d", v.diffStep), v.diff.View(), v.diffR.W, v.diffR.H, v.onDiff))
+		title := "Changes of tail " + v.id
+		if v.id == "original" {
+			title = fmt.Sprintf("Changes · step %d", v.diffStep)
+		}
+		if !v.diff.AtTop() || !v.diff.AtBottom() {
+			title += fmt.Sprintf(" · %d%%", int(v.diff.ScrollPercent()*100))
+		}
+		c.put(v.diffR, s.box(title, v.diff.View(), v.diffR.W, v.diffR.H, v.onDiff))
+	} else if v.diffR.H > 0 {
+		title := "Detail"
+		if step := v.selectedStep(); step > 0 {
+			title = fmt.Sprintf("Detail · step %d", step)
+		}
+		c.put(v.diffR, s.box(title, v.detailVP.View(), v.diffR.W, v.diffR.H, v.onDiff))
 	}
 }
 
@@ -228,9 +298,18 @@ func (v *tailView) showDiff(m diffTextMsg, body rect) {
 		text = v.env.st.tone(bad, fmt.Sprintf("no diff for step %d: %v", m.step, m.err))
 	} else if strings.TrimSpace(text) == "" {
 		text = v.env.st.tone(dim, "the workspace did not change at this step")
+	} else if head, rest, ok := strings.Cut(text, "\n"); ok {
+		text = v.env.st.tone(dim, head) + "\n" + rest // what is compared, then the diff
 	}
 	vp.SetContent(colourDiff(v.env.st, text))
-	v.diff, v.diffStep, v.onDiff = &vp, m.step, true
+	if v.diff != nil && v.diffStep == m.step {
+		vp.SetYOffset(v.diff.YOffset) // the same step again (a refresh): keep the place
+	}
+	v.diff, v.diffStep = &vp, m.step
+	if !v.following {
+		v.onDiff = true
+	}
+	v.following = false
 	v.setSize(body)
 }
 
@@ -263,13 +342,13 @@ func (v *tailView) update(msg tea.KeyMsg, body rect) (bool, tea.Cmd) {
 		v.diff, v.onDiff = nil, false
 		v.setSize(body)
 		return true, nil
-	case key.Matches(msg, k.Next, k.Prev) && v.diff != nil:
-		v.onDiff = !v.onDiff
+	case key.Matches(msg, k.Next, k.Prev):
+		v.onDiff = !v.onDiff // the lower pane: the diff, or the detail
 		return true, nil
+	case key.Matches(msg, k.Pager):
+		return true, emit(pagerMsg{engine.TailFiles(v.dir, v.id)})
 	case key.Matches(msg, k.Diff):
-		if i := v.calls.cursor; i < len(v.calls.rows) {
-			var step int
-			fmt.Sscan(v.calls.rows[i].key, &step)
+		if step := v.selectedStep(); step > 0 {
 			return true, emit(diffMsg{v.dir, v.id, step})
 		}
 		return true, nil
@@ -280,15 +359,39 @@ func (v *tailView) update(msg tea.KeyMsg, body rect) (bool, tea.Cmd) {
 	case key.Matches(msg, shotKey):
 		return true, showShot(v.state())
 	}
-	if v.onDiff && v.diff != nil {
+	if v.onDiff {
+		vp := v.detailVP
+		if v.diff != nil {
+			vp = v.diff
+		}
 		var cmd tea.Cmd
-		*v.diff, cmd = v.diff.Update(msg)
+		*vp, cmd = vp.Update(msg)
 		return true, cmd
 	}
-	return v.calls.update(k, msg)
+	before := v.selectedStep()
+	used, cmd := v.calls.update(k, msg)
+	if step := v.selectedStep(); step != before {
+		v.detailVP.SetYOffset(0)
+		v.showDetail()
+	}
+	if step := v.selectedStep(); v.diff != nil && step > 0 && step != before {
+		// The open diff follows the selection.
+		v.following = true
+		return used, tea.Batch(cmd, emit(diffMsg{v.dir, v.id, step}))
+	}
+	return used, cmd
+}
+
+// selectedStep is the step of the selected tool call, 0 with none.
+func (v *tailView) selectedStep() int {
+	var step int
+	if i := v.calls.cursor; i >= 0 && i < len(v.calls.rows) {
+		fmt.Sscan(v.calls.rows[i].key, &step)
+	}
+	return step
 }
 
 func (v *tailView) help() []key.Binding {
 	k := v.env.keys
-	return append([]key.Binding{k.Diff, k.Kill, k.Retry, k.Filter}, judgeKeys(v.env.store.run(v.dir).state)...)
+	return append([]key.Binding{k.Diff, k.Pager, k.Kill, k.Retry, k.Filter}, judgeKeys(v.env.store.run(v.dir).state)...)
 }

@@ -41,7 +41,9 @@ func TestTerminalPaneRunsARealShell(t *testing.T) {
 	waitOut(t, tm, "calibrate-demo")
 
 	tm.Send(keyMsg("tab")) // the probes pane
-	tm.Send(keyMsg("a"))   // attach the selected agent
+	tm.Send(keyMsg("a"))   // attach the selected agent: the form asks how
+	waitOut(t, tm, "Attach claude", "offline")
+	tm.Send(keyMsg("ctrl+s"))
 	waitOut(t, tm, "sh$ ", "ctrl+] back to tare")
 
 	tm.Type("echo hello-$((6*7)) q-went-to-the-shell")
@@ -69,7 +71,7 @@ func TestTerminalPaneRunsARealShell(t *testing.T) {
 	if final.term != nil {
 		t.Fatal("the exited terminal was not let go")
 	}
-	if calls := stub.Calls(); len(calls) != 1 || calls[0].method != "Attach" || calls[0].args[0] != "claude" {
+	if calls := stub.Calls(); len(calls) != 1 || calls[0].method != "Attach" || calls[0].args[0] != "claude" || calls[0].args[1] != "true" {
 		t.Fatalf("engine calls: %v", calls)
 	}
 }

@@ -31,7 +31,8 @@ func waitTerminal(t *Terminal, last time.Time) tea.Cmd {
 	}
 }
 
-func (m *model) attach(agent string) tea.Cmd {
+func (m *model) attach(req AttachRequest) tea.Cmd {
+	agent := req.Agent
 	if m.term != nil && !m.term.Done() {
 		m.fail(fmt.Errorf("%s is still running in the terminal; t returns to it", m.term.Name()))
 		return nil
@@ -43,7 +44,7 @@ func (m *model) attach(agent string) tea.Cmd {
 	}
 	eng, w, h := m.eng, max(m.scr.body.W-2, 2), max(m.scr.body.H-2, 1)
 	return func() tea.Msg {
-		cmd, err := eng.Attach(agent)
+		cmd, err := eng.Attach(req)
 		if err != nil {
 			return termStartedMsg{err: fmt.Errorf("attach %s: %v", agent, err)}
 		}

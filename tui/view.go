@@ -18,6 +18,8 @@ func (m *model) keyHelp() helpKeys {
 		return helpKeys{short: []key.Binding{k.Release}, full: [][]key.Binding{{k.Release}}}
 	case tailPage:
 		short = append(m.tail.help(), k.Back)
+	case readerPage:
+		short = []key.Binding{k.Down, k.Up, k.HalfDown, k.Bottom, k.Back}
 	case homePage, runPage:
 		if p := m.ring().current(); p != nil {
 			short = append(short, p.help()...)
@@ -35,9 +37,9 @@ func (m *model) keyHelp() helpKeys {
 	}
 	short = append(short, k.Help, k.Quit)
 	full := [][]key.Binding{
-		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
-		{k.Next, k.Prev, k.Open, k.Back, k.Filter},
-		{k.Resume, k.Retry, k.Kill, k.New, k.Diff},
+		{k.Up, k.Down, k.PageUp, k.PageDown, k.HalfUp, k.HalfDown, k.Top, k.Bottom},
+		{k.Next, k.Prev, k.Open, k.Back, k.Filter, k.Sort},
+		{k.Resume, k.Retry, k.Kill, k.New, k.Delete, k.Diff, k.Pager, k.Probe},
 		{k.Attach, k.Terminal, k.Release, k.Help, k.Quit},
 	}
 	return helpKeys{short: short, full: full}
@@ -59,6 +61,8 @@ func (m *model) View() string {
 		m.tail.draw(c)
 	case termPage:
 		m.drawTerminal(c)
+	case readerPage:
+		m.reader.draw(c, m.env.st, m.scr.body)
 	}
 	c.put(m.scr.footer, []string{m.footer()})
 	st := m.env.st
@@ -67,7 +71,7 @@ func (m *model) View() string {
 		w := min(m.scr.body.W, 76)
 		body := m.form.view(w - 2)
 		r := centered(m.scr.body, w, strings.Count(body, "\n")+3)
-		c.put(r, st.box("New run", body, r.W, r.H, true))
+		c.put(r, st.box(m.form.title, body, r.W, r.H, true))
 	case m.confirm != nil:
 		body := m.confirm.view(st)
 		r := centered(m.scr.body, min(m.scr.body.W, 60), strings.Count(body, "\n")+3)
@@ -125,6 +129,8 @@ func (m *model) header() string {
 			crumbs = append(crumbs, m.tail.id)
 		case termPage:
 			crumbs = append(crumbs, m.term.Name())
+		case readerPage:
+			crumbs = append(crumbs, "reading")
 		}
 	}
 	left := st.crumb.Render(strings.Join(crumbs, " › "))
@@ -153,7 +159,24 @@ func (m *model) footer() string {
 	}
 	sw := ansi.StringWidth(status)
 	h := m.help
-	h.Width = max(m.w-sw-2, 0)
-	left := h.ShortHelpView(m.keyHelp().ShortHelp())
-	return fit(left, m.w-sw-1) + " " + status
+	// ? and q are the two keys a newcomer needs at any width: they are drawn first and the
+	// other keys get what is left.
+	k := m.env.keys
+	var rest, always []key.Binding
+	for _, b := range m.keyHelp().ShortHelp() {
+		if b.Help().Key == k.Help.Help().Key || b.Help().Key == k.Quit.Help().Key {
+			always = append(always, b)
+		} else {
+			rest = append(rest, b)
+		}
+	}
+	h.Width = 0
+	tail := h.ShortHelpView(always)
+	tw := ansi.StringWidth(tail)
+	h.Width = max(m.w-sw-tw-5, 0)
+	left := h.ShortHelpView(rest)
+	if left != "" && tail != "" {
+		left += h.Styles.ShortSeparator.Inline(true).Render(h.ShortSeparator)
+	}
+	return fit(left+tail, m.w-sw-1) + " " + status
 }

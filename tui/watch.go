@@ -126,6 +126,10 @@ func (w *watcher) poll(now time.Time) feedMsg {
 			if e.RunFinished != nil {
 				w.finished[dir] = true
 			}
+			if e.Resumed != nil {
+				// A retry goes on with a finished run: whether a process owns it counts again.
+				delete(w.finished, dir)
+			}
 		}
 		if len(events) > 0 {
 			f.runs = append(f.runs, runFeed{dir: dir, events: events})

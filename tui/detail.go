@@ -1,0 +1,120 @@
+package tui
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/viewport"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+
+	"tare/engine"
+)
+
+// tailDetailMsg is a tail's detail (its calls as the agent's stream tells them, its stderr,
+// its check), read off the UI goroutine.
+type tailDetailMsg struct {
+	dir, tail string
+	detail    *engine.TailDetail
+	err       error
+}
+
+func loadDetail(dir, id string) tea.Cmd {
+	return func() tea.Msg {
+		d, err := engine.ReadTailDetail(dir, id)
+		return tailDetailMsg{dir: dir, tail: id, detail: d, err: err}
+	}
+}
+
+// detailText is what the detail pane shows for step (1-based), wrapped to w cells: the call
+// (its input, its output, the agent's text before it), then the tail (how the agent and the
+// check ended, the agent's last words and the end of its stderr).
+func detailText(s styles, d *engine.TailDetail, step, w int) string {
+	if d == nil {
+		return s.tone(dim, "reading the tail's stream…")
+	}
+	w = max(w, 20)
+	var b strings.Builder
+	field := func(label, text string) {
+		if strings.TrimSpace(text) == "" {
+			return
+		}
+		body := ansi.Wrap(text, w-9, " ")
+		for i, l := range strings.Split(body, "\n") {
+			if i == 0 {
+				b.WriteString(s.tone(dim, fmt.Sprintf("%-8s ", label)) + l + "\n")
+			} else {
+				b.WriteString("         " + l + "\n")
+			}
+		}
+	}
+	if step >= 1 && step <= len(d.Calls) {
+		c := d.Calls[step-1]
+		b.WriteString(s.tone(accent, fmt.Sprintf("step %d · %s", step, c.Tool)) + "\n")
+		field("before", c.Before)
+		field("input", c.Input)
+		out := c.Output
+		if c.IsError {
+			out = s.tone(bad, "error: ") + out
+		}
+		if out == "" {
+			out = s.tone(dim, "(no output yet)")
+		}
+		field("output", out)
+	} else if step > 0 {
+		b.WriteString(s.tone(dim, fmt.Sprintf("step %d is not in the agent's stream yet", step)) + "\n")
+	}
+	b.WriteString("\n" + s.tone(accent, "the tail") + "\n")
+	field("agent", d.AgentExit)
+	field("check", d.Check)
+	field("after", d.After)
+	field("stderr", d.Stderr)
+	if d.AgentExit == "" && d.Check == "" && d.After == "" && d.Stderr == "" {
+		b.WriteString(s.tone(dim, "nothing yet: the agent has not ended") + "\n")
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// pagerMsg asks to open files in the operator's $PAGER.
+type pagerMsg struct{ files []string }
+
+// pagerDoneMsg is the pager's end.
+type pagerDoneMsg struct{ err error }
+
+// openPager runs $PAGER (less when unset) on files, giving it the terminal until it ends.
+func (m *model) openPager(files []string) tea.Cmd {
+	if m.remote {
+		m.fail(fmt.Errorf("the pager would run on the server, not on your terminal; open %s from a shell there", strings.Join(files, " ")))
+		return nil
+	}
+	if len(files) == 0 {
+		m.note("no files to show yet")
+		return nil
+	}
+	argv := strings.Fields(os.Getenv("PAGER"))
+	if len(argv) == 0 {
+		argv = []string{"less"}
+	}
+	cmd := exec.Command(argv[0], append(argv[1:], files...)...)
+	return tea.ExecProcess(cmd, func(err error) tea.Msg { return pagerDoneMsg{err} })
+}
+
+// runFiles are a run's report and journal, for a pager.
+func runFiles(dir string) []string {
+	var out []string
+	for _, name := range []string{"report.txt", engine.JournalFile} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			out = append(out, filepath.Join(dir, name))
+		}
+	}
+	return out
+}
+
+// newDetailPane is the detail pane's viewport.
+func newDetailPane() *viewport.Model {
+	vp := viewport.New(0, 0)
+	return &vp
+}
