@@ -1,5 +1,5 @@
 // Package agent holds one adapter per coding-agent CLI tare runs in a room:
-// Claude Code, Codex CLI, pi and Antigravity (agy).
+// Claude Code, Codex CLI, pi, Gemini CLI and Antigravity (agy).
 //
 // An adapter knows where its CLI is installed, which model API it speaks,
 // what its fresh HOME must hold (config pointing at tare's model server or a
@@ -289,7 +289,7 @@ type Canary struct {
 
 // All returns every adapter, in a stable order.
 func All() []Agent {
-	return []Agent{Claude{}, Codex{}, NewPi(Anthropic), Agy{}}
+	return []Agent{Claude{}, Codex{}, NewPi(Anthropic), Gemini{}, Agy{}}
 }
 
 // ByName returns the adapter called name.

@@ -60,6 +60,10 @@ func (s *Server) gemini(w *statusWriter, r *http.Request, rec *Request, model, a
 	}
 }
 
+// geminiFiller is the model text Gemini CLI puts in the history in place of a reply the
+// model never gave, so that a resumed session's turns still alternate.
+const geminiFiller = "[The previous response was interrupted before it completed.]"
+
 // geminiPart is a part of a Gemini content; only what the server reads.
 type geminiPart struct {
 	Text             string          `json:"text"`
@@ -120,6 +124,11 @@ func parseGemini(body []byte) (*convo, error) {
 	}
 	inModel := false
 	for i, m := range contents {
+		if m.Role == "model" && len(m.Parts) == 1 && m.Parts[0].Text == geminiFiller {
+			// Gemini CLI's stand-in for a turn the model never took (a session resumed
+			// right after tool results): not a scripted turn.
+			continue
+		}
 		if m.Role == "model" {
 			if !inModel {
 				c.turns++
