@@ -115,7 +115,12 @@ func (g Gemini) Room(o RoomOptions) (Setup, error) {
 	case o.Inert:
 		// Hooks and tool discovery run commands of the operator's.
 		settings["hooks"] = drop
-		settings["tools"] = map[string]any{"discoveryCommand": drop, "callCommand": drop}
+		var base struct {
+			Tools map[string]any `json:"tools"`
+		}
+		if old, err := baseFile(o.Base, geminiDir+"/settings.json"); err == nil && json.Unmarshal(old, &base) == nil && base.Tools != nil {
+			settings["tools"] = map[string]any{"discoveryCommand": drop, "callCommand": drop}
+		}
 	case len(o.Hooks) > 0:
 		hooks, runner, err := geminiHooks(o.Hooks)
 		if err != nil {

@@ -377,7 +377,8 @@ func TestRoomAllowOnlyNarrows(t *testing.T) {
 
 // TestInertRoomRunsNoneOfTheBasesCommands: a room started from a copy of the operator's
 // files keeps their text and MCP servers but none of what runs a command: Claude Code's
-// hooks, status line and key helper, Codex's notify program and [hooks], pi's packages.
+// hooks, status line and key helper, Codex's notify program and [hooks], pi's packages,
+// Gemini CLI's hooks and tool discovery commands.
 func TestInertRoomRunsNoneOfTheBasesCommands(t *testing.T) {
 	base := t.TempDir()
 	files := map[string]string{
@@ -385,6 +386,8 @@ func TestInertRoomRunsNoneOfTheBasesCommands(t *testing.T) {
 		".claude/settings.json":   `{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"touch /tmp/x"}]}]},"statusLine":{"type":"command","command":"x"},"apiKeyHelper":"x","model":"opus"}`,
 		".codex/config.toml":      "notify = [\"notify-send\", \"done\"]\n[mcp_servers.gh]\ncommand = \"gh-mcp\"\n[hooks]\n[[hooks.Stop]]\n",
 		".pi/agent/settings.json": `{"packages":["npm:pi-evil"],"extensions":["/x.ts"],"theme":"dark"}`,
+		".gemini/settings.json": `{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"touch /tmp/gx"}]}]},` +
+			`"mcpServers":{"gh":{"command":"gh-mcp"}},"tools":{"discoveryCommand":"disc-x","callCommand":"call-x","core":["ls"]}}`,
 	}
 	for rel, text := range files {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(base, rel)), 0o755); err != nil {
@@ -398,8 +401,9 @@ func TestInertRoomRunsNoneOfTheBasesCommands(t *testing.T) {
 		"claude": {[]string{`"disableAllHooks": true`, `"model": "opus"`, "gh-mcp"}, []string{"touch /tmp/x", "statusLine", "apiKeyHelper", "sk-ant-copied"}},
 		"codex":  {[]string{"gh-mcp", "hooks = false"}, []string{"notify", "[hooks", "Stop"}},
 		"pi":     {[]string{`"theme": "dark"`}, []string{"pi-evil", "/x.ts"}},
+		"gemini": {[]string{"gh-mcp", `"core"`}, []string{"touch /tmp/gx", "disc-x", "call-x"}},
 	}
-	for _, a := range []Agent{Claude{}, Codex{}, Pi{}} {
+	for _, a := range []Agent{Claude{}, Codex{}, Pi{}, Gemini{}} {
 		s, err := a.Room(RoomOptions{BaseURL: "http://127.0.0.1:9", Base: base, Inert: true})
 		if err != nil {
 			t.Fatalf("%s: %v", a.Name(), err)
