@@ -102,3 +102,23 @@ func TestCodexRequestsArePricedFromItsRollout(t *testing.T) {
 		t.Errorf("%d requests of %s cost $%.8f, want 2 of gpt-5.1-codex at $%.8f", len(reqs), got.Model, got.Cost, want)
 	}
 }
+
+// TestGeminiRunIsPricedFromItsTokens: Gemini CLI reports tokens but no cost; tare prices the
+// five-step run's stream (gemini-2.5-pro, 72,214 tokens in and 103 out, every request below
+// the 200k tier) at the bundled table's list price, $1.25 in and $10 out.
+func TestGeminiRunIsPricedFromItsTokens(t *testing.T) {
+	stream, err := os.Open(filepath.Join("..", "agent", "testdata", "gemini_trail_stream.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	res, err := agent.Gemini{}.ParseStream(stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := usageOf(res.Usage, res.Models...)
+	want := (72214*1.25 + 103*10) / 1e6
+	if math.Abs(got.Cost-want) > 1e-12 || got.Model != "gemini-2.5-pro" || len(got.Unpriced) > 0 || got.Reported != nil {
+		t.Errorf("gemini run priced %+v, want $%.8f for gemini-2.5-pro, not reported by the agent", got, want)
+	}
+}
