@@ -949,9 +949,10 @@ intervals corrected for three calls, not always of those corrected for six.`, de
 func demoCmd() *cobra.Command {
 	var o engine.CalibrateOptions
 	var sides []string
+	var pair string
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Calibrate claude against codex on tare's demo project and model: no account needed",
+		Short: "Calibrate two agents (claude and codex, or --sides) on tare's demo project and model: no account needed",
 		Long: `Extracts the demo experiment that ships with tare (a small project, a task, a check and a
 model script with a branch) into the state directory and runs tare calibrate on it, every side
 talking to tare's own model server. Every run draws the branch on its own, as calls to a real
@@ -961,6 +962,14 @@ model would; --seed fixes the draws (the default seed shows rates strictly betwe
 			var err error
 			if o.Config, err = settings(); err != nil {
 				return err
+			}
+			if pair != "" {
+				if cmd.Flags().Changed("side") {
+					return fmt.Errorf("--sides and --side both given: use one of them")
+				}
+				if sides, err = demoSides(pair); err != nil {
+					return err
+				}
 			}
 			if o.Sides, err = engine.ParseSides(sides, nil); err != nil {
 				return err
@@ -978,6 +987,7 @@ model would; --seed fixes the draws (the default seed shows rates strictly betwe
 		},
 	}
 	cmd.Flags().StringArrayVar(&sides, "side", []string{"claude", "codex"}, "a side, as for tare calibrate")
+	cmd.Flags().StringVar(&pair, "sides", "", "the two agents to compare instead, e.g. gemini,claude (any two of claude, codex, pi, gemini)")
 	cmd.Flags().IntVar(&o.Runs, "runs", 6, "fresh starts per side")
 	cmd.Flags().IntVar(&o.Jobs, "jobs", 2, "runs at the same time")
 	cmd.Flags().Int64Var(&o.Seed, "seed", 7, "seed of the model script's branch draws")
