@@ -1022,9 +1022,9 @@ func modelServerCmd() *cobra.Command {
 	var seed int64
 	cmd := &cobra.Command{
 		Use:   "model-server",
-		Short: "Serve tare's own model endpoints on loopback (Anthropic Messages, OpenAI Responses and Chat)",
-		Long: `Serves POST /v1/messages, /v1/responses and /v1/chat/completions, streaming as the agent
-CLIs expect. Without --script it is in probe mode: it records every request and answers with a
+		Short: "Serve tare's own model endpoints on loopback (Anthropic Messages, OpenAI Responses and Chat, Gemini)",
+		Long: `Serves POST /v1/messages, /v1/responses, /v1/chat/completions and Gemini's
+/v1beta/models/MODEL:streamGenerateContent, streaming as the agent CLIs expect. Without --script it is in probe mode: it records every request and answers with a
 short text. With --script it replays a scripted conversation (see modelserver's package doc).
 Every request is logged to --log as one JSON line.`,
 		Args: cobra.NoArgs,
