@@ -230,7 +230,8 @@ type geminiTokens struct {
 
 // ParseStream implements Agent: the assistant's text comes in delta messages (joined
 // here, the last stretch after a tool call is the final text); the result event has each
-// model's tokens. Gemini CLI reports no cost: tare prices the tokens.
+// model's tokens (Models only when there are several: one model's requests are read from
+// the session file). Gemini CLI reports no cost: tare prices the tokens.
 func (Gemini) ParseStream(r io.Reader) (Result, error) {
 	var res Result
 	var text strings.Builder
@@ -263,6 +264,7 @@ func (Gemini) ParseStream(r io.Reader) (Result, error) {
 			if e.Error != nil && e.Error.Message != "" {
 				errs = append(errs, e.Error.Message)
 			}
+			res.Models = nil
 			names := make([]string, 0, len(e.Stats.Models))
 			for k := range e.Stats.Models {
 				names = append(names, k)
@@ -290,6 +292,11 @@ func (Gemini) ParseStream(r io.Reader) (Result, error) {
 	})
 	if err != nil {
 		return res, fmt.Errorf("gemini: %w", err)
+	}
+	if len(res.Models) == 1 {
+		// One model: its requests, each with its own prompt size (a long-context price),
+		// come from the session file (SessionRequests).
+		res.Models = nil
 	}
 	res.Text = text.String()
 	switch {

@@ -185,3 +185,48 @@ func (c geminiCall) failedCommand() bool {
 	}
 	return false
 }
+
+// geminiMessageTokens is a model message's usage as the session file records it: input is the
+// whole prompt, cached the part of it read from cache, thoughts are billed as output.
+type geminiMessageTokens struct {
+	Tokens *struct {
+		Input    int64 `json:"input"`
+		Output   int64 `json:"output"`
+		Cached   int64 `json:"cached"`
+		Thoughts int64 `json:"thoughts"`
+	} `json:"tokens"`
+}
+
+// SessionRequests implements RequestLister: each model message of session that placed (the
+// session file a resume started from, nil for a fresh run) does not hold is one model
+// request, with its tokens. A message is written again as it changes; its last line counts.
+func (Gemini) SessionRequests(session, placed []byte) []Request {
+	old := map[string]bool{}
+	for _, raw := range sessionLines(placed) {
+		var m geminiMessage
+		if json.Unmarshal(raw, &m) == nil && m.Type == "gemini" {
+			old[m.ID] = true
+		}
+	}
+	var order []string
+	at := map[string]Request{}
+	for _, raw := range sessionLines(session) {
+		var m struct {
+			geminiMessage
+			geminiMessageTokens
+		}
+		if json.Unmarshal(raw, &m) != nil || m.Type != "gemini" || m.ID == "" || old[m.ID] || m.Tokens == nil {
+			continue
+		}
+		if _, ok := at[m.ID]; !ok {
+			order = append(order, m.ID)
+		}
+		t := m.Tokens
+		at[m.ID] = Request{Input: t.Input - t.Cached, Output: t.Output + t.Thoughts, CacheRead: t.Cached}
+	}
+	out := make([]Request, 0, len(order))
+	for _, id := range order {
+		out = append(out, at[id])
+	}
+	return out
+}
