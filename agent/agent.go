@@ -55,7 +55,7 @@ const (
 
 // Agent is one coding-agent CLI.
 type Agent interface {
-	// Name is the agent's short name: "claude", "codex", "pi", "agy".
+	// Name is the agent's short name: "claude", "codex", "pi", "gemini", "agy".
 	Name() string
 	// Verified is false for an adapter written from public docs only and
 	// never run here (agy); the probe says so in its reading.
