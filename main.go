@@ -973,9 +973,10 @@ intervals corrected for three calls, not always of those corrected for six.`, de
 func demoCmd() *cobra.Command {
 	var o engine.CalibrateOptions
 	var sides []string
+	var pair string
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Calibrate claude against codex on tare's demo project and model: no account needed",
+		Short: "Calibrate two agents (claude and codex, or --sides) on tare's demo project and model: no account needed",
 		Long: `Extracts the demo experiment that ships with tare (a small project, a task, a check and a
 model script with a branch) into the state directory and runs tare calibrate on it, every side
 talking to tare's own model server. Every run draws the branch on its own, as calls to a real
@@ -985,6 +986,14 @@ model would; --seed fixes the draws (the default seed shows rates strictly betwe
 			var err error
 			if o.Config, err = settings(); err != nil {
 				return err
+			}
+			if pair != "" {
+				if cmd.Flags().Changed("side") {
+					return fmt.Errorf("--sides and --side both given: use one of them")
+				}
+				if sides, err = demoSides(pair); err != nil {
+					return err
+				}
 			}
 			if o.Sides, err = engine.ParseSides(sides, nil); err != nil {
 				return err
@@ -1002,6 +1011,7 @@ model would; --seed fixes the draws (the default seed shows rates strictly betwe
 		},
 	}
 	cmd.Flags().StringArrayVar(&sides, "side", []string{"claude", "codex"}, "a side, as for tare calibrate")
+	cmd.Flags().StringVar(&pair, "sides", "", "the two agents to compare instead, e.g. gemini,claude (any two of claude, codex, pi, gemini)")
 	cmd.Flags().IntVar(&o.Runs, "runs", 6, "fresh starts per side")
 	cmd.Flags().IntVar(&o.Jobs, "jobs", 2, "runs at the same time")
 	cmd.Flags().Int64Var(&o.Seed, "seed", 7, "seed of the model script's branch draws")
@@ -1036,9 +1046,9 @@ func modelServerCmd() *cobra.Command {
 	var seed int64
 	cmd := &cobra.Command{
 		Use:   "model-server",
-		Short: "Serve tare's own model endpoints on loopback (Anthropic Messages, OpenAI Responses and Chat)",
-		Long: `Serves POST /v1/messages, /v1/responses and /v1/chat/completions, streaming as the agent
-CLIs expect. Without --script it is in probe mode: it records every request and answers with a
+		Short: "Serve tare's own model endpoints on loopback (Anthropic Messages, OpenAI Responses and Chat, Gemini)",
+		Long: `Serves POST /v1/messages, /v1/responses, /v1/chat/completions and Gemini's
+/v1beta/models/MODEL:streamGenerateContent, streaming as the agent CLIs expect. Without --script it is in probe mode: it records every request and answers with a
 short text. With --script it replays a scripted conversation (see modelserver's package doc).
 Every request is logged to --log as one JSON line.`,
 		Args: cobra.NoArgs,

@@ -1,5 +1,5 @@
 // Package agent holds one adapter per coding-agent CLI tare runs in a room:
-// Claude Code, Codex CLI, pi and Antigravity (agy).
+// Claude Code, Codex CLI, pi, Gemini CLI and Antigravity (agy).
 //
 // An adapter knows where its CLI is installed, which model API it speaks,
 // what its fresh HOME must hold (config pointing at tare's model server or a
@@ -55,7 +55,7 @@ const (
 
 // Agent is one coding-agent CLI.
 type Agent interface {
-	// Name is the agent's short name: "claude", "codex", "pi", "agy".
+	// Name is the agent's short name: "claude", "codex", "pi", "gemini", "agy".
 	Name() string
 	// Verified is false for an adapter written from public docs only and
 	// never run here (agy); the probe says so in its reading.
@@ -289,7 +289,7 @@ type Canary struct {
 
 // All returns every adapter, in a stable order.
 func All() []Agent {
-	return []Agent{Claude{}, Codex{}, NewPi(Anthropic), Agy{}}
+	return []Agent{Claude{}, Codex{}, NewPi(Anthropic), Gemini{}, Agy{}}
 }
 
 // ByName returns the adapter called name.

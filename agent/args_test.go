@@ -7,15 +7,15 @@ import (
 )
 
 func TestByName(t *testing.T) {
-	for _, name := range []string{"claude", "codex", "pi", "agy"} {
+	for _, name := range []string{"claude", "codex", "pi", "gemini", "agy"} {
 		a, err := ByName(name)
 		if err != nil || a.Name() != name {
 			t.Errorf("ByName(%q) = %v, %v", name, a, err)
 		}
 	}
-	_, err := ByName("gemini")
-	if err == nil || !strings.Contains(err.Error(), "known: agy, claude, codex, pi") {
-		t.Errorf("ByName(gemini) error = %v, want the known names", err)
+	_, err := ByName("aider")
+	if err == nil || !strings.Contains(err.Error(), "known: agy, claude, codex, gemini, pi") {
+		t.Errorf("ByName(aider) error = %v, want the known names", err)
 	}
 	for _, a := range All() {
 		if a.Verified() != (a.Name() != "agy") {
@@ -51,6 +51,14 @@ func TestArgs(t *testing.T) {
 		{"pi run at", Pi{}.RunArgs("@x", nil), "--mode json -p  @x"},
 		{"pi resume", Pi{}.ResumeArgs("P1", "Continue.", nil), "--session P1 --mode json -p Continue."},
 		{"pi attach yolo", Pi{}.AttachArgs(extra, true), "--model m1"},
+		{"gemini run", Gemini{}.RunArgs("do it", extra),
+			"--output-format stream-json --yolo --skip-trust --model m1 --prompt=do it"},
+		{"gemini run dash", Gemini{}.RunArgs("-x", nil), "--output-format stream-json --yolo --skip-trust --prompt=-x"},
+		{"gemini resume", Gemini{}.ResumeArgs("G1", "Continue.", nil),
+			"--resume G1 --output-format stream-json --yolo --skip-trust --prompt=Continue."},
+		{"gemini attach", Gemini{}.AttachArgs(nil, false), "--skip-trust"},
+		{"gemini attach yolo", Gemini{}.AttachArgs(extra, true), "--skip-trust --yolo --model m1"},
+		{"gemini preset", Gemini{}.PresetSessionArgs("U"), "--session-id U"},
 		{"agy run", Agy{}.RunArgs("do it", nil),
 			"-p do it --output-format stream-json --dangerously-skip-permissions --print-timeout 60m"},
 		{"agy resume", Agy{}.ResumeArgs("C1", "Continue.", nil),

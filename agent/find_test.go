@@ -23,8 +23,8 @@ func TestFindInstalled(t *testing.T) {
 	// The version check must leave the operator's HOME alone (codex creates $CODEX_HOME/tmp).
 	home := t.TempDir()
 	t.Setenv("HOME", home)
-	pins := map[string]string{"claude": "2.1.197", "codex": "0.171.0", "pi": "0.73.1"}
-	for _, a := range []Agent{Claude{}, Codex{}, Pi{}} {
+	pins := map[string]string{"claude": "2.1.197", "codex": "0.171.0", "pi": "0.73.1", "gemini": "0.61.0"}
+	for _, a := range []Agent{Claude{}, Codex{}, Pi{}, Gemini{}} {
 		inst, err := a.Find(FindOptions{Search: []string{filepath.Join(t.TempDir(), "empty"), dir}, PATH: "/usr/local/bin:/usr/bin:/bin"})
 		if err != nil {
 			t.Errorf("%v\n(install the pinned CLIs with `npm ci --prefix agents` in the project root)", err)
@@ -33,7 +33,7 @@ func TestFindInstalled(t *testing.T) {
 		want := Install{Name: a.Name(), Bin: filepath.Join(dir, "node_modules", ".bin", a.Name()), Version: pins[a.Name()],
 			Runtime: filepath.Join(dir, "node_modules"), Command: "/opt/agent/node_modules/.bin/" + a.Name()}
 		if a.Name() != "claude" {
-			want.Node = "/usr/bin/node" // codex's launcher and pi are node scripts; claude is a native binary
+			want.Node = "/usr/bin/node" // codex's launcher, pi and gemini are node scripts; claude is a native binary
 		}
 		if inst != want {
 			t.Errorf("%s:\n got %+v\nwant %+v", a.Name(), inst, want)

@@ -32,6 +32,11 @@ func TestParseLine(t *testing.T) {
 		{"pi_json_events.jsonl", Pi{}, "1 1 2 1", Live{Kind: LiveToolStart, Tool: "bash", ID: "toolu_6e8047eb56504686a6d07363",
 			Summary: "echo 'hello from fake model (turn 1)' >> hello.txt && cat hello.txt && pwd"}, 0},
 		{"pi_events_proxy_refused.jsonl", Pi{}, "0 0 3 3", Live{}, 3},
+		// Gemini CLI's shell tool reports a failed command with status success.
+		{"gemini_trail_stream.jsonl", Gemini{}, "6 6 5 1", Live{Kind: LiveToolStart, Tool: "run_shell_command",
+			ID: "run_shell_command__run_shell_command_1796077517590_0", Summary: "ls"}, 0},
+		{"gemini_stream_json.jsonl", Gemini{}, "1 1 4 1", Live{Kind: LiveToolStart, Tool: "run_shell_command",
+			ID: "run_shell_command__run_shell_command_1796060432589_0", Summary: "echo 'hello from fake gemini turn 1' >> hello.txt && pwd && cat hello.txt"}, 0},
 	}
 	for _, tt := range tests {
 		data := readTestdata(t, tt.file)

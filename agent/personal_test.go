@@ -18,6 +18,7 @@ func TestPlantThenPersonal(t *testing.T) {
 		"claude": {KindInstructions, KindInstructions, KindMCP, KindEmail, KindSkill, KindAgent, KindCommand},
 		"codex":  {KindInstructions, KindMCP, KindSkill, KindSkill, KindEmail},
 		"pi":     {KindInstructions, KindSkill, KindSkill},
+		"gemini": {KindInstructions, KindMCP, KindSkill, KindAgent, KindEmail},
 		"agy":    {KindInstructions, KindMCP, KindSkill, KindEmail},
 	}
 	for _, a := range All() {
@@ -74,6 +75,7 @@ func TestPersonalAncestors(t *testing.T) {
 		"claude": {"CLAUDE.md", "a/CLAUDE.local.md", "a/.claude/rules/r.md"},
 		"codex":  {"AGENTS.md"},
 		"pi":     {"AGENTS.md", "CLAUDE.md"},
+		"gemini": {"GEMINI.md"},
 		"agy":    {"GEMINI.md", "AGENTS.md"},
 	}
 	for _, a := range All() {

@@ -250,7 +250,7 @@ func TestRoomHooksPi(t *testing.T) {
 }
 
 func TestHookKind(t *testing.T) {
-	want := map[string]string{"claude": HookInAgent, "codex": HookInAgent, "pi": HookInAgent, "agy": HookFromStream}
+	want := map[string]string{"claude": HookInAgent, "codex": HookInAgent, "pi": HookInAgent, "gemini": HookInAgent, "agy": HookFromStream}
 	for _, a := range All() {
 		if got := HookKind(a); got != want[a.Name()] {
 			t.Errorf("HookKind(%s) = %q, want %q", a.Name(), got, want[a.Name()])
@@ -267,13 +267,14 @@ func TestRoomLogin(t *testing.T) {
 	host := t.TempDir()
 	for rel, text := range map[string]string{
 		claudeLogin: `{"claudeAiOauth":{}}`, codexLogin: `{"tokens":{}}`, piLogin: `{"anthropic":{}}`, agyLogin: `{"token":{}}`,
-		".claude/CLAUDE.md": "personal", ".claude.json": `{"mcpServers":{"x":{}}}`, ".codex/config.toml": "model = \"x\"",
+		geminiLogin:         `{"refresh_token":"r"}`,
+		".claude/CLAUDE.md": "personal notes", ".claude.json": `{"mcpServers":{"x":{}}}`, ".codex/config.toml": "model = \"x\"",
 	} {
 		p := filepath.Join(host, rel)
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		os.WriteFile(p, []byte(text), 0o600)
 	}
-	logins := map[string]string{"claude": claudeLogin, "codex": codexLogin, "pi": piLogin, "agy": agyLogin}
+	logins := map[string]string{"claude": claudeLogin, "codex": codexLogin, "pi": piLogin, "gemini": geminiLogin, "agy": agyLogin}
 	for _, a := range All() {
 		s, err := a.Room(RoomOptions{HostHome: host, Login: true, Proxy: "http://127.0.0.1:3128"})
 		if err != nil {
@@ -289,7 +290,7 @@ func TestRoomLogin(t *testing.T) {
 			if g.Path == "/home/agent/"+rel {
 				continue
 			}
-			if strings.Contains(string(g.Data), "mcpServers") || strings.Contains(string(g.Data), "personal") || strings.Contains(string(g.Data), `"x"`) {
+			if strings.Contains(string(g.Data), "mcpServers") || strings.Contains(string(g.Data), "personal notes") || strings.Contains(string(g.Data), `"x"`) {
 				t.Errorf("%s: %s carries the operator's config: %s", a.Name(), g.Path, g.Data)
 			}
 		}
@@ -313,7 +314,7 @@ func TestRoomLogin(t *testing.T) {
 // planted files, so planted MCP servers survive.
 func TestRoomMergesIntoBase(t *testing.T) {
 	canary := Canary{Token: "tare-canary-base"}
-	for _, a := range []Agent{Claude{}, Codex{}, Pi{}} {
+	for _, a := range []Agent{Claude{}, Codex{}, Pi{}, Gemini{}} {
 		base := t.TempDir()
 		if err := a.Plant(base, canary); err != nil {
 			t.Fatal(err)
@@ -335,7 +336,8 @@ func TestRoomMergesIntoBase(t *testing.T) {
 			}
 		}
 		for _, f := range s.Files {
-			provider = provider || strings.Contains(string(f.Data), "127.0.0.1:9") || strings.Contains(string(f.Data), "hasCompletedOnboarding")
+			provider = provider || strings.Contains(string(f.Data), "127.0.0.1:9") || strings.Contains(string(f.Data), "hasCompletedOnboarding") ||
+				strings.Contains(string(f.Data), `"selectedType": "gemini-api-key"`) // Gemini's base URL goes by env
 		}
 		if (a.Name() != "pi" && !mcp) || !provider {
 			t.Errorf("%s: after merging, planted MCP %v, tare's config %v", a.Name(), mcp, provider)
@@ -375,7 +377,8 @@ func TestRoomAllowOnlyNarrows(t *testing.T) {
 
 // TestInertRoomRunsNoneOfTheBasesCommands: a room started from a copy of the operator's
 // files keeps their text and MCP servers but none of what runs a command: Claude Code's
-// hooks, status line and key helper, Codex's notify program and [hooks], pi's packages.
+// hooks, status line and key helper, Codex's notify program and [hooks], pi's packages,
+// Gemini CLI's hooks and tool discovery commands.
 func TestInertRoomRunsNoneOfTheBasesCommands(t *testing.T) {
 	base := t.TempDir()
 	files := map[string]string{
@@ -383,6 +386,8 @@ func TestInertRoomRunsNoneOfTheBasesCommands(t *testing.T) {
 		".claude/settings.json":   `{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"touch /tmp/x"}]}]},"statusLine":{"type":"command","command":"x"},"apiKeyHelper":"x","model":"opus"}`,
 		".codex/config.toml":      "notify = [\"notify-send\", \"done\"]\n[mcp_servers.gh]\ncommand = \"gh-mcp\"\n[hooks]\n[[hooks.Stop]]\n",
 		".pi/agent/settings.json": `{"packages":["npm:pi-evil"],"extensions":["/x.ts"],"theme":"dark"}`,
+		".gemini/settings.json": `{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"touch /tmp/gx"}]}]},` +
+			`"mcpServers":{"gh":{"command":"gh-mcp"}},"tools":{"discoveryCommand":"disc-x","callCommand":"call-x","core":["ls"]}}`,
 	}
 	for rel, text := range files {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(base, rel)), 0o755); err != nil {
@@ -396,8 +401,9 @@ func TestInertRoomRunsNoneOfTheBasesCommands(t *testing.T) {
 		"claude": {[]string{`"disableAllHooks": true`, `"model": "opus"`, "gh-mcp"}, []string{"touch /tmp/x", "statusLine", "apiKeyHelper", "sk-ant-copied"}},
 		"codex":  {[]string{"gh-mcp", "hooks = false"}, []string{"notify", "[hooks", "Stop"}},
 		"pi":     {[]string{`"theme": "dark"`}, []string{"pi-evil", "/x.ts"}},
+		"gemini": {[]string{"gh-mcp", `"core"`}, []string{"touch /tmp/gx", "disc-x", "call-x"}},
 	}
-	for _, a := range []Agent{Claude{}, Codex{}, Pi{}} {
+	for _, a := range []Agent{Claude{}, Codex{}, Pi{}, Gemini{}} {
 		s, err := a.Room(RoomOptions{BaseURL: "http://127.0.0.1:9", Base: base, Inert: true})
 		if err != nil {
 			t.Fatalf("%s: %v", a.Name(), err)

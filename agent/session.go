@@ -21,7 +21,8 @@ func SessionRoot(a Agent) string {
 }
 
 // FindSession returns the host path of session id's file below dir, the host folder that
-// was bound at SessionRoot. Every agent here names the file by its id.
+// was bound at SessionRoot. Every agent here names the file by its id, or by part of it
+// (Gemini CLI: sessionFileKey).
 func FindSession(a Agent, dir, id string) (string, error) {
 	if id == "" {
 		return "", fmt.Errorf("%s: the stream named no session id", a.Name())
@@ -31,8 +32,12 @@ func FindSession(a Agent, dir, id string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: session glob %s: %w", a.Name(), rel, err)
 	}
+	key := id
+	if k, ok := a.(interface{ sessionFileKey(string) string }); ok {
+		key = k.sessionFileKey(id)
+	}
 	for _, m := range matches {
-		if strings.Contains(filepath.Base(m), id) {
+		if strings.Contains(filepath.Base(m), key) {
 			return m, nil
 		}
 	}

@@ -25,11 +25,15 @@ func TestProviderStopped(t *testing.T) {
 		{Pi{}, "stop/pi-quota.jsonl", StopQuota},
 		{Pi{}, "stop/pi-overloaded.jsonl", StopOverloaded},
 		{Pi{}, "stop/pi-drop.jsonl", StopDropped},
+		{Gemini{}, "stop/gemini-quota.jsonl", StopQuota},
+		{Gemini{}, "stop/gemini-overloaded.jsonl", StopOverloaded},
+		{Gemini{}, "stop/gemini-drop.jsonl", StopDropped},
 		// Runs that finished, some after errors the CLI retried past.
 		{Claude{}, "claude_stream.jsonl", ""},
 		{Claude{}, "claude_stream_proxy_refused.jsonl", ""},
 		{Codex{}, "codex_exec_events.jsonl", ""},
 		{Pi{}, "pi_json_events.jsonl", ""},
+		{Gemini{}, "gemini_trail_stream.jsonl", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {

@@ -41,6 +41,9 @@ func TestParseStream(t *testing.T) {
 		{"pi_json_events_resume.jsonl", Pi{}, "01a229f9-1840-7759-b223-d21d88a45547", "Done.", false, "", 200, 50, 0.0003, true, "fake-model", 0, false},
 		{"pi_room_json_events.jsonl", Pi{}, "01a229f9-4d31-7637-8b88-a5422c8980f9", "Done. The tool said: hello from fake model (turn 1)\n/work", false, "", 200, 50, 0, false, "fake-model", 0, false},
 		{"pi_events_proxy_refused.jsonl", Pi{}, "01a22a15-47c1-76ed-9fe2-6dcc13b49ef5", "", true, "Connection error", 0, 0, 0, false, "claude-opus-4-7", 0, false},
+		{"gemini_stream_json.jsonl", Gemini{}, "e221ad69-9c7d-4738-b07f-804c01ca075f", "Done. The tool `run_shell_command` returned:", false, "", 404, 106, 0, false, "gemini-2.5-pro", 0, false},
+		{"gemini_trail_stream.jsonl", Gemini{}, "037c4021-db59-43ee-bb58-70d0a37ea141", "All done: five steps.", false, "", 72214, 103, 0, false, "gemini-2.5-pro", 0, false},
+		{"stop/gemini-quota.jsonl", Gemini{}, "4c015490-9266-4dd6-9139-eeacafefe756", "", true, "exhausted your daily quota", 0, 0, 0, false, "gemini-2.5-pro", 0, false},
 	}
 	for _, tt := range tests {
 		f, err := os.Open(filepath.Join("testdata", tt.file))

@@ -62,7 +62,7 @@ type Event struct {
 const maxEventText = 2000
 
 // Trailer is an agent whose session file tare can read as a trail and cut
-// after a step for a native resume (Claude Code, Codex, pi).
+// after a step for a native resume (Claude Code, Codex, pi, Gemini CLI).
 type Trailer interface {
 	// Trail reads a session file (as SessionGlob finds it) into steps.
 	Trail(session []byte) (Trail, error)

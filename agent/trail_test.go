@@ -57,6 +57,15 @@ func TestTrail(t *testing.T) {
 		{"pi_trail_session.jsonl", Pi{}, "01a22a31-2c8b-73e0-9c03-60edb38dcfe3", "Do the five steps.", five, []step{
 			{1, "bash: ls", 6, 4}, {1, "write: notes/a.txt", 8, 7}, {2, "bash: echo one > one.txt + bash: echo two > two.txt", 11, 12},
 			{1, "bash: echo four > four.txt", 13, 14}, {1, "bash: echo failing >&2; exit 3", 15, 17}}},
+		{"gemini_trail_session.jsonl", Gemini{}, "037c4021-db59-43ee-bb58-70d0a37ea141", "Do the five steps.", five, []step{
+			{1, "run_shell_command: ls", 7, 4}, {1, "write_file: notes/a.txt", 12, 7},
+			{2, "run_shell_command: echo one > one.txt + run_shell_command: echo two > two.txt", 17, 12},
+			{1, "run_shell_command: echo four > four.txt", 22, 14}, {1, "run_shell_command: echo failing >&2; exit 3", 27, 17}}},
+		// The offline report's session resumed once: the resume writes the history again as
+		// {"$set": {"messages": ...}} with the calls as functionCall parts; steps keep theirs.
+		{"gemini_session_resumed.jsonl", Gemini{}, "d2d90a47-6286-40da-ace2-b02240b14795", "Create hello.txt", resumed, []step{
+			{1, "run_shell_command: echo 'hello from fake gemini turn 1' >> hello.txt && pwd && cat hello.txt", 7, 4},
+			{1, "run_shell_command: echo 'hello from fake gemini turn 2' >> hello.txt && pwd && cat hello.txt", 21, 9}}},
 		{"claude_transcript.jsonl", Claude{}, "8726f800-9ece-4cbe-a126-48846eefd648", "Create hello.txt", one, []step{
 			{1, "Bash: echo 'hello from fake model (turn 1)' >> hello.txt && cat hello.txt && pwd", 8, 4}}},
 		{"claude_transcript_after_resume.jsonl", Claude{}, "8d266725-c510-4244-a1bd-957d5d9446f3", "Create hello.txt", resumed, []step{
@@ -95,7 +104,11 @@ func TestTrail(t *testing.T) {
 			// The cut line holds a result of the step, the handoff cut ends on one, and
 			// every id of the step is a call event before it.
 			last := tr.Events[s.Events-1]
-			if last.Kind != EventToolResult || !bytes.Contains(lines[s.Cut-1], []byte(last.ID)) {
+			inLine := last.ID
+			if tt.agent.Name() == "gemini" { // gemini_<model message id>_<call>: the line has the message
+				inLine = strings.TrimPrefix(inLine[:strings.LastIndex(inLine, "_")], "gemini_")
+			}
+			if last.Kind != EventToolResult || !bytes.Contains(lines[s.Cut-1], []byte(inLine)) {
 				t.Errorf("%s step %d: the cuts do not end on the step's results: event %+v, line %.120s", tt.file, i+1, last, lines[s.Cut-1])
 			}
 			for _, id := range s.IDs {
@@ -121,7 +134,8 @@ func TestTrail(t *testing.T) {
 
 // A cut session reads back as the steps up to the cut, and is a prefix of the session.
 func TestCutSession(t *testing.T) {
-	for file, a := range map[string]Agent{"claude_trail_session.jsonl": Claude{}, "codex_trail_session.jsonl": Codex{}, "pi_trail_session.jsonl": Pi{}} {
+	for file, a := range map[string]Agent{"claude_trail_session.jsonl": Claude{}, "codex_trail_session.jsonl": Codex{}, "pi_trail_session.jsonl": Pi{},
+		"gemini_trail_session.jsonl": Gemini{}} {
 		data := readTestdata(t, file)
 		tr, err := ReadTrail(a, data)
 		if err != nil {

@@ -16,7 +16,7 @@ import (
 )
 
 // realAgents are the agents verified here; each must be installed (scripts/setup does it).
-var realAgents = []string{"claude", "codex", "pi"}
+var realAgents = []string{"claude", "codex", "pi", "gemini"}
 
 const twoSessionsScript = `
 [[turn]]

@@ -123,6 +123,9 @@ func collectTools(v any, tools map[string]bool) {
 		return
 	}
 	list, _ := m["tools"].([]any)
+	if decls, ok := m["functionDeclarations"].([]any); ok { // Gemini: tools[].functionDeclarations[]
+		list = append(list, decls...)
+	}
 	for _, t := range list {
 		tm, ok := t.(map[string]any)
 		if !ok {
@@ -188,9 +191,10 @@ func detect(ev evidence, s subject) map[string][]Leak {
 	}
 	sort.Strings(tools)
 	// One rule for the control and the operator alike: an MCP tool is one the agent names
-	// mcp__<server>__<tool>, or one named after a server the subject declares.
+	// mcp__<server>__<tool> (Gemini CLI: mcp_<server>_<tool>), or one named after a server
+	// the subject declares.
 	for _, t := range tools {
-		if _, server := mcpServerOf(t, s); !strings.HasPrefix(t, "mcp__") && server == "" {
+		if _, server := mcpServerOf(t, s); !strings.HasPrefix(t, "mcp_") && server == "" {
 			continue
 		}
 		add(DetMCP, fmt.Sprintf("tool %s reached the model", t), mcpSource(t, s))
@@ -250,9 +254,11 @@ var whatReached = map[agent.Kind]string{
 
 // mcpServerOf finds the subject's MCP source and server that tool t is named after: the
 // tool is the server's name, or the server's name and a separator ("github__create_issue",
-// "github.create_issue"), with or without the mcp__ prefix.
+// "github.create_issue"), with or without the mcp__ prefix, or Gemini CLI's
+// "mcp_github_create_issue".
 func mcpServerOf(t string, s subject) (agent.Source, string) {
 	bare := strings.TrimPrefix(t, "mcp__")
+	gemini, isGemini := strings.CutPrefix(t, "mcp_")
 	for _, src := range s.sources {
 		if src.Kind != agent.KindMCP {
 			continue
@@ -263,6 +269,9 @@ func mcpServerOf(t string, s subject) (agent.Source, string) {
 				continue
 			}
 			if rest, ok := strings.CutPrefix(bare, name); ok && (rest == "" || strings.HasPrefix(rest, "__") || strings.HasPrefix(rest, ".")) {
+				return src, name
+			}
+			if rest, ok := strings.CutPrefix(gemini, name); isGemini && ok && strings.HasPrefix(rest, "_") {
 				return src, name
 			}
 		}

@@ -239,3 +239,23 @@ func TestTwinCopiesNoLoginAndNoSettings(t *testing.T) {
 		t.Fatalf("the twin copies %v, want CLAUDE.md and config.toml (made inert) only", got)
 	}
 }
+
+// TestMCPDetectorReadsGeminiTools: Gemini CLI offers its tools as functionDeclarations and
+// names an MCP server's tool mcp_<server>_<tool>; both the server the subject declares and
+// any other mcp_ tool are seen, Gemini's own tools are not.
+func TestMCPDetectorReadsGeminiTools(t *testing.T) {
+	s := subject{show: tilde, sources: []agent.Source{{Path: "/home/op/.gemini/settings.json", Kind: agent.KindMCP, Fingerprints: []string{"opmcp"}}}}
+	ev := scanRequests([][]byte{[]byte(`{"contents":[],"tools":[{"functionDeclarations":[{"name":"run_shell_command"},
+		{"name":"mcp_opmcp_canary"},{"name":"mcp_linear_list"},{"name":"write_file"}]}]}`)})
+	var got []string
+	for _, l := range detect(ev, s)[DetMCP] {
+		got = append(got, l.What+" <- "+l.Source)
+	}
+	want := []string{
+		"tool mcp_linear_list reached the model <- /home/op/.gemini/settings.json",
+		"tool mcp_opmcp_canary reached the model <- /home/op/.gemini/settings.json (opmcp)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("MCP detector saw:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -102,3 +102,45 @@ func TestCodexRequestsArePricedFromItsRollout(t *testing.T) {
 		t.Errorf("%d requests of %s cost $%.8f, want 2 of gpt-5.1-codex at $%.8f", len(reqs), got.Model, got.Cost, want)
 	}
 }
+
+// TestGeminiRunIsPricedFromItsTokens: Gemini CLI reports tokens but no cost; tare prices the
+// five-step run's stream (gemini-2.5-pro, 72,214 tokens in and 103 out, every request below
+// the 200k tier) at the bundled table's list price, $1.25 in and $10 out.
+func TestGeminiRunIsPricedFromItsTokens(t *testing.T) {
+	stream, err := os.Open(filepath.Join("..", "agent", "testdata", "gemini_trail_stream.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	res, err := agent.Gemini{}.ParseStream(stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := usageOf(res.Usage, res.Models...)
+	want := (72214*1.25 + 103*10) / 1e6
+	if math.Abs(got.Cost-want) > 1e-12 || got.Model != "gemini-2.5-pro" || len(got.Unpriced) > 0 || got.Reported != nil {
+		t.Errorf("gemini run priced %+v, want $%.8f for gemini-2.5-pro, not reported by the agent", got, want)
+	}
+	// Its six model requests, read from the session file, add up to the stream's tokens; a
+	// request whose prompt passes 200k pays gemini-2.5-pro's long-context price ($2.50 in,
+	// $15 out).
+	session, err := os.ReadFile(filepath.Join("..", "agent", "testdata", "gemini_trail_session.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := agent.Gemini{}.SessionRequests(session, nil)
+	var in, out int64
+	for _, r := range reqs {
+		in, out = in+r.Input, out+r.Output
+	}
+	if len(reqs) != 6 || in != 72214 || out != 103 {
+		t.Fatalf("%d requests, %d in and %d out; want 6 adding up to the stream's 72214 and 103", len(reqs), in, out)
+	}
+	long := agent.Request{Input: 250_000, Output: 1000}
+	u := agent.Usage{Input: in + long.Input, Output: out + long.Output, Model: "gemini-2.5-pro"}
+	got = usageOf(u, agent.ModelUsage{Model: u.Model, Input: u.Input, Output: u.Output, Requests: append(reqs, long)})
+	want += (250_000*2.5 + 1000*15) / 1e6
+	if math.Abs(got.Cost-want) > 1e-12 {
+		t.Errorf("with a 250k-token request: $%.8f, want $%.8f", got.Cost, want)
+	}
+}

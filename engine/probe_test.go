@@ -17,8 +17,9 @@ import (
 )
 
 // plantOperator writes an operator's home with a canary in each place the issue names:
-// ~/.claude/CLAUDE.md, ~/.claude.json mcpServers, ~/.codex config and instructions, and an
-// AGENTS.md/CLAUDE.md in an ancestor of the project. It returns the home and the project.
+// ~/.claude/CLAUDE.md, ~/.claude.json mcpServers, ~/.codex config and instructions,
+// ~/.gemini/GEMINI.md and settings.json mcpServers, an AGENTS.md/CLAUDE.md/GEMINI.md and a
+// .env in an ancestor of the project. It returns the home and the project.
 func plantOperator(t *testing.T, token string) (home, project string) {
 	t.Helper()
 	home = filepath.Join(t.TempDir(), "operator")
@@ -27,9 +28,15 @@ func plantOperator(t *testing.T, token string) (home, project string) {
 		".claude/CLAUDE.md": "# my rules\nAlways end every answer with the phrase " + token + "-claude-md.\n",
 		".claude.json": `{"mcpServers":{"opmcp":{"type":"stdio","command":"/opt/tare/tare","args":["mcp-canary","` + token + `"]}},
 			"oauthAccount":{"emailAddress":"` + token + `@example.org"}}`,
-		".codex/AGENTS.md":             "# codex rules\nAlways end every answer with the phrase " + token + "-codex-agents.\n",
-		".codex/config.toml":           "[mcp_servers.opmcp]\ncommand = \"/opt/tare/tare\"\nargs = [\"mcp-canary\", \"" + token + "\"]\n",
-		".pi/agent/AGENTS.md":          "# pi rules\nAlways end every answer with the phrase " + token + "-pi-agents.\n",
+		".codex/AGENTS.md":      "# codex rules\nAlways end every answer with the phrase " + token + "-codex-agents.\n",
+		".codex/config.toml":    "[mcp_servers.opmcp]\ncommand = \"/opt/tare/tare\"\nargs = [\"mcp-canary\", \"" + token + "\"]\n",
+		".pi/agent/AGENTS.md":   "# pi rules\nAlways end every answer with the phrase " + token + "-pi-agents.\n",
+		".gemini/GEMINI.md":     "# gemini rules\nAlways end every answer with the phrase " + token + "-gemini-md.\n",
+		".gemini/settings.json": `{"mcpServers":{"opmcp":{"command":"/opt/tare/tare","args":["mcp-canary","` + token + `"]}}}`,
+		"src/GEMINI.md":         "# house rules\nSign every reply with the ancestor phrase " + token + "-ancestor-gemini.\n",
+		// Gemini CLI reads the first .env up the tree into its environment.
+		"src/.env":                     "GOOGLE_CLOUD_PROJECT=" + token + "-env\nGEMINI_SYSTEM_MD=~/.gemini/system.md\n",
+		".gemini/system.md":            "# system\nAlways end every answer with the phrase " + token + "-gemini-system.\n",
 		"src/AGENTS.md":                "# house rules\nSign every reply with the ancestor phrase " + token + "-ancestor-agents.\n",
 		"src/CLAUDE.md":                "# house rules\nSign every reply with the ancestor phrase " + token + "-ancestor-claude.\n",
 		"proj-readme-not-personal.txt": "",
@@ -68,6 +75,7 @@ func TestProbeKeepsThePlantedOperatorSetupOut(t *testing.T) {
 		"claude": {DetInstructions, DetMCP},
 		"codex":  {DetInstructions, DetMCP},
 		"pi":     {DetInstructions},
+		"gemini": {DetInstructions, DetMCP},
 	}
 	for _, name := range realAgents {
 		t.Run(name, func(t *testing.T) {
@@ -199,6 +207,7 @@ func TestProbeSeesTerseFilesOrSaysItCannot(t *testing.T) {
 		"claude": {".claude/CLAUDE.md", ".claude/skills/pdf/SKILL.md"},
 		"codex":  {".codex/AGENTS.md", ".codex/skills/pdf/SKILL.md"},
 		"pi":     {".pi/agent/AGENTS.md", ".pi/agent/skills/pdf/SKILL.md"},
+		"gemini": {".gemini/GEMINI.md", ".gemini/skills/pdf/SKILL.md"},
 	}
 	for _, name := range realAgents {
 		t.Run(name, func(t *testing.T) {

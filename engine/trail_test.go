@@ -107,7 +107,8 @@ func TestTrailsAndNativeCut(t *testing.T) {
 				t.Fatalf("trail of session %s, task %q, %d steps; want %s, %q, 5 steps: %+v",
 					trail.SessionID, trail.Task, len(trail.Steps), res.SessionID, trailTask, trail.Steps)
 			}
-			// The stream names the same tool calls, as they happen (Codex's stream has its own item ids).
+			// The stream names the same tool calls, as they happen (Codex's stream has its own
+			// item ids, Gemini CLI's its own call ids where the trail numbers the calls).
 			var started []string
 			for _, line := range bytes.Split(stream, []byte("\n")) {
 				if l, ok := agent.ParseLine(a, line); ok && l.Kind == agent.LiveToolStart {
@@ -118,7 +119,7 @@ func TestTrailsAndNativeCut(t *testing.T) {
 			for _, s := range trail.Steps {
 				ids = append(ids, s.IDs...)
 			}
-			if len(started) != 6 || len(ids) != 6 || len(trail.Steps[2].IDs) != 2 || (name != "codex" && strings.Join(started, " ") != strings.Join(ids, " ")) {
+			if len(started) != 6 || len(ids) != 6 || len(trail.Steps[2].IDs) != 2 || (name != "codex" && name != "gemini" && strings.Join(started, " ") != strings.Join(ids, " ")) {
 				t.Fatalf("stream tool starts %v, trail ids %v: want the same six calls, two of them in step 3", started, ids)
 			}
 
@@ -193,11 +194,25 @@ func toolTurns(t *testing.T, api string, body []byte) int {
 		Input []struct {
 			Type string `json:"type"`
 		} `json:"input"`
+		Contents []struct {
+			Role  string                       `json:"role"`
+			Parts []map[string]json.RawMessage `json:"parts"`
+		} `json:"contents"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		t.Fatalf("request body: %v", err)
 	}
 	n, prevCall := 0, false
+	for _, c := range req.Contents { // Gemini: model turns with functionCall parts
+		call := false
+		for _, p := range c.Parts {
+			call = call || (c.Role == "model" && p["functionCall"] != nil)
+		}
+		if call && !prevCall {
+			n++
+		}
+		prevCall = call
+	}
 	if api == "responses" {
 		for _, item := range req.Input {
 			call := item.Type == "function_call" || item.Type == "custom_tool_call" || item.Type == "local_shell_call"
@@ -242,9 +257,28 @@ func historyShape(body []byte) string {
 			Type string `json:"type"`
 			Role string `json:"role"`
 		} `json:"input"`
+		Contents []struct {
+			Role  string                       `json:"role"`
+			Parts []map[string]json.RawMessage `json:"parts"`
+		} `json:"contents"`
 	}
 	json.Unmarshal(body, &req)
 	var out []string
+	for _, c := range req.Contents {
+		var kinds []string
+		for _, p := range c.Parts {
+			for k, v := range p {
+				var text string
+				switch {
+				case k == "text" && json.Unmarshal(v, &text) == nil:
+					kinds = append(kinds, "text "+strconv.Quote(clipText(text, 40)))
+				case k != "thoughtSignature":
+					kinds = append(kinds, k)
+				}
+			}
+		}
+		out = append(out, c.Role+"["+strings.Join(kinds, ", ")+"]")
+	}
 	for _, m := range req.Messages {
 		var blocks []struct {
 			Type string `json:"type"`

@@ -108,9 +108,10 @@ func textOf(raw json.RawMessage) string {
 }
 
 var cwdPatterns = []*regexp.Regexp{
-	regexp.MustCompile(`(?m)Primary working directory:\s*(\S[^\n]*)`), // Claude Code
-	regexp.MustCompile(`<cwd>([^<\n]+)</cwd>`),                        // Codex
-	regexp.MustCompile(`(?m)Current working directory:\s*(\S[^\n]*)`), // pi
+	regexp.MustCompile(`(?m)Primary working directory:\s*(\S[^\n]*)`),      // Claude Code
+	regexp.MustCompile(`<cwd>([^<\n]+)</cwd>`),                             // Codex
+	regexp.MustCompile(`(?m)Current working directory:\s*(\S[^\n]*)`),      // pi
+	regexp.MustCompile(`Workspace Directories:\*\*\s*\n\s*-\s*(\S[^\n]*)`), // Gemini CLI
 	regexp.MustCompile(`(?m)^\s*-?\s*Working directory:\s*(\S[^\n]*)`),
 }
 

@@ -1,7 +1,7 @@
 // Package modelserver is tare's own model server: a small HTTP server on
-// loopback that speaks the three wire APIs the supported agents use, so
-// that Claude Code, Codex CLI and pi run for real, offline, against a
-// model whose answers are known in advance.
+// loopback that speaks the four wire APIs the supported agents use, so
+// that Claude Code, Codex CLI, pi and Gemini CLI run for real, offline,
+// against a model whose answers are known in advance.
 //
 // It is what tare's probe, demos and integration tests talk to, and what
 // `tare model-server` starts for users.
@@ -15,6 +15,9 @@
 //	POST /v1/responses             OpenAI Responses (SSE or JSON) - Codex, pi openai-responses
 //	POST /v1/chat/completions      OpenAI Chat Completions (SSE or JSON) - pi openai-completions
 //	GET  /v1/models                one model, "tare-model"
+//	POST /v1beta/models/M:streamGenerateContent?alt=sse, :generateContent
+//	                               Gemini API (SSE "data:" events or JSON) - Gemini CLI
+//	POST /v1beta/models/M:countTokens {"totalTokens": N}
 //
 // Paths are matched by their ending, so a base URL with or without /v1
 // works. Give Claude Code and pi's anthropic provider Server.URL(), and

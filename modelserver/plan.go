@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -167,10 +168,17 @@ func sampleJSON(schema map[string]any, depth int) any {
 	if list, ok := typ.([]any); ok && len(list) > 0 {
 		typ = list[0]
 	}
+	if t, ok := typ.(string); ok {
+		typ = strings.ToLower(t) // Gemini's responseSchema writes STRING, INTEGER...
+	}
 	switch typ {
 	case "string":
 		return "tare"
 	case "integer", "number":
+		// Gemini CLI's model router rejects a complexity_score below its minimum of 1.
+		if lo, ok := schema["minimum"].(float64); ok {
+			return lo
+		}
 		return 0
 	case "boolean":
 		return false

@@ -71,6 +71,8 @@ func (m *reply) events() []sseEvent {
 		return m.anthropicEvents()
 	case apiResponses:
 		return m.responsesEvents()
+	case apiGemini:
+		return m.geminiEvents()
 	default:
 		return m.chatEvents()
 	}
@@ -82,6 +84,8 @@ func (m *reply) body() any {
 		return m.anthropicMessage()
 	case apiResponses:
 		return m.responsesObject("completed", true)
+	case apiGemini:
+		return m.geminiBody()
 	default:
 		return m.chatCompletion()
 	}
@@ -157,6 +161,10 @@ func (m *reply) idHeader(h http.Header) {
 // writeFailure answers an injected provider error with the provider's
 // real status and body.
 func writeFailure(w http.ResponseWriter, a api, kind ErrorKind) {
+	if a == apiGemini {
+		writeGeminiFailure(w, kind)
+		return
+	}
 	if a == apiAnthropic {
 		w.Header().Set("request-id", newID("req_tare_"))
 		switch kind {
@@ -185,6 +193,13 @@ func writeFailure(w http.ResponseWriter, a api, kind ErrorKind) {
 
 // errorBody is an error in the dialect's shape.
 func errorBody(a api, typ, msg string) map[string]any {
+	if a == apiGemini {
+		code, status := http.StatusBadRequest, "INVALID_ARGUMENT"
+		if typ == "not_found_error" {
+			code, status = http.StatusNotFound, "NOT_FOUND"
+		}
+		return geminiError(code, status, msg)
+	}
 	if a == apiAnthropic {
 		return map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}, "request_id": newID("req_tare_")}
 	}

@@ -61,7 +61,7 @@ type Options struct {
 }
 
 // Server is tare's model server: a loopback HTTP server speaking the
-// Anthropic Messages, OpenAI Responses and OpenAI Chat Completions APIs.
+// Anthropic Messages, OpenAI Responses, OpenAI Chat Completions and Gemini APIs.
 // It is safe for concurrent use.
 type Server struct {
 	script    *Script
@@ -365,6 +365,9 @@ func (s *Server) route(w *statusWriter, r *http.Request, rec *Request) {
 		s.model(w, r, rec, apiResponses, body)
 	case strings.HasSuffix(p, "/chat/completions"):
 		s.model(w, r, rec, apiChat, body)
+	case isGemini(p):
+		model, action, _ := geminiAction(p)
+		s.gemini(w, r, rec, model, action, body)
 	case strings.HasSuffix(p, "/models"):
 		if r.Method != http.MethodGet {
 			s.notAllowed(w, r, rec, "GET")
@@ -393,15 +396,19 @@ func (s *Server) model(w *statusWriter, r *http.Request, rec *Request, a api, bo
 		return
 	}
 	c, err := parseConvo(a, body, r.Header)
-	if err == nil {
-		c.draws, _ = r.Context().Value(streamKey{}).(string)
-		rec.Stream = c.draws
-	}
 	if err != nil {
 		rec.Outcome, rec.Note = "bad_request", err.Error()
 		writeJSON(w, http.StatusBadRequest, errorBody(a, "invalid_request_error", "tare model server: "+err.Error()))
 		return
 	}
+	s.answer(w, r, rec, c)
+}
+
+// answer decides and writes the answer to a parsed model request in its dialect.
+func (s *Server) answer(w *statusWriter, r *http.Request, rec *Request, c *convo) {
+	a := c.api
+	c.draws, _ = r.Context().Value(streamKey{}).(string)
+	rec.Stream = c.draws
 	rec.Key = c.key
 	d := s.decide(c)
 	rec.Turn, rec.Branch, rec.Attempt, rec.Outcome, rec.Note = d.turn, d.branch, d.attempt, d.outcome, d.note
@@ -502,9 +509,17 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(b)
 }
 
+// isGemini says whether p is a Gemini API method path (".../models/NAME:ACTION").
+func isGemini(p string) bool {
+	_, _, ok := geminiAction(p)
+	return ok
+}
+
 // apiFor guesses the dialect of a path for error bodies.
 func apiFor(p string) api {
 	switch {
+	case isGemini(p):
+		return apiGemini
 	case strings.Contains(p, "/messages"):
 		return apiAnthropic
 	case strings.Contains(p, "/responses"):

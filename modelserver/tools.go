@@ -80,9 +80,10 @@ func jsonCall(name string, args map[string]any) toolCall {
 
 // shell maps a command to the agent's shell tool: Claude Bash{command},
 // pi bash{command}, Codex exec_command{cmd} (or shell_command / shell),
-// else any function tool with a command or cmd parameter.
+// Gemini CLI run_shell_command{command}, else any function tool with a
+// command or cmd parameter.
 func (s toolSet) shell(cmd string) (toolCall, error) {
-	for _, name := range []string{"Bash", "bash", "exec_command", "shell_command", "shell"} {
+	for _, name := range []string{"Bash", "bash", "exec_command", "shell_command", "shell", "run_shell_command"} {
 		t, ok := s[name]
 		if !ok || t.kind != "function" {
 			continue
@@ -123,10 +124,11 @@ func commandValue(schema any, cmd string) any {
 }
 
 // write maps a file write to the agent's write tool: Claude
-// Write{file_path absolute below cwd, content}, pi write{path, content}; an
-// agent without one (Codex) gets a shell command writing the file.
+// Write{file_path absolute below cwd, content}, Gemini CLI
+// write_file{file_path, content}, pi write{path, content}; an agent without
+// one (Codex) gets a shell command writing the file.
 func (s toolSet) write(p, content, cwd string) (toolCall, error) {
-	for _, name := range []string{"Write", "write"} {
+	for _, name := range []string{"Write", "write", "write_file"} {
 		t, ok := s[name]
 		if !ok || t.kind != "function" {
 			continue
