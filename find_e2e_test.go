@@ -70,7 +70,7 @@ func TestProjectAgentsAreNeverRun(t *testing.T) {
 		r := newRun(t, "")
 		start(t, r, "/usr/bin:/bin", "doctor")
 		for _, name := range []string{"claude", "codex", "pi"} {
-			if !strings.Contains(r.stdout, "FAIL  "+name) {
+			if !strings.Contains(r.stdout, "none  "+name) {
 				t.Errorf("doctor found a %s with only the project's agents/ around:\n%s", name, r.stdout)
 			}
 		}

@@ -238,14 +238,20 @@ func TestProbeWithTheRealBinary(t *testing.T) {
 
 func TestDoctor(t *testing.T) {
 	r := newRun(t, "").tare(t, "doctor")
-	for _, want := range []string{"ok    bwrap    0.", "ok    claude   2.1.197", "ok    codex    0.171.0", "ok    pi       0.73.1", "FAIL  agy", "ok    chromium /usr/lib/chromium/chromium-headless-shell"} {
+	for _, want := range []string{"ok    bwrap    0.", "ok    claude   2.1.197", "ok    codex    0.171.0", "ok    pi       0.73.1", "ok    gemini   0.61.0", "none  agy", "ok    chromium /usr/lib/chromium/chromium-headless-shell"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("doctor output lacks %q:\n%s", want, r.stdout)
 		}
 	}
-	// agy is not installed here: its FAIL line makes the exit 1, as the lines say.
-	if r.code != 1 {
-		t.Errorf("doctor exited %d with a FAIL line, want 1", r.code)
+	// agy is not installed here: that is a "none" line, not a failure, so a fresh machine
+	// set up by scripts/setup passes.
+	if r.code != 0 {
+		t.Errorf("doctor exited %d with every installed part working, want 0:\n%s", r.code, r.stdout)
+	}
+	// An agent the config names that is not there is a FAIL, and the exit says so.
+	r = newRun(t, "[agents.agy]\nbin = \"/nonexistent/agy\"\n").tare(t, "doctor")
+	if r.code != 1 || !strings.Contains(r.stdout, "FAIL  agy") {
+		t.Errorf("doctor with a configured agy that is missing: exit %d, want 1 and a FAIL line:\n%s", r.code, r.stdout)
 	}
 }
 

@@ -15,6 +15,11 @@ import (
 	"tare/sandbox"
 )
 
+// ErrNotInstalled is wrapped by Find's error when no candidate exists at all (as opposed to
+// one that exists but cannot run): doctor shows such an agent as absent, not as a failure,
+// since most operators use only some of the agents.
+var ErrNotInstalled = errors.New("not found")
+
 // FindOptions say where to look for an agent's CLI.
 type FindOptions struct {
 	// Bins maps an agent name to a binary path from tare's config
@@ -211,8 +216,8 @@ func (c cli) locate(o FindOptions) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%s: %s not found (looked in %s); install it with `%s`, or set agents.%s.bin in tare's config",
-		c.name, c.bin, strings.Join(tried, ", "), c.install, c.name)
+	return "", fmt.Errorf("%s: %s %w (looked in %s); install it with `%s`, or set agents.%s.bin in tare's config",
+		c.name, c.bin, ErrNotInstalled, strings.Join(tried, ", "), c.install, c.name)
 }
 
 func executable(p string) error {

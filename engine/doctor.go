@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -13,7 +14,9 @@ import (
 
 // Doctor checks what tare needs on this machine and writes one line per check, with the fix
 // for each problem. It returns true only when no line says FAIL, so a script's `tare doctor &&`
-// and the lines agree (an agent that is not installed is a FAIL line: its fix is named).
+// and the lines agree. An agent that is simply not installed is a "none" line with its install
+// command, not a failure (nobody installs all five); one named in the config that cannot be
+// found, or one that is there but does not run, is a FAIL.
 func Doctor(ctx context.Context, cfg *config.Config, w io.Writer) bool {
 	ok := true
 	report := func(good bool, what, detail string) {
@@ -43,6 +46,10 @@ func Doctor(ctx context.Context, cfg *config.Config, w io.Writer) bool {
 	for _, a := range agent.All() {
 		inst, err := findAgent(a, cfg)
 		if err != nil {
+			if errors.Is(err, agent.ErrNotInstalled) && cfg.Agents[a.Name()].Bin == "" {
+				fmt.Fprintf(w, "none  %-8s %s\n", a.Name(), err)
+				continue
+			}
 			report(false, a.Name(), err.Error())
 			continue
 		}
