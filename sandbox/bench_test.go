@@ -81,7 +81,8 @@ func BenchmarkExec(b *testing.B) {
 func BenchmarkInterleaved(b *testing.B) {
 	requireBwrap(b)
 	bw, _ := FindBwrap("")
-	r := Room{Workspace: b.TempDir(), Tare: testBinary(b), Argv: []string{"/bin/true"},
+	// The relay runs from tare-room, as in an install where scripts/setup built it.
+	r := Room{Workspace: b.TempDir(), Tare: testBinary(b), Helper: buildHelper(b), Argv: []string{"/bin/true"},
 		Files: []File{{Path: HomeDir + "/.claude/.credentials.json", Data: []byte("{}")}}}
 	var exe, floor, room []time.Duration
 	for b.Loop() {
