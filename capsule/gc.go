@@ -229,3 +229,27 @@ func (s *Store) sweepFolder(dir string, garbage func(name string) bool, cutoff t
 	}
 	return nil
 }
+
+// Describe says what r removed: "3 objects and 1 leftover file, 1.2 MB".
+func (r GCReport) Describe() string {
+	plural := func(n int, one string) string {
+		if n == 1 {
+			return "1 " + one
+		}
+		return fmt.Sprintf("%d %ss", n, one)
+	}
+	return fmt.Sprintf("%s and %s, %s", plural(r.Objects, "object"), plural(r.Temps, "leftover file"), humanBytes(r.Bytes))
+}
+
+// humanBytes is n in B, kB, MB or GB (powers of 1000, as du --si).
+func humanBytes(n int64) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprintf("%d B", n)
+	case n < 1000_000:
+		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
+	case n < 1000_000_000:
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%.1f GB", float64(n)/1e9)
+}
