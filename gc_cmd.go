@@ -40,7 +40,11 @@ locked from the mark to the end of the sweep, and a run a tare is running is lef
 			if dryRun {
 				verb = "would free (dry run, nothing removed)"
 			}
-			fmt.Printf("tare gc: %s %s in %d run stores", verb, res.Describe(), res.Stores)
+			stores := fmt.Sprintf("%d run stores", res.Stores)
+			if res.Stores == 1 {
+				stores = "1 run store"
+			}
+			fmt.Printf("tare gc: %s %s in %s", verb, res.Describe(), stores)
 			if res.Young > 0 {
 				fmt.Printf("; kept %d unreferenced files younger than %d days", res.Young, keepDays)
 			}

@@ -60,7 +60,7 @@ func TestGCFreesUnreferencedObjectsAndLeavesRunningRuns(t *testing.T) {
 	}
 
 	r.tare(t, "gc", "--dry-run", "--keep-days", "0")
-	if r.code != 0 || !strings.Contains(r.stdout, "would free (dry run, nothing removed) 1 object and 0 leftover files, 4.3 kB in 1 run stores") ||
+	if r.code != 0 || !strings.Contains(r.stdout, "would free (dry run, nothing removed) 1 object and 0 leftover files, 4.3 kB in 1 run store") ||
 		!strings.Contains(r.stdout, busy+" is being run by another tare: left alone") {
 		t.Fatalf("tare gc --dry-run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -71,7 +71,7 @@ func TestGCFreesUnreferencedObjectsAndLeavesRunningRuns(t *testing.T) {
 	}
 
 	r.tare(t, "gc", "--keep-days", "0")
-	if r.code != 0 || !strings.Contains(r.stdout, "freed 1 object and 0 leftover files, 4.3 kB in 1 run stores") ||
+	if r.code != 0 || !strings.Contains(r.stdout, "freed 1 object and 0 leftover files, 4.3 kB in 1 run store") ||
 		!strings.Contains(r.stderr, idle+": freed 1 object") {
 		t.Fatalf("tare gc: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
