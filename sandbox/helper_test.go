@@ -3,10 +3,12 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // buildHelper builds tare-room (./cmd/tare-room), as scripts/setup does beside tare.
@@ -39,5 +41,27 @@ func TestRelayRunsFromHelper(t *testing.T) {
 	if !strings.HasPrefix(line, HelperBin+" relay --lifeline ") || !strings.Contains(line, " --owner "+Owner()+" ") ||
 		!strings.Contains(line, " --listen 127.0.0.1:18931=") {
 		t.Fatalf("the room's command runs under %q, want %s relay with its lifeline, owner and listener", line, HelperBin)
+	}
+}
+
+// TestHelperOlderThanTareIsNotUsed: a tare-room older than the running tare (bin/tare
+// rebuilt, bin/tare-room not) is passed over, so rooms never run a relay that may not speak
+// this tare's command line; one built after it is used.
+func TestHelperOlderThanTareIsNotUsed(t *testing.T) {
+	exe := testBinary(t)
+	helper := buildHelper(t)
+	if !sameBuild(exe, helper) {
+		t.Fatal("a tare-room built after the running binary is passed over")
+	}
+	st, err := os.Stat(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := st.ModTime().Add(-time.Minute)
+	if err := os.Chtimes(helper, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if sameBuild(exe, helper) {
+		t.Fatal("a tare-room older than the running binary is used")
 	}
 }
