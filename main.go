@@ -105,6 +105,7 @@ leak with the file it came from.`,
 	cmd.AddCommand(judgeCmd(), judgeNoiseCmd())
 	cmd.AddCommand(rerunCmd())
 	cmd.AddCommand(workerCmd())
+	cmd.AddCommand(gcCmd())
 	for _, a := range agent.All() {
 		cmd.AddCommand(attachCmd(a))
 	}

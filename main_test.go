@@ -28,6 +28,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "building tare: %v\n%s", err, out)
 		os.Exit(1)
 	}
+	// tare-room beside it, as scripts/setup lays an install out: rooms run their relay and
+	// the capsule hook from it.
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "tare-room"), "./cmd/tare-room").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building tare-room: %v\n%s", err, out)
+		os.Exit(1)
+	}
 	// The agent CLIs sit next to the binary, as in an install (tare never looks in the
 	// working dir): agents/ links to this checkout's pinned CLIs.
 	if err := os.Symlink(filepath.Join(repoDir(), "agents"), filepath.Join(dir, "agents")); err != nil {

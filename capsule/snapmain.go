@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -83,4 +84,21 @@ func openLayered(dir, base string) (*Store, error) {
 		return OpenStage(dir, base)
 	}
 	return Open(dir)
+}
+
+// HookCommand is the command line an agent's after-tool hook runs (through its shell, with
+// the hook's JSON on stdin) to take a capsule: bin's snap with the staging store, the run's
+// store it stages over, the workspace, and the socket of the snap-watch serving it. The
+// engine puts it in the agent's settings; BenchmarkHookStep runs this very line.
+func HookCommand(bin, store, base, work, socket string) string {
+	return strings.Join([]string{shellQuote(bin), "snap", "--store", shellQuote(store), "--base", shellQuote(base),
+		"--work", shellQuote(work), "--socket", shellQuote(socket)}, " ")
+}
+
+// shellQuote quotes s for sh when it holds anything but path characters.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -26,8 +26,21 @@ const storeInRoom = "/tare-store"
 
 // snapCommand is the hook an agent runs after every tool call inside the room: it stages a
 // capsule of /work, named by the call's tool-use id (read from the hook's JSON on stdin),
-// and prints nothing, since a hook's output reaches the agent.
-var snapCommand = sandbox.TareBin + " snap --store " + sandbox.RunDir + " --base " + storeInRoom + " --work " + sandbox.WorkDir
+// and prints nothing, since a hook's output reaches the agent. It asks the room's
+// snap-watch, which knows what changed.
+func snapCommand() string {
+	return capsule.HookCommand(snapBin(), sandbox.RunDir, storeInRoom, sandbox.WorkDir, capsule.SnapSocket)
+}
+
+// snapBin runs the hook and the watcher in the room: tare-room when tare has it beside
+// itself (Start binds it then), as the hook runs after every tool call and tare-room starts
+// in a fraction of tare's time; tare itself otherwise.
+func snapBin() string {
+	if sandbox.FindHelper() != "" {
+		return sandbox.HelperBin
+	}
+	return sandbox.TareBin
+}
 
 // Recording is the original run of a task: its session read as steps, and the capsule of
 // the workspace after each step. Capsules[0] is the project before the run; Capsules[n] is
@@ -96,7 +109,7 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 		runStore: stage, login: env.upstream == ""}
 	if kind == agent.HookInAgent {
 		for _, event := range agent.AfterToolEvents(a) {
-			p.hooks = append(p.hooks, agent.Hook{Event: event, Command: snapCommand})
+			p.hooks = append(p.hooks, agent.Hook{Event: event, Command: snapCommand()})
 		}
 	}
 	upstream, err := env.upstreamFor("original")
@@ -113,7 +126,7 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 	if kind == agent.HookInAgent {
 		// A watcher from before the agent starts hands each hook's tare snap the paths that
 		// changed, so a step costs what it changed, not what the workspace holds.
-		room.Argv = append([]string{sandbox.TareBin, "snap-watch", "--store", sandbox.RunDir, "--base", storeInRoom,
+		room.Argv = append([]string{snapBin(), "snap-watch", "--store", sandbox.RunDir, "--base", storeInRoom,
 			"--work", sandbox.WorkDir, "--"}, room.Argv...)
 	}
 	stdout, err := os.Create(filepath.Join(dir, "stdout.jsonl"))

@@ -217,7 +217,7 @@ func declaredAs(seen sandbox.Seen, s subject) string {
 	}
 	below := func(dir string) bool { return seen.At == dir || strings.HasPrefix(seen.At, dir+"/") }
 	switch {
-	case seen.At == sandbox.TareBin:
+	case seen.At == sandbox.TareBin, seen.At == sandbox.HelperBin:
 		return "tare's host path"
 	case below(sandbox.AgentDir):
 		return "the agent runtime's host path"

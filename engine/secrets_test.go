@@ -77,6 +77,7 @@ func TestRoomDetectorsNameSecretsAndHostPaths(t *testing.T) {
 			{String: home, Where: "/proc/self/mountinfo", Text: home + "/tools", At: home + "/tools"},
 			{String: home, Where: "/proc/1/cmdline", Text: home + "/tools"},
 			{String: home, Where: "/proc/self/mountinfo", Text: home + "/go/bin/tare", At: "/opt/tare/tare"},
+			{String: home, Where: "/proc/self/mountinfo", Text: home + "/go/bin/tare-room", At: "/opt/tare/tare-room"},
 			{String: home, Where: "/proc/self/mountinfo", Text: home + "/src/tare/agents", At: "/opt/agent/agents"},
 			{String: home, Where: "/proc/7/environ", Text: "NPM_PREFIX=" + home + "/.npm"},
 			{String: "alice", Where: "/proc/7/environ", Text: "USER=alice"},
@@ -111,6 +112,7 @@ func TestRoomDetectorsNameSecretsAndHostPaths(t *testing.T) {
 	wantDeclared := []string{
 		"the project's host path " + home + "/src/proj shows in the room's /proc/self/mountinfo, /proc/PID/cmdline (a bind's root cannot be hidden)",
 		"tare's host path " + home + "/go/bin/tare shows in the room's /proc/self/mountinfo (a bind's root cannot be hidden)",
+		"tare's host path " + home + "/go/bin/tare-room shows in the room's /proc/self/mountinfo (a bind's root cannot be hidden)",
 		"the agent runtime's host path " + home + "/src/tare/agents shows in the room's /proc/self/mountinfo (a bind's root cannot be hidden)",
 	}
 	if !slices.Equal(declared, wantDeclared) {

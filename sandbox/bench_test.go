@@ -76,14 +76,19 @@ func BenchmarkExec(b *testing.B) {
 	medianMS(b, ds)
 }
 
-// BenchmarkInterleaved runs the three in turn each iteration, so a busy
-// machine slows them alike and the ratios stay readable.
+// BenchmarkInterleaved runs them in turn each iteration, so a busy machine slows them alike
+// and the ratios stay readable: a plain exec, the bwrap floor, a room whose relay runs from
+// tare-room (room-ms, as an install runs it) and the same room with its relay run from the
+// tare binary (room-tare-relay-ms, as before tare-room).
 func BenchmarkInterleaved(b *testing.B) {
 	requireBwrap(b)
 	bw, _ := FindBwrap("")
-	r := Room{Workspace: b.TempDir(), Tare: testBinary(b), Argv: []string{"/bin/true"},
+	// The relay runs from tare-room, as in an install where scripts/setup built it.
+	r := Room{Workspace: b.TempDir(), Tare: testBinary(b), Helper: buildHelper(b), Argv: []string{"/bin/true"},
 		Files: []File{{Path: HomeDir + "/.claude/.credentials.json", Data: []byte("{}")}}}
-	var exe, floor, room []time.Duration
+	withTare := r
+	withTare.Helper = "" // Start finds no tare-room beside the test binary
+	var exe, floor, room, roomTare []time.Duration
 	for b.Loop() {
 		t0 := time.Now()
 		if err := exec.Command("/bin/true").Run(); err != nil {
@@ -104,13 +109,27 @@ func BenchmarkInterleaved(b *testing.B) {
 			b.Fatalf("room: %d %v", code, err)
 		}
 		t3 := time.Now()
+		// The same room with its relay run from the tare binary (here the test binary), as
+		// before tare-room: the baseline of the relay's own cost.
+		p, err = Start(context.Background(), withTare)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if code, err := p.Wait(); code != 0 || err != nil {
+			b.Fatalf("room: %d %v", code, err)
+		}
+		t4 := time.Now()
 		exe, floor, room = append(exe, t1.Sub(t0)), append(floor, t2.Sub(t1)), append(room, t3.Sub(t2))
+		roomTare = append(roomTare, t4.Sub(t3))
 	}
+	medians := map[string]float64{}
 	for _, m := range []struct {
 		name string
 		ds   []time.Duration
-	}{{"exec-ms", exe}, {"floor-ms", floor}, {"room-ms", room}} {
+	}{{"exec-ms", exe}, {"floor-ms", floor}, {"room-ms", room}, {"room-tare-relay-ms", roomTare}} {
 		slices.Sort(m.ds)
-		b.ReportMetric(float64(m.ds[len(m.ds)/2].Microseconds())/1000, m.name)
+		medians[m.name] = float64(m.ds[len(m.ds)/2].Microseconds()) / 1000
+		b.ReportMetric(medians[m.name], m.name)
 	}
+	b.ReportMetric(medians["room-ms"]/medians["floor-ms"], "room/floor")
 }

@@ -317,8 +317,9 @@ func TestStaleRoomFoldersAreSwept(t *testing.T) {
 }
 
 // strandRoom starts a room held in bwrap's setup and kills its bwrap, as a tare killed at
-// that moment leaves it; it returns the room's pid 1, waiting for its go-ahead forever.
-func strandRoom(t *testing.T, marker string, mutate func([]string) []string) int {
+// that moment leaves it; it returns the room's pid 1, waiting for its go-ahead forever. With
+// helper, the room's relay runs from that tare-room.
+func strandRoom(t *testing.T, marker, helper string, mutate func([]string) []string) int {
 	t.Helper()
 	t.Cleanup(func() { killMarker(marker) })
 	hold, release, err := os.Pipe()
@@ -327,7 +328,7 @@ func strandRoom(t *testing.T, marker string, mutate func([]string) []string) int
 	}
 	t.Cleanup(func() { release.Close() })
 	noUserns := removeSeq("--disable-userns") // bwrap refuses it beside --userns-block-fd
-	p, err := Start(context.Background(), Room{Workspace: t.TempDir(), Tare: testBinary(t),
+	p, err := Start(context.Background(), Room{Workspace: t.TempDir(), Tare: testBinary(t), Helper: helper,
 		Argv: []string{"/bin/sh", "-c", "exec -a " + marker + " sleep 1000"}, block: hold, blockFlag: "--userns-block-fd",
 		mutate: func(a []string) []string { return mutate(noUserns(a)) }})
 	if err != nil {
@@ -355,9 +356,13 @@ func strandRoom(t *testing.T, marker string, mutate func([]string) []string) int
 func TestStrandedRoomIsSwept(t *testing.T) {
 	requireBwrap(t)
 	marker := "tare-stranded-" + randHex(6)
-	pid1 := strandRoom(t, marker, func(a []string) []string { return a })
+	helper := buildHelper(t) // first: the rooms below must not age past strandedAge
+	pid1 := strandRoom(t, marker, "", func(a []string) []string { return a })
+	// A room whose relay runs from tare-room is one of ours too.
+	helped := "tare-stranded-helper-" + randHex(6)
+	pid1h := strandRoom(t, helped, helper, func(a []string) []string { return a })
 	foreign := "tare-foreign-" + randHex(6)
-	other := strandRoom(t, foreign, func(a []string) []string {
+	other := strandRoom(t, foreign, "", func(a []string) []string {
 		i := slices.Index(a, "--owner")
 		if i < 0 {
 			panic("mutation: no --owner in argv")
@@ -369,21 +374,25 @@ func TestStrandedRoomIsSwept(t *testing.T) {
 		t.Fatalf("pid %d, stranded %v ago, is already taken for stranded (strandedAge %v)", pid1, age(pid1), strandedAge)
 	}
 	setStrandedAge(t, 0) // this test's rooms are stranded on purpose, a moment ago
-	if !stranded(pid1) {
-		t.Fatalf("pid %d is not taken for a stranded room (comm %q, status %v)", pid1, comm(pid1), procStatus(pid1))
+	for _, pid := range []int{pid1, pid1h} {
+		if !stranded(pid) {
+			t.Fatalf("pid %d is not taken for a stranded room (comm %q, status %v)", pid, comm(pid), procStatus(pid))
+		}
 	}
 	if stranded(other) {
 		t.Fatalf("pid %d, stranded by another tare binary, is taken for one of ours", other)
 	}
 	got := sweepStranded()
-	if !slices.Contains(got, pid1) {
-		t.Fatalf("sweepStranded killed %v, not the stranded pid 1 %d", got, pid1)
+	if !slices.Contains(got, pid1) || !slices.Contains(got, pid1h) {
+		t.Fatalf("sweepStranded killed %v, not the stranded pids 1 %d and %d", got, pid1, pid1h)
 	}
 	if slices.Contains(got, other) {
 		t.Fatalf("sweepStranded killed %d, another tare binary's room", other)
 	}
-	if s := waitGone(marker, dieDeadline); len(s) > 0 {
-		t.Fatalf("the stranded room survived the sweep: %v", s)
+	for _, m := range []string{marker, helped} {
+		if s := waitGone(m, dieDeadline); len(s) > 0 {
+			t.Fatalf("the stranded room %s survived the sweep: %v", m, s)
+		}
 	}
 	if !slices.Contains(markerProcs(foreign), other) {
 		t.Fatalf("another binary's stranded room (pid %d) is gone", other)

@@ -138,6 +138,10 @@ type Room struct {
 	TempDir string        // host folder for the room's temp folder ("" = os.TempDir())
 	Grace   time.Duration // between SIGTERM and SIGKILL when the context ends (0 = 3s)
 	Log     io.Writer     // host relay log lines (refused CONNECTs, dial failures); nil = discarded
+	// Helper is the host path of tare-room, bound at HelperBin: the room's relay runs from
+	// it, which starts in a fraction of tare's time. Start defaults it to FindHelper();
+	// without one the relay runs from TareBin.
+	Helper string
 
 	// Test hooks: set only by this package's tests to show that each
 	// defence is load-bearing (the mutation tests).
@@ -279,7 +283,7 @@ func (r Room) command(fds FDs) []string {
 	if len(r.Relays) == 0 && fds.Lifeline <= 2 {
 		return r.Argv
 	}
-	cmd := []string{TareBin, "relay"}
+	cmd := []string{r.relayBin(), "relay"}
 	if fds.Lifeline > 2 {
 		cmd = append(cmd, "--lifeline", strconv.Itoa(fds.Lifeline))
 	}
@@ -307,7 +311,7 @@ func (r Room) Args(fds FDs) ([]string, error) {
 	if len(r.Relays) > 0 && fds.Sock == "" {
 		return nil, errors.New("room: FDs.Sock is empty but the room has relays: Start fills it with the host socket folder")
 	}
-	if fds.Lifeline > 2 && r.Tare == "" {
+	if fds.Lifeline > 2 && r.Tare == "" && r.Helper == "" {
 		return nil, fmt.Errorf("room: Tare is empty but the lifeline is watched by %s inside the room: set Room.Tare (Start defaults it to os.Executable())", TareBin)
 	}
 	v := fds.Version
@@ -392,6 +396,9 @@ func (r Room) Args(fds FDs) ([]string, error) {
 	if r.Tare != "" {
 		a = append(a, "--ro-bind", r.Tare, TareBin)
 	}
+	if r.Helper != "" {
+		a = append(a, "--ro-bind", r.Helper, HelperBin)
+	}
 	if r.WorkspaceReadOnly {
 		a = append(a, "--ro-bind", r.Workspace, WorkDir)
 	} else {
@@ -463,7 +470,7 @@ func (f File) mode() fs.FileMode {
 }
 
 // reserved are room paths a Bind may not cover or sit below.
-var reserved = []string{"/proc", "/dev", "/usr", "/etc", SockDir, TareBin, AgentDir, RunDir, WorkDir}
+var reserved = []string{"/proc", "/dev", "/usr", "/etc", SockDir, TareBin, HelperBin, AgentDir, RunDir, WorkDir}
 
 // check validates the spec without touching the disk.
 func (r Room) check() error {
@@ -473,7 +480,7 @@ func (r Room) check() error {
 	if err := hostPath("Workspace", r.Workspace); err != nil {
 		return err
 	}
-	for _, p := range []struct{ field, v string }{{"Agent", r.Agent}, {"RunStore", r.RunStore}, {"Tare", r.Tare}} {
+	for _, p := range []struct{ field, v string }{{"Agent", r.Agent}, {"RunStore", r.RunStore}, {"Tare", r.Tare}, {"Helper", r.Helper}} {
 		if p.v != "" {
 			if err := hostPath(p.field, p.v); err != nil {
 				return err
@@ -558,7 +565,7 @@ func (r Room) check() error {
 	if len(r.Relays) > 0 && r.Network == NetHost {
 		return errors.New("room: Relays need the room's own network (NetRelay); with NetHost the room reaches host loopback directly: drop Relays or use NetRelay")
 	}
-	if len(r.Relays) > 0 && r.Tare == "" {
+	if len(r.Relays) > 0 && r.Tare == "" && r.Helper == "" {
 		return fmt.Errorf("room: Tare is empty but relays run %s inside the room: set Room.Tare (Start defaults it to os.Executable())", TareBin)
 	}
 	ports := map[int]int{}
@@ -627,6 +634,7 @@ func (r Room) Validate() error {
 		{"Agent", r.Agent, "install the agent runtime or leave Agent empty"},
 		{"RunStore", r.RunStore, "create the run store folder or leave RunStore empty"},
 		{"Tare", r.Tare, "point Room.Tare at the tare binary"},
+		{"Helper", r.Helper, "build it (scripts/setup builds bin/tare-room) or leave Helper empty"},
 	} {
 		if p.v == "" {
 			continue

@@ -92,6 +92,9 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 		}
 		r.Tare = exe
 	}
+	if r.Helper == "" {
+		r.Helper = FindHelper()
+	}
 	info, err := BwrapVersion(ctx, r.Bwrap)
 	if err != nil {
 		return nil, err

@@ -93,8 +93,9 @@ func stranded(pid int) bool {
 		return false
 	}
 	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	return err == nil && strings.Contains(string(cmdline), "\x00"+TareBin+"\x00relay\x00") &&
-		strings.Contains(string(cmdline), "\x00--owner\x00"+Owner()+"\x00")
+	relay := strings.Contains(string(cmdline), "\x00"+TareBin+"\x00relay\x00") ||
+		strings.Contains(string(cmdline), "\x00"+HelperBin+"\x00relay\x00")
+	return err == nil && relay && strings.Contains(string(cmdline), "\x00--owner\x00"+Owner()+"\x00")
 }
 
 // Owner names the tare binary this process runs, as every room it starts carries it in its
