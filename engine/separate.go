@@ -113,7 +113,8 @@ type Separation struct {
 	// LeftOut are the runs with no verdict: they form no pair.
 	LeftOut []string `json:"left_out"`
 	// RunsToSeparate is the normal-approximation estimate of the runs per side a fixed
-	// design needs for 80% power at the observed rates (absent when they are equal).
+	// design needs for 80% power at the observed rates, smoothed as (x+1)/(n+2) (absent
+	// when they are equal).
 	RunsToSeparate *int `json:"runs_to_separate_estimate,omitempty"`
 	// Sides are each side's repeats of its one task: flip rate and pass^k over its verdicts.
 	Sides []RepeatReport `json:"sides"`
@@ -165,10 +166,12 @@ func separation(rec *Recipe, st *RunState) Separation {
 	}
 	sep.After = append(append(sep.After, va[sep.Pairs:]...), vb[sep.Pairs:]...)
 	if sep.Pairs > 0 {
-		pa, pb := float64(xa)/float64(sep.Pairs), float64(xb)/float64(sep.Pairs)
-		sep.Difference = pa - pb
-		if n, ok := stats.RunsToSeparate(pa, pb, separateAlpha, 0.8); ok {
-			sep.RunsToSeparate = &n
+		n := float64(sep.Pairs)
+		sep.Difference = float64(xa-xb) / n
+		// Rates of 0 or 1 have no spread, and the normal approximation would say one run
+		// suffices: the estimate uses Laplace's (x+1)/(n+2) instead.
+		if need, ok := stats.RunsToSeparate(float64(xa+1)/(n+2), float64(xb+1)/(n+2), separateAlpha, 0.8); ok {
+			sep.RunsToSeparate = &need
 		}
 	}
 	for _, t := range st.Tally() {
@@ -222,7 +225,7 @@ func separationText(rec *Recipe, st *RunState) string {
 		fmt.Fprintf(&w, "  left out         %s: no verdict, no pair\n", strings.Join(sep.LeftOut, " "))
 	}
 	if sep.RunsToSeparate != nil {
-		fmt.Fprintf(&w, "  runs to separate about %d per side (estimate: normal approximation, 80%% power at 95%%, from the observed rates)\n", *sep.RunsToSeparate)
+		fmt.Fprintf(&w, "  runs to separate about %d per side (estimate: normal approximation of a fixed design, 80%% power at 95%%, at the observed rates smoothed as (x+1)/(n+2))\n", *sep.RunsToSeparate)
 	} else {
 		w.WriteString("  runs to separate no estimate: the observed rates are equal\n")
 	}
@@ -259,7 +262,7 @@ func (o *CalibrateOptions) validateSeparate() error {
 		return fmt.Errorf("--until-separated: compares two sides, %d given; fix: give exactly two --side", len(o.Sides))
 	}
 	if o.MaxRuns < 2 {
-		return fmt.Errorf("--max-runs %d: want 2 or more runs per side", o.MaxRuns)
+		return fmt.Errorf("--max-runs %d: a pair needs a run of each side; fix: give --max-runs 2 or more (the default is 100)", o.MaxRuns)
 	}
 	return nil
 }
