@@ -13,19 +13,9 @@ import (
 	"tare/demo"
 )
 
-// differScript is the demo's model with the sides made to differ: the greeting is written
-// right where the shell runs under Claude Code (which sets CLAUDECODE for its tools) and
-// wrong anywhere else, so claude passes every run and codex fails every one.
-const differScript = `final = "Done."
-
-[[turn]]
-text = "Writing the greeting."
-shell = '''if [ -n "$CLAUDECODE" ]; then g='hello, tare'; else g='Hello tare!'; fi; printf '#!/bin/sh\necho "%s"\n' "$g" > greet.sh'''
-
-[[turn]]
-text = "Checking that it runs."
-shell = "sh greet.sh"
-`
+// differScript is the demo's model with the sides made to differ (see its comment): claude
+// passes every run, codex fails every one.
+const differScript = "testdata/differ.toml"
 
 // TestUntilSeparatedStopsEarlyAndResumeContinues: two real agents in real rooms on tare's
 // model server, sides that clearly differ. The run is stopped (as a kill would) after its
@@ -38,8 +28,8 @@ func TestUntilSeparatedStopsEarlyAndResumeContinues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	script := filepath.Join(t.TempDir(), "differ.toml")
-	if err := os.WriteFile(script, []byte(differScript), 0o644); err != nil {
+	script, err := filepath.Abs(differScript)
+	if err != nil {
 		t.Fatal(err)
 	}
 	sides, err := ParseSides([]string{"claude", "codex"}, nil)
