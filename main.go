@@ -303,8 +303,12 @@ finished workspace with --check (a shell command run in a room of its own: the w
 interval, times, tokens and cost. Without --check a run counts as finished when its agent exits
 0, and every workspace is kept. The run directory holds the journal, recipe, usage and report;
 tare resume DIR finishes a run a crash interrupted. --on slurm sends each tail to a Slurm
-cluster as one job (config [cluster]; scripts/slurm-local starts one on this machine).`,
+cluster as one job (config [cluster]; scripts/slurm-local starts one on this machine).
+--until-separated (two sides) starts runs in pairs, one per side, until the sides' pass rates
+are separated at 95% by an anytime-valid test (a test by betting: stopping at any pair keeps
+its 5% error) or --max-runs per side have started; the report says when it stopped and why.`,
 		Example: `  tare calibrate "Add a --verbose flag" --side "claude --model haiku" --side codex --check "go test ./..."
+  tare calibrate "Add a --verbose flag" --side claude --side codex --check "go test ./..." --until-separated --max-runs 40
   tare calibrate --side claude --side-prompt "a=/ideate a todo app" --runs 5`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -322,6 +326,9 @@ cluster as one job (config [cluster]; scripts/slurm-local starts one on this mac
 				if o.Prompt = strings.TrimSpace(string(data)); o.Prompt == "" {
 					return fmt.Errorf("--prompt-file %s: the file is empty; fix: write the task in it", promptFile)
 				}
+			}
+			if err := separateFlags(cmd, o); err != nil {
+				return err
 			}
 			var err error
 			if o.Sides, err = engine.ParseSides(sides, prompts); err != nil {
@@ -355,7 +362,21 @@ cluster as one job (config [cluster]; scripts/slurm-local starts one on this mac
 	f.Int64Var(&o.Seed, "seed", 0, "seed of the script's branch draws, to replay a run (default: a fresh one, shown in the report)")
 	f.BoolVar(&o.AllowDirty, "allow-dirty", false, `run even when a reading is not "tare: 0.00"`)
 	f.StringVar(&o.On, "on", engine.OnLocal, "where the tails run: local (this machine) or slurm (one sbatch job per tail, as config [cluster] says)")
+	f.BoolVar(&o.UntilSeparated, "until-separated", false, "two sides: start runs in pairs until their pass rates are separated at 95% (anytime-valid test by betting) or --max-runs")
+	f.IntVar(&o.MaxRuns, "max-runs", 100, "with --until-separated: the most runs started per side")
 	return cmd
+}
+
+// separateFlags refuses --runs beside --until-separated (the test decides how many) and
+// --max-runs without it.
+func separateFlags(cmd *cobra.Command, o engine.CalibrateOptions) error {
+	switch {
+	case o.UntilSeparated && cmd.Flags().Changed("runs"):
+		return errors.New("--runs: --until-separated decides how many runs; fix: drop --runs, or bound the runs with --max-runs N")
+	case !o.UntilSeparated && cmd.Flags().Changed("max-runs"):
+		return errors.New("--max-runs: bounds --until-separated only; fix: add --until-separated, or give --runs N for a fixed number")
+	}
+	return nil
 }
 
 // calibrate runs a calibrate and shows it: the live run view when stdout is a terminal, one

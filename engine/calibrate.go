@@ -51,6 +51,10 @@ type CalibrateOptions struct {
 	// On is where the tails run: "local" (or empty) in this process, "slurm" as one sbatch
 	// job each (config [cluster]).
 	On string
+	// UntilSeparated starts runs of the two sides in pairs until the sides' pass rates are
+	// separated at 95% (anytime-valid) or MaxRuns runs per side have started; Runs is unused.
+	UntilSeparated bool
+	MaxRuns        int
 }
 
 // ParseSides turns --side specs ("claude --model haiku") and --side-prompt KEY=PROMPT
@@ -128,6 +132,9 @@ func Calibrate(ctx context.Context, o CalibrateOptions) (dir, report string, err
 		Sides: o.Sides, Agents: map[string]RecipeAgent{}, Runs: o.Runs, Jobs: o.Jobs, Keep: o.Keep || o.Check == "", Seed: o.Seed,
 		CheckRoom: NewCheckRoom(o.Config, o.CheckOnHost), On: onRecipe(o.On),
 	}
+	if o.UntilSeparated {
+		rec.Separate = &separateSettings{MaxRuns: o.MaxRuns}
+	}
 	for name, inst := range installs {
 		rec.Agents[name] = RecipeAgent{Version: inst.Version, Bin: inst.Bin, Snapshots: "none (calibrate takes no step capsules)"}
 	}
@@ -160,6 +167,12 @@ func (o *CalibrateOptions) validate() error {
 		if err := CheckProject(o.Project, home); err != nil {
 			return err
 		}
+	}
+	if err := o.validateSeparate(); err != nil {
+		return err
+	}
+	if o.UntilSeparated {
+		o.Runs = o.MaxRuns // the tails are listed up to the maximum; the test stops them sooner
 	}
 	if o.Runs < 1 {
 		return fmt.Errorf("--runs %d: want 1 or more", o.Runs)
@@ -278,7 +291,13 @@ func runCalibrate(ctx context.Context, r *run, rec *Recipe, store *capsule.Store
 			todo = append(todo, spec)
 		}
 	}
-	if err := runJobs(ctx, rec.Jobs, todo, func(ctx context.Context, spec tailSpec) error { return runTail(ctx, env, spec) }); err != nil {
+	if err := runJobs(ctx, rec.Jobs, todo, func(ctx context.Context, spec tailSpec) error {
+		// Checked when a slot is free, so the journal holds every run that has ended.
+		if rec.Separate != nil && !separationStarts(r, rec, spec) {
+			return nil
+		}
+		return runTail(ctx, env, spec)
+	}); err != nil {
 		return "", err
 	}
 	if err := r.emit(Event{Phase: &Phase{Name: "report"}}); err != nil {

@@ -53,6 +53,9 @@ type Recipe struct {
 	// Cliff holds a cliff analysis's settings when the run was recorded for one, so tare
 	// resume finishes the analysis too.
 	Cliff *cliffSettings `json:"cliff,omitempty"`
+	// Separate holds a calibrate's --until-separated settings, so tare resume continues the
+	// same sequence.
+	Separate *separateSettings `json:"until_separated,omitempty"`
 	// Swap holds a swap analysis's settings.
 	Swap *swapSettings `json:"swap,omitempty"`
 	// Inputs are what a judge run read, by content: "page DIR" (the folder's capsule root) and

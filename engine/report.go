@@ -88,6 +88,9 @@ func calibrateText(rec *Recipe, st *RunState) string {
 		b.WriteString(usageLine(s.Key, tallies[i].Usage, rec.Script != "") + "\n")
 	}
 	b.WriteString(checkUsageLines(rec, tallies))
+	if rec.Separate != nil {
+		b.WriteString(separationText(rec, st))
+	}
 	return b.String()
 }
 
@@ -124,6 +127,8 @@ type RunReport struct {
 	Project string       `json:"project"`
 	Check   string       `json:"check,omitempty"`
 	Sides   []SideReport `json:"sides"`
+	// Separation is how an --until-separated calibrate stopped and why.
+	Separation *Separation `json:"separation,omitempty"`
 }
 
 // runReport is the run's report as data.
@@ -137,6 +142,10 @@ func runReport(rec *Recipe, st *RunState) RunReport {
 			sr.Rate = &r
 		}
 		out.Sides = append(out.Sides, sr)
+	}
+	if rec.Separate != nil {
+		sep := separation(rec, st)
+		out.Separation = &sep
 	}
 	return out
 }
