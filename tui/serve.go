@@ -38,6 +38,8 @@ type ServeOptions struct {
 	Project string
 	// Log receives connections and errors; default stderr (the server has no UI of its own).
 	Log *log.Logger
+	// pollOnly keeps the sessions polling, without inotify (the idle benchmark's baseline).
+	pollOnly bool
 }
 
 // Serve gives every ssh session the app on the same state directory, each with its own
@@ -130,7 +132,9 @@ func sessionProgram(o ServeOptions) bubbletea.ProgramHandler {
 		if o.Engine != nil {
 			alive = o.Engine.Alive
 		}
-		b := newBridge(newWatcher(o.StateDir, nil, alive, logger), p.Send)
+		w := newWatcher(o.StateDir, nil, alive, logger)
+		w.noNotify = o.pollOnly
+		b := newBridge(w, p.Send)
 		go func() {
 			b.run(ctx)
 			// The session is over; once its program has returned, hang up its terminal pane.
