@@ -161,12 +161,13 @@ type notes struct {
 func (n *notifier) take() notes {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	t := notes{runs: n.runs, gone: n.gone, tree: n.tree, probes: n.probes, lost: n.lost}
+	// The maps are handed over whole (the goroutine gathers into new ones), never shared.
+	t := notes{tree: n.tree, probes: n.probes, lost: n.lost}
 	if len(n.runs) > 0 {
-		n.runs = map[string]bool{}
+		t.runs, n.runs = n.runs, map[string]bool{}
 	}
 	if len(n.gone) > 0 {
-		n.gone = map[string]bool{}
+		t.gone, n.gone = n.gone, map[string]bool{}
 	}
 	n.tree, n.probes, n.lost = false, false, false
 	return t

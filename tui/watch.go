@@ -173,6 +173,9 @@ func (w *watcher) poll(now time.Time) feedMsg {
 		n = w.notify.take()
 		for dir := range n.gone {
 			if fl := w.followers[dir]; fl != nil {
+				if n.runs == nil {
+					n.runs = map[string]bool{}
+				}
 				fl.watched = false
 				n.runs[dir] = true // read what it holds now (or that it is gone)
 			}
