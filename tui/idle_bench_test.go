@@ -96,14 +96,14 @@ func median(x []float64) float64 {
 
 // BenchmarkIdleWatch measures the CPU of an idle `tare serve` following 200 finished runs
 // with 5 ssh sessions open, with inotify (cpu-pct) and, in the same run, polling every
-// journal as the fallback does (poll-cpu-pct); each b.N is one 2 s window of each.
+// journal as the fallback does (poll-cpu-pct); each b.N is one 5 s window of each.
 //
 //	go test ./tui -run '^$' -bench IdleWatch -benchtime 5x
 func BenchmarkIdleWatch(b *testing.B) {
 	charmlog.SetOutput(io.Discard)
 	defer charmlog.SetOutput(os.Stderr)
 	stateDir := finishedState(b, 200, 4)
-	const sessions, window = 5, 2 * time.Second
+	const sessions, window = 5, 5 * time.Second
 	watched := idleCPU(b, stateDir, sessions, b.N, window, false)
 	polled := idleCPU(b, stateDir, sessions, b.N, window, true)
 	b.ReportMetric(median(watched), "cpu-pct")

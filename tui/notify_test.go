@@ -156,3 +156,33 @@ func TestPollingLeavesFinishedRunsToTheScan(t *testing.T) {
 		t.Fatalf("the scan did not read the finished run: %v", fl.last)
 	}
 }
+
+// An app whose runs are all finished ticks every 10 s, not every second; a run that goes
+// live starts the one-second clock at once, and the tick chain it replaced is dropped.
+func TestClockIsSlowWhileNothingIsLive(t *testing.T) {
+	stateDir := t.TempDir()
+	done := startedRun(t, stateDir, "done")
+	done.j.Append(&engine.Event{TailFinished: &engine.TailFinished{ID: "a-0", Status: engine.StatusPassed, Passed: true}})
+	done.j.Append(&engine.Event{RunFinished: &engine.RunFinished{Report: "done"}})
+	m := newModel(modelConfig{styles: asciiStyles(), probes: true})
+	w := newWatcher(stateDir, nil, nil, nil)
+	m.Init()
+	m.Update(w.poll(time.Now()))
+	if m.clock.live {
+		t.Fatal("the clock ticks every second with every run finished")
+	}
+	slow := m.clock.gen
+
+	startedRun(t, stateDir, "live")
+	w.lastScan = time.Time{}
+	_, cmd := m.Update(w.poll(time.Now()))
+	if !m.clock.live || m.clock.gen == slow || cmd == nil {
+		t.Fatalf("a run went live and the clock did not start ticking every second (live %v, gen %d)", m.clock.live, m.clock.gen)
+	}
+	if _, cmd := m.Update(clockMsg{at: time.Now(), gen: slow}); cmd != nil {
+		t.Fatal("the slow chain's tick went on beside the live one")
+	}
+	if _, cmd := m.Update(clockMsg{at: time.Now(), gen: m.clock.gen}); cmd == nil || !m.clock.live {
+		t.Fatal("the live chain stopped")
+	}
+}
