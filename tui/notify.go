@@ -78,13 +78,6 @@ func (n *notifier) watch(dir string, kind watchKind) error {
 	return nil
 }
 
-// watching reports whether dir has a watch.
-func (n *notifier) watching(dir string) bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.kinds[dir] != 0
-}
-
 // close stops inotify and the goroutine.
 func (n *notifier) close() {
 	n.fs.Close()
