@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"tare/agent"
 	"tare/config"
 	"tare/modelserver"
@@ -82,30 +84,89 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 	if err != nil {
 		return nil, err
 	}
-	bw, err := sandbox.CheckBwrap(ctx, o.Config.Bwrap)
-	if err != nil {
-		return nil, err
-	}
 	canary, err := newCanaryListener()
 	if err != nil {
 		return nil, err
 	}
 	defer canary.Close()
-	progress(o.Progress, "probe %s: clean room", o.Agent.Name())
 
 	r := &Reading{
 		Agent: o.Agent.Name(), Version: inst.Version, Verified: o.Agent.Verified(), Project: o.Project, Room: probedRoom(o.HostNetwork),
-		Bwrap: bw.Version.String(), At: began.UTC(), ControlSaw: map[string]string{},
+		At: began.UTC(), ControlSaw: map[string]string{},
 	}
 	operator := subject{
 		home: o.HostHome, project: o.Project, sources: o.Agent.Personal(o.HostHome, o.Project),
 		loopback: canary.Addr(), show: tilde, runtime: inst.Runtime, user: o.HostUser,
 	}
 	cleanPlan := plan{agent: o.Agent, inst: inst, cfg: o.Config, workspace: o.Project, readOnly: true, hostNet: o.HostNetwork}
-	ev, setup, err := observe(ctx, cleanPlan, operator, canary.Addr(), nil)
-	if err != nil {
+
+	// The clean room, the control twin and the twin with a copy of the operator's setup share
+	// nothing but the agent's install and the canary listener (each has its own model server,
+	// home and network), so they run at the same time: the probe takes about as long as its
+	// slowest room, not their sum. Each is read exactly as if it had run alone.
+	var personal []agent.Source
+	if !o.NoControl {
+		personal = copyable(operator.sources)
+	}
+	rooms := "clean room"
+	if !o.NoControl {
+		rooms += ", control twin in a planted dirty home"
+	}
+	if len(personal) > 0 {
+		rooms += fmt.Sprintf(", twin with a copy of your setup (%d files)", len(personal))
+	}
+	progress(o.Progress, "probe %s: %s", o.Agent.Name(), rooms)
+	// The first room to fail stops the others; its error is the probe's. The bwrap check
+	// runs beside them: when it fails, it stops them too, and its error, which says what is
+	// wrong with bwrap, is the probe's whatever a room said.
+	roomsCtx, stopRooms := context.WithCancel(ctx)
+	defer stopRooms()
+	var bw sandbox.BwrapInfo
+	checked := make(chan error, 1)
+	go func() {
+		var err error
+		if bw, err = sandbox.CheckBwrap(ctx, o.Config.Bwrap); err != nil {
+			stopRooms()
+		}
+		checked <- err
+	}()
+	g, gctx := errgroup.WithContext(roomsCtx)
+	var (
+		ev      evidence
+		setup   roomSetup
+		saw     map[string][]Leak
+		planted []agent.Source
+		kept    []Leak
+	)
+	g.Go(func() (err error) {
+		ev, setup, err = observe(gctx, cleanPlan, operator, canary.Addr(), nil)
+		return err
+	})
+	if !o.NoControl {
+		g.Go(func() (err error) {
+			if saw, planted, err = control(gctx, cleanPlan, canary.Addr()); err != nil {
+				return fmt.Errorf("probe %s: control twin: %w", o.Agent.Name(), err)
+			}
+			return nil
+		})
+	}
+	if len(personal) > 0 {
+		g.Go(func() (err error) {
+			if kept, err = realTwin(gctx, cleanPlan, operator, personal, canary.Addr(), o.twinRequests); err != nil {
+				return fmt.Errorf("probe %s: twin with your setup: %w", o.Agent.Name(), err)
+			}
+			return nil
+		})
+	}
+	roomsErr := g.Wait()
+	if err := <-checked; err != nil {
 		return nil, err
 	}
+	if roomsErr != nil {
+		return nil, roomsErr
+	}
+	r.Bwrap = bw.Version.String()
+
 	if err := writeRequests(o.Requests, ev.raw); err != nil {
 		return nil, err
 	}
@@ -124,11 +185,6 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 			r.blind(d, "", "")
 		}
 	} else {
-		progress(o.Progress, "probe %s: control twin in a planted dirty home", o.Agent.Name())
-		saw, planted, err := control(ctx, cleanPlan, canary.Addr())
-		if err != nil {
-			return nil, fmt.Errorf("probe %s: control twin: %w", o.Agent.Name(), err)
-		}
 		uses := applicable(planted)
 		for _, d := range Detectors {
 			if !uses[d] {
@@ -141,14 +197,7 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 			}
 			r.ControlSaw[d] = saw[d][0].What
 		}
-		if personal := copyable(operator.sources); len(personal) > 0 {
-			progress(o.Progress, "probe %s: twin with a copy of your setup (%d files)", o.Agent.Name(), len(personal))
-			kept, err := realTwin(ctx, cleanPlan, operator, personal, canary.Addr(), o.twinRequests)
-			if err != nil {
-				return nil, fmt.Errorf("probe %s: twin with your setup: %w", o.Agent.Name(), err)
-			}
-			r.KeptOut = kept
-		}
+		r.KeptOut = kept
 	}
 	// A personal file a detector cannot recognise makes that detector blind: its silence
 	// says nothing about that file, however well the control's long canary was seen. (A
@@ -247,19 +296,9 @@ func observe(ctx context.Context, p plan, s subject, loopback string, tw *twin) 
 		return evidence{}, roomSetup{}, fmt.Errorf("inspection room: unreadable view: %v", err)
 	}
 
-	room.Argv = p.agent.RunArgs(probePrompt, append(setup.args, p.cfg.Agents[p.agent.Name()].Args...))
-	room.Argv = wrap(append([]string{p.inst.Command}, room.Argv...))
-	var agentOut, agentErr strings.Builder
-	room.Stdout, room.Stderr = &agentOut, &agentErr
-	runCtx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	if _, err := runRoom(runCtx, room); err != nil {
-		return evidence{}, roomSetup{}, fmt.Errorf("agent room: %v", err)
-	}
-	reqs := srv.Requests()
-	if len(reqs) == 0 {
-		return evidence{}, roomSetup{}, fmt.Errorf("%s sent nothing to the model server; its output: %s",
-			p.agent.Name(), clip(agentErr.String()+agentOut.String(), 400))
+	reqs, err := askAgent(ctx, p, room, setup, wrap, srv)
+	if err != nil {
+		return evidence{}, roomSetup{}, err
 	}
 	bodies := make([][]byte, len(reqs))
 	for i, rq := range reqs {
@@ -269,6 +308,26 @@ func observe(ctx context.Context, p plan, s subject, loopback string, tw *twin) 
 	ev.raw = reqs
 	ev.sight = sightOf(&view, loopback)
 	return ev, setup, nil
+}
+
+// askAgent runs the agent once in room on the probe's prompt and returns the requests that
+// reached srv: one agent run, the unit the probe's time is measured against.
+func askAgent(ctx context.Context, p plan, room sandbox.Room, setup roomSetup, wrap func([]string) []string, srv *modelserver.Server) ([]modelserver.Request, error) {
+	room.Argv = p.agent.RunArgs(probePrompt, append(setup.args, p.cfg.Agents[p.agent.Name()].Args...))
+	room.Argv = wrap(append([]string{p.inst.Command}, room.Argv...))
+	var agentOut, agentErr strings.Builder
+	room.Stdout, room.Stderr = &agentOut, &agentErr
+	runCtx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	if _, err := runRoom(runCtx, room); err != nil {
+		return nil, fmt.Errorf("agent room: %v", err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) == 0 {
+		return nil, fmt.Errorf("%s sent nothing to the model server; its output: %s",
+			p.agent.Name(), clip(agentErr.String()+agentOut.String(), 400))
+	}
+	return reqs, nil
 }
 
 // twinArgv starts argv as a twin does: in the twin's cwd (below its planted home, not

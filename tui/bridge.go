@@ -35,16 +35,26 @@ func newBridge(w *watcher, send func(tea.Msg)) *bridge {
 	return &bridge{w: w, send: send, poll: pollEvery, frame: frameTime}
 }
 
-// run polls and sends until ctx ends. Send returns by itself once the program has exited.
+// run reads and sends until ctx ends. Send returns by itself once the program has exited.
+// A journal is read when inotify (or the bus) says it changed; the poll only reads what has
+// no watch, so an idle app reads nothing.
 func (b *bridge) run(ctx context.Context) {
-	tick := time.NewTicker(b.poll)
+	changes := b.w.follow()
+	defer b.w.stop()
+	period := b.poll
+	tick := time.NewTicker(period)
 	defer tick.Stop()
 	var pending feedMsg
 	var last time.Time
 	var flush, rearm <-chan time.Time
-	wake := b.wake
+	wake, changed := b.wake, changes
 	pending.merge(b.w.poll(time.Now()))
 	for {
+		// An app whose journals all have watches wakes once a scan, not ten times a second.
+		if p := b.w.every(b.poll); p != period {
+			period = p
+			tick.Reset(p)
+		}
 		if !pending.empty() && flush == nil {
 			if wait := b.frame - time.Since(last); wait > 0 {
 				flush = time.After(wait)
@@ -65,9 +75,13 @@ func (b *bridge) run(ctx context.Context) {
 			}
 			pending.merge(b.w.poll(time.Now()))
 			// At most one early read per frame: a busy bus must not turn into a busy loop.
-			wake, rearm = nil, time.After(b.frame)
+			wake, changed, rearm = nil, nil, time.After(b.frame)
+		case <-changed:
+			pending.merge(b.w.poll(time.Now()))
+			// As for the bus: a journal written fast is read once a frame, not per write.
+			wake, changed, rearm = nil, nil, time.After(b.frame)
 		case <-rearm:
-			wake, rearm = b.wake, nil
+			wake, changed, rearm = b.wake, changes, nil
 		case <-flush:
 			flush = nil
 		}

@@ -29,6 +29,8 @@ type follower struct {
 	// the next poll, the journal was replaced.
 	tail []byte
 	file os.FileInfo
+	// watched is set while inotify watches the run's folder: it is then read when told.
+	watched bool
 }
 
 // tailLen is how much of what was read the follower keeps to recognise its journal.

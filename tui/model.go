@@ -32,11 +32,6 @@ const (
 // the caller decides whether that stops its run.
 var ErrInterrupted = errors.New("interrupted from the live view")
 
-// tickMsg refreshes what depends on the clock (elapsed times) once a second.
-type tickMsg time.Time
-
-func tick() tea.Cmd { return tea.Tick(time.Second, func(t time.Time) tea.Msg { return tickMsg(t) }) }
-
 // modelConfig is what a program's root model is made from.
 type modelConfig struct {
 	ctx    context.Context
@@ -89,6 +84,7 @@ type model struct {
 	live        string
 	interrupted bool
 	remote      bool
+	clock       clock
 }
 
 func newModel(c modelConfig) *model {
@@ -115,7 +111,7 @@ func newModel(c modelConfig) *model {
 	return m
 }
 
-func (m *model) Init() tea.Cmd { return tick() }
+func (m *model) Init() tea.Cmd { return m.nextTick() }
 
 func (m *model) page() page { return m.pages[len(m.pages)-1] }
 
@@ -206,9 +202,10 @@ func (m *model) expire(now time.Time) {
 	}
 }
 
-// Update routes one message: sizes to every view, feeds to the store and the views of their
+// update routes one message: sizes to every view, feeds to the store and the views of their
 // runs, keys to whoever has them, intents to the engine (as commands), answers to their owner.
-func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+// (Update, in clock.go, runs it and keeps the clock's pace.)
+func (m *model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.w, m.h = msg.Width, msg.Height
@@ -218,7 +215,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tickMsg:
 		m.expire(time.Time(msg))
 		m.refresh()
-		return m, tick()
+		return m, nil // the clock (see clock.go) schedules the next
 	case tea.KeyMsg:
 		return m, m.key(msg)
 	case tea.MouseMsg:

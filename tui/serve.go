@@ -38,6 +38,8 @@ type ServeOptions struct {
 	Project string
 	// Log receives connections and errors; default stderr (the server has no UI of its own).
 	Log *log.Logger
+	// pollOnly keeps the sessions polling, without inotify (the idle benchmark's baseline).
+	pollOnly bool
 }
 
 // Serve gives every ssh session the app on the same state directory, each with its own
@@ -107,6 +109,9 @@ func serve(ctx context.Context, ln net.Listener, o ServeOptions) error {
 	}
 }
 
+// sessionFPS is the frame rate of an ssh session's renderer.
+const sessionFPS = 20
+
 // sessionProgram makes one session's program: its own renderer (the client's terminal and
 // colour profile), its own model and its own bridge, stopped with the session.
 func sessionProgram(o ServeOptions) bubbletea.ProgramHandler {
@@ -124,13 +129,19 @@ func sessionProgram(o ServeOptions) bubbletea.ProgramHandler {
 			ctx: ctx, engine: o.Engine, styles: sessionStyles(bubbletea.MakeRenderer(s), pty.Term, noColor), log: logger,
 			agents: o.Agents, probes: true, project: o.Project, remote: true,
 		})
-		opts := append(bubbletea.MakeOptions(s), tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithContext(ctx))
+		// A session's renderer wakes at its frame rate whatever the app shows: at the
+		// default 60 a second, five idle sessions cost more than all the following of the
+		// journals. sessionFPS frames still show a key within a frame, well under the
+		// network's own delay.
+		opts := append(bubbletea.MakeOptions(s), tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithContext(ctx), tea.WithFPS(sessionFPS))
 		p := tea.NewProgram(m, opts...)
 		var alive func(string) bool
 		if o.Engine != nil {
 			alive = o.Engine.Alive
 		}
-		b := newBridge(newWatcher(o.StateDir, nil, alive, logger), p.Send)
+		w := newWatcher(o.StateDir, nil, alive, logger)
+		w.noNotify = o.pollOnly
+		b := newBridge(w, p.Send)
 		go func() {
 			b.run(ctx)
 			// The session is over; once its program has returned, hang up its terminal pane.

@@ -36,7 +36,7 @@ func (c *sshClient) screen() string {
 	return c.out.String()
 }
 
-func newKey(t *testing.T) gossh.Signer {
+func newKey(t testing.TB) gossh.Signer {
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +57,7 @@ func dial(addr string, key gossh.Signer, hostKey gossh.PublicKey) (*gossh.Client
 	})
 }
 
-func openSession(t *testing.T, addr string, key gossh.Signer, hostKey gossh.PublicKey, term string) *sshClient {
+func openSession(t testing.TB, addr string, key gossh.Signer, hostKey gossh.PublicKey, term string) *sshClient {
 	t.Helper()
 	client, err := dial(addr, key, hostKey)
 	if err != nil {

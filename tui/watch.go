@@ -62,6 +62,11 @@ type stamp struct {
 
 // watcher finds runs and readings below a state directory (or follows a fixed set of run
 // directories) and reads what is new in them. It is owned by one bridge goroutine.
+//
+// With inotify (follow), a run is read when its journal changes, and the tree and readings
+// when a folder or a reading changes; nothing is read while nothing changes. A folder that
+// cannot be watched (inotify missing, its watches all taken) is polled instead: an
+// unfinished run at every poll, a finished one and the tree at every scan.
 type watcher struct {
 	stateDir string
 	fixed    []string
@@ -75,6 +80,20 @@ type watcher struct {
 	probes    map[string]stamp
 	lastScan  time.Time
 	scanEvery time.Duration
+
+	// notify is inotify on the followed folders; nil: everything is polled.
+	notify *notifier
+	// polledTree is set while some folder of the tree has no watch: the tree is then
+	// listed at every scan.
+	polledTree bool
+	// sweepEvery is how often everything is read even with inotify: a safety net for a
+	// state directory on a network filesystem, where inotify sees only this host's writes.
+	sweepEvery time.Duration
+	lastSweep  time.Time
+	// noNotify keeps the watcher polling (the baseline of the idle benchmark).
+	noNotify bool
+	// addWatch, when set, replaces inotify's add (tests exhaust the watches with it).
+	addWatch func(string) error
 }
 
 func newWatcher(stateDir string, dirs []string, alive func(string) bool, logger *log.Logger) *watcher {
@@ -84,7 +103,49 @@ func newWatcher(stateDir string, dirs []string, alive func(string) bool, logger 
 	return &watcher{
 		stateDir: stateDir, fixed: dirs, alive: alive, log: logger,
 		followers: map[string]*follower{}, finished: map[string]bool{}, liveness: map[string]bool{},
-		probes: map[string]stamp{}, scanEvery: time.Second,
+		probes: map[string]stamp{}, scanEvery: time.Second, sweepEvery: 10 * time.Second, polledTree: true,
+	}
+}
+
+// follow starts inotify and returns what signals a change (nil: polling only). The next
+// poll lists the tree and places the watches.
+func (w *watcher) follow() <-chan struct{} {
+	if w.noNotify || w.notify != nil {
+		return nil
+	}
+	n, err := newNotifier()
+	if err != nil {
+		w.log.Printf("inotify: %v; polling the journals instead", err)
+		return nil
+	}
+	if w.addWatch != nil {
+		n.add = w.addWatch
+	}
+	w.notify = n
+	w.lastScan, w.lastSweep = time.Time{}, time.Time{}
+	return n.wake
+}
+
+// every is how long the bridge may wait before the next poll: the poll period while a
+// journal is polled (no inotify, or an unfinished run without a watch), else the scan
+// period, which is all the liveness of runs needs.
+func (w *watcher) every(poll time.Duration) time.Duration {
+	if w.notify == nil || w.polledTree {
+		return poll
+	}
+	for _, dir := range w.order {
+		if !w.followers[dir].watched && !w.finished[dir] {
+			return poll
+		}
+	}
+	return max(poll, w.scanEvery)
+}
+
+// stop ends inotify.
+func (w *watcher) stop() {
+	if w.notify != nil {
+		w.notify.close()
+		w.notify = nil
 	}
 }
 
@@ -102,18 +163,61 @@ func listRuns(stateDir string) ([]string, error) {
 	return dirs, nil
 }
 
-// poll reads every followed journal; once a second it also looks for new runs, changed
-// readings and the liveness of unfinished runs.
+// poll reads what is new: the runs inotify says changed and the runs without a watch; once
+// a second (a scan) also the liveness of unfinished runs, and without watches the tree,
+// the readings and the finished runs.
 func (w *watcher) poll(now time.Time) feedMsg {
 	var f feedMsg
+	var n notes
+	if w.notify != nil {
+		n = w.notify.take()
+		for dir := range n.gone {
+			if fl := w.followers[dir]; fl != nil {
+				if n.runs == nil {
+					n.runs = map[string]bool{}
+				}
+				fl.watched = false
+				n.runs[dir] = true // read what it holds now (or that it is gone)
+			}
+		}
+	}
 	scan := now.Sub(w.lastScan) >= w.scanEvery
 	if scan {
 		w.lastScan = now
-		w.scanRuns()
+	}
+	for dir := range n.runs {
+		if w.followers[dir] == nil {
+			n.tree = true // a journal made in a folder that was not a run yet
+		}
+	}
+	sweep := w.notify != nil && (n.lost || now.Sub(w.lastSweep) >= w.sweepEvery)
+	if sweep {
+		w.lastSweep = now
+	}
+	fresh := map[string]bool{}
+	if sweep || n.tree || (scan && w.polledTree) {
+		fresh = w.scanRuns()
+	}
+	if sweep || n.probes || n.tree || (scan && w.polledTree) {
 		f.probes = w.scanProbes()
 	}
 	for _, dir := range w.order {
 		fl := w.followers[dir]
+		var read bool
+		switch {
+		case sweep, fresh[dir], n.runs[dir]:
+			read = true
+		case !fl.watched:
+			// Polled: an unfinished run at every poll, a finished one at every scan.
+			read = !w.finished[dir] || scan
+		default:
+			// Watched: an unfinished run is still read once a scan, in case inotify
+			// missed its writes (another host's, on a network filesystem).
+			read = scan && !w.finished[dir]
+		}
+		if !read {
+			continue
+		}
 		events, err := fl.poll()
 		if err != nil {
 			if !os.IsNotExist(err) && (fl.last == nil || fl.last.Error() != err.Error()) {
@@ -123,13 +227,8 @@ func (w *watcher) poll(now time.Time) feedMsg {
 			continue
 		}
 		for _, e := range events {
-			if e.RunFinished != nil {
-				w.finished[dir] = true
-			}
-			if e.Resumed != nil {
-				// A retry goes on with a finished run: whether a process owns it counts again.
-				delete(w.finished, dir)
-			}
+			// A run is finished while its last event is its end; a retry goes on after it.
+			w.finished[dir] = e.RunFinished != nil
 		}
 		if len(events) > 0 {
 			f.runs = append(f.runs, runFeed{dir: dir, events: events})
@@ -153,24 +252,90 @@ func (w *watcher) poll(now time.Time) feedMsg {
 	return f
 }
 
-func (w *watcher) scanRuns() {
+// scanRuns finds the runs to follow and returns those it has just found (to be read now:
+// their watch was placed before the read, so no write falls between the two).
+func (w *watcher) scanRuns() map[string]bool {
 	dirs := w.fixed
 	if w.stateDir != "" {
-		found, err := listRuns(w.stateDir)
-		if err != nil {
-			w.log.Printf("list runs in %s: %v", w.stateDir, err)
+		var found []string
+		if w.notify != nil {
+			found = w.watchTree()
+		} else {
+			var err error
+			if found, err = listRuns(w.stateDir); err != nil {
+				w.log.Printf("list runs in %s: %v", w.stateDir, err)
+			}
 		}
 		dirs = append(append([]string(nil), w.fixed...), found...)
 	}
+	fresh := map[string]bool{}
 	for _, d := range dirs {
 		if abs, err := filepath.Abs(d); err == nil {
 			d = abs
 		}
-		if w.followers[d] == nil {
-			w.followers[d] = newFollower(d)
+		fl := w.followers[d]
+		if fl == nil {
+			fl = newFollower(d)
+			w.followers[d] = fl
 			w.order = append(w.order, d)
+			fresh[d] = true
+		}
+		if w.notify != nil && !fl.watched {
+			if fl.watched = w.watchDir(d, kindRun); fl.watched {
+				fresh[d] = true
+			}
 		}
 	}
+	return fresh
+}
+
+// watchTree places watches on the state directory, each command folder, each folder in
+// those (a run may be made before its journal) and the readings' folder, and returns the run
+// directories: those holding a journal. A folder it cannot watch makes the tree polled.
+func (w *watcher) watchTree() []string {
+	polled := !w.watchDir(w.stateDir, kindTree)
+	var runs []string
+	top, err := os.ReadDir(w.stateDir)
+	if err != nil && !os.IsNotExist(err) {
+		w.log.Printf("list runs in %s: %v", w.stateDir, err)
+	}
+	for _, c := range top {
+		if !c.IsDir() {
+			continue
+		}
+		cdir := filepath.Join(w.stateDir, c.Name())
+		if c.Name() == ProbesDir {
+			polled = !w.watchDir(cdir, kindProbes) || polled
+			continue
+		}
+		polled = !w.watchDir(cdir, kindTree) || polled
+		entries, _ := os.ReadDir(cdir)
+		for _, r := range entries {
+			if !r.IsDir() {
+				continue
+			}
+			rdir := filepath.Join(cdir, r.Name())
+			if _, err := os.Stat(filepath.Join(rdir, engine.JournalFile)); err == nil {
+				runs = append(runs, rdir)
+			} else if !w.watchDir(rdir, kindRun) {
+				polled = true // a run made here would not be seen
+			}
+		}
+	}
+	w.polledTree = polled
+	return runs
+}
+
+// watchDir places a watch on dir; false leaves it polled (logged once per folder).
+func (w *watcher) watchDir(dir string, kind watchKind) bool {
+	if err := w.notify.watch(dir, kind); err != nil {
+		if !os.IsNotExist(err) && w.notify.refused[dir] == nil {
+			w.log.Printf("inotify on %s: %v; polling it instead", dir, err)
+		}
+		w.notify.refused[dir] = err
+		return false
+	}
+	return true
 }
 
 // scanProbes returns every reading when any reading file changed, and nil otherwise.
