@@ -106,6 +106,7 @@ leak with the file it came from.`,
 	cmd.AddCommand(rerunCmd())
 	cmd.AddCommand(workerCmd())
 	cmd.AddCommand(gcCmd())
+	cmd.AddCommand(workshopCmd())
 	for _, a := range agent.All() {
 		cmd.AddCommand(attachCmd(a))
 	}
