@@ -468,3 +468,13 @@ func (e *Exp) lock(id string) (func(), error) {
 	}
 	return func() { f.Close() }, nil
 }
+
+// readBeneath reads a regular file a room wrote, following no symlink on the way.
+func readBeneath(root, rel string) ([]byte, error) {
+	return capsule.ReadFileBeneath(root, rel, 1<<30)
+}
+
+// writeFileSynced writes an archive file whole or not at all.
+func writeFileSynced(p string, data []byte) error {
+	return capsule.WriteFileAtomic(p, data, 0o644)
+}
