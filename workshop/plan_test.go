@@ -299,3 +299,29 @@ func TestShippedExamplePlanPrepares(t *testing.T) {
 		t.Fatalf("example: %+v", f)
 	}
 }
+
+// TestArchiveRefusesPlantedSymlink: a room that plants drafts/scene.md -> a host file does not
+// get the host's bytes archived (and later sealed) as its draft.
+func TestArchiveRefusesPlantedSymlink(t *testing.T) {
+	p, out := planDir(t, basePlan)
+	exp := filepath.Join(out, "exp")
+	if _, err := Prepare(p, exp); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := Load(exp)
+	id := "claude-sonnet-4-5"
+	secret := filepath.Join(t.TempDir(), "host-secret")
+	os.WriteFile(secret, []byte(strings.Repeat("host secret ", 20)), 0o600)
+	if err := os.Symlink(secret, filepath.Join(e.Work(id), "drafts", "scene.md")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := archiveDrafts(e.Work(id), e.Record(id)); err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Fatalf("archive of a planted symlink: %v", err)
+	}
+	if data, err := os.ReadFile(filepath.Join(e.Record(id), "artifacts", "scene.md")); err == nil {
+		t.Fatalf("the host file was archived as the draft: %q", data)
+	}
+	if m := missingOutputs(e.Plan, e.Work(id)); len(m) != 1 {
+		t.Fatalf("a symlinked output counts as delivered: %v", m)
+	}
+}
