@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"tare/demo"
 	"tare/engine"
 
 	"tare/workshop"
@@ -40,7 +42,7 @@ symlinks or special files in the material, no agent instruction files (AGENTS.md
 GEMINI.md, .claude/, .codex/, .pi/...), unique writers, known tiers and capabilities, outputs
 below drafts/. Then freezes it into DEST: plan.json with the hash of every input and its digest,
 source/, writers/ID/{input,drafts,START.md} and records/ID/state.json per writer.
-An example plan: workshop/testdata/plan.toml.`,
+An example plan: demo/workshop/plan.toml (tare demo workshop runs it).`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := workshop.Prepare(args[0], args[1])
@@ -374,5 +376,63 @@ identifies a draft before the drafts are sealed; --words shows them, deliberatel
 	}
 	cmd.Flags().BoolVar(&words, "words", false, "show what the writers say and how much they wrote, deliberately")
 	cmd.Flags().DurationVar(&poll, "poll", time.Second, "how often to look")
+	return cmd
+}
+
+func demoWorkshopCmd() *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "workshop",
+		Short: "A small prose experiment end to end on tare's model server: no account needed",
+		Long: `Extracts the demo workshop (a plan, its notes and model scripts) into the state directory,
+prepares it, runs three writers (codex, pi and claude, each in a room proven clean, talking to
+tare's own model server), where codex hits a provider quota wall mid-draft and is resumed in its
+own session, then collects, anonymizes and reports. The identity key stays sealed in the
+experiment's evaluation/identity-key.json.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := settings()
+			if err != nil {
+				return err
+			}
+			name := engine.RunDirName("workshop", time.Now())
+			paths, err := demo.ExtractWorkshop(filepath.Join(cfg.StateDir, "demo", name))
+			if err != nil {
+				return err
+			}
+			dest := filepath.Join(cfg.StateDir, "workshop", name)
+			fmt.Fprintf(os.Stderr, "workshop: preparing %s\n", dest)
+			if _, err := workshop.Prepare(paths.Plan, dest); err != nil {
+				return err
+			}
+			e, err := workshop.Load(dest)
+			if err != nil {
+				return err
+			}
+			o := workshop.RunOptions{Jobs: 1, Timeout: timeout, Config: cfg, Progress: os.Stderr,
+				Scripts: map[string]string{"": paths.Writer, demo.WorkshopQuotaWriter: paths.Quota}}
+			if _, err := workshop.Run(cmd.Context(), e, o); err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "workshop: resuming %s in its own session\n", demo.WorkshopQuotaWriter)
+			o.Scripts = map[string]string{"": paths.QuotaLifted}
+			if _, err := workshop.Resume(cmd.Context(), e, demo.WorkshopQuotaWriter, o); err != nil {
+				return err
+			}
+			sealed, err := workshop.Anonymize(e, "", false, 0)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "workshop: %d drafts sealed as %s in %s; %s\n", sealed.Drafts, strings.Join(sealed.Letters, ", "), sealed.Anon, sealed.Warning)
+			r, err := workshop.MakeReport(e, nil)
+			if err != nil {
+				return err
+			}
+			fmt.Print(r.Table())
+			fmt.Printf("\nexperiment: %s\nnext: read evaluation/anon/ blind; the key is in evaluation/identity-key.json\n", dest)
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "a writer running longer is stopped")
 	return cmd
 }

@@ -21,7 +21,7 @@ import (
 func TestWorkshopEndToEnd(t *testing.T) {
 	r := newRun(t, "")
 	exp := filepath.Join(t.TempDir(), "exp")
-	td := filepath.Join(repoDir(), "workshop", "testdata")
+	td := filepath.Join(repoDir(), "demo", "workshop")
 	var outputs []string
 	tare := func(args ...string) *run {
 		r.tare(t, args...)
@@ -283,5 +283,23 @@ func TestWorkshopCrashSafety(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(exp, "writers", "slow-2", "START.md")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDemoWorkshop: tare demo workshop runs its experiment end to end offline: three writers
+// completed (the quota one after its resume), the drafts sealed, the report with sizes.
+func TestDemoWorkshop(t *testing.T) {
+	r := newRun(t, "")
+	if r.tare(t, "demo", "workshop"); r.code != 0 {
+		t.Fatalf("demo workshop: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if n := strings.Count(r.stdout, "| completed |"); n != 3 {
+		t.Fatalf("demo workshop: %d writers completed, want 3:\n%s", n, r.stdout)
+	}
+	if !strings.Contains(r.stderr, "resuming codex-gpt-5.1-codex in its own session") || !strings.Contains(r.stderr, "3 drafts sealed as A, B, C") {
+		t.Fatalf("demo workshop progress:\n%s", r.stderr)
+	}
+	if strings.Contains(r.stdout, "withheld") {
+		t.Errorf("the sealed demo's report withholds sizes:\n%s", r.stdout)
 	}
 }

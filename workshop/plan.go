@@ -130,7 +130,7 @@ func ReadPlan(file string) (*Plan, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
-		return nil, fmt.Errorf("plan %s: %v; fix: use the keys of a workshop plan (see workshop/testdata/plan.toml)", file, err)
+		return nil, fmt.Errorf("plan %s: %v; fix: use the keys of a workshop plan (see demo/workshop/plan.toml)", file, err)
 	}
 	return &p, nil
 }

@@ -291,7 +291,7 @@ func TestLoadRefusesChangedPacket(t *testing.T) {
 }
 
 func TestShippedExamplePlanPrepares(t *testing.T) {
-	f, err := Prepare("testdata/plan.toml", filepath.Join(t.TempDir(), "example"))
+	f, err := Prepare("../demo/workshop/plan.toml", filepath.Join(t.TempDir(), "example"))
 	if err != nil {
 		t.Fatal(err)
 	}
