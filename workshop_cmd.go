@@ -358,7 +358,7 @@ func workshopRosterCmd() *cobra.Command {
 }
 
 func workshopWatchCmd() *cobra.Command {
-	var words bool
+	var words, once bool
 	var poll time.Duration
 	cmd := &cobra.Command{
 		Use:   "watch EXP",
@@ -371,11 +371,12 @@ identifies a draft before the drafts are sealed; --words shows them, deliberatel
 			if err != nil {
 				return err
 			}
-			return workshop.Watch(cmd.Context(), e, os.Stdout, words, poll)
+			return workshop.Watch(cmd.Context(), e, os.Stdout, words, once, poll)
 		},
 	}
 	cmd.Flags().BoolVar(&words, "words", false, "show what the writers say and how much they wrote, deliberately")
 	cmd.Flags().DurationVar(&poll, "poll", time.Second, "how often to look")
+	cmd.Flags().BoolVar(&once, "once", false, "tell what has happened so far and stop")
 	return cmd
 }
 

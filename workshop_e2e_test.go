@@ -52,6 +52,16 @@ func TestWorkshopEndToEnd(t *testing.T) {
 	if !strings.Contains(r.stdout, `"withheld": "run anonymize first, or pass --sizes"`) || strings.Contains(r.stdout, `"declared"`) {
 		t.Fatalf("report before the seal shows sizes:\n%s", r.stdout)
 	}
+	// watch tells who started, what they touched and how they ended, never their words.
+	tare("workshop", "watch", exp, "--once")
+	for _, want := range []string{claude + " [claude/claude-sonnet-4-5] starts writing", "drafts/scene.md", codex + " stopped on a provider limit", pi + " finished"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("watch --once does not say %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "Maren") || strings.Contains(r.stdout, "Reading the assignment") {
+		t.Errorf("watch shows the writers' words without --words:\n%s", r.stdout)
+	}
 	if tare("workshop", "resume", exp, claude); r.code != 2 || !strings.Contains(r.stderr, "only a writer stopped by a provider quota wall") {
 		t.Fatalf("resume of a completed writer: exit %d %s", r.code, r.stderr)
 	}

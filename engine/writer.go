@@ -173,8 +173,8 @@ func RunWriter(ctx context.Context, o WriterOptions, inst agent.Install) (Writer
 	return end, nil
 }
 
-// WriterSessionFile is the path, below sessions, of session id's file that agent name wrote;
-// it follows no symlink the room may have planted.
+// WriterSessionFile reads session id's file that agent name wrote below sessions (the host
+// folder bound at its session root), following no symlink the room may have planted.
 func WriterSessionFile(name, sessions, id string) ([]byte, error) {
 	a, err := agent.ByName(name)
 	if err != nil {

@@ -371,8 +371,10 @@ func Load(root string) (*Exp, error) {
 	return &Exp{Root: abs, Plan: &f}, nil
 }
 
-// Work is a writer's workspace; Record its record folder.
-func (e *Exp) Work(id string) string   { return filepath.Join(e.Root, "writers", id) }
+// Work is a writer's workspace, the room's /work.
+func (e *Exp) Work(id string) string { return filepath.Join(e.Root, "writers", id) }
+
+// Record is a writer's record folder: its state and every attempt's evidence.
 func (e *Exp) Record(id string) string { return filepath.Join(e.Root, "records", id) }
 
 // State reads a writer's state without checking its packet.

@@ -62,8 +62,13 @@ type follower struct {
 // Watch follows the writers: who started, which files each read and wrote, who finished.
 // Their words and sizes are withheld unless words: what a writer says while it works is the
 // draft's own voice, and either identifies a draft before the seal.
-func Watch(ctx context.Context, e *Exp, w io.Writer, words bool, poll time.Duration) error {
-	fmt.Fprintf(w, "following the workshop at %s (interrupt to stop)\n", e.Root)
+// With once it tells what has happened so far and returns.
+func Watch(ctx context.Context, e *Exp, w io.Writer, words, once bool, poll time.Duration) error {
+	if once {
+		fmt.Fprintf(w, "the workshop at %s so far\n", e.Root)
+	} else {
+		fmt.Fprintf(w, "following the workshop at %s (interrupt to stop)\n", e.Root)
+	}
 	if !words {
 		fmt.Fprintln(w, "  the writers' words and draft sizes are withheld; --words shows them")
 	}
@@ -71,6 +76,9 @@ func Watch(ctx context.Context, e *Exp, w io.Writer, words bool, poll time.Durat
 	for {
 		for _, line := range watchOnce(e, state, words) {
 			fmt.Fprintln(w, engine.Printable(line))
+		}
+		if once {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
@@ -139,7 +147,11 @@ func liveLine(id string, l agent.Live, words bool) string {
 	case agent.LiveToolStart:
 		target := l.Summary
 		if !words && (strings.ContainsAny(target, " \n<>|;") || len(target) > 120) {
+			// A command's text may carry the draft itself: only the workspace files it names.
 			target = "(command withheld)"
+			if files := namedFiles(l.Summary); len(files) > 0 {
+				target = "on " + strings.Join(files, " ") + " (command withheld)"
+			}
 		}
 		return fmt.Sprintf("          %s  %s %s", id, l.Tool, target)
 	case agent.LiveText:
@@ -148,6 +160,20 @@ func liveLine(id string, l agent.Live, words bool) string {
 		}
 	}
 	return ""
+}
+
+// namedFiles are the workspace paths a command names outside any quotes.
+func namedFiles(cmd string) []string {
+	var out []string
+	for _, tok := range strings.Fields(cmd) {
+		if strings.ContainsAny(tok, `'"$`+"`") {
+			continue
+		}
+		if strings.HasPrefix(tok, "/work/") || strings.HasPrefix(tok, "drafts/") || strings.HasPrefix(tok, "input/") {
+			out = append(out, tok)
+		}
+	}
+	return out
 }
 
 func clip(s string, n int) string {
