@@ -29,7 +29,7 @@ report shows each writer's time, tokens and cost, and draft sizes only once seal
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(workshopPrepareCmd(), workshopRunCmd(), workshopCollectCmd(), workshopAnonymizeCmd(), workshopReportCmd(),
-		workshopResumeCmd(), workshopRetryCmd(), workshopInspectCmd(), workshopRosterCmd(), workshopWatchCmd())
+		workshopResumeCmd(), workshopManualCmd(), workshopRetryCmd(), workshopInspectCmd(), workshopRosterCmd(), workshopWatchCmd())
 	return cmd
 }
 
@@ -66,15 +66,20 @@ type runFlags struct {
 }
 
 func (rf *runFlags) add(cmd *cobra.Command) {
+	rf.addScripts(cmd)
+	cmd.Flags().DurationVar(&rf.timeout, "timeout", engine.DefaultAgentTimeout, "a writer running longer is stopped; its partial prose is kept and it is failed with the reason")
+}
+
+// addScripts are the flags that put writers on tare's model server.
+func (rf *runFlags) addScripts(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringArrayVar(&rf.scripts, "script", nil, "writers talk to tare's own model server replaying this script: F for every writer, WRITER=F for one (repeatable)")
-	f.DurationVar(&rf.timeout, "timeout", engine.DefaultAgentTimeout, "a writer running longer is stopped; its partial prose is kept and it is failed with the reason")
 	f.Int64Var(&rf.seed, "seed", 0, "seed of the scripts' branch draws")
 }
 
 func (rf *runFlags) options(e *workshop.Exp, writers []string) (workshop.RunOptions, error) {
 	o := workshop.RunOptions{Writers: writers, Jobs: 1, Timeout: rf.timeout, Seed: rf.seed, Progress: os.Stderr, Scripts: map[string]string{}}
-	if rf.timeout <= 0 {
+	if rf.timeout < 0 {
 		return o, fmt.Errorf("--timeout %s: give a positive duration, e.g. 20m", rf.timeout)
 	}
 	for _, v := range rf.scripts {
@@ -435,5 +440,39 @@ experiment's evaluation/identity-key.json.`,
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "a writer running longer is stopped")
+	return cmd
+}
+
+func workshopManualCmd() *cobra.Command {
+	var rf runFlags
+	cmd := &cobra.Command{
+		Use:   "manual EXP WRITER",
+		Short: "Write with a writer's agent by hand, on this terminal, in its room",
+		Long: `Attaches the writer's agent on this terminal in the same room an auto writer gets (proven
+clean first, input and START.md read-only, drafts/ writable), permission prompts off. Its
+terminal is recorded to records/WRITER/terminal.log, and a second launch is refused while this
+one lives. Exit the agent when done: the writer is then collected.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			e, err := loadExp(args[0])
+			if err != nil {
+				return err
+			}
+			o, err := rf.options(e, []string{args[1]})
+			if err != nil {
+				return err
+			}
+			s, err := workshop.Manual(cmd.Context(), e, args[1], o, os.Stdin, os.Stdout)
+			if s != nil {
+				fmt.Fprintf(os.Stderr, "workshop: %s is %s\n", args[1], s.Status)
+			}
+			if err != nil && s != nil {
+				fmt.Fprintf(os.Stderr, "workshop: %v\n", err)
+				return exitError{1}
+			}
+			return err
+		},
+	}
+	rf.addScripts(cmd)
 	return cmd
 }

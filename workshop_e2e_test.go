@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/creack/pty"
 )
 
 // TestWorkshopEndToEnd: three writers (the real claude, codex and pi CLIs) on tare's model
@@ -311,5 +314,64 @@ func TestDemoWorkshop(t *testing.T) {
 	}
 	if strings.Contains(r.stdout, "withheld") {
 		t.Errorf("the sealed demo's report withholds sizes:\n%s", r.stdout)
+	}
+}
+
+// TestWorkshopManualWriter: a writer by hand, pi attached on a pty in the writer's room on
+// tare's model server: the operator tells it to start, it writes the draft, the operator
+// leaves it, and the writer is collected; its terminal is on record and a second launch while
+// it lives is refused.
+func TestWorkshopManualWriter(t *testing.T) {
+	r := newRun(t, "")
+	exp := filepath.Join(t.TempDir(), "exp")
+	td := filepath.Join(repoDir(), "demo", "workshop")
+	if r.tare(t, "workshop", "prepare", filepath.Join(td, "plan.toml"), exp); r.code != 0 {
+		t.Fatalf("prepare: %s", r.stderr)
+	}
+	const pi = "pi-tare-model"
+	cmd := exec.Command(tareBin, "workshop", "manual", exp, pi, "--script", filepath.Join(td, "writer.toml"))
+	cmd.Env = append(r.env(), "TERM=xterm-256color")
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scr := &screen{}
+	go func() { _, _ = io.Copy(scr, tty) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		tty.Close()
+	})
+	// pi's footer (its context gauge; the writer's id also names tare-model): the editor is ready.
+	scr.waitFor(t, "/200k", 1, 2*time.Minute)
+	if r.tare(t, "workshop", "manual", exp, pi); r.code != 2 || !strings.Contains(r.stderr, "wait") {
+		t.Fatalf("a second launch while the first lives: exit %d %s", r.code, r.stderr)
+	}
+	// No path in the message: pi's editor would open its path completion on one.
+	io.WriteString(tty, "Begin the assignment now")
+	scr.waitFor(t, "Begin the assignment now", 1, 30*time.Second)
+	io.WriteString(tty, "\r")
+	scr.waitFor(t, "The scene is in drafts/scene.md.", 1, 2*time.Minute)
+	io.WriteString(tty, "\x04") // Ctrl-D: the operator leaves pi
+	if code := exitCode(t, cmd, time.Minute); code != 0 {
+		t.Fatalf("manual: exit %d; screen:\n%s", code, scr.buf.String())
+	}
+	var s struct {
+		Status string `json:"status"`
+		Manual bool   `json:"manual"`
+	}
+	readJSONFile(t, filepath.Join(exp, "records", pi, "state.json"), &s)
+	if s.Status != "completed" || !s.Manual {
+		t.Fatalf("state %+v: want the manual writer completed", s)
+	}
+	log, _ := os.ReadFile(filepath.Join(exp, "records", pi, "terminal.log"))
+	if !bytes.Contains(log, []byte("Begin the assignment")) {
+		t.Errorf("terminal.log does not hold the session (%d bytes)", len(log))
+	}
+	archived, _ := os.ReadFile(filepath.Join(exp, "records", pi, "artifacts", "scene.md"))
+	if !bytes.Contains(archived, []byte("eighty-two steps")) {
+		t.Errorf("the manual writer's draft is not archived: %q", archived)
+	}
+	if left := r.leftovers(t); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"tare/agent"
 	"tare/config"
 	"tare/sandbox"
+
+	"golang.org/x/term"
 )
 
 // WriterOptions is one headless agent session in a room over a folder of the caller's: the
@@ -181,4 +183,39 @@ func WriterSessionFile(name, sessions, id string) ([]byte, error) {
 		return nil, err
 	}
 	return readSession(a, filepath.Clean(sessions), id)
+}
+
+// RunManualWriter runs a writer's agent interactive on the operator's terminal (in, out)
+// through a pty, in the same room a headless writer gets, every byte it shows also written
+// to log (the writer's terminal.log). It returns the agent's exit code.
+func RunManualWriter(ctx context.Context, o WriterOptions, inst agent.Install, in, out *os.File, log io.Writer) (int, []string, error) {
+	if !term.IsTerminal(int(in.Fd())) {
+		return 0, nil, errors.New("a manual writer needs a terminal: run tare workshop manual from one")
+	}
+	a, err := agent.ByName(o.Agent)
+	if err != nil {
+		return 0, nil, err
+	}
+	p := plan{agent: a, inst: inst, cfg: o.Config, workspace: o.Workspace, guard: o.ReadOnly, sessions: o.Sessions,
+		login: o.Upstream == "", model: o.Model}
+	room, setup, err := buildRoom(p, o.Upstream, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	// Permission prompts off, as for a headless writer: the room is the boundary.
+	room.Argv = append([]string{inst.Command}, a.AttachArgs(append(append(setup.args, o.Config.Agents[a.Name()].Args...), o.Args...), true)...)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return 0, room.Argv, err
+	}
+	copied := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.MultiWriter(out, log), pr)
+		close(copied)
+	}()
+	code, err := runOnPty(ctx, room, in, pw)
+	pw.Close()
+	<-copied
+	pr.Close()
+	return code, room.Argv, err
 }

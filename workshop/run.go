@@ -410,7 +410,8 @@ func collectLocked(e *Exp, id string, ext *External) (*State, error) {
 		if s.Error != "" {
 			return fail(errors.New(s.Error))
 		}
-		if s.Exit != nil && *s.Exit != 0 {
+		// A manual writer's exit is how the operator left the agent; its outputs decide.
+		if s.Exit != nil && *s.Exit != 0 && !s.Manual {
 			return fail(fmt.Errorf("agent exit %d", *s.Exit))
 		}
 	}
