@@ -480,3 +480,22 @@ func readBeneath(root, rel string) ([]byte, error) {
 func writeFileSynced(p string, data []byte) error {
 	return capsule.WriteFileAtomic(p, data, 0o644)
 }
+
+// idle takes a writer's lock and loads it with its packet checked, refusing one whose process
+// still runs; what names the action refused ("launch it twice", "resume it"). Call the
+// returned unlock when done.
+func (e *Exp) idle(id, what string) (*State, func(), error) {
+	unlock, err := e.lock(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := e.Writer(id)
+	if err == nil && s.alive() {
+		err = fmt.Errorf("writer %s: its process %d still runs; wait for it, do not %s", id, s.PID, what)
+	}
+	if err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	return s, unlock, nil
+}

@@ -16,18 +16,11 @@ import (
 // it runs, so a second launch is refused while the first lives. The writer is collected when
 // the agent exits; its declared outputs decide, as for any writer.
 func Manual(ctx context.Context, e *Exp, id string, o RunOptions, in, out *os.File) (*State, error) {
-	unlock, err := e.lock(id)
+	s, unlock, err := e.idle(id, "launch it twice")
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	s, err := e.Writer(id)
-	if err != nil {
-		return nil, err
-	}
-	if s.alive() {
-		return nil, fmt.Errorf("writer %s: its process %d still runs; wait for it, do not launch it twice", id, s.PID)
-	}
 	if s.Status != "prepared" {
 		return nil, fmt.Errorf("writer %s is %s; collect its evidence, or retry it as a new writer", id, s.Status)
 	}

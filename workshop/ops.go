@@ -39,18 +39,11 @@ func quotaStop(e *Exp, id string, s *State) (*agent.ProviderStop, string) {
 // what ran, and resuming one would ask a writer to continue from a state nobody established.
 // The stopped attempt is archived whole under records/ID/attempts/NN first.
 func Resume(ctx context.Context, e *Exp, id string, o RunOptions) (*State, error) {
-	unlock, err := e.lock(id)
+	s, unlock, err := e.idle(id, "resume it")
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	s, err := e.Writer(id)
-	if err != nil {
-		return nil, err
-	}
-	if s.alive() {
-		return nil, fmt.Errorf("writer %s: its process %d still runs; wait for it, do not resume it", id, s.PID)
-	}
 	if s.Status != "failed" && s.Status != "running" {
 		return nil, fmt.Errorf("writer %s is %s; only a writer stopped by a provider quota wall is resumed", id, s.Status)
 	}
