@@ -17,8 +17,9 @@ func quotaStop(e *Exp, id string, s *State) (*agent.ProviderStop, string) {
 	if err != nil {
 		return nil, ""
 	}
-	out, _ := os.ReadFile(filepath.Join(e.Record(id), "events.jsonl"))
-	errOut, _ := os.ReadFile(filepath.Join(e.Record(id), "stderr.log"))
+	dir := stoppedAttempt(e, id, s)
+	out, _ := os.ReadFile(filepath.Join(dir, "events.jsonl"))
+	errOut, _ := os.ReadFile(filepath.Join(dir, "stderr.log"))
 	stop, ok := agent.ProviderStopped(a, out, errOut)
 	if !ok || stop.Kind != agent.StopQuota {
 		return nil, ""
@@ -84,6 +85,20 @@ func Resume(ctx context.Context, e *Exp, id string, o RunOptions) (*State, error
 		prompt = resumePrompt
 	}
 	return runWriterLocked(ctx, e, id, o, srv, session, prompt)
+}
+
+// stoppedAttempt is the folder holding the stopped attempt's stream: the record, or the next
+// attempts/NN when a resume moved it there and was stopped (a crash, kill -9) before it could
+// record the move in state.json; the next resume then finds the wall where it was put.
+func stoppedAttempt(e *Exp, id string, s *State) string {
+	rec := e.Record(id)
+	pending := filepath.Join(rec, "attempts", fmt.Sprintf("%02d", len(s.Attempts)+1))
+	if _, err := os.Lstat(filepath.Join(rec, "events.jsonl")); os.IsNotExist(err) {
+		if _, err := os.Lstat(filepath.Join(pending, "events.jsonl")); err == nil {
+			return pending
+		}
+	}
+	return rec
 }
 
 // archiveAttempt moves the stopped attempt's record aside before the next one runs: its

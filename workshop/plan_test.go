@@ -1,6 +1,7 @@
 package workshop
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -323,5 +324,37 @@ func TestArchiveRefusesPlantedSymlink(t *testing.T) {
 	}
 	if m := missingOutputs(e.Plan, e.Work(id)); len(m) != 1 {
 		t.Fatalf("a symlinked output counts as delivered: %v", m)
+	}
+}
+
+// TestResumeFindsAWallAMovedAttemptHolds: a resume stopped (kill -9) after it moved the
+// stopped attempt to attempts/01 but before state.json said so leaves the writer resumable:
+// inspect and the next resume read the wall from where it was put.
+func TestResumeFindsAWallAMovedAttemptHolds(t *testing.T) {
+	p, out := planDir(t, basePlan)
+	exp := filepath.Join(out, "exp")
+	if _, err := Prepare(p, exp); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := Load(exp)
+	id := "codex-gpt-5.1-codex"
+	s, _ := e.State(id)
+	s.Status = "failed"
+	events, err := os.ReadFile("testdata/codex-quota-events.jsonl") // codex 0.171.0 at tare's model server's quota wall
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := filepath.Join(e.Record(id), "attempts", "01")
+	os.MkdirAll(moved, 0o755)
+	os.WriteFile(filepath.Join(moved, "events.jsonl"), events, 0o644)
+	stop, session := quotaStop(e, id, s)
+	if stop == nil || session == "" {
+		t.Fatalf("the wall in the moved attempt is not found: %v %q", stop, session)
+	}
+	if _, err := archiveAttempt(e, id, s, "quota"); err != nil || len(s.Attempts) != 1 || s.Attempts[0].Record != moved {
+		t.Fatalf("archiving again after the crash: %v %+v", err, s.Attempts)
+	}
+	if data, _ := os.ReadFile(filepath.Join(moved, "events.jsonl")); !bytes.Equal(data, events) {
+		t.Fatal("the moved attempt's stream changed")
 	}
 }
