@@ -65,7 +65,7 @@ func Resume(ctx context.Context, e *Exp, id string, o RunOptions) (*State, error
 			return nil, fmt.Errorf("writer %s: session %s is not on record; retry it as a new writer", id, session)
 		}
 	}
-	if s.EndedAt != nil && len(s.OutputHashes) == 0 {
+	if s.EndedAt != nil && len(s.OutputHashes) == 0 && stoppedAttempt(e, id, s) == e.Record(id) {
 		// Bank the stopped attempt's partial draft with it, as collect would have.
 		if _, err := archiveDrafts(e.Work(id), e.Record(id)); err != nil {
 			return nil, err
