@@ -106,6 +106,7 @@ leak with the file it came from.`,
 	cmd.AddCommand(rerunCmd())
 	cmd.AddCommand(workerCmd())
 	cmd.AddCommand(gcCmd())
+	cmd.AddCommand(workshopCmd())
 	for _, a := range agent.All() {
 		cmd.AddCommand(attachCmd(a))
 	}
@@ -1038,7 +1039,7 @@ model would; --seed fixes the draws (the default seed shows rates strictly betwe
 	cmd.Flags().IntVar(&o.Jobs, "jobs", 2, "runs at the same time")
 	cmd.Flags().Int64Var(&o.Seed, "seed", 7, "seed of the model script's branch draws")
 	checkOnHostFlag(cmd, &o.CheckOnHost)
-	cmd.AddCommand(demoCliffCmd(), demoSwapCmd())
+	cmd.AddCommand(demoCliffCmd(), demoSwapCmd(), demoWorkshopCmd())
 	return cmd
 }
 

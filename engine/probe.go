@@ -237,6 +237,8 @@ type plan struct {
 	// inert turns off whatever in the room's copied config would run a command (the twin
 	// with a copy of the operator's setup).
 	inert bool
+	// model is the model the agent asks for (a workshop writer's); empty leaves its default.
+	model string
 }
 
 // roomSetup is what observe learned about the room it built.

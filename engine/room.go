@@ -34,7 +34,7 @@ func findAgent(a agent.Agent, cfg *config.Config, projects ...string) (agent.Ins
 // buildRoom turns a plan into a room whose agent talks to upstream (tare's model server) or,
 // with p.login set and upstream empty, to its real provider through tare's proxy.
 func buildRoom(p plan, upstream string, tw *twin) (sandbox.Room, roomSetup, error) {
-	opts := agent.RoomOptions{Hooks: p.hooks, Inert: p.inert}
+	opts := agent.RoomOptions{Hooks: p.hooks, Inert: p.inert, Model: p.model}
 	room := sandbox.Room{
 		Workspace:         p.workspace,
 		WorkspaceReadOnly: p.readOnly,

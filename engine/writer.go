@@ -1,0 +1,221 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"tare/agent"
+	"tare/config"
+	"tare/sandbox"
+
+	"golang.org/x/term"
+)
+
+// WriterOptions is one headless agent session in a room over a folder of the caller's: the
+// workshop's writers (tare workshop run). The folder is the room's /work; ReadOnly are paths
+// below it the room sees read-only (the frozen input and the writer's START.md).
+type WriterOptions struct {
+	Agent string
+	// Model is the model the agent asks for; empty leaves the agent's default.
+	Model string
+	// Args are extra arguments for the agent's command line.
+	Args      []string
+	Workspace string
+	ReadOnly  []string
+	// Sessions is a host folder bound at the agent's session root, so the session outlives the
+	// room and a later resume finds it.
+	Sessions string
+	Prompt   string
+	// Resume, when set, continues this session id (found below Sessions) with Prompt.
+	Resume string
+	// Upstream is tare's model server ("host:port"); empty reaches the real provider through
+	// tare's proxy with the agent's login copy.
+	Upstream string
+	Timeout  time.Duration
+	Config   *config.Config
+	// Events and Stderr are files created for the agent's stdout and stderr; neither may exist.
+	Events, Stderr string
+	// Started is called with the room's process id and the agent's command line once it runs.
+	Started func(pid int, argv []string)
+}
+
+// WriterEnd is how a writer's session ended, as its own stream and exit tell.
+type WriterEnd struct {
+	Argv      []string            `json:"argv"`
+	Version   string              `json:"agent_version,omitempty"`
+	Exit      int                 `json:"exit"`
+	TimedOut  bool                `json:"timed_out,omitempty"`
+	Error     string              `json:"error,omitempty"`
+	SessionID string              `json:"session_id,omitempty"`
+	Answer    string              `json:"answer,omitempty"`
+	Usage     Usage               `json:"usage"`
+	Stop      *agent.ProviderStop `json:"provider_stop,omitempty"`
+	Models    []agent.ModelUsage  `json:"models,omitempty"`
+	Requests  int                 `json:"requests,omitempty"`
+	Peak      int64               `json:"peak_request,omitempty"`
+	Declared  []string            `json:"declared,omitempty"`
+}
+
+// FindWriterAgent locates an agent's CLI as tare's runs do, refusing one inside the folders.
+func FindWriterAgent(name string, cfg *config.Config, folders ...string) (agent.Install, error) {
+	a, err := agent.ByName(name)
+	if err != nil {
+		return agent.Install{}, err
+	}
+	return findAgent(a, cfg, folders...)
+}
+
+// ProbeWriterRoom proves the room an agent would get over workspace clean, as every run of
+// tare does before it starts one, stores the reading for the app, and refuses a reading that is
+// not "tare: 0.00".
+func ProbeWriterRoom(ctx context.Context, name, workspace string, cfg *config.Config, progress io.Writer) (string, error) {
+	a, err := agent.ByName(name)
+	if err != nil {
+		return "", err
+	}
+	reading, err := Probe(ctx, ProbeOptions{Agent: a, Project: workspace, Config: cfg, Progress: progress})
+	if err != nil {
+		return "", err
+	}
+	_ = StoreReading(cfg.StateDir, reading)
+	if !reading.Zero() {
+		return reading.Verdict(), fmt.Errorf("%s: %s; %v", name, reading.Verdict(), ErrDirty)
+	}
+	return reading.Verdict(), nil
+}
+
+// RunWriter runs one writer's session in a room to its end and reads its stream. An error
+// means the room could not be built or started; how the agent itself ended is in WriterEnd.
+func RunWriter(ctx context.Context, o WriterOptions, inst agent.Install) (WriterEnd, error) {
+	a, err := agent.ByName(o.Agent)
+	if err != nil {
+		return WriterEnd{}, err
+	}
+	p := plan{agent: a, inst: inst, cfg: o.Config, workspace: o.Workspace, guard: o.ReadOnly, sessions: o.Sessions,
+		login: o.Upstream == "", model: o.Model}
+	var placed []byte
+	if o.Resume != "" {
+		if placed, err = readSession(a, o.Sessions, o.Resume); err != nil {
+			return WriterEnd{}, fmt.Errorf("resuming session %s: %v", o.Resume, err)
+		}
+	}
+	room, setup, err := buildRoom(p, o.Upstream, nil)
+	if err != nil {
+		return WriterEnd{}, err
+	}
+	args := append(append(setup.args, o.Config.Agents[a.Name()].Args...), o.Args...)
+	if o.Resume != "" {
+		room.Argv = append([]string{inst.Command}, a.ResumeArgs(o.Resume, o.Prompt, args)...)
+	} else {
+		room.Argv = append([]string{inst.Command}, a.RunArgs(o.Prompt, args)...)
+	}
+	end := WriterEnd{Argv: room.Argv, Version: inst.Version, Declared: setup.Declared}
+	stdout, err := os.OpenFile(o.Events, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return end, err
+	}
+	defer stdout.Close()
+	stderr, err := os.OpenFile(o.Stderr, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return end, err
+	}
+	defer stderr.Close()
+	room.Stdout, room.Stderr = stdout, stderr
+	timeout := o.Timeout
+	if timeout <= 0 {
+		timeout = DefaultAgentTimeout
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	proc, err := sandbox.Start(actx, room)
+	if err != nil {
+		return end, err
+	}
+	if o.Started != nil {
+		o.Started(proc.Pid(), room.Argv)
+	}
+	end.Exit, err = proc.Wait()
+	if errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		end.TimedOut = true
+		end.Error = fmt.Sprintf("stopped at the timeout (%s); the partial draft is kept", timeout.Round(time.Second))
+	} else if err != nil {
+		end.Error = err.Error()
+	}
+	out, _ := os.ReadFile(o.Events)
+	errOut, _ := os.ReadFile(o.Stderr)
+	if r, perr := a.ParseStream(bytes.NewReader(out)); perr == nil {
+		end.SessionID, end.Answer = r.SessionID, r.Text
+		u := runUsage(a, r, placed, o.Sessions)
+		end.Models = runModels(a, r, u, placed, o.Sessions)
+		end.Usage = usageOf(u, end.Models...)
+		for _, m := range end.Models {
+			for _, q := range m.Requests {
+				end.Requests++
+				if n := q.Input + q.CacheRead + q.CacheWrite; n > end.Peak {
+					end.Peak = n
+				}
+			}
+		}
+		if r.IsError && end.Error == "" {
+			end.Error = "agent error: " + clip(r.Error, 200)
+		}
+	}
+	if end.SessionID == "" && o.Resume != "" {
+		end.SessionID = o.Resume
+	}
+	if stop, ok := agent.ProviderStopped(a, out, errOut); ok {
+		end.Stop = &stop
+	}
+	return end, nil
+}
+
+// WriterSessionFile reads session id's file that agent name wrote below sessions (the host
+// folder bound at its session root), following no symlink the room may have planted.
+func WriterSessionFile(name, sessions, id string) ([]byte, error) {
+	a, err := agent.ByName(name)
+	if err != nil {
+		return nil, err
+	}
+	return readSession(a, filepath.Clean(sessions), id)
+}
+
+// RunManualWriter runs a writer's agent interactive on the operator's terminal (in, out)
+// through a pty, in the same room a headless writer gets, every byte it shows also written
+// to log (the writer's terminal.log). It returns the agent's exit code.
+func RunManualWriter(ctx context.Context, o WriterOptions, inst agent.Install, in, out *os.File, log io.Writer) (int, []string, error) {
+	if !term.IsTerminal(int(in.Fd())) {
+		return 0, nil, errors.New("a manual writer needs a terminal: run tare workshop manual from one")
+	}
+	a, err := agent.ByName(o.Agent)
+	if err != nil {
+		return 0, nil, err
+	}
+	p := plan{agent: a, inst: inst, cfg: o.Config, workspace: o.Workspace, guard: o.ReadOnly, sessions: o.Sessions,
+		login: o.Upstream == "", model: o.Model}
+	room, setup, err := buildRoom(p, o.Upstream, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	// Permission prompts off, as for a headless writer: the room is the boundary.
+	room.Argv = append([]string{inst.Command}, a.AttachArgs(append(append(setup.args, o.Config.Agents[a.Name()].Args...), o.Args...), true)...)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return 0, room.Argv, err
+	}
+	copied := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.MultiWriter(out, log), pr)
+		close(copied)
+	}()
+	code, err := runOnPty(ctx, room, in, pw)
+	pw.Close()
+	<-copied
+	pr.Close()
+	return code, room.Argv, err
+}

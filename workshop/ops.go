@@ -1,0 +1,256 @@
+package workshop
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"tare/agent"
+)
+
+// quotaStop reads a writer's own event stream and stderr for a provider quota wall, the way
+// its agent reports one; the session it names, when the model had run, is the one to continue.
+func quotaStop(e *Exp, id string, s *State) (*agent.ProviderStop, string) {
+	a, err := agent.ByName(s.Config.Agent)
+	if err != nil {
+		return nil, ""
+	}
+	dir := stoppedAttempt(e, id, s)
+	out, _ := os.ReadFile(filepath.Join(dir, "events.jsonl"))
+	errOut, _ := os.ReadFile(filepath.Join(dir, "stderr.log"))
+	stop, ok := agent.ProviderStopped(a, out, errOut)
+	if !ok || stop.Kind != agent.StopQuota {
+		return nil, ""
+	}
+	session := ""
+	if r, err := a.ParseStream(bytes.NewReader(out)); err == nil {
+		session = r.SessionID
+	}
+	return &stop, session
+}
+
+// Resume continues a writer a provider quota wall stopped, in its own session, with a short
+// notice. NOT retry: a retry is a new writer that re-derives everything from a cold start,
+// while the stopped session still holds the reading, the reasoning and the draft, the
+// expensive half of what a restart would pay for again.
+//
+// Anything else is refused: a timeout, a crash or a model that gave up are ambiguous about
+// what ran, and resuming one would ask a writer to continue from a state nobody established.
+// The stopped attempt is archived whole under records/ID/attempts/NN first.
+func Resume(ctx context.Context, e *Exp, id string, o RunOptions) (*State, error) {
+	s, unlock, err := e.idle(id, "resume it")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if s.Status != "failed" && s.Status != "running" {
+		return nil, fmt.Errorf("writer %s is %s; only a writer stopped by a provider quota wall is resumed", id, s.Status)
+	}
+	stop, session := quotaStop(e, id, s)
+	if stop == nil {
+		return nil, fmt.Errorf("writer %s: its event stream carries no provider quota stop; inspect its record (tare workshop inspect), "+
+			"and use tare workshop retry %s NEW_ID if the work has to start over", id, id)
+	}
+	srv, err := startScripts(e, o)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.close()
+	// A refusal before the model ran names no session with work in it: the same assignment
+	// simply goes again, a relaunch rather than a restart of work that happened.
+	if session != "" {
+		if _, err := os.Stat(filepath.Join(e.Record(id), "session")); err != nil {
+			return nil, fmt.Errorf("writer %s: session %s is not on record; retry it as a new writer", id, session)
+		}
+	}
+	if s.EndedAt != nil && len(s.OutputHashes) == 0 && stoppedAttempt(e, id, s) == e.Record(id) {
+		// Bank the stopped attempt's partial draft with it, as collect would have.
+		if _, err := archiveDrafts(e.Work(id), e.Record(id)); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := archiveAttempt(e, id, s, "quota: "+stop.Detail); err != nil {
+		return nil, err
+	}
+	s.Status, s.ResumedFrom, s.QuotaStop = "prepared", session, stop.Detail
+	s.Error, s.Exit, s.StartedAt, s.EndedAt, s.CollectedAt, s.TimedOutAfter, s.StoppedByQuota = "", nil, nil, nil, nil, 0, false
+	s.SessionID, s.OutputHashes, s.RecordHashes = "", nil, nil
+	if err := e.saveState(id, s); err != nil {
+		return nil, err
+	}
+	prompt := ""
+	if session != "" {
+		prompt = resumePrompt
+	}
+	return runWriterLocked(ctx, e, id, o, srv, session, prompt)
+}
+
+// stoppedAttempt is the folder holding the stopped attempt's stream: the record, or the next
+// attempts/NN when a resume moved it there and was stopped (a crash, kill -9) before it could
+// record the move in state.json; the next resume then finds the wall where it was put.
+func stoppedAttempt(e *Exp, id string, s *State) string {
+	rec := e.Record(id)
+	pending := filepath.Join(rec, "attempts", fmt.Sprintf("%02d", len(s.Attempts)+1))
+	if _, err := os.Lstat(filepath.Join(rec, "events.jsonl")); os.IsNotExist(err) {
+		if _, err := os.Lstat(filepath.Join(pending, "events.jsonl")); err == nil {
+			return pending
+		}
+	}
+	return rec
+}
+
+// archiveAttempt moves the stopped attempt's record aside before the next one runs: its
+// events, stderr, prompt, argv, receipt, partial draft and state, nothing deleted and nothing
+// overwritten, so the run reads as two attempts rather than one that changed its mind.
+func archiveAttempt(e *Exp, id string, s *State, reason string) (string, error) {
+	n := len(s.Attempts) + 1
+	dir := filepath.Join(e.Record(id), "attempts", fmt.Sprintf("%02d", n))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	if err := writeJSON(filepath.Join(dir, "state.json"), s); err != nil {
+		return "", err
+	}
+	for _, name := range []string{"events.jsonl", "stderr.log", "prompt.md", "launch.json", "artifacts", "response.md", "receipt.json", "transcripts"} {
+		src := filepath.Join(e.Record(id), name)
+		if _, err := os.Lstat(src); err == nil {
+			if err := os.Rename(src, filepath.Join(dir, name)); err != nil {
+				return "", err
+			}
+		}
+	}
+	h, err := treeHashes(dir)
+	if err != nil {
+		return "", err
+	}
+	s.Attempts = append(s.Attempts, Attempt{N: n, Reason: reason, Error: s.Error, Record: dir, Hashes: h})
+	return dir, nil
+}
+
+// Retry stages a fresh writer in place of a failed one: the same seat under a new id, with a
+// session of its own. The old writer stays on record.
+func Retry(e *Exp, id, newID string) (*Writer, error) {
+	if err := checkID("NEW_ID", newID); err != nil {
+		return nil, err
+	}
+	unlock, err := e.lock(id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	s, err := e.State(id)
+	if err != nil {
+		return nil, err
+	}
+	if s.alive() {
+		return nil, fmt.Errorf("writer %s: its process %d still runs; wait for it before retrying", id, s.PID)
+	}
+	if s.Status == "running" && s.EndedAt == nil {
+		return nil, fmt.Errorf("writer %s was launched and never ended on record; collect it first (tare workshop collect), which archives its draft", id)
+	}
+	if _, err := os.Lstat(e.Work(newID)); err == nil {
+		return nil, fmt.Errorf("NEW_ID %s: a writer of that id already exists; give a new id", newID)
+	}
+	if _, err := os.Lstat(e.Record(newID)); err == nil {
+		return nil, fmt.Errorf("NEW_ID %s: a writer of that id already exists; give a new id", newID)
+	}
+	h, err := treeHashes(filepath.Join(e.Root, "source"))
+	if err != nil || !h.Equal(e.Plan.InputHashes) {
+		return nil, fmt.Errorf("EXP %s: source/ changed since prepare; prepare a new experiment", e.Root)
+	}
+	w := s.Config
+	w.ID, w.RetryOf = newID, id
+	if err := prepareWriter(e.Root, e.Plan, w); err != nil {
+		_ = os.RemoveAll(e.Work(newID))
+		_ = os.RemoveAll(e.Record(newID))
+		return nil, err
+	}
+	return &w, nil
+}
+
+// Inspection is one writer as inspect tells it: enough to decide what to do next.
+type Inspection struct {
+	Status          string            `json:"status"`
+	Agent           string            `json:"agent"`
+	Model           string            `json:"model"`
+	Tier            string            `json:"tier"`
+	Mode            string            `json:"mode"`
+	RetryOf         string            `json:"retry_of,omitempty"`
+	Config          *Writer           `json:"config,omitempty"`
+	Error           string            `json:"error,omitempty"`
+	ProcessAlive    *bool             `json:"process_alive,omitempty"`
+	QuotaStop       string            `json:"quota_stop,omitempty"`
+	Resumable       bool              `json:"resumable,omitempty"`
+	ResumedFrom     string            `json:"resumed_from,omitempty"`
+	Attempts        []Attempt         `json:"attempts,omitempty"`
+	DeclaredOutputs map[string]string `json:"declared_outputs"`
+	PacketUnchanged bool              `json:"packet_unchanged"`
+	RedFlags        []string          `json:"red_flags,omitempty"`
+	Next            string            `json:"next"`
+}
+
+// Inspect tells each writer's status, whether its process lives, whether its declared
+// outputs are there (present, never how big: sizes would hand over the key before the seal),
+// whether its packet is unchanged, and what to do next.
+func Inspect(e *Exp, full bool) (map[string]any, error) {
+	out := map[string]Inspection{}
+	for _, id := range e.WriterIDs() {
+		s, err := e.State(id)
+		if err != nil {
+			return nil, err
+		}
+		in := Inspection{Status: s.Status, Agent: s.Config.Agent, Model: s.Config.Model, Tier: s.Config.Tier, Mode: s.Config.Mode,
+			RetryOf: s.Config.RetryOf, Error: s.Error, ResumedFrom: s.ResumedFrom, Attempts: s.Attempts, DeclaredOutputs: map[string]string{}}
+		if full {
+			c := s.Config
+			in.Config = &c
+		}
+		if s.PID > 0 {
+			alive := s.alive()
+			in.ProcessAlive = &alive
+		}
+		missing := map[string]bool{}
+		for _, m := range missingOutputs(e.Plan, e.Work(id)) {
+			missing[m] = true
+		}
+		for _, o := range e.Plan.Outputs {
+			in.DeclaredOutputs[o.Path] = "ok"
+			if missing[o.Path] {
+				in.DeclaredOutputs[o.Path] = "missing or undersized"
+			}
+		}
+		_, perr := e.Writer(id)
+		in.PacketUnchanged = perr == nil
+		if perr != nil {
+			in.RedFlags = append(in.RedFlags, perr.Error())
+		}
+		if s.ProbeVerdict != "" && s.ProbeVerdict != "tare: 0.00" {
+			in.RedFlags = append(in.RedFlags, "its room's probe read "+s.ProbeVerdict)
+		}
+		if stop, session := quotaStop(e, id, s); stop != nil && s.Status != "completed" {
+			in.QuotaStop, in.Resumable = stop.Detail, true
+			_ = session
+		}
+		switch {
+		case in.ProcessAlive != nil && *in.ProcessAlive:
+			in.Next = "running: wait for it (tare workshop watch)"
+		case s.Status == "running" && s.EndedAt == nil:
+			in.Next = "interrupted: its process is gone and it never ended on record (the tare that ran it was stopped); " +
+				"collect it to archive its draft, then resume it if it hit a quota wall or retry it as a new writer"
+		case s.Status == "running":
+			in.Next = "ended but not collected: collect it"
+		case s.Status == "prepared":
+			in.Next = "not run: run it"
+		case s.Status == "failed" && in.Resumable:
+			in.Next = "stopped by a provider quota wall: resume it (tare workshop resume), not retry"
+		case s.Status == "failed":
+			in.Next = "failed: read its record, then retry it as a new writer"
+		case s.Status == "completed":
+			in.Next = "completed"
+		}
+		out[id] = in
+	}
+	return map[string]any{"experiment": e.Root, "supplied_bytes": e.Plan.SuppliedBytes, "sealed": e.IsSealed(), "writers": out}, nil
+}

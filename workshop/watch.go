@@ -1,0 +1,185 @@
+package workshop
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"tare/agent"
+	"tare/config"
+	"tare/engine"
+)
+
+// RosterResult is a plan's writers, resolved as prepare would, and the ones no run could start.
+type RosterResult struct {
+	Source      string   `json:"source"`
+	Writers     []Writer `json:"writers"`
+	Found       []string `json:"found,omitempty"`
+	Unavailable []string `json:"unavailable,omitempty"`
+}
+
+// Roster lists a plan's writers; with check it finds each agent's CLI as a run would, so a
+// seat that cannot start fails here rather than halfway through an experiment.
+func Roster(planFile string, check bool, cfg *config.Config) (*RosterResult, error) {
+	p, err := ReadPlan(planFile)
+	if err != nil {
+		return nil, err
+	}
+	out := &RosterResult{Source: planFile}
+	for i, w := range p.Writers {
+		n, err := normalize(p, w, i)
+		if err != nil {
+			return nil, fmt.Errorf("plan %s: %v", planFile, err)
+		}
+		if n.ID == "" {
+			n.ID = writerDirName(n.Agent, n.Model)
+		}
+		out.Writers = append(out.Writers, n)
+		if !check {
+			continue
+		}
+		if inst, err := engine.FindWriterAgent(n.Agent, cfg); err != nil {
+			out.Unavailable = append(out.Unavailable, fmt.Sprintf("%s: %v", n.ID, err))
+		} else {
+			out.Found = append(out.Found, fmt.Sprintf("%s: %s %s", n.ID, n.Agent, inst.Version))
+		}
+	}
+	return out, nil
+}
+
+// follower is one writer's stream as watch has read it so far.
+type follower struct {
+	started string
+	offset  int64
+	done    bool
+}
+
+// Watch follows the writers: who started, which files each read and wrote, who finished.
+// Their words and sizes are withheld unless words: what a writer says while it works is the
+// draft's own voice, and either identifies a draft before the seal.
+// With once it tells what has happened so far and returns.
+func Watch(ctx context.Context, e *Exp, w io.Writer, words, once bool, poll time.Duration) error {
+	if once {
+		fmt.Fprintf(w, "the workshop at %s so far\n", e.Root)
+	} else {
+		fmt.Fprintf(w, "following the workshop at %s (interrupt to stop)\n", e.Root)
+	}
+	if !words {
+		fmt.Fprintln(w, "  the writers' words and draft sizes are withheld; --words shows them")
+	}
+	state := map[string]*follower{}
+	for {
+		for _, line := range watchOnce(e, state, words) {
+			fmt.Fprintln(w, engine.Printable(line))
+		}
+		if once {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(poll):
+		}
+	}
+}
+
+// watchOnce reads what changed since the last look.
+func watchOnce(e *Exp, seen map[string]*follower, words bool) []string {
+	var lines []string
+	for _, id := range e.WriterIDs() {
+		s, err := e.State(id)
+		if err != nil || s.StartedAt == nil {
+			continue
+		}
+		f := seen[id]
+		began := s.StartedAt.Format(time.RFC3339Nano)
+		if f == nil || f.started != began {
+			f = &follower{started: began}
+			seen[id] = f
+			lines = append(lines, fmt.Sprintf("%s  %s [%s/%s] starts writing%s", s.StartedAt.Local().Format("15:04:05"), id, s.Config.Agent, s.Config.Model, again(s)))
+		}
+		a, err := agent.ByName(s.Config.Agent)
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(e.Record(id), "events.jsonl"))
+		if err == nil && int64(len(data)) > f.offset {
+			chunk := data[f.offset:]
+			if i := bytes.LastIndexByte(chunk, '\n'); i >= 0 {
+				chunk = chunk[:i+1]
+				f.offset += int64(i + 1)
+				for _, l := range bytes.Split(chunk, []byte("\n")) {
+					if live, ok := agent.ParseLine(a, l); ok {
+						if t := liveLine(id, live, words); t != "" {
+							lines = append(lines, t)
+						}
+					}
+				}
+			}
+		}
+		if !f.done && (s.Status == "completed" || s.Status == "failed") {
+			f.done = true
+			took := ""
+			if s.EndedAt != nil {
+				took = " after " + s.EndedAt.Sub(*s.StartedAt).Round(time.Second).String()
+			}
+			switch {
+			case s.Status == "completed":
+				lines = append(lines, fmt.Sprintf("          %s finished%s", id, took))
+			case s.StoppedByQuota:
+				lines = append(lines, fmt.Sprintf("          %s stopped on a provider limit%s", id, took))
+			default:
+				lines = append(lines, fmt.Sprintf("          %s failed%s: %s", id, took, clip(s.Error, 160)))
+			}
+		}
+	}
+	return lines
+}
+
+// liveLine is one tool call of a writer: the tool and the file it names, never what it wrote.
+func liveLine(id string, l agent.Live, words bool) string {
+	switch l.Kind {
+	case agent.LiveToolStart:
+		target := l.Summary
+		if !words && (strings.ContainsAny(target, " \n<>|;") || len(target) > 120) {
+			// A command's text may carry the draft itself: only the workspace files it names.
+			target = "(command withheld)"
+			if files := namedFiles(l.Summary); len(files) > 0 {
+				target = "on " + strings.Join(files, " ") + " (command withheld)"
+			}
+		}
+		return fmt.Sprintf("          %s  %s %s", id, l.Tool, target)
+	case agent.LiveText:
+		if words && l.Summary != "" {
+			return fmt.Sprintf("          %s  says: %s", id, clip(l.Summary, 160))
+		}
+	}
+	return ""
+}
+
+// namedFiles are the workspace paths a command names outside any quotes.
+func namedFiles(cmd string) []string {
+	var out []string
+	for _, tok := range strings.Fields(cmd) {
+		if strings.ContainsAny(tok, `'"$`+"`") {
+			continue
+		}
+		if strings.HasPrefix(tok, "/work/") || strings.HasPrefix(tok, "drafts/") || strings.HasPrefix(tok, "input/") {
+			out = append(out, tok)
+		}
+	}
+	return out
+}
+
+func clip(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
