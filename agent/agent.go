@@ -264,6 +264,9 @@ const (
 	KindSettings     Kind = "settings"
 	KindLogin        Kind = "login"
 	KindEmail        Kind = "email" // where the account email lives
+	// KindEnvFile is a file of variables the agent loads into its own environment (and so
+	// its tools'): Gemini CLI's .env, whose GEMINI_SYSTEM_MD swaps in a system prompt.
+	KindEnvFile Kind = "env file"
 )
 
 // Source is one of the operator's personal files an agent reads.

@@ -18,7 +18,7 @@ func TestPlantThenPersonal(t *testing.T) {
 		"claude": {KindInstructions, KindInstructions, KindMCP, KindEmail, KindSkill, KindAgent, KindCommand},
 		"codex":  {KindInstructions, KindMCP, KindSkill, KindSkill, KindEmail},
 		"pi":     {KindInstructions, KindSkill, KindSkill},
-		"gemini": {KindInstructions, KindMCP, KindSkill, KindAgent, KindEmail},
+		"gemini": {KindInstructions, KindMCP, KindSkill, KindAgent, KindEmail, KindEnvFile},
 		"agy":    {KindInstructions, KindMCP, KindSkill, KindEmail},
 	}
 	for _, a := range All() {

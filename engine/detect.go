@@ -160,7 +160,13 @@ func detect(ev evidence, s subject) map[string][]Leak {
 		// The reading names the file and the kind, never the operator's text.
 		for _, fp := range src.Fingerprints {
 			if fp := strings.Join(strings.Fields(fp), " "); fp != "" && strings.Contains(text, fp) {
-				add(det, whatReached[src.Kind]+" reached the model", s.show(src.Path))
+				what := whatReached[src.Kind]
+				if src.Kind == agent.KindEnvFile {
+					// The env detector's other finding is a variable in the room: name the
+					// file whose variables the agent loaded, so the control says which.
+					what = "variables of " + s.show(src.Path) + " took effect in the agent: " + what
+				}
+				add(det, what+" reached the model", s.show(src.Path))
 				break
 			}
 			if det == DetEmail {
@@ -239,6 +245,7 @@ var detectorOf = map[agent.Kind]string{
 	agent.KindAgent:        DetPlugins,
 	agent.KindCommand:      DetPlugins,
 	agent.KindEmail:        DetEmail,
+	agent.KindEnvFile:      DetEnv,
 }
 
 // whatReached says what of a personal file reached the model, by its kind: the reading
@@ -250,6 +257,7 @@ var whatReached = map[agent.Kind]string{
 	agent.KindAgent:        "the subagent's name and description",
 	agent.KindCommand:      "the command's name and description",
 	agent.KindEmail:        "the account email",
+	agent.KindEnvFile:      "the system prompt its GEMINI_SYSTEM_MD names",
 }
 
 // mcpServerOf finds the subject's MCP source and server that tool t is named after: the

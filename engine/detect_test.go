@@ -218,7 +218,7 @@ func TestReadingsAreKeptPerAgentProjectAndRoom(t *testing.T) {
 // never a settings-only file (hooks, helpers, providers, keys).
 func TestTwinCopiesNoLoginAndNoSettings(t *testing.T) {
 	home := t.TempDir()
-	for _, rel := range []string{"CLAUDE.md", "settings.json", "auth.json", "config.toml"} {
+	for _, rel := range []string{"CLAUDE.md", "settings.json", "auth.json", "config.toml", ".env"} {
 		if err := os.WriteFile(home+"/"+rel, []byte("x"), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -230,6 +230,8 @@ func TestTwinCopiesNoLoginAndNoSettings(t *testing.T) {
 		{Path: home + "/auth.json", Kind: agent.KindEmail},
 		{Path: home + "/config.toml", Kind: agent.KindSettings},
 		{Path: home + "/config.toml", Kind: agent.KindMCP},
+		// Gemini CLI's .env names a system prompt by its host path, which the twin has not.
+		{Path: home + "/.env", Kind: agent.KindEnvFile},
 	}
 	var got []string
 	for _, s := range copyable(sources) {

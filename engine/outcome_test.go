@@ -126,7 +126,8 @@ func TestAgentThatDoesNotStartIsNotChecked(t *testing.T) {
 
 // TestCalibrateQuotaWallReportsNoVerdict: tare calibrate with a side whose every model call
 // hits a quota wall and a check that passes on the untouched project reports no verdict for
-// the side, with the reason, in report.txt and report.json; before, it reported 1/1.
+// the side, with the reason, in report.txt and report.json; before, it reported 1/1. Side a
+// is Codex, side b Gemini CLI (its quota wall is Gemini's RESOURCE_EXHAUSTED 429).
 func TestCalibrateQuotaWallReportsNoVerdict(t *testing.T) {
 	dir := t.TempDir()
 	project := filepath.Join(dir, "project")
@@ -134,30 +135,34 @@ func TestCalibrateQuotaWallReportsNoVerdict(t *testing.T) {
 	os.WriteFile(filepath.Join(project, "README.md"), []byte("# walled\n"), 0o644)
 	scriptPath := filepath.Join(dir, "wall.toml")
 	os.WriteFile(scriptPath, []byte("[[turn]]\ntext = \"Never answered.\"\nshell = \"echo hi > hi.txt\"\nerror = \"quota\"\n"), 0o644)
-	sides, err := ParseSides([]string{"codex"}, nil)
+	sides, err := ParseSides([]string{"codex", "gemini"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	out, report, err := Calibrate(ctx, CalibrateOptions{Prompt: "Write hi.txt.", Sides: sides, Check: "true", CheckTimeout: time.Minute,
-		Runs: 2, Jobs: 2, Project: project, Out: filepath.Join(dir, "run"), Config: testConfig(t, []string{"codex"}), Script: scriptPath})
+		Runs: 2, Jobs: 2, Project: project, Out: filepath.Join(dir, "run"), Config: testConfig(t, []string{"codex", "gemini"}), Script: scriptPath})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(report, "  a     0/0 passed · 2 no verdict (2 quota)") {
-		t.Errorf("report does not say the side has no verdict:\n%s", report)
+	for _, key := range []string{"a", "b"} {
+		if !strings.Contains(report, "  "+key+"     0/0 passed · 2 no verdict (2 quota)") {
+			t.Errorf("report does not say side %s has no verdict:\n%s", key, report)
+		}
 	}
 	if strings.Contains(report, " 2/2 ") || strings.Contains(report, " 1.00 ") {
 		t.Errorf("report counts the walled tails as passed:\n%s", report)
 	}
 	var rj RunReport
 	data, err := os.ReadFile(filepath.Join(out, ReportFile))
-	if err != nil || json.Unmarshal(data, &rj) != nil || len(rj.Sides) != 1 {
+	if err != nil || json.Unmarshal(data, &rj) != nil || len(rj.Sides) != 2 {
 		t.Fatalf("report.json: %v\n%s", err, data)
 	}
-	if s := rj.Sides[0]; s.Verdicts != 0 || s.Rate != nil || s.NoVerdict != 2 || s.NoVerdictReasons["quota"] != 2 {
-		t.Errorf("report.json side %+v, want no verdicts, no rate, 2 no verdict for quota", s)
+	for _, s := range rj.Sides {
+		if s.Verdicts != 0 || s.Rate != nil || s.NoVerdict != 2 || s.NoVerdictReasons["quota"] != 2 {
+			t.Errorf("report.json side %+v, want no verdicts, no rate, 2 no verdict for quota", s)
+		}
 	}
 }
 

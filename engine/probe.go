@@ -484,7 +484,8 @@ func copyable(sources []agent.Source) []agent.Source {
 	var out []agent.Source
 	seen := map[string]bool{}
 	for _, s := range sources {
-		if login[s.Path] || seen[s.Path] || (detectorOf[s.Kind] == "" && s.Kind != agent.KindMCP) {
+		// Nor an env file: its variables name host paths (a system prompt) the twin has not.
+		if login[s.Path] || seen[s.Path] || s.Kind == agent.KindEnvFile || (detectorOf[s.Kind] == "" && s.Kind != agent.KindMCP) {
 			continue
 		}
 		if info, err := os.Stat(s.Path); err == nil && info.Mode().IsRegular() && info.Size() < 1<<20 {

@@ -50,6 +50,12 @@ func plantOperator(t *testing.T, token string) (home, project string) {
 			t.Fatal(err)
 		}
 	}
+	// The operator trusts ~/src for Gemini CLI, as its trust dialog would record: the room's
+	// --skip-trust loads all of src/.env whether or not, but the operator's own runs too.
+	trusted := fmt.Sprintf(`{%q: "TRUST_FOLDER"}`, filepath.Join(home, "src"))
+	if err := os.WriteFile(filepath.Join(home, ".gemini", "trustedFolders.json"), []byte(trusted), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.MkdirAll(project, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +107,12 @@ func TestProbeKeepsThePlantedOperatorSetupOut(t *testing.T) {
 				if r.ControlSaw[d] == "" {
 					t.Errorf("the control twin did not show %s\n%s", d, r.Render())
 				}
+			}
+			// Gemini CLI loads the .env above the project: the control names the planted one,
+			// whose GEMINI_SYSTEM_MD put its system prompt in front of the model; the operator's
+			// (src/.env, the same mechanism in a trusted folder) stayed out of the clean room.
+			if saw := r.ControlSaw[DetEnv]; name == "gemini" && !strings.Contains(saw, "variables of ~/.env took effect") {
+				t.Errorf("the control's env detector did not name the planted ~/.env: %q\n%s", saw, r.Render())
 			}
 			for _, d := range keptOut[name] {
 				found := false
