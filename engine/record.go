@@ -291,6 +291,8 @@ type RecordOptions struct {
 	Config       *config.Config
 	// Script makes the agent talk to tare's own model server replaying it.
 	Script string
+	// Caps are --max-cost/--max-tokens for every tail of the recording, enforced at the relay.
+	Caps Caps
 	// Seed fixes the script's branch draws (0: a fresh seed, written to the recipe).
 	Seed int64
 	// scriptText and scriptName, when set, are the script itself (a swap's recipe holds it,
@@ -310,6 +312,9 @@ type RecordOptions struct {
 func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 	if o.Prompt == "" {
 		return "", nil, errors.New("give the task as PROMPT (or --prompt-file)")
+	}
+	if err := o.Caps.Check(o.Script + o.scriptText); err != nil {
+		return "", nil, err
 	}
 	if err := checkPreflight(o.Check, o.CheckOnHost, NewCheckRoom(o.Config, o.CheckOnHost), configOrigin(o.Config)); err != nil {
 		return "", nil, err
@@ -346,6 +351,9 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 		Prompt: o.Prompt, Check: o.Check, CheckTimeout: o.CheckTimeout.Seconds(), AgentTimeout: o.AgentTimeout.Seconds(),
 		Sides: []Side{o.Side}, Runs: 1, Jobs: 1, Keep: true, CheckRoom: NewCheckRoom(o.Config, o.CheckOnHost),
 		Agents: map[string]RecipeAgent{o.Side.Agent: {Version: installs[o.Side.Agent].Version, Bin: installs[o.Side.Agent].Bin, Snapshots: agent.HookKind(a)}}}
+	if o.Caps.Set() {
+		rec.Caps = &o.Caps
+	}
 	if o.scriptText != "" {
 		rec.Script, rec.ScriptText, rec.Seed = o.scriptName, o.scriptText, runSeed(o.Seed)
 	} else if o.Script != "" {
@@ -417,7 +425,9 @@ type TailOptions struct {
 	// FromNearest allows a step with no capsule of its own: the tail starts from the nearest
 	// earlier step's capsule, and says so.
 	FromNearest bool
-	Config      *config.Config
+	// Caps, when set, replace the recording's --max-cost/--max-tokens for this tail.
+	Caps   Caps
+	Config *config.Config
 	Bus         *Bus
 }
 
@@ -430,6 +440,12 @@ func Tail(ctx context.Context, o TailOptions) (TailResult, error) {
 	}
 	if recipe.Kind != "record" {
 		return TailResult{}, fmt.Errorf("%s: tare tail continues a recorded run (tare record); this is a %s run", o.Dir, recipe.Kind)
+	}
+	if err := o.Caps.Check(recipe.ScriptText); err != nil {
+		return TailResult{}, err
+	}
+	if o.Caps.Set() {
+		recipe.Caps = &o.Caps
 	}
 	if o.CheckOnHost {
 		recipe.CheckRoom = CheckRoom{OnHost: true}

@@ -63,6 +63,8 @@ type TailState struct {
 	// Judge is the built-in judge's verdict.
 	CheckUsage Usage
 	Judge      *JudgeVerdict
+	// Metered is the latest attempt's usage as tare's relay counted it (nil: not metered).
+	Metered *Metered
 	// Tools are the tail's tool calls so far (coalesced views may miss some; Calls counts all).
 	Tools []ToolCall
 	// Earlier are the attempts before the latest, oldest first.
@@ -225,6 +227,7 @@ func (s *RunState) Apply(e Event) {
 		ts.Status, ts.Reason = normalizeOutcome(f.Status, f.Reason, f.Detail)
 		ts.Detail, ts.Score, ts.Ended, ts.Calls, ts.Usage = f.Detail, f.Score, e.Time, f.Calls, f.Usage
 		ts.CheckUsage, ts.Judge = f.CheckUsage, f.Judge
+		ts.Metered = f.Metered
 	case e.Placed != nil:
 		if ts := s.Tails[e.Placed.Tail]; ts != nil {
 			p := *e.Placed

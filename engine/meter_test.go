@@ -1,0 +1,115 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"tare/demo"
+	"tare/sandbox"
+)
+
+// TestCostCapEndsTheTailOverBudget: a calibrate of the demo with a cost cap below one call's
+// price. The relay lets the first call through (nothing was spent yet), refuses the next in
+// Anthropic's error shape, and the tail ends as over budget: no verdict, left out of the
+// rate, said in the report, with the relay's count beside the agent's and the host log kept.
+func TestCostCapEndsTheTailOverBudget(t *testing.T) {
+	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sides, _ := ParseSides([]string{"claude"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	dir, report, err := Calibrate(ctx, CalibrateOptions{Prompt: demo.Task, Sides: sides, Check: demo.Check, CheckTimeout: time.Minute,
+		Runs: 1, Jobs: 1, Project: paths.Project, Out: filepath.Join(t.TempDir(), "run"), Config: testConfig(t, []string{"claude"}),
+		Script: paths.Script, Seed: 7, Caps: Caps{TailCost: 1e-9}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := Replay("run", mustJournal(t, dir)).Tails["a-0"]
+	if tl == nil || tl.Status != StatusNoVerdict || tl.Reason != ReasonOverBudget {
+		t.Fatalf("tail a-0: %+v; want no verdict, over budget\n%s", tl, report)
+	}
+	if m := tl.Metered; m == nil || m.Calls != 1 || m.Refused < 1 || m.Cost <= 0 || m.Input == 0 {
+		t.Fatalf("metered %+v: want one priced call through and the next refused", m)
+	}
+	for _, want := range []string{" 0/0 ", "1 over budget", "relay a", "over budget: the tail's cost cap", "caps      $0.0000 a tail", HostsFile} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+	reach := readHosts(t, filepath.Join(dir, "tails", "a-0", HostsFile))
+	if len(reach) == 0 || !reach[0].Allowed || !strings.HasPrefix(reach[0].Host, "127.0.0.1:") {
+		t.Errorf("host log %+v: want the relay's model address, allowed", reach)
+	}
+}
+
+// TestHostLogNamesARefusedHost: a room on a real provider (Claude's proxy allow-list) whose
+// tool tries a host off the list: the proxy refuses it and the room's host log names it,
+// refused, beside the declared host it let through.
+func TestHostLogNamesARefusedHost(t *testing.T) {
+	a, inst, cfg := mustFind(t, "claude")
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	login := filepath.Join(home, ".claude", ".credentials.json")
+	if err := os.MkdirAll(filepath.Dir(login), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(login, []byte(`{"claudeAiOauth":{"accessToken":"dummy"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	room, _, err := buildRoom(plan{agent: a, inst: inst, cfg: cfg, workspace: t.TempDir(), login: true}, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetch := []string{"http://api.anthropic.com:443/ via 127.0.0.1:4001", "http://example.org:443/ via 127.0.0.1:4001"}
+	room.Argv = append([]string{sandbox.TareBin}, sandbox.InspectOptions{Fetch: fetch, Timeout: 5 * time.Second}.Args()...)
+	log := filepath.Join(t.TempDir(), HostsFile)
+	f, err := os.Create(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out, errb strings.Builder
+	room.Stdin, room.Stdout, room.Stderr, room.HostLog = nil, &out, &errb, f
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if code, err := runRoom(ctx, room); code != 0 || err != nil {
+		t.Fatalf("inspection exited %d, %v: %s", code, err, errb.String())
+	}
+	got := map[string]bool{}
+	for _, r := range readHosts(t, log) {
+		got[r.Host] = r.Allowed
+	}
+	if allowed, ok := got["example.org:443"]; !ok || allowed {
+		t.Errorf("host log %v: want example.org:443 refused", got)
+	}
+	if allowed, ok := got["api.anthropic.com:443"]; !ok || !allowed {
+		t.Errorf("host log %v: want api.anthropic.com:443 allowed", got)
+	}
+}
+
+func readHosts(t *testing.T, path string) []sandbox.HostReach {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("host log: %v", err)
+	}
+	defer f.Close()
+	var out []sandbox.HostReach
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r sandbox.HostReach
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("host log line %q: %v", sc.Text(), err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
