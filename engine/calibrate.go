@@ -37,10 +37,10 @@ type CalibrateOptions struct {
 	Config *config.Config
 	// Script makes every side talk to tare's own model server replaying this script;
 	// empty means each agent's real provider.
-	Script     string
-	Seed       int64
+	Script string
+	Seed   int64
 	// Caps are --max-cost/--max-tokens, enforced at the relay.
-	Caps Caps
+	Caps       Caps
 	AllowDirty bool
 	// Argv is the command line, kept in the recipe.
 	Argv []string

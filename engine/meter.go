@@ -24,7 +24,9 @@ type Caps struct {
 }
 
 // Set says whether any cap is set.
-func (c Caps) Set() bool { return c.TailTokens > 0 || c.TailCost > 0 || c.RunTokens > 0 || c.RunCost > 0 }
+func (c Caps) Set() bool {
+	return c.TailTokens > 0 || c.TailCost > 0 || c.RunTokens > 0 || c.RunCost > 0
+}
 
 // Check is the one-line complaint about caps that cannot work, or nil. A real provider is
 // reached through an encrypted tunnel the relay cannot read, so it can neither meter nor

@@ -428,7 +428,7 @@ type TailOptions struct {
 	// Caps, when set, replace the recording's --max-cost/--max-tokens for this tail.
 	Caps   Caps
 	Config *config.Config
-	Bus         *Bus
+	Bus    *Bus
 }
 
 // Tail continues a recorded run from a step in a fresh room, runs the recipe's check and
