@@ -622,6 +622,7 @@ verdict (provider errors, kills) spend budget but are left out of the rates. Run
 	f.StringVar(&o.Script, "script", "", "talk to tare's own model server replaying this script")
 	f.Int64Var(&o.Seed, "seed", 0, "seed of the script's branch draws, to replay a run (default: a fresh one, in recipe.json)")
 	f.BoolVar(&o.AllowDirty, "allow-dirty", false, `run even when the reading is not "tare: 0.00"`)
+	capFlags(f, &o.Caps)
 	return cmd
 }
 

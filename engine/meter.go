@@ -161,6 +161,9 @@ func meteredLines(rec *Recipe, st *RunState) string {
 		}
 		line := fmt.Sprintf("  relay %-4s %s in, %s out, %s cache read, %s cache write in %d calls", s.Key,
 			tokens(sum.Input), tokens(sum.Output), tokens(sum.CacheRead), tokens(sum.CacheWrite), sum.Calls)
+		if sum.Calls == 1 {
+			line = strings.TrimSuffix(line, "calls") + "call"
+		}
 		if len(sum.Unpriced) > 0 {
 			line += " · cost unknown: no price for " + strings.Join(sum.Unpriced, ", ")
 		} else {
@@ -188,13 +191,13 @@ func (c Caps) String() string {
 		parts = append(parts, fmt.Sprintf("%d tokens a tail", c.TailTokens))
 	}
 	if c.TailCost > 0 {
-		parts = append(parts, fmt.Sprintf("$%.4f a tail", c.TailCost))
+		parts = append(parts, fmt.Sprintf("$%g a tail", c.TailCost))
 	}
 	if c.RunTokens > 0 {
 		parts = append(parts, fmt.Sprintf("%d tokens the run", c.RunTokens))
 	}
 	if c.RunCost > 0 {
-		parts = append(parts, fmt.Sprintf("$%.4f the run", c.RunCost))
+		parts = append(parts, fmt.Sprintf("$%g the run", c.RunCost))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"tare/demo"
+	"tare/modelserver"
 	"tare/sandbox"
 )
 
@@ -39,7 +42,7 @@ func TestCostCapEndsTheTailOverBudget(t *testing.T) {
 	if m := tl.Metered; m == nil || m.Calls != 1 || m.Refused < 1 || m.Cost <= 0 || m.Input == 0 {
 		t.Fatalf("metered %+v: want one priced call through and the next refused", m)
 	}
-	for _, want := range []string{" 0/0 ", "1 over budget", "relay a", "over budget: the tail's cost cap", "caps      $0.0000 a tail", HostsFile} {
+	for _, want := range []string{" 0/0 ", "1 over budget", "relay a", "over budget: the tail's cost cap", "caps      $1e-09 a tail", HostsFile} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}
@@ -112,4 +115,38 @@ func readHosts(t *testing.T, path string) []sandbox.HostReach {
 		out = append(out, r)
 	}
 	return out
+}
+
+// TestMeterFlagsAnAgentCountingOff: the report's flag compares the agent's own count with the
+// relay's: within 5% it stays quiet, beyond it says both figures.
+func TestMeterFlagsAnAgentCountingOff(t *testing.T) {
+	srv, err := modelserver.New(modelserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	m, err := modelserver.NewMeter(srv.Addr(), CostOf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	body := `{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[{"role":"user","content":"` + strings.Repeat("word ", 400) + `"}]}`
+	resp, err := http.Post("http://"+m.Addr()+"/v1/messages", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	rec := srv.Requests()[0]
+	own := Usage{Input: int64(rec.InputTokens), Output: int64(rec.OutputTokens)}
+	if got := metered(m, own); got.Differs != "" || got.Calls != 1 || got.Cost <= 0 {
+		t.Errorf("agent agreeing with the relay: %+v; want one priced call, no flag", got)
+	}
+	own.Input = own.Input * 110 / 100
+	if got := metered(m, own); !strings.Contains(got.Differs, "the agent counted") {
+		t.Errorf("agent 10%% off: %+v; want the difference flagged", got)
+	}
 }

@@ -73,7 +73,7 @@ func (b *Budget) spent() string {
 	case b.MaxTokens > 0 && b.tokens >= b.MaxTokens:
 		return fmt.Sprintf("the %s's token cap (%d) is spent: %d tokens used", b.Name, b.MaxTokens, b.tokens)
 	case b.MaxCost > 0 && b.cost >= b.MaxCost:
-		return fmt.Sprintf("the %s's cost cap ($%.4f) is spent: $%.4f used", b.Name, b.MaxCost, b.cost)
+		return fmt.Sprintf("the %s's cost cap ($%g) is spent: $%.4f used", b.Name, b.MaxCost, b.cost)
 	}
 	return ""
 }
