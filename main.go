@@ -674,6 +674,9 @@ capsule, which the tail then names.`,
 				outcome = "no verdict (" + res.Reason.Label() + ")"
 			}
 			fmt.Print(engine.Printable(fmt.Sprintf("tail %s from %s: %s (%s; %s)\n", res.ID, from, outcome, res.AgentExit, res.Check)))
+			if res.Metered != nil {
+				fmt.Print(engine.Printable("  " + res.Metered.Line() + "; hosts reached: " + filepath.Join(o.Dir, "tails", res.ID, engine.HostsFile) + "\n"))
+			}
 			if !res.Passed {
 				return exitError{1}
 			}

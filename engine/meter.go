@@ -201,3 +201,21 @@ func (c Caps) String() string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// Line is one tail's metered usage in a report's words, with the flag and the stop if any.
+func (m *Metered) Line() string {
+	line := fmt.Sprintf("relay counted %s in, %s out, %s cache read, %s cache write in %d model calls",
+		tokens(m.Input), tokens(m.Output), tokens(m.CacheRead), tokens(m.CacheWrite), m.Calls)
+	if len(m.Unpriced) > 0 {
+		line += " · cost unknown: no price for " + strings.Join(m.Unpriced, ", ")
+	} else {
+		line += fmt.Sprintf(" · $%.4f (tare's prices)", m.Cost)
+	}
+	if m.Differs != "" {
+		line += " · ! " + m.Differs
+	}
+	if m.OverBudget != "" {
+		line += " · over budget: " + m.OverBudget
+	}
+	return line
+}
