@@ -5,7 +5,6 @@ import (
 	"math"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"tare/modelserver"
 )
@@ -65,16 +64,28 @@ const meterTolerance = 0.05
 // through the room's relays, allowed or refused.
 const HostsFile = "hosts.jsonl"
 
-var runBudgets sync.Map // *run -> *modelserver.Budget
-
 // runBudget is the budget every tail of env's run charges.
 func (env *tailEnv) runBudget() *modelserver.Budget {
 	c := env.recipe.Caps
 	if c == nil || (c.RunTokens == 0 && c.RunCost == 0) {
 		return nil
 	}
-	b, _ := runBudgets.LoadOrStore(env.run, &modelserver.Budget{Name: "run", MaxTokens: c.RunTokens, MaxCost: c.RunCost})
-	return b.(*modelserver.Budget)
+	env.budgetOnce.Do(func() { env.budget = newRunBudget(env.run, *c) })
+	return env.budget
+}
+
+// newRunBudget is a run's budget with what its journal says its tails spent already (before
+// a resume, or in an earlier tare tail of a recording) counted against the cap.
+func newRunBudget(r *run, c Caps) *modelserver.Budget {
+	fresh := &modelserver.Budget{Name: "run", MaxTokens: c.RunTokens, MaxCost: c.RunCost}
+	for _, t := range r.snapshot().Tails {
+		for _, a := range t.Attempts() {
+			if m := a.Metered; m != nil {
+				fresh.Spend(m.Input+m.Output+m.CacheRead+m.CacheWrite, m.Cost)
+			}
+		}
+	}
+	return fresh
 }
 
 // meterFor puts a meter between a tail's room and tare's model server at upstream, charging

@@ -150,3 +150,50 @@ func TestMeterFlagsAnAgentCountingOff(t *testing.T) {
 		t.Errorf("agent 10%% off: %+v; want the difference flagged", got)
 	}
 }
+
+// TestRunCapCountsWhatTheJournalSpent: a run's cap holds across processes (tare resume, one
+// tare tail after another): the tokens the journal's finished tails were metered at count,
+// so the first call of the next tail is already refused, in the caller's dialect.
+func TestRunCapCountsWhatTheJournalSpent(t *testing.T) {
+	r, err := createRun(filepath.Join(t.TempDir(), "run"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.close()
+	spent := &Metered{Usage: Usage{Input: 40, Output: 20}, Calls: 1}
+	for _, e := range []Event{{TailStarted: &TailStarted{ID: "a-0", Side: "a"}},
+		{TailFinished: &TailFinished{ID: "a-0", Status: StatusFailed, Metered: spent}}} {
+		if err := r.emit(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv, err := modelserver.New(modelserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	call := func(c Caps) (int, string) {
+		m, err := modelserver.NewMeter(srv.Addr(), nil, newRunBudget(r, c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		resp, err := http.Post("http://"+m.Addr()+"/v1/messages", "application/json",
+			strings.NewReader(`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := call(Caps{RunTokens: 50}); code != http.StatusBadRequest || !strings.Contains(body, `"type":"error"`) || !strings.Contains(body, "run's token cap (50) is spent: 60 tokens") {
+		t.Errorf("run cap 50 after 60 spent: %d %s; want an Anthropic error naming the run's cap", code, body)
+	}
+	if code, body := call(Caps{RunTokens: 100}); code != http.StatusOK {
+		t.Errorf("run cap 100 after 60 spent: %d %s; want the call through", code, body)
+	}
+}

@@ -96,12 +96,15 @@ type Attempt struct {
 	// Queued is how long the attempt waited in a cluster's queue before it ran: between
 	// Started and Ended, but not run time.
 	Queued time.Duration
+	// Metered is the attempt's usage as tare's relay counted it (nil: not metered).
+	Metered *Metered
 }
 
 // latest is the tail's latest attempt as an Attempt.
 func (t *TailState) latest() Attempt {
 	a := Attempt{N: t.Attempt, Status: t.Status, Reason: t.Reason, Detail: t.Detail, Score: t.Score,
-		Started: t.Started, Ended: t.Ended, Calls: t.Calls, Usage: t.Usage, CheckUsage: t.CheckUsage, Judge: t.Judge}
+		Started: t.Started, Ended: t.Ended, Calls: t.Calls, Usage: t.Usage, CheckUsage: t.CheckUsage, Judge: t.Judge,
+		Metered: t.Metered}
 	if t.Place != nil {
 		a.Queued = time.Duration(t.Place.Waited * float64(time.Second))
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"tare/agent"
@@ -88,6 +89,9 @@ type tailEnv struct {
 	installs map[string]agent.Install
 	// backend runs each tail's body (nil: in this process, see backend.go).
 	backend backend
+	// budget is the run's --run-max-cost/--run-max-tokens, made once (see runBudget).
+	budget     *modelserver.Budget
+	budgetOnce sync.Once
 }
 
 // runTail runs one attempt of a tail to its outcome and records it. An error is returned only

@@ -78,6 +78,12 @@ func (b *Budget) spent() string {
 	return ""
 }
 
+// Spend counts tokens and cost spent before this meter started (earlier tails of the run, in
+// this process or another), so a run's cap holds across tare tail and tare resume.
+func (b *Budget) Spend(tokens int64, cost float64) {
+	b.charge(CallUsage{Input: tokens, Cost: cost})
+}
+
 func (b *Budget) charge(c CallUsage) {
 	if b == nil {
 		return
