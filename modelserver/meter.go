@@ -187,11 +187,15 @@ func (m *Meter) serve(w http.ResponseWriter, r *http.Request) {
 	if a == apiGemini {
 		call.Model, _, _ = geminiAction(strings.TrimRight(r.URL.Path, "/"))
 	} else if body, err := io.ReadAll(io.LimitReader(r.Body, maxBody)); err == nil {
+		// The body goes on as it came; a copy is read (gunzipped if need be) for the model,
+		// which the response names too where the request cannot be read.
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		var head struct {
 			Model string `json:"model"`
 		}
-		if r.Header.Get("Content-Encoding") == "" && json.Unmarshal(body, &head) == nil {
+		dup := r.Clone(r.Context())
+		dup.Body = io.NopCloser(bytes.NewReader(body))
+		if plain, err := readBody(dup); err == nil && json.Unmarshal(plain, &head) == nil {
 			call.Model = head.Model
 		}
 	}
@@ -305,13 +309,29 @@ func readUsage(call *CallUsage, body []byte, sse bool) {
 	var t CallUsage
 	for _, o := range objs {
 		if call.Model == "" {
-			call.Model, _ = o["model"].(string)
+			call.Model = modelIn(o)
 		}
 		for _, u := range usagesIn(o) {
 			merge(&t, usageFrom(u))
 		}
 	}
 	call.Input, call.Output, call.CacheRead, call.CacheWrite = t.Input, t.Output, t.CacheRead, t.CacheWrite
+}
+
+// modelIn is the model a response object names: at its top (Chat, a whole Messages answer),
+// in its message (Anthropic's message_start) or response (Responses' events).
+func modelIn(o map[string]any) string {
+	if m, ok := o["model"].(string); ok {
+		return m
+	}
+	for _, k := range []string{"message", "response"} {
+		if inner, ok := o[k].(map[string]any); ok {
+			if m, ok := inner["model"].(string); ok {
+				return m
+			}
+		}
+	}
+	return ""
 }
 
 // usagesIn finds the usage objects of one response object in any dialect.

@@ -60,6 +60,9 @@ func TestMeterCountsWhatTheServerSent(t *testing.T) {
 		}
 		var got CallUsage
 		for _, c := range r.m.Calls() {
+			if c.Model == "" || c.Status != 200 {
+				t.Errorf("%s: a metered call %+v names no model or did not succeed; the price needs the model", r.run.name, c)
+			}
 			got.Input, got.Output = got.Input+c.Input, got.Output+c.Output
 			got.CacheRead, got.CacheWrite = got.CacheRead+c.CacheRead, got.CacheWrite+c.CacheWrite
 		}
