@@ -88,11 +88,18 @@ func newRunBudget(r *run, c Caps) *modelserver.Budget {
 	return fresh
 }
 
-// meterFor puts a meter between a tail's room and tare's model server at upstream, charging
-// the tail's caps and the run's. It returns the address the room's relay should dial.
-func (env *tailEnv) meterFor(upstream string) (string, *modelserver.Meter, error) {
+// meterFor puts a meter between a room and tare's model server at upstream, charging, when
+// capped, the tail's caps and the run's. It returns the address the room's relay should dial.
+func (env *tailEnv) meterFor(upstream string, capped bool) (string, *modelserver.Meter, error) {
 	if upstream == "" {
 		return "", nil, nil
+	}
+	if !capped {
+		m, err := modelserver.NewMeter(upstream, CostOf)
+		if err != nil {
+			return "", nil, err
+		}
+		return m.Addr(), m, nil
 	}
 	var tail *modelserver.Budget
 	if c := env.recipe.Caps; c != nil && (c.TailTokens > 0 || c.TailCost > 0) {

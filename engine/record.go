@@ -60,6 +60,8 @@ type Recording struct {
 	Inherited []Inherited `json:"inherited,omitempty"`
 	// Events are the trail's events, for handoffs.
 	Events []agent.Event `json:"events"`
+	// Metered is the recording's usage as tare's relay counted it (on tare's model server).
+	Metered *Metered `json:"metered,omitempty"`
 	// session is the session file's content (original/session.jsonl).
 	session []byte
 }
@@ -116,10 +118,24 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 	if err != nil {
 		return nil, err
 	}
+	// Metered like every tail; the caps are the tails', not the recording's.
+	upstream, meter, err := env.meterFor(upstream, false)
+	if err != nil {
+		return nil, err
+	}
+	if meter != nil {
+		defer meter.Close()
+	}
 	room, setup, err := buildRoom(p, upstream, nil)
 	if err != nil {
 		return nil, err
 	}
+	hosts, err := os.Create(hostLog(dir))
+	if err != nil {
+		return nil, err
+	}
+	defer hosts.Close()
+	room.HostLog = hosts
 	room.Binds = append(room.Binds, sandbox.Bind{Source: env.store.Dir(), Dest: storeInRoom})
 	args := append(append(setup.args, env.cfg.Agents[a.Name()].Args...), side.Args...)
 	room.Argv = append([]string{inst.Command}, a.RunArgs(task, args)...)
@@ -173,7 +189,8 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 		return nil, err
 	}
 	rec := &Recording{Agent: a.Name(), Args: side.Args, Task: task, SessionID: res.SessionID, Exit: fmt.Sprintf("agent exit %d", code),
-		Snapshots: kind, Steps: trail.Steps, Events: trail.Events, session: session}
+		Snapshots: kind, Steps: trail.Steps, Events: trail.Events, session: session,
+		Metered: metered(meter, usageOf(runUsage(a, res, nil, filepath.Join(dir, "session"))))}
 	if rec.Capsules, rec.Inherited, err = stepCapsules(env.store, start, trail.Steps); err != nil {
 		return nil, err
 	}
@@ -404,6 +421,9 @@ func finishRecord(r *run, rec *Recipe, recording *Recording) (string, error) {
 	}
 	report := Printable(fmt.Sprintf("tare record · %s\n  task      %s\n  agent     %s (%s; capsules from %s)\n%s  steps     %d\n%s",
 		rec.Project, rec.Prompt, sideLabel(rec.Sides[0]), recording.Exit, recording.Snapshots, check, len(recording.Steps), stepSummary(recording)))
+	if m := recording.Metered; m != nil {
+		report += Printable("  metered   "+m.Line()+"\n") + "  hosts     each room's reach, allowed or refused: original/" + HostsFile + ", tails/<id>/" + HostsFile + "\n"
+	}
 	if err := capsule.WriteFileAtomic(filepath.Join(r.dir, "report.txt"), []byte(report), 0o644); err != nil {
 		return "", err
 	}

@@ -183,7 +183,7 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	if err != nil {
 		return notStarted(err.Error())
 	}
-	upstream, meter, err := env.meterFor(upstream)
+	upstream, meter, err := env.meterFor(upstream, true)
 	if err != nil {
 		return notStarted(err.Error())
 	}
