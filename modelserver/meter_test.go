@@ -2,6 +2,7 @@ package modelserver
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -69,5 +70,52 @@ func TestMeterCountsWhatTheServerSent(t *testing.T) {
 		if calls < 2 || got != own || len(r.m.Calls()) != calls {
 			t.Errorf("%s: meter counted %d calls %+v; the server answered %d calls with %+v", r.run.name, len(r.m.Calls()), got, calls, own)
 		}
+	}
+}
+
+// TestMeterCapStopsEveryAgent: with a token cap the first call spends, every CLI gets its
+// second call refused in its own dialect, reports the error and stops: no third call comes,
+// and none of the refused ones reached the server.
+func TestMeterCapStopsEveryAgent(t *testing.T) {
+	sc, err := LoadScript(filepath.Join("testdata", "two-turns.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := startServer(t, Options{Script: sc, Seed: 1})
+	for _, name := range []string{"claude", "codex", "pi", "gemini"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			addr, err := srv.Stream(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := NewMeter(addr, nil, &Budget{Name: "tail", MaxTokens: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			url := "http://" + m.Addr()
+			r := map[string]cliRun{
+				"claude": claudeRun(agentBin(t, "claude"), url, "-p", cliPrompt),
+				"codex":  codexRun(agentBin(t, "codex"), url, cliPrompt),
+				"pi":     piRun(agentBin(t, "pi"), url, "tare-chat", "-p", cliPrompt),
+				"gemini": geminiRun(agentBin(t, "gemini"), url, "-p", cliPrompt),
+			}[name]
+			stdout, stderr, _ := newAgentHome(t, r).exec(t, name, r.bin, r.args...)
+			through, refused := 0, 0
+			for _, c := range m.Calls() {
+				if c.OverBudget {
+					refused++
+				} else {
+					through++
+				}
+			}
+			if through != 1 || refused < 1 || m.OverBudget() == "" {
+				t.Errorf("%s: %d calls through, %d refused; want 1 through and the next refused", name, through, refused)
+			}
+			if !strings.Contains(stdout+stderr, "over budget") {
+				t.Errorf("%s did not report the refusal:\nstdout: %s\nstderr: %s", name, tail(stdout, 2000), tail(stderr, 2000))
+			}
+		})
 	}
 }
