@@ -33,11 +33,11 @@ func (c Caps) Set() bool {
 func (c Caps) Check(script string) error {
 	for _, v := range []float64{float64(c.TailTokens), c.TailCost, float64(c.RunTokens), c.RunCost} {
 		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("--max-cost/--max-tokens: %v is not a cap; give a positive number (0: no cap)", v)
+			return fmt.Errorf("--max-cost/--max-tokens: %v is not a cap; fix: give a positive number (0: no cap)", v)
 		}
 	}
 	if c.Set() && script == "" {
-		return fmt.Errorf("--max-cost/--max-tokens: caps are enforced at tare's model server relay, and a real provider is reached through a TLS tunnel the relay cannot read; add --script FILE, or drop the cap")
+		return fmt.Errorf("--max-cost/--max-tokens: caps are enforced at tare's model server relay, and a real provider is reached through a TLS tunnel the relay cannot read; fix: add --script FILE, or drop the cap")
 	}
 	return nil
 }
