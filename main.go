@@ -363,6 +363,7 @@ its 5% error) or --max-runs per side have started; the report says when it stopp
 	f.Int64Var(&o.Seed, "seed", 0, "seed of the script's branch draws, to replay a run (default: a fresh one, shown in the report)")
 	f.BoolVar(&o.AllowDirty, "allow-dirty", false, `run even when a reading is not "tare: 0.00"`)
 	f.StringVar(&o.On, "on", engine.OnLocal, "where the tails run: local (this machine) or slurm (one sbatch job per tail, as config [cluster] says)")
+	capFlags(cmd, &o.Caps)
 	f.BoolVar(&o.UntilSeparated, "until-separated", false, "two sides: start runs in pairs until their pass rates are separated at 95% (anytime-valid test by betting) or --max-runs")
 	f.IntVar(&o.MaxRuns, "max-runs", 100, "with --until-separated: the most runs started per side")
 	return cmd
@@ -534,6 +535,7 @@ continues it from any step in a fresh room, natively or by handoff to any agent.
 	f.StringVar(&o.Out, "out", "", "run directory (default $XDG_STATE_HOME/tare/record/<project>-<time>)")
 	f.StringVar(&o.Script, "script", "", "talk to tare's own model server replaying this script")
 	f.BoolVar(&o.AllowDirty, "allow-dirty", false, `run even when the reading is not "tare: 0.00"`)
+	capFlags(cmd, &o.Caps)
 	return cmd
 }
 
@@ -620,6 +622,7 @@ verdict (provider errors, kills) spend budget but are left out of the rates. Run
 	f.StringVar(&o.Script, "script", "", "talk to tare's own model server replaying this script")
 	f.Int64Var(&o.Seed, "seed", 0, "seed of the script's branch draws, to replay a run (default: a fresh one, in recipe.json)")
 	f.BoolVar(&o.AllowDirty, "allow-dirty", false, `run even when the reading is not "tare: 0.00"`)
+	capFlags(cmd, &o.Caps)
 	return cmd
 }
 
@@ -671,6 +674,9 @@ capsule, which the tail then names.`,
 				outcome = "no verdict (" + res.Reason.Label() + ")"
 			}
 			fmt.Print(engine.Printable(fmt.Sprintf("tail %s from %s: %s (%s; %s)\n", res.ID, from, outcome, res.AgentExit, res.Check)))
+			if res.Metered != nil {
+				fmt.Print(engine.Printable("  " + res.Metered.Line() + "; hosts reached: " + filepath.Join(o.Dir, "tails", res.ID, engine.HostsFile) + "\n"))
+			}
 			if !res.Passed {
 				return exitError{1}
 			}
@@ -681,6 +687,7 @@ capsule, which the tail then names.`,
 	cmd.Flags().StringVar(&handoff, "handoff", "", `continue by handoff to this agent, e.g. "codex"`)
 	checkOnHostFlag(cmd, &o.CheckOnHost)
 	cmd.Flags().BoolVar(&o.FromNearest, "from-nearest", false, "for a step with no capsule of its own, start from the nearest earlier one")
+	capFlags(cmd, &o.Caps)
 	return cmd
 }
 

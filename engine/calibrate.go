@@ -37,8 +37,10 @@ type CalibrateOptions struct {
 	Config *config.Config
 	// Script makes every side talk to tare's own model server replaying this script;
 	// empty means each agent's real provider.
-	Script     string
-	Seed       int64
+	Script string
+	Seed   int64
+	// Caps are --max-cost/--max-tokens, enforced at the relay.
+	Caps       Caps
 	AllowDirty bool
 	// Argv is the command line, kept in the recipe.
 	Argv []string
@@ -105,6 +107,9 @@ func Calibrate(ctx context.Context, o CalibrateOptions) (dir, report string, err
 	if err := o.validate(); err != nil {
 		return "", "", err
 	}
+	if err := o.Caps.Check(o.Script); err != nil {
+		return "", "", err
+	}
 	dir = o.Out
 	if dir == "" {
 		dir = FreeRunDir(filepath.Join(o.Config.StateDir, "calibrate"), o.Project, time.Now())
@@ -131,6 +136,9 @@ func Calibrate(ctx context.Context, o CalibrateOptions) (dir, report string, err
 		Prompt: o.Prompt, Check: o.Check, CheckTimeout: o.CheckTimeout.Seconds(), AgentTimeout: o.AgentTimeout.Seconds(),
 		Sides: o.Sides, Agents: map[string]RecipeAgent{}, Runs: o.Runs, Jobs: o.Jobs, Keep: o.Keep || o.Check == "", Seed: o.Seed,
 		CheckRoom: NewCheckRoom(o.Config, o.CheckOnHost), On: onRecipe(o.On),
+	}
+	if o.Caps.Set() {
+		rec.Caps = &o.Caps
 	}
 	if o.UntilSeparated {
 		rec.Separate = &separateSettings{MaxRuns: o.MaxRuns}

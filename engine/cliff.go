@@ -111,6 +111,9 @@ func Cliff(ctx context.Context, o CliffOptions) (string, *CliffResult, error) {
 		return "", nil, err
 	}
 	dir := o.Run
+	if dir != "" && o.Caps.Set() {
+		return "", nil, fmt.Errorf("--max-cost/--max-tokens with --run %s: the caps are the recording's (tare record --max-cost); drop them here", dir)
+	}
 	if dir == "" {
 		if o.Check == "" {
 			return "", nil, errors.New("--check: cliff needs a check that scores a workspace (exit 0 passes)")

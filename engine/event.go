@@ -155,6 +155,8 @@ type TailFinished struct {
 	// never in it. Judge is the built-in judge's verdict.
 	CheckUsage Usage         `json:"check_usage,omitzero"`
 	Judge      *JudgeVerdict `json:"judge,omitempty"`
+	// Metered is the usage tare's relay counted, beside the agent's own Usage.
+	Metered *Metered `json:"metered,omitempty"`
 }
 
 // Probed records a probe's reading before a run uses a room.

@@ -43,6 +43,9 @@ const (
 	// ReasonCheckError: the check could not run (its room did not start), so nothing was
 	// said of the workspace.
 	ReasonCheckError Reason = "check-error"
+	// ReasonOverBudget: the relay refused a model call because the tail's or the run's
+	// --max-cost/--max-tokens was spent; what the agent would have done next is unknown.
+	ReasonOverBudget Reason = "over-budget"
 )
 
 // Label is the reason in a report's words.
@@ -54,6 +57,8 @@ func (r Reason) Label() string {
 		return "timed out before output"
 	case ReasonCheckError:
 		return "check could not run"
+	case ReasonOverBudget:
+		return "over budget"
 	case "":
 		return "unknown"
 	}
@@ -76,6 +81,8 @@ type agentEnd struct {
 	timedOut bool
 	// stop is set when the provider ended the run.
 	stop *agent.ProviderStop
+	// overBudget: the relay refused a call over the tail's or the run's cap.
+	overBudget bool
 }
 
 // withoutVerdict says whether a tail whose agent ended so can have no verdict, and why: the
@@ -86,6 +93,8 @@ func withoutVerdict(end agentEnd, killed bool) (Reason, bool) {
 		return ReasonKilled, true
 	case !end.started:
 		return ReasonNotStarted, true
+	case end.overBudget:
+		return ReasonOverBudget, true
 	case end.stop != nil:
 		return Reason(end.stop.Kind), true
 	case end.timedOut && !end.produced:

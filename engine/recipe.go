@@ -47,6 +47,8 @@ type Recipe struct {
 	Script     string `json:"script,omitempty"`
 	ScriptText string `json:"script_text,omitempty"`
 	Seed       int64  `json:"seed"`
+	// Caps are the run's --max-cost/--max-tokens, enforced at the relay (nil: none).
+	Caps *Caps `json:"caps,omitempty"`
 	// On is the backend the tails ran through ("slurm"; empty: this machine), so a resume
 	// sends the rest of them the same way.
 	On string `json:"on,omitempty"`

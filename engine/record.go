@@ -60,6 +60,8 @@ type Recording struct {
 	Inherited []Inherited `json:"inherited,omitempty"`
 	// Events are the trail's events, for handoffs.
 	Events []agent.Event `json:"events"`
+	// Metered is the recording's usage as tare's relay counted it (on tare's model server).
+	Metered *Metered `json:"metered,omitempty"`
 	// session is the session file's content (original/session.jsonl).
 	session []byte
 }
@@ -116,10 +118,24 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 	if err != nil {
 		return nil, err
 	}
+	// Metered like every tail; the caps are the tails', not the recording's.
+	upstream, meter, err := env.meterFor(upstream, false)
+	if err != nil {
+		return nil, err
+	}
+	if meter != nil {
+		defer meter.Close()
+	}
 	room, setup, err := buildRoom(p, upstream, nil)
 	if err != nil {
 		return nil, err
 	}
+	hosts, err := os.Create(hostLog(dir))
+	if err != nil {
+		return nil, err
+	}
+	defer hosts.Close()
+	room.HostLog = hosts
 	room.Binds = append(room.Binds, sandbox.Bind{Source: env.store.Dir(), Dest: storeInRoom})
 	args := append(append(setup.args, env.cfg.Agents[a.Name()].Args...), side.Args...)
 	room.Argv = append([]string{inst.Command}, a.RunArgs(task, args)...)
@@ -173,7 +189,8 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 		return nil, err
 	}
 	rec := &Recording{Agent: a.Name(), Args: side.Args, Task: task, SessionID: res.SessionID, Exit: fmt.Sprintf("agent exit %d", code),
-		Snapshots: kind, Steps: trail.Steps, Events: trail.Events, session: session}
+		Snapshots: kind, Steps: trail.Steps, Events: trail.Events, session: session,
+		Metered: metered(meter, usageOf(runUsage(a, res, nil, filepath.Join(dir, "session"))))}
 	if rec.Capsules, rec.Inherited, err = stepCapsules(env.store, start, trail.Steps); err != nil {
 		return nil, err
 	}
@@ -291,6 +308,8 @@ type RecordOptions struct {
 	Config       *config.Config
 	// Script makes the agent talk to tare's own model server replaying it.
 	Script string
+	// Caps are --max-cost/--max-tokens for every tail of the recording, enforced at the relay.
+	Caps Caps
 	// Seed fixes the script's branch draws (0: a fresh seed, written to the recipe).
 	Seed int64
 	// scriptText and scriptName, when set, are the script itself (a swap's recipe holds it,
@@ -310,6 +329,9 @@ type RecordOptions struct {
 func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 	if o.Prompt == "" {
 		return "", nil, errors.New("give the task as PROMPT (or --prompt-file)")
+	}
+	if err := o.Caps.Check(o.Script + o.scriptText); err != nil {
+		return "", nil, err
 	}
 	if err := checkPreflight(o.Check, o.CheckOnHost, NewCheckRoom(o.Config, o.CheckOnHost), configOrigin(o.Config)); err != nil {
 		return "", nil, err
@@ -346,6 +368,9 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 		Prompt: o.Prompt, Check: o.Check, CheckTimeout: o.CheckTimeout.Seconds(), AgentTimeout: o.AgentTimeout.Seconds(),
 		Sides: []Side{o.Side}, Runs: 1, Jobs: 1, Keep: true, CheckRoom: NewCheckRoom(o.Config, o.CheckOnHost),
 		Agents: map[string]RecipeAgent{o.Side.Agent: {Version: installs[o.Side.Agent].Version, Bin: installs[o.Side.Agent].Bin, Snapshots: agent.HookKind(a)}}}
+	if o.Caps.Set() {
+		rec.Caps = &o.Caps
+	}
 	if o.scriptText != "" {
 		rec.Script, rec.ScriptText, rec.Seed = o.scriptName, o.scriptText, runSeed(o.Seed)
 	} else if o.Script != "" {
@@ -396,6 +421,9 @@ func finishRecord(r *run, rec *Recipe, recording *Recording) (string, error) {
 	}
 	report := Printable(fmt.Sprintf("tare record · %s\n  task      %s\n  agent     %s (%s; capsules from %s)\n%s  steps     %d\n%s",
 		rec.Project, rec.Prompt, sideLabel(rec.Sides[0]), recording.Exit, recording.Snapshots, check, len(recording.Steps), stepSummary(recording)))
+	if m := recording.Metered; m != nil {
+		report += Printable("  metered   "+m.Line()+"\n") + "  hosts     each room's reach, allowed or refused: original/" + HostsFile + ", tails/<id>/" + HostsFile + "\n"
+	}
 	if err := capsule.WriteFileAtomic(filepath.Join(r.dir, "report.txt"), []byte(report), 0o644); err != nil {
 		return "", err
 	}
@@ -417,8 +445,10 @@ type TailOptions struct {
 	// FromNearest allows a step with no capsule of its own: the tail starts from the nearest
 	// earlier step's capsule, and says so.
 	FromNearest bool
-	Config      *config.Config
-	Bus         *Bus
+	// Caps, when set, replace the recording's --max-cost/--max-tokens for this tail.
+	Caps   Caps
+	Config *config.Config
+	Bus    *Bus
 }
 
 // Tail continues a recorded run from a step in a fresh room, runs the recipe's check and
@@ -430,6 +460,12 @@ func Tail(ctx context.Context, o TailOptions) (TailResult, error) {
 	}
 	if recipe.Kind != "record" {
 		return TailResult{}, fmt.Errorf("%s: tare tail continues a recorded run (tare record); this is a %s run", o.Dir, recipe.Kind)
+	}
+	if err := o.Caps.Check(recipe.ScriptText); err != nil {
+		return TailResult{}, err
+	}
+	if o.Caps.Set() {
+		recipe.Caps = &o.Caps
 	}
 	if o.CheckOnHost {
 		recipe.CheckRoom = CheckRoom{OnHost: true}

@@ -90,6 +90,10 @@ func TestRecordThenTailNativelyAndByHandoff(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// Every model call passed the relay's meter, and the agent's own count agrees with it.
+			if m := rec.Metered; m == nil || m.Calls < 5 || m.Differs != "" {
+				t.Errorf("the recording's relay count %+v: want every call metered, the agent's count within 5%%", m)
+			}
 			if len(rec.Steps) != 5 || len(rec.Capsules) != 6 {
 				t.Fatalf("%d steps and %d capsules, want 5 and 6 (snapshots: %s)", len(rec.Steps), len(rec.Capsules), rec.Snapshots)
 			}
@@ -120,6 +124,9 @@ func TestRecordThenTailNativelyAndByHandoff(t *testing.T) {
 				tl := env.run.snapshot().Tails[spec.ID]
 				if tl == nil || tl.Status != "passed" {
 					t.Errorf("%s tail from step 2: %+v, want passed", how, tl)
+				}
+				if m := tl.Metered; m == nil || m.Calls == 0 || m.Differs != "" || m.Input != tl.Usage.Input {
+					t.Errorf("%s tail's relay count %+v beside the agent's %+v: want them equal", how, m, tl.Usage)
 				}
 				if how == "native" {
 					checkOwnUsage(t, env, name, spec.ID)

@@ -88,6 +88,7 @@ func calibrateText(rec *Recipe, st *RunState) string {
 		b.WriteString(usageLine(s.Key, tallies[i].Usage, rec.Script != "") + "\n")
 	}
 	b.WriteString(checkUsageLines(rec, tallies))
+	b.WriteString(meteredLines(rec, st))
 	if rec.Separate != nil {
 		b.WriteString(separationText(rec, st))
 	}

@@ -63,6 +63,8 @@ type TailState struct {
 	// Judge is the built-in judge's verdict.
 	CheckUsage Usage
 	Judge      *JudgeVerdict
+	// Metered is the latest attempt's usage as tare's relay counted it (nil: not metered).
+	Metered *Metered
 	// Tools are the tail's tool calls so far (coalesced views may miss some; Calls counts all).
 	Tools []ToolCall
 	// Earlier are the attempts before the latest, oldest first.
@@ -94,12 +96,15 @@ type Attempt struct {
 	// Queued is how long the attempt waited in a cluster's queue before it ran: between
 	// Started and Ended, but not run time.
 	Queued time.Duration
+	// Metered is the attempt's usage as tare's relay counted it (nil: not metered).
+	Metered *Metered
 }
 
 // latest is the tail's latest attempt as an Attempt.
 func (t *TailState) latest() Attempt {
 	a := Attempt{N: t.Attempt, Status: t.Status, Reason: t.Reason, Detail: t.Detail, Score: t.Score,
-		Started: t.Started, Ended: t.Ended, Calls: t.Calls, Usage: t.Usage, CheckUsage: t.CheckUsage, Judge: t.Judge}
+		Started: t.Started, Ended: t.Ended, Calls: t.Calls, Usage: t.Usage, CheckUsage: t.CheckUsage, Judge: t.Judge,
+		Metered: t.Metered}
 	if t.Place != nil {
 		a.Queued = time.Duration(t.Place.Waited * float64(time.Second))
 	}
@@ -225,6 +230,7 @@ func (s *RunState) Apply(e Event) {
 		ts.Status, ts.Reason = normalizeOutcome(f.Status, f.Reason, f.Detail)
 		ts.Detail, ts.Score, ts.Ended, ts.Calls, ts.Usage = f.Detail, f.Score, e.Time, f.Calls, f.Usage
 		ts.CheckUsage, ts.Judge = f.CheckUsage, f.Judge
+		ts.Metered = f.Metered
 	case e.Placed != nil:
 		if ts := s.Tails[e.Placed.Tail]; ts != nil {
 			p := *e.Placed

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"tare/agent"
@@ -66,13 +67,15 @@ type TailResult struct {
 	// CheckUsage is what the check spent (the built-in judge's agent), never the agent's.
 	CheckUsage Usage         `json:"check_usage,omitzero"`
 	Judge      *JudgeVerdict `json:"judge,omitempty"`
+	// Metered is the usage tare's relay counted call by call (on tare's model server).
+	Metered *Metered `json:"metered,omitempty"`
 }
 
 // finished is the journal's event for a tail with this result.
 func (res TailResult) finished() *TailFinished {
 	return &TailFinished{ID: res.ID, Passed: res.Passed, Status: res.Status, Reason: res.Reason, Attempt: res.Attempt,
 		Detail: res.AgentExit + "; " + res.Check, Score: res.Score, Seconds: res.Seconds, Calls: res.Calls, Usage: res.Usage,
-		CheckUsage: res.CheckUsage, Judge: res.Judge}
+		CheckUsage: res.CheckUsage, Judge: res.Judge, Metered: res.Metered}
 }
 
 // tailEnv is what every tail of a run shares.
@@ -86,6 +89,9 @@ type tailEnv struct {
 	installs map[string]agent.Install
 	// backend runs each tail's body (nil: in this process, see backend.go).
 	backend backend
+	// budget is the run's --run-max-cost/--run-max-tokens, made once (see runBudget).
+	budget     *modelserver.Budget
+	budgetOnce sync.Once
 }
 
 // runTail runs one attempt of a tail to its outcome and records it. An error is returned only
@@ -177,10 +183,23 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	if err != nil {
 		return notStarted(err.Error())
 	}
+	upstream, meter, err := env.meterFor(upstream, true)
+	if err != nil {
+		return notStarted(err.Error())
+	}
+	if meter != nil {
+		defer meter.Close()
+	}
 	room, setup, err := buildRoom(p, upstream, nil)
 	if err != nil {
 		return notStarted(err.Error())
 	}
+	hosts, err := os.Create(hostLog(dir))
+	if err != nil {
+		return notStarted(err.Error())
+	}
+	defer hosts.Close()
+	room.HostLog = hosts
 	args := append(append(setup.args, env.cfg.Agents[a.Name()].Args...), spec.Side.Args...)
 	if spec.How == "native" {
 		room.Argv = append([]string{inst.Command}, a.ResumeArgs(spec.SessionID, spec.Prompt, args)...)
@@ -228,6 +247,10 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	if stop, ok := agent.ProviderStopped(a, out, errOut); ok && end.started {
 		end.stop = &stop
 		ran = fmt.Sprintf("ended by the provider (%s): %s", stop.Kind, clip(stop.Detail, 120))
+	}
+	if res.Metered = metered(meter, res.Usage); res.Metered != nil && res.Metered.OverBudget != "" && end.started {
+		end.overBudget = true
+		ran = fmt.Sprintf("over budget after %d model calls: %s", res.Metered.Calls, res.Metered.OverBudget)
 	}
 	killed := errors.Is(context.Cause(ctx), errKilled)
 	if killed {

@@ -44,6 +44,10 @@ type Request struct {
 	// Note explains an unusual outcome (an action that could not be mapped,
 	// a body that could not be read).
 	Note string `json:"note,omitempty"`
+	// InputTokens and OutputTokens are the usage the server put in its answer: its own count,
+	// which a meter on the relay must agree with.
+	InputTokens  int `json:"input_tokens,omitempty"`
+	OutputTokens int `json:"output_tokens,omitempty"`
 	// Script is the base name of the script file in script mode.
 	Script string `json:"script,omitempty"`
 }

@@ -433,6 +433,7 @@ func (s *Server) answer(w *statusWriter, r *http.Request, rec *Request, c *convo
 	if m.model == "" {
 		m.model = "tare-model"
 	}
+	rec.InputTokens, rec.OutputTokens = m.in, m.out
 	if c.stream {
 		m.stream(w)
 	} else {

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -32,6 +33,28 @@ type hostRelays struct {
 	closed  bool
 	refused []string
 	wg      sync.WaitGroup
+	hosts   io.Writer // Room.HostLog
+}
+
+// HostReach is one line of a room's host log: a host the room tried to reach, and whether
+// its relay let it through.
+type HostReach struct {
+	Time    time.Time `json:"time"`
+	Host    string    `json:"host"`
+	Allowed bool      `json:"allowed"`
+	// Via is the relay's port in the room.
+	Via int `json:"via"`
+}
+
+// reach writes one line of the host log.
+func (h *hostRelays) reach(rl Relay, host string, allowed bool) {
+	if h.hosts == nil {
+		return
+	}
+	line, _ := json.Marshal(HostReach{Time: time.Now().UTC(), Host: host, Allowed: allowed, Via: rl.Port})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, _ = h.hosts.Write(append(line, '\n'))
 }
 
 // listenRelays binds every relay's socket before bwrap starts, so the room
@@ -128,6 +151,7 @@ func (h *hostRelays) refusedList() []string {
 }
 
 func (h *hostRelays) forward(c net.Conn, rl Relay) {
+	h.reach(rl, rl.Upstream, true)
 	up, err := net.DialTimeout("tcp", rl.Upstream, dialTimeout)
 	if err != nil {
 		h.logf("tare relay :%d: dial %s: %v", rl.Port, rl.Upstream, err)
@@ -151,6 +175,7 @@ func (h *hostRelays) proxy(c net.Conn, rl Relay) {
 	if req.Method != http.MethodConnect {
 		h.logf("tare relay :%d: refused plain-HTTP %s %s: only CONNECT to %s is allowed", rl.Port, req.Method, req.URL, strings.Join(rl.Allow, ", "))
 		h.note(req.Method + " " + req.URL.String())
+		h.reach(rl, req.Host, false)
 		respond(c, http.StatusForbidden, "tare: plain-HTTP proxying is refused; use CONNECT to an allowed host:port\n")
 		return
 	}
@@ -158,9 +183,11 @@ func (h *hostRelays) proxy(c net.Conn, rl Relay) {
 	if !allowed(rl.Allow, target) {
 		h.logf("tare relay :%d: refused CONNECT %s: not in the allow-list (%s)", rl.Port, target, strings.Join(rl.Allow, ", "))
 		h.note(target)
+		h.reach(rl, target, false)
 		respond(c, http.StatusForbidden, "tare: "+target+" is not in this room's allow-list\n")
 		return
 	}
+	h.reach(rl, target, true)
 	up, err := net.DialTimeout("tcp", target, dialTimeout)
 	if err != nil {
 		h.logf("tare relay :%d: CONNECT %s: %v", rl.Port, target, err)

@@ -138,6 +138,10 @@ type Room struct {
 	TempDir string        // host folder for the room's temp folder ("" = os.TempDir())
 	Grace   time.Duration // between SIGTERM and SIGKILL when the context ends (0 = 3s)
 	Log     io.Writer     // host relay log lines (refused CONNECTs, dial failures); nil = discarded
+	// HostLog receives one JSON line per host the room tried to reach through its relays
+	// (HostReach): every CONNECT, allowed or refused, and each connection to a relay's
+	// Upstream. nil = not kept.
+	HostLog io.Writer
 	// Helper is the host path of tare-room, bound at HelperBin: the room's relay runs from
 	// it, which starts in a fraction of tare's time. Start defaults it to FindHelper();
 	// without one the relay runs from TareBin.

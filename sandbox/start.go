@@ -133,6 +133,7 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.relays.hosts = r.HostLog
 	for _, d := range []struct {
 		name string
 		data []byte

@@ -1,0 +1,239 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+
+	"tare/modelserver"
+)
+
+// Caps bound what a tail, and a whole run, may spend on model calls. The relay's meter
+// enforces them: once a cap is spent, the next call is answered with an error in the agent's
+// own dialect, the agent reports it, and the tail ends as over budget. Zero is no cap.
+type Caps struct {
+	// TailTokens and TailCost cap each tail attempt (every token counts; cost in USD on tare's
+	// price table).
+	TailTokens int64   `json:"tail_tokens,omitempty"`
+	TailCost   float64 `json:"tail_cost,omitempty"`
+	// RunTokens and RunCost cap all tails of the run together.
+	RunTokens int64   `json:"run_tokens,omitempty"`
+	RunCost   float64 `json:"run_cost,omitempty"`
+}
+
+// Set says whether any cap is set.
+func (c Caps) Set() bool {
+	return c.TailTokens > 0 || c.TailCost > 0 || c.RunTokens > 0 || c.RunCost > 0
+}
+
+// Check is the one-line complaint about caps that cannot work, or nil. A real provider is
+// reached through an encrypted tunnel the relay cannot read, so it can neither meter nor
+// refuse a call there: caps need tare's model server (--script).
+func (c Caps) Check(script string) error {
+	for _, v := range []float64{float64(c.TailTokens), c.TailCost, float64(c.RunTokens), c.RunCost} {
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("--max-cost/--max-tokens: %v is not a cap; fix: give a positive number (0: no cap)", v)
+		}
+	}
+	if c.Set() && script == "" {
+		return fmt.Errorf("--max-cost/--max-tokens: caps are enforced at tare's model server relay, and a real provider is reached through a TLS tunnel the relay cannot read; fix: add --script FILE, or drop the cap")
+	}
+	return nil
+}
+
+// Metered is a tail's usage as the relay counted it, call by call, beside the agent's own.
+type Metered struct {
+	Usage
+	// Calls is the number of model calls the relay saw.
+	Calls int `json:"calls"`
+	// Refused is the number of calls the relay answered with an over-budget error.
+	Refused int `json:"refused,omitempty"`
+	// OverBudget is why the relay stopped the agent ("" when it did not).
+	OverBudget string `json:"over_budget,omitempty"`
+	// Differs is set when the agent's own count differs from the relay's by more than
+	// meterTolerance: one of the two is wrong, and the report says so.
+	Differs string `json:"differs,omitempty"`
+}
+
+// meterTolerance is how far (relative) an agent's own token count may stray from the relay's
+// before the report flags it.
+const meterTolerance = 0.05
+
+// HostsFile is the per-tail log, beside result.json, of every host the agent tried to reach
+// through the room's relays, allowed or refused.
+const HostsFile = "hosts.jsonl"
+
+// runBudget is the budget every tail of env's run charges.
+func (env *tailEnv) runBudget() *modelserver.Budget {
+	c := env.recipe.Caps
+	if c == nil || (c.RunTokens == 0 && c.RunCost == 0) {
+		return nil
+	}
+	env.budgetOnce.Do(func() { env.budget = newRunBudget(env.run, *c) })
+	return env.budget
+}
+
+// newRunBudget is a run's budget with what its journal says its tails spent already (before
+// a resume, or in an earlier tare tail of a recording) counted against the cap.
+func newRunBudget(r *run, c Caps) *modelserver.Budget {
+	fresh := &modelserver.Budget{Name: "run", MaxTokens: c.RunTokens, MaxCost: c.RunCost}
+	for _, t := range r.snapshot().Tails {
+		for _, a := range t.Attempts() {
+			if m := a.Metered; m != nil {
+				fresh.Spend(m.Input+m.Output+m.CacheRead+m.CacheWrite, m.Cost)
+			}
+		}
+	}
+	return fresh
+}
+
+// meterFor puts a meter between a room and tare's model server at upstream, charging, when
+// capped, the tail's caps and the run's. It returns the address the room's relay should dial.
+func (env *tailEnv) meterFor(upstream string, capped bool) (string, *modelserver.Meter, error) {
+	if upstream == "" {
+		return "", nil, nil
+	}
+	if !capped {
+		m, err := modelserver.NewMeter(upstream, CostOf)
+		if err != nil {
+			return "", nil, err
+		}
+		return m.Addr(), m, nil
+	}
+	var tail *modelserver.Budget
+	if c := env.recipe.Caps; c != nil && (c.TailTokens > 0 || c.TailCost > 0) {
+		tail = &modelserver.Budget{Name: "tail", MaxTokens: c.TailTokens, MaxCost: c.TailCost}
+	}
+	m, err := modelserver.NewMeter(upstream, CostOf, tail, env.runBudget())
+	if err != nil {
+		return "", nil, err
+	}
+	return m.Addr(), m, nil
+}
+
+// metered is what the meter counted, with the agent's own count beside it.
+func metered(m *modelserver.Meter, own Usage) *Metered {
+	if m == nil {
+		return nil
+	}
+	out := &Metered{OverBudget: m.OverBudget()}
+	unpriced := map[string]bool{}
+	for _, c := range m.Calls() {
+		if c.OverBudget {
+			out.Refused++
+			continue
+		}
+		out.Calls++
+		out.Input += c.Input
+		out.Output += c.Output
+		out.CacheRead += c.CacheRead
+		out.CacheWrite += c.CacheWrite
+		out.Cost += c.Cost
+		if out.Model == "" {
+			out.Model = c.Model
+		}
+		if !c.Priced && !unpriced[c.Model] {
+			unpriced[c.Model] = true
+			out.Unpriced = append(out.Unpriced, unpricedName(c.Model))
+		}
+	}
+	mine := out.Input + out.Output + out.CacheRead + out.CacheWrite
+	theirs := own.Input + own.Output + own.CacheRead + own.CacheWrite
+	if d := math.Abs(float64(theirs - mine)); d > meterTolerance*float64(max(mine, 1)) {
+		out.Differs = fmt.Sprintf("the agent counted %d tokens, the relay %d (%+.0f%%)", theirs, mine, 100*float64(theirs-mine)/float64(max(mine, 1)))
+	}
+	return out
+}
+
+// hostLog is the path of a tail's host log.
+func hostLog(dir string) string { return filepath.Join(dir, HostsFile) }
+
+// meteredLines are the report's lines on what the relay counted: per side, its tokens and
+// cost beside the agents' own figures above; each tail whose agent's count strays from the
+// relay's, or that the relay stopped over budget; and where the host logs are.
+func meteredLines(rec *Recipe, st *RunState) string {
+	var b strings.Builder
+	var flagged []string
+	for _, s := range rec.Sides {
+		var sum Metered
+		n := 0
+		for _, id := range st.Order {
+			t := st.Tails[id]
+			if t.Side != s.Key || t.Metered == nil {
+				continue
+			}
+			n++
+			m := t.Metered
+			sum.Usage = sum.Usage.Add(m.Usage)
+			sum.Calls += m.Calls
+			if m.Differs != "" {
+				flagged = append(flagged, fmt.Sprintf("  ! %s: %s", id, m.Differs))
+			}
+			if m.OverBudget != "" {
+				flagged = append(flagged, fmt.Sprintf("  %s over budget: %s", id, m.OverBudget))
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		line := fmt.Sprintf("  relay %-4s %s in, %s out, %s cache read, %s cache write in %d calls", s.Key,
+			tokens(sum.Input), tokens(sum.Output), tokens(sum.CacheRead), tokens(sum.CacheWrite), sum.Calls)
+		if sum.Calls == 1 {
+			line = strings.TrimSuffix(line, "calls") + "call"
+		}
+		if len(sum.Unpriced) > 0 {
+			line += " · cost unknown: no price for " + strings.Join(sum.Unpriced, ", ")
+		} else {
+			line += fmt.Sprintf(" · $%.4f (tare's prices)", sum.Cost)
+		}
+		b.WriteString(line + " · metered at tare's relay\n")
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	for _, f := range flagged {
+		b.WriteString(f + "\n")
+	}
+	if rec.Caps != nil && rec.Caps.Set() {
+		fmt.Fprintf(&b, "  caps      %s\n", rec.Caps)
+	}
+	b.WriteString("  hosts     each tail's reach, allowed or refused: tails/<id>/" + HostsFile + "\n")
+	return b.String()
+}
+
+// String is the caps in the report's words.
+func (c Caps) String() string {
+	var parts []string
+	if c.TailTokens > 0 {
+		parts = append(parts, fmt.Sprintf("%d tokens a tail", c.TailTokens))
+	}
+	if c.TailCost > 0 {
+		parts = append(parts, fmt.Sprintf("$%g a tail", c.TailCost))
+	}
+	if c.RunTokens > 0 {
+		parts = append(parts, fmt.Sprintf("%d tokens the run", c.RunTokens))
+	}
+	if c.RunCost > 0 {
+		parts = append(parts, fmt.Sprintf("$%g the run", c.RunCost))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Line is one tail's metered usage in a report's words, with the flag and the stop if any.
+func (m *Metered) Line() string {
+	line := fmt.Sprintf("relay counted %s in, %s out, %s cache read, %s cache write in %d model calls",
+		tokens(m.Input), tokens(m.Output), tokens(m.CacheRead), tokens(m.CacheWrite), m.Calls)
+	if len(m.Unpriced) > 0 {
+		line += " · cost unknown: no price for " + strings.Join(m.Unpriced, ", ")
+	} else {
+		line += fmt.Sprintf(" · $%.4f (tare's prices)", m.Cost)
+	}
+	if m.Differs != "" {
+		line += " · ! " + m.Differs
+	}
+	if m.OverBudget != "" {
+		line += " · over budget: " + m.OverBudget
+	}
+	return line
+}

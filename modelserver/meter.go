@@ -1,0 +1,394 @@
+package modelserver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The meter sits on the relay's path between a room and a model endpoint: every model call
+// of every agent passes through it, so it counts the tokens of each call from the response
+// itself (the JSON body or the server-sent events), the same way for every dialect, instead
+// of trusting each CLI's own report. It also enforces caps: once a budget is spent, the next
+// call is answered with an error in the caller's own dialect, which the agent reports and
+// stops on.
+
+// CallUsage is one model call's tokens as the response showed them. Input excludes the
+// tokens read from or written to the cache (as Anthropic counts; OpenAI's and Gemini's
+// prompt totals are split to match).
+type CallUsage struct {
+	API        string `json:"api"`
+	Model      string `json:"model,omitempty"`
+	Status     int    `json:"status"`
+	Input      int64  `json:"input"`
+	Output     int64  `json:"output"`
+	CacheRead  int64  `json:"cache_read,omitempty"`
+	CacheWrite int64  `json:"cache_write,omitempty"`
+	// Cost is the call's price on the meter's table; Priced is false when the table does not
+	// name the model (its cost is unknown, not 0).
+	Cost   float64 `json:"cost,omitempty"`
+	Priced bool    `json:"priced"`
+	// OverBudget marks a call the meter refused because a cap was spent.
+	OverBudget bool `json:"over_budget,omitempty"`
+}
+
+// Tokens is every token of the call.
+func (c CallUsage) Tokens() int64 { return c.Input + c.Output + c.CacheRead + c.CacheWrite }
+
+// PriceFunc prices a call's tokens for a model; ok is false for a model it does not know.
+type PriceFunc func(model string, input, output, cacheRead, cacheWrite int64) (cost float64, ok bool)
+
+// Budget is a cap on tokens and cost shared by the meters charging it (a tail's own, and its
+// run's). Zero caps are no caps. It is safe for concurrent use.
+type Budget struct {
+	// Name says whose budget it is in the refusal ("tail", "run").
+	Name      string
+	MaxTokens int64
+	MaxCost   float64
+
+	mu     sync.Mutex
+	tokens int64
+	cost   float64
+}
+
+// spent reports why the budget is spent, or "" while calls may go on.
+func (b *Budget) spent() string {
+	if b == nil {
+		return ""
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.MaxTokens > 0 && b.tokens >= b.MaxTokens:
+		return fmt.Sprintf("the %s's token cap (%d) is spent: %d tokens used", b.Name, b.MaxTokens, b.tokens)
+	case b.MaxCost > 0 && b.cost >= b.MaxCost:
+		return fmt.Sprintf("the %s's cost cap ($%g) is spent: $%.4f used", b.Name, b.MaxCost, b.cost)
+	}
+	return ""
+}
+
+// Spend counts tokens and cost spent before this meter started (earlier tails of the run, in
+// this process or another), so a run's cap holds across tare tail and tare resume.
+func (b *Budget) Spend(tokens int64, cost float64) {
+	b.charge(CallUsage{Input: tokens, Cost: cost})
+}
+
+func (b *Budget) charge(c CallUsage) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	b.tokens += c.Tokens()
+	b.cost += c.Cost
+	b.mu.Unlock()
+}
+
+// Meter is a loopback HTTP relay to one model endpoint that counts every call's tokens and
+// refuses calls once a budget is spent. Close stops it.
+type Meter struct {
+	budgets []*Budget
+	price   PriceFunc
+	ln      net.Listener
+	srv     *http.Server
+	proxy   *httputil.ReverseProxy
+
+	mu    sync.Mutex
+	calls []CallUsage
+	over  string
+}
+
+// NewMeter starts a meter on a free loopback port relaying to upstream ("host:port"),
+// pricing calls with price (nil: unpriced) and charging each budget (nil ones are skipped).
+func NewMeter(upstream string, price PriceFunc, budgets ...*Budget) (*Meter, error) {
+	target, err := url.Parse("http://" + upstream)
+	if err != nil || target.Host == "" {
+		return nil, fmt.Errorf("meter: upstream %q: want host:port", upstream)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("meter: listen on loopback: %w", err)
+	}
+	m := &Meter{price: price, ln: ln}
+	for _, b := range budgets {
+		if b != nil {
+			m.budgets = append(m.budgets, b)
+		}
+	}
+	m.proxy = &httputil.ReverseProxy{
+		Rewrite:        func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.Host = r.In.Host },
+		FlushInterval:  -1, // streamed answers reach the agent as they come
+		ModifyResponse: m.meterResponse,
+		ErrorLog:       log.New(io.Discard, "", 0),
+	}
+	m.srv = &http.Server{Handler: http.HandlerFunc(m.serve), ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog: log.New(io.Discard, "", 0)}
+	go func() { _ = m.srv.Serve(ln) }()
+	return m, nil
+}
+
+// Addr is the meter's loopback address ("127.0.0.1:PORT"), to give the room's relay.
+func (m *Meter) Addr() string { return m.ln.Addr().String() }
+
+// Close stops the meter and cuts its connections.
+func (m *Meter) Close() error { return m.srv.Close() }
+
+// Calls returns every metered call so far, in the order they ended.
+func (m *Meter) Calls() []CallUsage {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]CallUsage(nil), m.calls...)
+}
+
+// OverBudget is why the meter refused a call ("" when it refused none).
+func (m *Meter) OverBudget() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.over
+}
+
+type callKey struct{}
+
+// modelCall names the dialect of a model call's path, or "" for anything else (model lists,
+// token counts), which passes unmetered.
+func modelCall(p string) api {
+	p = strings.TrimRight(p, "/")
+	switch {
+	case strings.HasSuffix(p, "/messages"):
+		return apiAnthropic
+	case strings.HasSuffix(p, "/responses"):
+		return apiResponses
+	case strings.HasSuffix(p, "/chat/completions"):
+		return apiChat
+	}
+	if _, action, ok := geminiAction(p); ok && strings.HasSuffix(action, "enerateContent") {
+		return apiGemini
+	}
+	return ""
+}
+
+func (m *Meter) serve(w http.ResponseWriter, r *http.Request) {
+	a := modelCall(r.URL.Path)
+	if a == "" {
+		m.proxy.ServeHTTP(w, r)
+		return
+	}
+	call := &CallUsage{API: string(a)}
+	if a == apiGemini {
+		call.Model, _, _ = geminiAction(strings.TrimRight(r.URL.Path, "/"))
+	} else if body, err := io.ReadAll(io.LimitReader(r.Body, maxBody)); err == nil {
+		// The body goes on as it came; a copy is read (gunzipped if need be) for the model,
+		// which the response names too where the request cannot be read.
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var head struct {
+			Model string `json:"model"`
+		}
+		dup := r.Clone(r.Context())
+		dup.Body = io.NopCloser(bytes.NewReader(body))
+		if plain, err := readBody(dup); err == nil && json.Unmarshal(plain, &head) == nil {
+			call.Model = head.Model
+		}
+	}
+	for _, b := range m.budgets {
+		if why := b.spent(); why != "" {
+			m.refuse(w, a, call, why)
+			return
+		}
+	}
+	m.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callKey{}, call)))
+}
+
+// refuse answers a call over budget in its dialect, with a status the CLIs do not retry.
+func (m *Meter) refuse(w http.ResponseWriter, a api, call *CallUsage, why string) {
+	msg := "tare: over budget: " + why + "; raise --max-cost or --max-tokens to let the agent go on"
+	call.Status, call.OverBudget = http.StatusBadRequest, true
+	m.mu.Lock()
+	m.calls = append(m.calls, *call)
+	if m.over == "" {
+		m.over = why
+	}
+	m.mu.Unlock()
+	writeJSON(w, http.StatusBadRequest, errorBody(a, "invalid_request_error", msg))
+}
+
+// meterResponse wraps a model call's body so that its usage is read as the agent reads it.
+func (m *Meter) meterResponse(resp *http.Response) error {
+	call, _ := resp.Request.Context().Value(callKey{}).(*CallUsage)
+	if call == nil {
+		return nil
+	}
+	call.Status = resp.StatusCode
+	resp.Body = &usageReader{rc: resp.Body, m: m, call: call,
+		sse: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")}
+	return nil
+}
+
+// usageReader passes a response body through, keeping it (bounded) to read the usage from
+// when it ends.
+type usageReader struct {
+	rc   io.ReadCloser
+	m    *Meter
+	call *CallUsage
+	sse  bool
+	buf  bytes.Buffer
+	once sync.Once
+}
+
+func (u *usageReader) Read(p []byte) (int, error) {
+	n, err := u.rc.Read(p)
+	if u.buf.Len() < maxBody {
+		u.buf.Write(p[:n])
+	}
+	if err != nil {
+		u.done()
+	}
+	return n, err
+}
+
+func (u *usageReader) Close() error {
+	u.done()
+	return u.rc.Close()
+}
+
+func (u *usageReader) done() {
+	u.once.Do(func() {
+		readUsage(u.call, u.buf.Bytes(), u.sse)
+		u.m.add(*u.call)
+	})
+}
+
+func (m *Meter) add(c CallUsage) {
+	if m.price != nil && c.Model != "" {
+		c.Cost, c.Priced = m.price(c.Model, c.Input, c.Output, c.CacheRead, c.CacheWrite)
+	}
+	for _, b := range m.budgets {
+		b.charge(c)
+	}
+	m.mu.Lock()
+	m.calls = append(m.calls, c)
+	m.mu.Unlock()
+}
+
+// readUsage fills call from a response: each JSON object of the body (one, an array of
+// Gemini chunks, or one per server-sent event) may carry usage; a field's largest value wins,
+// since streams repeat the running count (Anthropic's message_delta, Gemini's chunks).
+func readUsage(call *CallUsage, body []byte, sse bool) {
+	var objs []map[string]any
+	if sse {
+		sc := bufio.NewScanner(bytes.NewReader(body))
+		sc.Buffer(make([]byte, 64<<10), maxBody)
+		for sc.Scan() {
+			line, ok := strings.CutPrefix(sc.Text(), "data:")
+			if !ok {
+				continue
+			}
+			var o map[string]any
+			if json.Unmarshal([]byte(strings.TrimSpace(line)), &o) == nil {
+				objs = append(objs, o)
+			}
+		}
+	} else {
+		var o map[string]any
+		var arr []map[string]any
+		if json.Unmarshal(body, &o) == nil {
+			objs = append(objs, o)
+		} else if json.Unmarshal(body, &arr) == nil {
+			objs = arr
+		}
+	}
+	var t CallUsage
+	for _, o := range objs {
+		if call.Model == "" {
+			call.Model = modelIn(o)
+		}
+		for _, u := range usagesIn(o) {
+			merge(&t, usageFrom(u))
+		}
+	}
+	call.Input, call.Output, call.CacheRead, call.CacheWrite = t.Input, t.Output, t.CacheRead, t.CacheWrite
+}
+
+// modelIn is the model a response object names: at its top (Chat, a whole Messages answer),
+// in its message (Anthropic's message_start) or response (Responses' events).
+func modelIn(o map[string]any) string {
+	if m, ok := o["model"].(string); ok {
+		return m
+	}
+	for _, k := range []string{"message", "response"} {
+		if inner, ok := o[k].(map[string]any); ok {
+			if m, ok := inner["model"].(string); ok {
+				return m
+			}
+		}
+	}
+	return ""
+}
+
+// usagesIn finds the usage objects of one response object in any dialect.
+func usagesIn(o map[string]any) []map[string]any {
+	var out []map[string]any
+	for _, k := range []string{"usage", "usageMetadata"} {
+		if u, ok := o[k].(map[string]any); ok {
+			out = append(out, u)
+		}
+	}
+	for _, k := range []string{"message", "response"} { // Anthropic's message_start, Responses' events
+		if inner, ok := o[k].(map[string]any); ok {
+			if u, ok := inner["usage"].(map[string]any); ok {
+				out = append(out, u)
+			}
+		}
+	}
+	return out
+}
+
+func num(m map[string]any, keys ...string) int64 {
+	for i, k := range keys {
+		v, ok := m[k]
+		if !ok {
+			return 0
+		}
+		if i < len(keys)-1 {
+			if m, ok = v.(map[string]any); !ok {
+				return 0
+			}
+			continue
+		}
+		f, _ := v.(float64)
+		return int64(f)
+	}
+	return 0
+}
+
+// usageFrom reads one usage object into Anthropic's split: input beside the cache.
+func usageFrom(u map[string]any) CallUsage {
+	switch {
+	case u["promptTokenCount"] != nil || u["candidatesTokenCount"] != nil: // Gemini
+		cached := num(u, "cachedContentTokenCount")
+		return CallUsage{Input: num(u, "promptTokenCount") - cached, CacheRead: cached,
+			Output: num(u, "candidatesTokenCount") + num(u, "thoughtsTokenCount")}
+	case u["prompt_tokens"] != nil: // Chat Completions
+		cached := num(u, "prompt_tokens_details", "cached_tokens")
+		return CallUsage{Input: num(u, "prompt_tokens") - cached, CacheRead: cached, Output: num(u, "completion_tokens")}
+	case u["input_tokens_details"] != nil || u["output_tokens_details"] != nil: // Responses
+		cached := num(u, "input_tokens_details", "cached_tokens")
+		return CallUsage{Input: num(u, "input_tokens") - cached, CacheRead: cached, Output: num(u, "output_tokens")}
+	}
+	return CallUsage{Input: num(u, "input_tokens"), Output: num(u, "output_tokens"), // Anthropic
+		CacheRead: num(u, "cache_read_input_tokens"), CacheWrite: num(u, "cache_creation_input_tokens")}
+}
+
+func merge(t *CallUsage, u CallUsage) {
+	t.Input, t.Output = max(t.Input, u.Input), max(t.Output, u.Output)
+	t.CacheRead, t.CacheWrite = max(t.CacheRead, u.CacheRead), max(t.CacheWrite, u.CacheWrite)
+}
