@@ -23,3 +23,8 @@ the result back beside JOB.json. tare calibrate --on slurm writes JOB.json and t
 		},
 	}
 }
+
+// onFlag is --on, the same on every command that runs tails.
+func onFlag(cmd *cobra.Command, on *string) {
+	cmd.Flags().StringVar(on, "on", engine.OnLocal, "where the tails run: local (this machine) or slurm (one sbatch job per tail, as config [cluster] says; README \"Slurm\")")
+}
