@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"tare/capsule"
 	"tare/demo"
 	"tare/engine"
 )
@@ -50,5 +52,46 @@ func TestSlurmSwapRunsItsTailsAsJobs(t *testing.T) {
 	}
 	if len(st.Tails) != 6 || !hows["native"] || !hows["handoff"] {
 		t.Errorf("%d tails, ways %v: want 6, native and handoff", len(st.Tails), hows)
+	}
+}
+
+// TestSlurmOverHTTPWithoutTheSharedFolder: with [cluster] transport = "http" the tails run
+// although the nodes cannot see the shared folder (here a tmpfs mounted only in tare's own
+// mount namespace): each job fetches its job and start capsule from tare over HTTP with the
+// run's token and sends back its tool calls as they come, its end capsule (imported into the
+// run's store, hash-checked) and its result.
+func TestSlurmOverHTTPWithoutTheSharedFolder(t *testing.T) {
+	slurmUp(t)
+	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	private := t.TempDir()
+	r := newRun(t, "[cluster]\ntransport = \"http\"\nshared = \""+private+"\"\n")
+	out := filepath.Join(r.home, "run")
+	cmd := exec.Command("unshare", append([]string{"--mount", "--propagation", "private", "sh", "-c",
+		`mount -t tmpfs tmpfs "$0" && exec "$@"`, private, tareBin}, calibrateArgs(paths, paths.Script, out, 1, 1, "--on", "slurm")...)...)
+	cmd.Env = r.env()
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("calibrate --on slurm over http: %v\n%s", err, msg)
+	}
+	st := engine.Replay("run", readEvents(out))
+	store, err := capsule.Open(filepath.Join(out, "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps, _ := store.List()
+	ends := map[string]bool{}
+	for _, c := range caps {
+		ends[c.ID] = true
+	}
+	for _, id := range []string{"a-0"} {
+		tl := st.Tails[id]
+		if tl == nil || (tl.Status != engine.StatusPassed && tl.Status != engine.StatusFailed) || tl.Place == nil || tl.Place.Node == "" || tl.Calls == 0 {
+			t.Errorf("tail %s: %+v, want a verdict from a Slurm job with its tool calls", id, tl)
+		}
+		if !ends[id+"-end"] {
+			t.Errorf("tail %s's end capsule did not come back into the run's store (%v)", id, ends)
+		}
 	}
 }
