@@ -95,3 +95,4 @@ func TestSlurmOverHTTPWithoutTheSharedFolder(t *testing.T) {
 		}
 	}
 }
+
