@@ -95,4 +95,3 @@ func TestSlurmOverHTTPWithoutTheSharedFolder(t *testing.T) {
 		}
 	}
 }
-
