@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -52,6 +54,15 @@ func TestSlurmSwapRunsItsTailsAsJobs(t *testing.T) {
 	}
 	if len(st.Tails) != 6 || !hows["native"] || !hows["handoff"] {
 		t.Errorf("%d tails, ways %v: want 6, native and handoff", len(st.Tails), hows)
+	}
+	// Done: the run's folder below the shared directory (job files, exchange folders, the
+	// shared store) is removed; it was kept only for a resume.
+	var shared struct{ Root string }
+	if data, err := os.ReadFile(filepath.Join(out, "cluster.json")); err != nil || json.Unmarshal(data, &shared) != nil || shared.Root == "" {
+		t.Fatalf("cluster.json: %v", err)
+	}
+	if _, err := os.Stat(shared.Root); !os.IsNotExist(err) {
+		t.Errorf("the finished run left %s behind (%v)", shared.Root, err)
 	}
 }
 

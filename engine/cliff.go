@@ -298,7 +298,7 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 		}
 	}
 	fillCliffResult(res, d, store, recording, r.snapshot())
-	return res, finishCliff(r, recipe, recording, res)
+	return res, releaseBackend(env, finishCliff(r, recipe, recording, res))
 }
 
 // tailFinished says whether a tail ended, with or without a verdict.

@@ -341,7 +341,7 @@ func runSwap(ctx context.Context, r *run, rec *Recipe, set swapSettings, install
 	if err := capsule.WriteFileAtomic(filepath.Join(r.dir, "swap-result.json"), append(data, '\n'), 0o644); err != nil {
 		return nil, err
 	}
-	return res, r.emit(Event{RunFinished: &RunFinished{Report: report}})
+	return res, releaseBackend(envs[rec.Sides[0].Key], r.emit(Event{RunFinished: &RunFinished{Report: report}}))
 }
 
 // cutStep is the step a cut falls on: the fraction of the run's steps, rounded.
