@@ -41,7 +41,10 @@ func main() {
 	if code, ok := engine.InRoom(os.Args[1:]); ok {
 		os.Exit(code)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
+	// ctrl+c in line mode stops a run as SIGTERM does: its tails are stopped (Slurm jobs
+	// cancelled) and tare resume runs them again. A second signal ends tare at once.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP, os.Interrupt)
+	go func() { <-ctx.Done(); stop() }()
 	err := root().ExecuteContext(ctx)
 	stop()
 	var exit exitError

@@ -7,7 +7,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"tare/capsule"
 	"tare/demo"
@@ -57,12 +59,8 @@ func TestSlurmSwapRunsItsTailsAsJobs(t *testing.T) {
 	}
 	// Done: the run's folder below the shared directory (job files, exchange folders, the
 	// shared store) is removed; it was kept only for a resume.
-	var shared struct{ Root string }
-	if data, err := os.ReadFile(filepath.Join(out, "cluster.json")); err != nil || json.Unmarshal(data, &shared) != nil || shared.Root == "" {
-		t.Fatalf("cluster.json: %v", err)
-	}
-	if _, err := os.Stat(shared.Root); !os.IsNotExist(err) {
-		t.Errorf("the finished run left %s behind (%v)", shared.Root, err)
+	if root := sharedRoot(t, out); exists(root) {
+		t.Errorf("the finished run left %s behind", root)
 	}
 }
 
@@ -105,4 +103,56 @@ func TestSlurmOverHTTPWithoutTheSharedFolder(t *testing.T) {
 			t.Errorf("tail %s's end capsule did not come back into the run's store (%v)", id, ends)
 		}
 	}
+}
+
+// TestSlurmCtrlCCancelsTheJobs: ctrl+c of a calibrate --on slurm in line mode stops the run
+// as SIGTERM does: its running job is cancelled (not left running unseen), tare ends, and
+// the tail is left for tare resume to run again, not to re-attach to the cancelled job.
+func TestSlurmCtrlCCancelsTheJobs(t *testing.T) {
+	slurmUp(t)
+	paths, script := slowDemo(t)
+	long := strings.Replace(slowScript, `delay = "2s"`, `delay = "60s"`, 1)
+	if err := os.WriteFile(script, []byte(long), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := newRun(t, "")
+	out := filepath.Join(r.home, "run")
+	cmd := exec.Command(tareBin, calibrateArgs(paths, script, out, 1, 1, "--on", "slurm")...)
+	cmd.Env = r.env()
+	waited := startReaped(t, cmd)
+	job := waitRunning(t, out, "a-0", 1)
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-waited:
+	case <-time.After(time.Minute):
+		cmd.Process.Kill()
+		t.Fatal("tare did not end after ctrl+c")
+	}
+	if s := jobState(t, job); s != "CANCELLED" {
+		t.Fatalf("job %s is %q after ctrl+c, want CANCELLED", job, s)
+	}
+	st := engine.Replay("run", readEvents(out))
+	if tl := st.Tails["a-0"]; tl == nil || tl.Status != engine.StatusRunning {
+		t.Fatalf("tail a-0: %+v, want left unfinished for tare resume", tl)
+	}
+	if _, err := os.Stat(filepath.Join(sharedRoot(t, out), "tails", "a-0.0", "jobid")); !os.IsNotExist(err) {
+		t.Fatalf("the attempt still names its job (%v): tare resume would re-attach to the cancelled job instead of running the tail again", err)
+	}
+}
+
+// sharedRoot is the run's folder below the shared directory, as its cluster.json names it.
+func sharedRoot(t *testing.T, run string) string {
+	t.Helper()
+	var shared struct{ Root string }
+	if data, err := os.ReadFile(filepath.Join(run, "cluster.json")); err != nil || json.Unmarshal(data, &shared) != nil || shared.Root == "" {
+		t.Fatalf("%s/cluster.json: %v", run, err)
+	}
+	return shared.Root
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

@@ -436,6 +436,9 @@ func (b *slurmBackend) follow(ctx context.Context, env *tailEnv, spec tailSpec, 
 		select {
 		case <-ctx.Done():
 			b.cancel(id)
+			// Not to be re-attached: a stopped run's tail is run again by tare resume, a
+			// killed one is finished here.
+			_ = os.Remove(filepath.Join(x, "jobid"))
 			events.forward(env.run, spec.ID)
 			res.Status, res.Reason = StatusNoVerdict, ReasonKilled
 			if errors.Is(context.Cause(ctx), errKilled) {
