@@ -156,3 +156,37 @@ func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
 }
+
+// TestSlurmBadInputOnCliffAndSwap: cliff and swap refuse --on slurm where tails could not run
+// before they record anything: one line naming the fix, exit 2, no run folder.
+func TestSlurmBadInputOnCliffAndSwap(t *testing.T) {
+	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	noSlurm := t.TempDir()
+	for _, tool := range []string{"bwrap", "node", "sh"} {
+		if p, err := exec.LookPath(tool); err == nil {
+			os.Symlink(p, filepath.Join(noSlurm, tool))
+		}
+	}
+	r := newRun(t, "")
+	out := filepath.Join(r.home, "run")
+	for _, args := range [][]string{
+		{"cliff", "pi", demo.Task, "--check", demo.Check, "--script", paths.CliffScript, "--project", paths.Project, "--out", out, "--on", "slurm"},
+		{"swap", demo.Task, "--a", "pi", "--b", "pi", "--check", demo.Check, "--script", paths.SwapScript, "--project", paths.Project, "--out", out, "--on", "slurm"},
+		{"swap", demo.Task, "--a", "pi", "--b", "pi", "--check", demo.Check, "--project", paths.Project, "--out", out, "--on", "slurmm"},
+	} {
+		cmd := exec.Command(tareBin, args...)
+		cmd.Env = append(r.env(), "PATH="+noSlurm)
+		msg, err := cmd.CombinedOutput()
+		text := strings.TrimSpace(string(msg))
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || strings.Count(text, "\n") > 0 || !strings.Contains(text, "fix:") ||
+			!strings.Contains(text, "--on") {
+			t.Errorf("tare %s: %v %q, want exit 2 and one line naming --on and the fix", args[0], err, text)
+		}
+		if exists(out) {
+			t.Fatalf("tare %s refused left %s", args[0], out)
+		}
+	}
+}
