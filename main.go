@@ -46,12 +46,17 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP, os.Interrupt)
 	go func() { <-ctx.Done(); stop() }()
 	err := root().ExecuteContext(ctx)
+	signalled := ctx.Err() != nil // before stop, which ends ctx too
 	stop()
 	var exit exitError
 	switch {
 	case err == nil:
 	case errors.As(err, &exit):
 		os.Exit(exit.code)
+	case signalled && errors.Is(err, context.Canceled):
+		// Not an error of the command's: the operator stopped it.
+		fmt.Fprintln(os.Stderr, "tare: stopped by a signal; a run it stopped is finished with tare resume DIR")
+		os.Exit(130)
 	default:
 		fmt.Fprintf(os.Stderr, "tare: %s\n", engine.Printable(err.Error()))
 		os.Exit(2)

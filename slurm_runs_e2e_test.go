@@ -119,6 +119,8 @@ func TestSlurmCtrlCCancelsTheJobs(t *testing.T) {
 	out := filepath.Join(r.home, "run")
 	cmd := exec.Command(tareBin, calibrateArgs(paths, script, out, 1, 1, "--on", "slurm")...)
 	cmd.Env = r.env()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
 	waited := startReaped(t, cmd)
 	job := waitRunning(t, out, "a-0", 1)
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
@@ -132,6 +134,9 @@ func TestSlurmCtrlCCancelsTheJobs(t *testing.T) {
 	}
 	if s := jobState(t, job); s != "CANCELLED" {
 		t.Fatalf("job %s is %q after ctrl+c, want CANCELLED", job, s)
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(stderr.String(), "tare: stopped by a signal; a run it stopped is finished with tare resume DIR") {
+		t.Errorf("exit %d, stderr:\n%s\nwant 130 and the line that says how to finish the run", code, stderr.String())
 	}
 	st := engine.Replay("run", readEvents(out))
 	if tl := st.Tails["a-0"]; tl == nil || tl.Status != engine.StatusRunning {
