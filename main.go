@@ -41,14 +41,22 @@ func main() {
 	if code, ok := engine.InRoom(os.Args[1:]); ok {
 		os.Exit(code)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP)
+	// ctrl+c in line mode stops a run as SIGTERM does: its tails are stopped (Slurm jobs
+	// cancelled) and tare resume runs them again. A second signal ends tare at once.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP, os.Interrupt)
+	go func() { <-ctx.Done(); stop() }()
 	err := root().ExecuteContext(ctx)
+	signalled := ctx.Err() != nil // before stop, which ends ctx too
 	stop()
 	var exit exitError
 	switch {
 	case err == nil:
 	case errors.As(err, &exit):
 		os.Exit(exit.code)
+	case signalled && errors.Is(err, context.Canceled):
+		// Not an error of the command's: the operator stopped it.
+		fmt.Fprintln(os.Stderr, "tare: stopped by a signal; a run it stopped is finished with tare resume DIR")
+		os.Exit(130)
 	default:
 		fmt.Fprintf(os.Stderr, "tare: %s\n", engine.Printable(err.Error()))
 		os.Exit(2)
@@ -362,7 +370,7 @@ its 5% error) or --max-runs per side have started; the report says when it stopp
 	f.StringVar(&o.Script, "script", "", "every side talks to tare's own model server replaying this script, instead of its provider")
 	f.Int64Var(&o.Seed, "seed", 0, "seed of the script's branch draws, to replay a run (default: a fresh one, shown in the report)")
 	f.BoolVar(&o.AllowDirty, "allow-dirty", false, `run even when a reading is not "tare: 0.00"`)
-	f.StringVar(&o.On, "on", engine.OnLocal, "where the tails run: local (this machine) or slurm (one sbatch job per tail, as config [cluster] says)")
+	onFlag(cmd, &o.On)
 	capFlags(cmd, &o.Caps)
 	f.BoolVar(&o.UntilSeparated, "until-separated", false, "two sides: start runs in pairs until their pass rates are separated at 95% (anytime-valid test by betting) or --max-runs")
 	f.IntVar(&o.MaxRuns, "max-runs", 100, "with --until-separated: the most runs started per side")
@@ -612,6 +620,7 @@ verdict (provider errors, kills) spend budget but are left out of the rates. Run
 	f.IntVar(&o.Budget, "budget", 30, "tails in all")
 	f.IntVar(&o.Jobs, "jobs", 3, "tails at the same time")
 	f.Float64Var(&o.GapBelow, "gap-below", 0.2, "report a model gap when the start's upper 95% bound is below this")
+	onFlag(cmd, &o.On)
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON instead of the report")
 	f.StringVar(&project, "project", ".", "the project the run starts from")
 	f.StringVar(&o.Check, "check", "", "shell command that scores a workspace, in a room of its own (exit 0 passes)")
@@ -933,6 +942,7 @@ as a control and makes no calls.`,
 	f.IntVar(&o.Tails, "tails", 3, "tails per cut, workspace, agent and way of continuing")
 	f.IntVar(&o.Jobs, "jobs", 3, "tails at the same time")
 	f.StringVar(&o.Handoff, "handoff", "trail", "what a handoff gives the other agent: trail or workspace")
+	onFlag(cmd, &o.On)
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON instead of the report")
 	f.StringVar(&project, "project", ".", "the project the runs start from")
 	f.StringVar(&o.Check, "check", "", "shell command that scores a workspace, in a room of its own (exit 0 passes)")

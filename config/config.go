@@ -260,6 +260,10 @@ type Cluster struct {
 	// CallbackAddr is the host the nodes reach this machine at, for tare's model server and
 	// proxy; empty: 127.0.0.1, right only when the nodes are this machine.
 	CallbackAddr string `toml:"callback_addr"`
+	// Transport is how workspaces and results travel: "shared" (the default: through
+	// Shared, which every node sees) or "http" (tare serves them to the nodes over HTTP on
+	// callback_addr, for nodes that do not share a filesystem with this machine).
+	Transport string `toml:"transport"`
 }
 
 func (c Cluster) validate(name string, data []byte) error {
@@ -287,6 +291,10 @@ func (c Cluster) validate(name string, data []byte) error {
 			return fmt.Errorf("%s:%d: key cluster.flags: %q is not one sbatch option; fix: give each as one word, e.g. \"--qos=short\"",
 				name, lineOf(data, toml.Key{"cluster", "flags"}), f)
 		}
+	}
+	if c.Transport != "" && c.Transport != "shared" && c.Transport != "http" {
+		return fmt.Errorf("%s:%d: key cluster.transport: %q; fix: give \"shared\" (through cluster.shared) or \"http\" (tare serves the nodes)",
+			name, lineOf(data, toml.Key{"cluster", "transport"}), c.Transport)
 	}
 	if c.CallbackAddr != "" && strings.ContainsAny(c.CallbackAddr, ":/ ") {
 		return fmt.Errorf("%s:%d: key cluster.callback_addr: %q is not a host; fix: give the host or IP the nodes reach this machine at, without a port",

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -106,4 +107,22 @@ func reattach(env *tailEnv, spec *tailSpec) (bodyFunc, time.Time, bool) {
 	return func(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *TailResult) (string, string) {
 		return b.follow(ctx, env, spec, x, id, dir, res, calls)
 	}, t.Started, true
+}
+
+// releaseBackend lets go of what the run's backend holds once the run has its report (err,
+// the report's own error, is nil): the exchange server, and the run's folder below the
+// shared directory with its job files, exchange folders and shared store. Until then they
+// are kept, so a tare resume after a crash finds its jobs. It returns err.
+func releaseBackend(env *tailEnv, err error) error {
+	b, ok := env.backend.(*slurmBackend)
+	if !ok || err != nil {
+		return err
+	}
+	if b.http != nil {
+		b.http.close()
+	}
+	if rerr := os.RemoveAll(b.root); rerr != nil {
+		return fmt.Errorf("the run is done, but its folder below the shared directory could not be removed: %v; fix: remove %s", rerr, b.root)
+	}
+	return nil
 }

@@ -319,7 +319,7 @@ func runCalibrate(ctx context.Context, r *run, rec *Recipe, store *capsule.Store
 	if err := writeUsage(r.dir, st); err != nil {
 		return "", err
 	}
-	return report, r.emit(Event{RunFinished: &RunFinished{Report: report}})
+	return report, releaseBackend(env, r.emit(Event{RunFinished: &RunFinished{Report: report}}))
 }
 
 // runJobs runs f over specs with at most jobs at once, in order. The first error that is

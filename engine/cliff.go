@@ -29,6 +29,9 @@ type CliffOptions struct {
 	Tails, Budget, Jobs int
 	// GapBelow: a start whose upper 95% bound is below it is a model gap.
 	GapBelow float64
+	// On is where the tails run: local (this machine, also "") or slurm (backend.go). The
+	// recording itself is always made here.
+	On string
 }
 
 // cliffFile keeps the settings of a cliff analysis of an earlier recording (--run) in its
@@ -42,6 +45,8 @@ type cliffSettings struct {
 	Budget   int     `json:"budget"`
 	Jobs     int     `json:"jobs"`
 	GapBelow float64 `json:"gap_below"`
+	// On is the backend the tails run through ("slurm"; empty: this machine).
+	On string `json:"on,omitempty"`
 }
 
 // CliffResult is what a cliff found, as --json gives it.
@@ -102,9 +107,12 @@ func stepRate(step int, c cliff.Count) *StepRate {
 // the model, or the budget is spent. It returns the run directory and the result; the
 // report is in report.txt.
 func Cliff(ctx context.Context, o CliffOptions) (string, *CliffResult, error) {
-	set := cliffSettings{Tails: o.Tails, Budget: o.Budget, Jobs: o.Jobs, GapBelow: o.GapBelow}
+	set := cliffSettings{Tails: o.Tails, Budget: o.Budget, Jobs: o.Jobs, GapBelow: o.GapBelow, On: onRecipe(o.On)}
 	if set.Jobs < 1 {
 		return "", nil, fmt.Errorf("--jobs %d: run at least 1 tail at a time", set.Jobs)
+	}
+	if err := onPreflight(o.On, o.Config); err != nil {
+		return "", nil, err
 	}
 	// Everything but the recording's steps can be checked before anything starts.
 	if err := (cliff.Config{Steps: 1, Tails: set.Tails, Budget: set.Budget, GapBelow: set.GapBelow}).Validate(); err != nil {
@@ -186,11 +194,19 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 	if err != nil {
 		return nil, err
 	}
+	if set.On != "" {
+		// The recording's recipe says where it was recorded; the cliff's settings say where
+		// its tails run (an analysis --run of an earlier recording may send them elsewhere).
+		recipe.On = set.On
+	}
 	env, stop, err := newTailEnv(r, store, recipe, installs, o.Config)
 	if err != nil {
 		return nil, err
 	}
 	defer stop()
+	if err := attachBackend(env, recipe, allowDirty(r)); err != nil {
+		return nil, err
+	}
 	cfg := cliff.Config{Steps: len(recording.Steps), Tails: set.Tails, Budget: set.Budget, GapBelow: set.GapBelow}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -243,11 +259,15 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 	}
 	sort.Slice(again, func(i, j int) bool { return again[i].ID < again[j].ID })
 	if len(again) > 0 {
-		ids := make([]string, len(again))
-		for i, spec := range again {
-			ids[i] = spec.ID
+		var ids, attached []string
+		for _, spec := range again {
+			if _, ok := attachedJob(dir, recipe, o.Config, r.snapshot().Tails[spec.ID]); ok {
+				attached = append(attached, spec.ID) // its job outlived tare: followed, not rerun
+			} else {
+				ids = append(ids, spec.ID)
+			}
 		}
-		if err := r.emit(Event{Resumed: &Resumed{Rerun: ids}}); err != nil {
+		if err := r.emit(Event{Resumed: &Resumed{Rerun: ids, Reattached: attached}}); err != nil {
 			return nil, err
 		}
 	}
@@ -278,7 +298,7 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 		}
 	}
 	fillCliffResult(res, d, store, recording, r.snapshot())
-	return res, finishCliff(r, recipe, recording, res)
+	return res, releaseBackend(env, finishCliff(r, recipe, recording, res))
 }
 
 // tailFinished says whether a tail ended, with or without a verdict.

@@ -69,5 +69,6 @@ func Doctor(ctx context.Context, cfg *config.Config, w io.Writer) bool {
 	} else {
 		report(true, "chromium", bin+" (tare judge renders pages with it, in a room)")
 	}
+	slurmDoctor(ctx, cfg, w)
 	return ok
 }

@@ -51,6 +51,9 @@ type slurmJob struct {
 	// Store is the shared capsule store.
 	Store      string `json:"store"`
 	AllowDirty bool   `json:"allow_dirty,omitempty"`
+	// Stage, when set, is where the worker snaps the end capsule: a staging store over
+	// Store holding only what the tail added, sent back over HTTP (slurm_http.go).
+	Stage string `json:"stage,omitempty"`
 }
 
 // slurmResult is what the worker writes back: the tail's result and its end capsule in the
@@ -80,6 +83,8 @@ type slurmBackend struct {
 	// unfit are the nodes a worker found unable to hold a clean room: said once, in the tail
 	// that found it, then left out of every later job (--exclude).
 	unfit map[string]bool
+	// http serves the exchange to nodes without the shared folder ([cluster] transport).
+	http *exchangeServer
 }
 
 // markUnfit leaves node out of the jobs submitted from now on.
@@ -170,8 +175,14 @@ func newSlurmBackend(cfg *config.Config, runDir string, allowDirty bool) (*slurm
 			return nil, fmt.Errorf("finding tare's own path for the job script: %v; fix: set [cluster] tare", err)
 		}
 	}
-	return &slurmBackend{cluster: cfg.Cluster, tare: self, root: root, store: store, queue: &squeue{},
-		allowDirty: allowDirty, shared: map[string]capsule.Capsule{}}, nil
+	b := &slurmBackend{cluster: cfg.Cluster, tare: self, root: root, store: store, queue: &squeue{},
+		allowDirty: allowDirty, shared: map[string]capsule.Capsule{}}
+	if cfg.Cluster.Transport == TransportHTTP {
+		if b.http, err = serveExchange(root, cfg.Cluster.CallbackAddr); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 // SlurmPreflight refuses --on slurm before anything is written or submitted when tails could
@@ -198,8 +209,8 @@ func SlurmPreflight(ctx context.Context, cfg *config.Config, nodes bool) error {
 		return fmt.Errorf("%s: key cluster.partition: %q is not a partition of this cluster; fix: use one of %s (sinfo lists them)",
 			configOrigin(cfg), p, strings.Join(parts, ", "))
 	}
-	if !nodes {
-		return nil
+	if !nodes || cfg.Cluster.Transport == TransportHTTP {
+		return nil // over HTTP the nodes need no folder of tare's
 	}
 	return sharedSeen(ctx, cfg)
 }
@@ -332,6 +343,10 @@ func (b *slurmBackend) jobName(spec tailSpec) string {
 func (b *slurmBackend) submit(ctx context.Context, env *tailEnv, spec tailSpec, x string) (string, error) {
 	script := fmt.Sprintf("#!/bin/sh\n# tare tail %s of %s\nexec %s worker %s\n", spec.ID, env.run.dir,
 		shellQuote(b.tare), shellQuote(filepath.Join(x, "job.json")))
+	if b.http != nil {
+		script = fmt.Sprintf("#!/bin/sh\n# tare tail %s of %s\nexec %s worker --url %s --exchange %s\n", spec.ID, env.run.dir,
+			shellQuote(b.tare), shellQuote(b.http.url), shellQuote(filepath.Base(x)))
+	}
 	if err := capsule.WriteFileAtomic(filepath.Join(x, "job.sh"), []byte(script), 0o700); err != nil {
 		return "", err
 	}
@@ -345,15 +360,35 @@ func (b *slurmBackend) submit(ctx context.Context, env *tailEnv, spec tailSpec, 
 	if cpus == 0 {
 		cpus = 1
 	}
-	args := []string{"--parsable", "--job-name", b.jobName(spec), "--output", filepath.Join(x, "slurm.out"),
-		"--chdir", x, "--mem", mem, "--time", limit, "--cpus-per-task", fmt.Sprint(cpus), "--comment", "tare " + env.run.dir,
+	logPath, chdir := filepath.Join(x, "slurm.out"), x
+	if b.http != nil {
+		// The node has no exchange folder: its log stays on its own disk.
+		logPath, chdir = nodeLog, "/tmp"
+	}
+	args := []string{"--parsable", "--job-name", b.jobName(spec), "--output", logPath,
+		"--chdir", chdir, "--mem", mem, "--time", limit, "--cpus-per-task", fmt.Sprint(cpus), "--comment", "tare " + env.run.dir,
 		// A job Slurm would requeue after a node failure would run the tail a second time
 		// in the same exchange folder; the failure is the tail's outcome instead.
 		"--no-requeue"}
 	args = append(append(append(args, clusterArgs(b.cluster)...), b.excluded()...), filepath.Join(x, "job.sh"))
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(sctx, "sbatch", args...).CombinedOutput()
+	sbatch := exec.CommandContext(sctx, "sbatch", args...)
+	if b.http != nil {
+		// The token reaches the job's environment through a pipe: never a file, the job
+		// script or a command line another user could read.
+		r, w, err := os.Pipe()
+		if err != nil {
+			return "", err
+		}
+		_, _ = w.WriteString(tokenEnv + "=" + b.http.token + "\x00")
+		w.Close()
+		defer r.Close()
+		sbatch.ExtraFiles = []*os.File{r}
+		args = append([]string{"--export-file", "3"}, args...)
+		sbatch.Args = append([]string{"sbatch"}, args...)
+	}
+	out, err := sbatch.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("sbatch: %s", clip(lastLine(strings.TrimSpace(string(out))+" "+err.Error()), 200))
 	}
@@ -401,6 +436,9 @@ func (b *slurmBackend) follow(ctx context.Context, env *tailEnv, spec tailSpec, 
 		select {
 		case <-ctx.Done():
 			b.cancel(id)
+			// Not to be re-attached: a stopped run's tail is run again by tare resume, a
+			// killed one is finished here.
+			_ = os.Remove(filepath.Join(x, "jobid"))
 			events.forward(env.run, spec.ID)
 			res.Status, res.Reason = StatusNoVerdict, ReasonKilled
 			if errors.Is(context.Cause(ctx), errKilled) {
@@ -442,8 +480,12 @@ func (b *slurmBackend) collect(ctx context.Context, env *tailEnv, st jobState, x
 	}
 	if rerr != nil {
 		res.Status, res.Reason = StatusNoVerdict, ReasonNotStarted
+		log := clip(lastLine(readTail(filepath.Join(x, "slurm.out"))), 160)
+		if b.http != nil {
+			log = "on node " + firstNonEmpty(st.Node, "(none)") + " in " + strings.ReplaceAll(nodeLog, "%j", id)
+		}
 		return fmt.Sprintf("job %s ended %s without a result (%v); its log: %s", id, firstNonEmpty(st.State, "(gone from squeue)"),
-			rerr, clip(lastLine(readTail(filepath.Join(x, "slurm.out"))), 160)), "not checked"
+			rerr, log), "not checked"
 	}
 	if wr.Result.Reason == ReasonNodeUnfit && wr.Node != "" {
 		b.markUnfit(wr.Node)
@@ -452,6 +494,15 @@ func (b *slurmBackend) collect(ctx context.Context, env *tailEnv, st jobState, x
 	*res = wr.Result
 	res.ID, res.Side, res.Agent, res.Step, res.How, res.Attempt, res.CapsuleFrom = keep.ID, keep.Side, keep.Agent, keep.Step, keep.How, keep.Attempt, keep.CapsuleFrom
 	res.Status, res.Reason = normalizeOutcome(res.Status, res.Reason, res.AgentExit+"; "+res.Check)
+	if wr.End != nil && b.http != nil {
+		// Over HTTP the end capsule's new objects came as a stage: imported, every object
+		// checked against its hash, before anything is restored from it.
+		end, err := b.importEnd(ctx, x, wr.End.Root)
+		if err != nil {
+			return wr.Result.AgentExit, wr.Result.Check + fmt.Sprintf("; the end capsule from %s was refused: %v", wr.Node, err)
+		}
+		wr.End = &end
+	}
 	if wr.End != nil {
 		// Hash-checked on the way in, as every restore is.
 		if err := b.store.Restore(ctx, *wr.End, filepath.Join(dir, "work")); err != nil {
@@ -523,6 +574,16 @@ func (b *slurmBackend) share(ctx context.Context, from *capsule.Store, c capsule
 	}
 	if s.Root != c.Root {
 		return capsule.Capsule{}, fmt.Errorf("capsule %s came out of the shared store %s as %s, not %s: refusing to run on it", c.ID, b.store.Dir(), s.Root, c.Root)
+	}
+	if b.http != nil {
+		// Served alone, so a node fetches this capsule's objects and nothing else.
+		out, err := capsule.Open(outStore(b.root, c.Root))
+		if err == nil {
+			_, err = out.Snap(ctx, work, c.ID)
+		}
+		if err != nil {
+			return capsule.Capsule{}, fmt.Errorf("capsule %s, to serve it to the nodes: %v", c.ID, err)
+		}
 	}
 	b.shared[c.Root] = s
 	return s, nil
@@ -722,4 +783,21 @@ func readTail(path string) string {
 // shellQuote quotes s for sh.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// nodeLog is a job's log on its node when the exchange goes over HTTP.
+const nodeLog = "/tmp/tare-slurm-%j.out"
+
+// importEnd takes the end capsule a worker sent over HTTP into the run's exchange store.
+func (b *slurmBackend) importEnd(ctx context.Context, x, root string) (capsule.Capsule, error) {
+	caps, err := b.store.Import(ctx, filepath.Join(x, "end"))
+	if err != nil {
+		return capsule.Capsule{}, err
+	}
+	for _, c := range caps {
+		if c.Root == root {
+			return c, nil
+		}
+	}
+	return capsule.Capsule{}, fmt.Errorf("no capsule of root %s came back", root)
 }

@@ -106,7 +106,14 @@ func Worker(ctx context.Context, jobFile string) error {
 		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "work")); err == nil {
-		end, err := store.Snap(ctx, filepath.Join(dir, "work"), fmt.Sprintf("%s.%d-end", spec.ID, spec.Attempt))
+		ends := store
+		if job.Stage != "" {
+			ends, err = capsule.OpenStage(job.Stage, job.Store)
+			if err != nil {
+				return unfit(err.Error())
+			}
+		}
+		end, err := ends.Snap(ctx, filepath.Join(dir, "work"), fmt.Sprintf("%s.%d-end", spec.ID, spec.Attempt))
 		if err != nil {
 			res.Check += "; no end capsule: " + err.Error()
 		} else {

@@ -32,6 +32,9 @@ type SwapOptions struct {
 	// Handoff is what a handoff gives the continuing agent: "trail" (the written summary of
 	// the steps so far) or "workspace" (nothing but the files).
 	Handoff string
+	// On is where the tails run: local (this machine, also "") or slurm (backend.go). The
+	// two originals are always recorded here.
+	On string
 }
 
 // swapSettings is the swap's part of recipe.json.
@@ -174,6 +177,9 @@ func Swap(ctx context.Context, o SwapOptions) (string, *SwapResult, error) {
 	if err := checkPreflight(o.Check, o.CheckOnHost, NewCheckRoom(o.Config, o.CheckOnHost), configOrigin(o.Config)); err != nil {
 		return "", nil, err
 	}
+	if err := onPreflight(o.On, o.Config); err != nil {
+		return "", nil, err
+	}
 	o.A.Key, o.B.Key = "a", "b"
 	installs, err := findInstalls([]Side{o.A, o.B}, o.Config, o.Project)
 	if err != nil {
@@ -190,7 +196,7 @@ func Swap(ctx context.Context, o SwapOptions) (string, *SwapResult, error) {
 	defer r.close()
 	rec := &Recipe{Tare: o.Version, Argv: o.Argv, Kind: "swap", Time: time.Now().UTC(), Project: o.Project,
 		Prompt: o.Prompt, Check: o.Check, CheckTimeout: o.CheckTimeout.Seconds(), CheckRoom: NewCheckRoom(o.Config, o.CheckOnHost),
-		AgentTimeout: o.AgentTimeout.Seconds(), Sides: []Side{o.A, o.B}, Jobs: set.Jobs, Keep: false, Agents: map[string]RecipeAgent{}, Swap: &set}
+		AgentTimeout: o.AgentTimeout.Seconds(), Sides: []Side{o.A, o.B}, Jobs: set.Jobs, Keep: false, Agents: map[string]RecipeAgent{}, Swap: &set, On: onRecipe(o.On)}
 	for name, inst := range installs {
 		a, _ := agent.ByName(name)
 		rec.Agents[name] = RecipeAgent{Version: inst.Version, Bin: inst.Bin, Snapshots: agent.HookKind(a)}
@@ -255,6 +261,13 @@ func runSwap(ctx context.Context, r *run, rec *Recipe, set swapSettings, install
 			return nil, err
 		}
 		defer stop()
+		if i == 0 {
+			if err := attachBackend(env, rec, o.AllowDirty || allowDirty(r)); err != nil {
+				return nil, err
+			}
+		} else {
+			env.backend = envs[rec.Sides[0].Key].backend // one queue, one shared folder
+		}
 		recs[side.Key], envs[side.Key] = recording, env
 	}
 	type job struct {
@@ -291,15 +304,20 @@ func runSwap(ctx context.Context, r *run, rec *Recipe, set swapSettings, install
 		return nil, err
 	}
 	done := map[string]bool{}
-	var rerun []string
+	var rerun, attached []string
 	for id, t := range r.snapshot().Tails {
 		if done[id] = tailFinished(t); !done[id] {
-			rerun = append(rerun, id)
+			if _, ok := attachedJob(r.dir, rec, o.Config, t); ok {
+				attached = append(attached, id) // its job outlived tare: followed, not rerun
+			} else {
+				rerun = append(rerun, id)
+			}
 		}
 	}
-	if len(rerun) > 0 {
+	if len(rerun)+len(attached) > 0 {
 		sort.Strings(rerun)
-		if err := r.emit(Event{Resumed: &Resumed{Rerun: rerun}}); err != nil {
+		sort.Strings(attached)
+		if err := r.emit(Event{Resumed: &Resumed{Rerun: rerun, Reattached: attached}}); err != nil {
 			return nil, err
 		}
 	}
@@ -323,7 +341,7 @@ func runSwap(ctx context.Context, r *run, rec *Recipe, set swapSettings, install
 	if err := capsule.WriteFileAtomic(filepath.Join(r.dir, "swap-result.json"), append(data, '\n'), 0o644); err != nil {
 		return nil, err
 	}
-	return res, r.emit(Event{RunFinished: &RunFinished{Report: report}})
+	return res, releaseBackend(envs[rec.Sides[0].Key], r.emit(Event{RunFinished: &RunFinished{Report: report}}))
 }
 
 // cutStep is the step a cut falls on: the fraction of the run's steps, rounded.

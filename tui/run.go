@@ -338,9 +338,15 @@ func (p *tailsPane) refresh() {
 		if len(t.Earlier) > 0 {
 			detail = attemptNote(t) + " · " + detail
 		}
+		if t.Place != nil {
+			detail = placeCell(t) + " · " + detail
+		}
 		status := statusCell(t)
 		if t.Status == engine.StatusRunning && !t.Checking.IsZero() {
 			status = cell{"checking", statusTone("checking")}
+		}
+		if pending(t) {
+			status = cell{"pending", dim}
 		}
 		r := row{key: id, attempt: t.Attempt, cells: []cell{
 			{id, plain},

@@ -219,8 +219,12 @@ func (v *tailView) header() string {
 	if t.Status == engine.StatusNoVerdict {
 		status += " (" + t.Reason.Label() + ")"
 	}
+	elapsed := span(t.Elapsed(v.env.now()))
+	if t.Place != nil {
+		status, elapsed = placeStatus(t, status), placeNote(t, v.env.now())
+	}
 	second := strings.Join([]string{
-		s.tone(statusTone(tailStatus(t)), status), span(t.Elapsed(v.env.now())),
+		s.tone(statusTone(tailStatus(t)), status), elapsed,
 		fmt.Sprintf("%d calls", t.Calls), tokens(t.Usage) + " tokens", cost(t.Usage),
 	}, " · ")
 	if len(t.Earlier) > 0 {
