@@ -1,0 +1,180 @@
+package tui
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/exp/teatest"
+
+	"tare/config"
+	"tare/workshop"
+)
+
+// manualWriterEnv makes this test binary `tare workshop manual`: EXP, WRITER, the model
+// script and the state directory, one a line. The terminal pane runs it on its pty as the app
+// runs tare; the code it runs is the command's own (workshop.Manual).
+const manualWriterEnv = "TARE_TUI_TEST_MANUAL_WRITER"
+
+func manualWriterMain(v string) int {
+	f := strings.Split(v, "\n")
+	cfg, err := writerConfig(f[3])
+	if err == nil {
+		var e *workshop.Exp
+		if e, err = workshop.Load(f[0]); err == nil {
+			o := workshop.RunOptions{Jobs: 1, Config: cfg, Scripts: map[string]string{"": f[2]}}
+			var s *workshop.State
+			s, err = workshop.Manual(context.Background(), e, f[1], o, os.Stdin, os.Stdout)
+			if err == nil && s.Status != "completed" {
+				err = fmt.Errorf("%s is %s", f[1], s.Status)
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tare:", err)
+		return 1
+	}
+	return 0
+}
+
+// writerConfig names this checkout's pinned pi, as the judge tests name claude.
+func writerConfig(state string) (*config.Config, error) {
+	cfg, err := config.Parse(nil, "none")
+	if err != nil {
+		return nil, err
+	}
+	cfg.StateDir = state
+	wd, _ := os.Getwd()
+	cfg.Agents["pi"] = config.Agent{Bin: filepath.Join(filepath.Dir(wd), "agents", "node_modules", ".bin", "pi")}
+	return cfg, nil
+}
+
+// writerStub is the stub engine with the workshop's manual command: this test binary as
+// tare workshop manual, on tare's model server with the demo's writer script.
+type writerStub struct {
+	*stubEngine
+	state string
+}
+
+func (w writerStub) WorkshopRun(context.Context, string, string, string) error {
+	return fmt.Errorf("not in this test")
+}
+func (w writerStub) WorkshopResume(context.Context, string, string, string) error {
+	return fmt.Errorf("not in this test")
+}
+func (w writerStub) WorkshopManual(exp, writer, script string) (*exec.Cmd, error) {
+	w.record("WorkshopManual", exp, writer, script)
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), manualWriterEnv+"="+strings.Join([]string{exp, writer, script, w.state}, "\n"))
+	return cmd, nil
+}
+
+// TestFlowWritersManualInTerminalPane: the Writers pane lists a prepared experiment below the
+// state directory; m on the pi writer asks for a model script and runs the writer by hand in
+// the terminal pane (the real pi CLI in its room, on tare's model server). The operator tells
+// it to begin, leaves the pane (the pane shows the writer "by hand", followed from the
+// writer's own state), comes back, exits pi: the writer is collected, its terminal.log kept;
+// c collects it again after a confirmation; A seals the drafts, and the identity key
+// appears on no screen the app drew.
+func TestFlowWritersManualInTerminalPane(t *testing.T) {
+	state := t.TempDir()
+	td := filepath.Join("..", "demo", "workshop")
+	exp := filepath.Join(state, workshop.Dir, "exp")
+	if _, err := workshop.Prepare(filepath.Join(td, "plan.toml"), exp); err != nil {
+		t.Fatal(err)
+	}
+	script, _ := filepath.Abs(filepath.Join(td, "writer.toml"))
+	const pi = "pi-tare-model"
+
+	stub := writerStub{newStub(), state}
+	m := newModel(modelConfig{engine: stub, styles: asciiStyles(), now: time.Now, agents: []string{"pi"}, probes: true,
+		workshop: true, stateDir: state})
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(160, 40))
+	var seen, all bytes.Buffer
+	wait := func(d time.Duration, parts ...string) {
+		t.Helper()
+		teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
+			seen.Write(b)
+			for _, l := range bytes.Split(seen.Bytes(), []byte("\n")) {
+				ok := true
+				for _, p := range parts {
+					ok = ok && bytes.Contains(l, []byte(p))
+				}
+				if ok {
+					all.Write(seen.Bytes())
+					seen.Reset()
+					return true
+				}
+			}
+			return false
+		}, teatest.WithDuration(d), teatest.WithCheckInterval(50*time.Millisecond))
+	}
+	wait(10*time.Second, "exp", pi, "prepared")
+	tm.Send(keyMsg("tab")) // runs → writers
+	tm.Send(keyMsg("G"))   // the last writer: pi
+	tm.Send(keyMsg("m"))
+	wait(5*time.Second, "Write by hand: "+pi)
+	tm.Type(script)
+	tm.Send(keyMsg("ctrl+s"))
+	wait(2*time.Minute, "writer "+pi+" · attached")
+	wait(2*time.Minute, "/200k") // pi's footer: its editor is ready
+	tm.Type("Begin the assignment now")
+	wait(30*time.Second, "Begin the assignment now")
+	tm.Send(keyMsg("enter"))
+	wait(2*time.Minute, "The scene is in drafts/scene.md.")
+
+	tm.Send(keyMsg("ctrl+]")) // leave pi to its room; the pane follows its state
+	wait(10*time.Second, "exp", pi, "by hand")
+	tm.Send(keyMsg("t")) // and back
+	wait(10*time.Second, "writer "+pi+" · attached")
+	tm.Send(keyMsg("ctrl+d")) // the operator leaves pi: the writer is collected
+	wait(time.Minute, "writer "+pi+" · exited")
+	tm.Send(keyMsg("esc"))
+	wait(30*time.Second, "exp", pi, "completed")
+
+	tm.Send(keyMsg("c"))
+	wait(5*time.Second, "Collect "+pi+" of exp?")
+	tm.Send(keyMsg("y"))
+	wait(30*time.Second, pi+" collected: completed")
+
+	tm.Send(keyMsg("A"))
+	wait(5*time.Second, "Anonymize exp?")
+	tm.Send(keyMsg("y"))
+	wait(30*time.Second, "1 drafts sealed as A")
+	wait(10*time.Second, pi, "completed", "exp (s")
+	tm.Send(keyMsg("enter")) // the report: sizes now that it is sealed
+	wait(10*time.Second, "Report · exp")
+
+	tm.Send(keyMsg("esc"))
+	tm.Send(keyMsg("q"))
+	tm.WaitFinished(t, teatest.WithFinalTimeout(10*time.Second))
+
+	rec := filepath.Join(exp, "records", pi)
+	log, _ := os.ReadFile(filepath.Join(rec, "terminal.log"))
+	if !bytes.Contains(log, []byte("Begin the assignment")) {
+		t.Errorf("terminal.log does not hold the session (%d bytes)", len(log))
+	}
+	if a, _ := os.ReadFile(filepath.Join(rec, "artifacts", "scene.md")); !bytes.Contains(a, []byte("eighty-two steps")) {
+		t.Errorf("the manual writer's draft is not archived: %q", a)
+	}
+	var key map[string]string
+	data, err := os.ReadFile(filepath.Join(exp, workshop.KeyFile))
+	if err != nil || json.Unmarshal(data, &key) != nil || key["A"] != pi {
+		t.Fatalf("identity key %s: %v %q", workshop.KeyFile, err, data)
+	}
+	// No line of any screen pairs the letter with its writer, nor shows the key's file.
+	pair := regexp.MustCompile(`\bA\b.{0,8}` + pi + `|` + pi + `.{0,8}\bA\b`)
+	for _, l := range strings.Split(all.String(), "\n") {
+		if pair.MatchString(l) || strings.Contains(l, `"A"`) {
+			t.Errorf("a screen shows the identity key: %q", l)
+		}
+	}
+}
