@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	charmlog "github.com/charmbracelet/log"
 	"github.com/charmbracelet/x/exp/teatest"
+	gossh "golang.org/x/crypto/ssh"
 
 	"tare/config"
 	"tare/workshop"
@@ -170,11 +175,98 @@ func TestFlowWritersManualInTerminalPane(t *testing.T) {
 	if err != nil || json.Unmarshal(data, &key) != nil || key["A"] != pi {
 		t.Fatalf("identity key %s: %v %q", workshop.KeyFile, err, data)
 	}
-	// No line of any screen pairs the letter with its writer, nor shows the key's file.
-	pair := regexp.MustCompile(`\bA\b.{0,8}` + pi + `|` + pi + `.{0,8}\bA\b`)
-	for _, l := range strings.Split(all.String(), "\n") {
-		if pair.MatchString(l) || strings.Contains(l, `"A"`) {
-			t.Errorf("a screen shows the identity key: %q", l)
+	if l := keyShown(all.String(), key); l != "" {
+		t.Errorf("a screen shows the identity key: %q", l)
+	}
+}
+
+// sealedExperiment prepares the demo plan below state's workshop folder, collects two of its
+// writers as external sessions (drafts written by hand into their workspaces) and seals
+// them: the real collect and anonymize, and a real identity key.
+func sealedExperiment(t *testing.T, state string) (exp string, key map[string]string) {
+	t.Helper()
+	exp = filepath.Join(state, workshop.Dir, "exp")
+	if _, err := workshop.Prepare(filepath.Join("..", "demo", "workshop", "plan.toml"), exp); err != nil {
+		t.Fatal(err)
+	}
+	e, err := workshop.Load(exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range e.WriterIDs()[:2] {
+		draft := filepath.Join(e.Work(id), e.Plan.Outputs[0].Path)
+		if err := os.WriteFile(draft, bytes.Repeat([]byte("The stair had eighty-two steps. "), 20), 0o644); err != nil {
+			t.Fatal(err)
 		}
+		if _, err := workshop.Collect(e, id, &workshop.External{SessionID: "s-" + id, Model: "m", Provenance: "written by hand"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := workshop.Anonymize(e, "", false, 7); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(exp, workshop.KeyFile))
+	if err != nil || json.Unmarshal(data, &key) != nil || len(key) != 2 {
+		t.Fatalf("identity key: %v %q", err, data)
+	}
+	return exp, key
+}
+
+// keyShown is a line of screen that pairs a letter of the key with its writer.
+func keyShown(screen string, key map[string]string) string {
+	for letter, id := range key {
+		pair := regexp.MustCompile(`\b` + letter + `\b.{0,8}` + regexp.QuoteMeta(id) + `|` + regexp.QuoteMeta(id) + `.{0,8}\b` + letter + `\b`)
+		for _, l := range strings.Split(screen, "\n") {
+			if pair.MatchString(l) || strings.Contains(l, `"`+letter+`"`) {
+				return l
+			}
+		}
+	}
+	return ""
+}
+
+// TestServeWritersPaneKeepsTheKey: over tare serve --ssh, a session's Writers pane lists a
+// sealed experiment's writers and opens its report (the sizes now shown); no screen the
+// session was sent pairs a letter with its writer.
+func TestServeWritersPaneKeepsTheKey(t *testing.T) {
+	charmlog.SetOutput(io.Discard)
+	t.Cleanup(func() { charmlog.SetOutput(os.Stderr) })
+	state := t.TempDir()
+	_, key := sealedExperiment(t, state)
+	operator := newKey(t)
+	keys := filepath.Join(t.TempDir(), "authorized_keys")
+	os.WriteFile(keys, gossh.MarshalAuthorizedKey(operator.PublicKey()), 0o600)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- serve(ctx, ln, ServeOptions{AuthorizedKeys: keys, StateDir: state, Engine: newStub(), Agents: []string{"pi"}, Log: log.New(io.Discard, "", 0)})
+	}()
+	t.Cleanup(func() { cancel(); <-served })
+	hostKeyFile := filepath.Join(state, "ssh", "host_ed25519.pub")
+	until(t, 10*time.Second, "no host key", func() bool { _, err := os.Stat(hostKeyFile); return err == nil })
+	pub, _ := os.ReadFile(hostKeyFile)
+	hostKey, _, _, _, err := gossh.ParseAuthorizedKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := openSession(t, ln.Addr().String(), operator, hostKey, "dumb")
+	defer s.client.Close()
+	until(t, 15*time.Second, "the sealed writers in the Writers pane", func() bool {
+		return strings.Contains(s.screen(), "Writers") && strings.Count(s.screen(), "completed") >= 2
+	})
+	s.in.Write([]byte("\t"))
+	s.in.Write([]byte("\r"))
+	until(t, 15*time.Second, "the report", func() bool {
+		return strings.Contains(s.screen(), "Report · exp") && strings.Contains(s.screen(), "| completed |")
+	})
+	if strings.Contains(s.screen(), "withheld") {
+		t.Error("the sealed experiment's report withholds sizes")
+	}
+	if l := keyShown(s.screen(), key); l != "" {
+		t.Errorf("the session was sent the identity key: %q", l)
 	}
 }
