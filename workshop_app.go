@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"tare/tui"
@@ -78,7 +79,9 @@ func (e *appEngine) startWriter(ctx context.Context, exp, writer, verb, script s
 			if s, err := x.State(writer); err == nil && s.Status == "completed" {
 				return nil
 			}
-			return errors.New(l.tail())
+			// The command's refusal (or the failed run's result), whole.
+			data, _ := os.ReadFile(l.path)
+			return errors.New(strings.TrimSpace(string(data)))
 		}
 		select {
 		case <-ctx.Done():

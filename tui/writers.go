@@ -10,6 +10,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 
 	"tare/workshop"
 )
@@ -185,6 +186,8 @@ var wkeys = func() writerKeys {
 type writerMsg struct {
 	act     string
 	exp, id string
+	// status is the writer's as the pane showed it when the key was pressed.
+	status string
 }
 
 func (p *writersPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
@@ -193,7 +196,7 @@ func (p *writersPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 			for act, b := range map[string]key.Binding{"report": wkeys.Report, "run": wkeys.Run, "manual": wkeys.Manual,
 				"collect": wkeys.Collect, "resume": wkeys.Resume, "retry": wkeys.Retry, "anonymize": wkeys.Anonymize} {
 				if key.Matches(msg, b) {
-					return true, emit(writerMsg{act: act, exp: w.exp, id: w.id})
+					return true, emit(writerMsg{act: act, exp: w.exp, id: w.id, status: w.status})
 				}
 			}
 		}
@@ -229,6 +232,9 @@ func (m *model) writerAction(w writerMsg) tea.Cmd {
 	case "report":
 		return writerReport(w.exp)
 	case "run", "manual", "resume":
+		if err := refuseStart(w); err != nil {
+			return emit(writerDoneMsg{what: w.act + " " + w.id, err: err})
+		}
 		title := map[string]string{"run": "Run writer ", "manual": "Write by hand: ", "resume": "Resume (quota wall) "}[w.act] + w.id
 		m.form = writerForm(m.env, title, w)
 		return nil
@@ -251,6 +257,21 @@ func (m *model) writerAction(w writerMsg) tea.Cmd {
 			yes:      emit(writerGoMsg{writerMsg: w}),
 			no:       "nothing sealed",
 		}
+	}
+	return nil
+}
+
+// refuseStart refuses at once, before the form, what the workshop would refuse: only a
+// prepared writer is launched, only one a quota wall stopped is resumed. The workshop checks
+// again when it acts (the state may have moved since the pane drew it).
+func refuseStart(w writerMsg) error {
+	switch {
+	case w.act == "resume" && w.status != "quota wall":
+		return fmt.Errorf("writer %s is %s; only a writer its own event stream shows stopped by a provider quota wall is resumed. "+
+			"Read its record (tare workshop inspect), and retry it as a new writer (R) if the work has to start over", w.id, w.status)
+	case w.act != "resume" && w.status != "prepared":
+		return fmt.Errorf("writer %s is %s; only a prepared writer is launched: collect its evidence (c), "+
+			"resume it after a quota wall (u), or retry it as a new writer (R)", w.id, w.status)
 	}
 	return nil
 }
@@ -397,7 +418,9 @@ func (m *model) writerDone(d writerDoneMsg) tea.Cmd {
 		return m.wf.now()
 	}
 	m.fail(fmt.Errorf("%s: %v", d.what, d.err))
-	return tea.Batch(emit(readerMsg{title: "Refused · " + d.what, text: d.err.Error()}), m.wf.now())
+	// Wrapped to the page: the reader cuts long lines, and the advice comes last.
+	text := ansi.Wordwrap(d.err.Error(), max(m.scr.body.W-2, 20), " ")
+	return tea.Batch(emit(readerMsg{title: "Refused · " + d.what, text: text}), m.wf.now())
 }
 
 // writersUpdate routes the Writers pane's messages; ok is false for any other message.

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
 	charmlog "github.com/charmbracelet/log"
 	"github.com/charmbracelet/x/exp/teatest"
 	gossh "golang.org/x/crypto/ssh"
@@ -268,5 +269,64 @@ func TestServeWritersPaneKeepsTheKey(t *testing.T) {
 	}
 	if l := keyShown(s.screen(), key); l != "" {
 		t.Errorf("the session was sent the identity key: %q", l)
+	}
+}
+
+// TestWritersRefusalsShownWhole: the Writers pane refuses, before asking anything, to resume
+// a writer no quota wall stopped or to launch one that is not prepared, and collect's own
+// refusal (a writer that has not run) comes back from the workshop: each on a page of its
+// own, the reason and the advice whole. An archiving action asks first; n leaves all as it was.
+func TestWritersRefusalsShownWhole(t *testing.T) {
+	state := t.TempDir()
+	exp, _ := sealedExperiment(t, state)
+	stub := writerStub{newStub(), state}
+	m := newModel(modelConfig{engine: stub, styles: asciiStyles(), now: time.Now, probes: true, workshop: true, stateDir: state})
+	m.wf.close()
+	m.wf = nil // the test hands the pane its reads
+	// Messages go to update, not Update: the clock's ticks are not this test's.
+	send := func(msg tea.Msg) {
+		queue := []tea.Msg{msg}
+		for len(queue) > 0 {
+			msg, queue = queue[0], queue[1:]
+			_, cmd := m.update(msg)
+			queue = append(queue, run(cmd)...)
+		}
+	}
+	press := func(k string) { send(keyMsg(k)) }
+	send(tea.WindowSizeMsg{Width: 160, Height: 40})
+	send(loadWriters([]string{exp}))
+	press("tab")
+	press("G") // pi-tare-model: prepared
+	refused := func(what string, parts ...string) {
+		t.Helper()
+		if m.page() != readerPage || m.reader.title != "Refused · "+what {
+			t.Fatalf("%s: page %v, want the refusal", what, m.page())
+		}
+		text := m.reader.vp.View()
+		for _, p := range parts {
+			if !strings.Contains(strings.Join(strings.Fields(text), " "), p) {
+				t.Errorf("%s: the refusal %q does not say %q", what, text, p)
+			}
+		}
+		press("esc")
+	}
+	press("u")
+	refused("resume pi-tare-model", "writer pi-tare-model is prepared", "provider quota wall is resumed", "retry it as a new writer (R)")
+	press("c")
+	if m.confirm == nil || !strings.Contains(m.confirm.question, "Collect pi-tare-model of exp?") {
+		t.Fatalf("collect did not ask first: %+v", m.confirm)
+	}
+	press("y")
+	refused("collect pi-tare-model", "writer pi-tare-model has not run; run it first")
+	press("g") // a completed writer
+	press("r")
+	refused("run claude-sonnet-4-5", "is completed; only a prepared writer is launched")
+	press("A")
+	press("n")
+	if calls := stub.Calls(); len(calls) != 0 {
+		t.Errorf("refusals reached the engine: %v", calls)
+	}
+	if m.status != "nothing sealed" {
+		t.Errorf("n on anonymize: status %q", m.status)
 	}
 }
