@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -76,4 +77,46 @@ func TestAppTerminalPaneInTmux(t *testing.T) {
 		t.Errorf("left behind: %v", left)
 	}
 	t.Logf("the terminal pane test took %s", time.Since(start).Round(time.Second))
+}
+
+// TestAppWritersPaneInTmux: the app lists an experiment prepared in its state directory in
+// the Writers pane; r on the pi writer, with the demo's writer script, runs it in a tare of
+// its own (tare workshop run, detached), and the pane follows it to completed from that
+// process; enter opens the report with the sizes withheld before the seal.
+func TestAppWritersPaneInTmux(t *testing.T) {
+	r := newRun(t, "")
+	exp := filepath.Join(r.home, ".local", "state", "tare", "workshop", "exp")
+	td := filepath.Join(repoDir(), "demo", "workshop")
+	if r.tare(t, "workshop", "prepare", filepath.Join(td, "plan.toml"), exp); r.code != 0 {
+		t.Fatalf("prepare: %s", r.stderr)
+	}
+	const pi = "pi-tare-model"
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(r.env(), "TERM=tmux-256color")
+	x := startTmux(t, wd, append(append([]string{"env", "-i"}, env...), tareBin)...)
+	x.waitFor("the pi writer prepared", 10*time.Second, func(s string) bool { return strings.Contains(line(s, pi), "prepared") })
+	x.keys("Tab")
+	x.waitText(5*time.Second, "┏━ Writers")
+	x.keys("G")
+	x.waitFor("pi selected", 5*time.Second, func(s string) bool { return strings.Contains(line(s, pi), "┃> ") })
+	x.keys("r")
+	x.waitText(5*time.Second, "Run writer "+pi)
+	x.text(filepath.Join(td, "writer.toml"))
+	x.keys("C-s")
+	x.waitFor("the pi writer completed", 2*time.Minute, func(s string) bool { return strings.Contains(line(s, pi), "completed") })
+	x.keys("Enter")
+	x.waitText(10*time.Second, "Report · exp", "withheld")
+	x.keys("Escape")
+	x.waitText(5*time.Second, "┏━ Writers")
+	x.keys("q")
+	if code := x.exited(30 * time.Second); code != 0 {
+		t.Errorf("the app exited %d after q", code)
+	}
+	x.kill()
+	if left := r.leftovers(t); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
 }

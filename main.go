@@ -745,9 +745,12 @@ start capsule (the first attempt kept as original.attempt-1), and a tail that wa
 func watchCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "watch DIR...",
-		Short: "The app, following run directories written by any tare process",
+		Short: "The app, following run directories (or workshop experiments) written by any tare process",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if exps, err := workshopDirs(args); exps != nil || err != nil {
+				return watchWorkshop(cmd.Context(), exps, err)
+			}
 			for _, d := range args {
 				if _, err := os.Stat(filepath.Join(d, engine.JournalFile)); err != nil {
 					return fmt.Errorf("%s: %w", d, errNoRun)

@@ -30,6 +30,9 @@ type Options struct {
 	Agents []string
 	// Project is the folder the app works in: the probes pane shows its readings only.
 	Project string
+	// Experiments are workshop experiments the Writers pane follows besides those below the
+	// state directory's workshop folder (tare watch EXP).
+	Experiments []string
 	// In and Out default to the process's stdin and stdout.
 	In  io.Reader
 	Out io.Writer
@@ -64,6 +67,7 @@ func Run(ctx context.Context, o Options) error {
 	c := modelConfig{
 		ctx: ctx, engine: o.Engine, styles: localStyles(out), log: logger,
 		agents: o.Agents, probes: o.StateDir != "", project: o.Project,
+		workshop: o.StateDir != "" || len(o.Experiments) > 0, stateDir: o.StateDir, exps: o.Experiments,
 	}
 	m := newModel(c)
 	if len(o.Dirs) == 1 && o.StateDir == "" {

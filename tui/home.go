@@ -19,10 +19,12 @@ type homeView struct {
 	ring   focusRing
 	probes *probesPane // nil when the app follows run directories only (tare watch)
 	runs   *runsPane
-	rects  []rect
+	// writers is the workshop's pane (nil when the app follows no experiments).
+	writers *writersPane
+	rects   []rect
 }
 
-func newHomeView(e *env, withProbes bool) *homeView {
+func newHomeView(e *env, withProbes, withWriters bool) *homeView {
 	h := &homeView{env: e, runs: newRunsPane(e)}
 	if withProbes {
 		h.probes = newProbesPane(e)
@@ -31,15 +33,26 @@ func newHomeView(e *env, withProbes bool) *homeView {
 	} else {
 		h.ring.panes = []pane{h.runs}
 	}
+	if withWriters {
+		h.writers = newWritersPane(e)
+		h.ring.panes = append(h.ring.panes, h.writers)
+	}
 	return h
 }
 
 func (h *homeView) setSize(body rect) {
-	if h.probes == nil {
+	switch {
+	case h.probes == nil && h.writers == nil:
 		h.rects = []rect{body}
-	} else {
-		p, r, _ := homeLayout(body, len(h.env.store.agentNames()), false)
+	case h.probes == nil:
+		cols := stack(body, []int{0, 0})
+		h.rects = []rect{cols[0], cols[1]}
+	default:
+		p, r, w := homeLayout(body, len(h.env.store.agentNames()), h.writers != nil)
 		h.rects = []rect{p, r}
+		if h.writers != nil {
+			h.rects = append(h.rects, w)
+		}
 	}
 	for i, p := range h.ring.panes {
 		p.setSize(max(h.rects[i].W-2, 0), max(h.rects[i].H-2, 0))

@@ -49,6 +49,11 @@ type modelConfig struct {
 	// remote is an ssh session's app: programs it would start (a pager) would run on the
 	// server's side, not on the operator's terminal.
 	remote bool
+	// workshop shows the Writers pane: the experiments below stateDir's workshop folder and
+	// exps (see writers.go).
+	workshop bool
+	stateDir string
+	exps     []string
 }
 
 // model is the root model: it owns focus, layout and routing. Keys go to the focused pane
@@ -85,6 +90,8 @@ type model struct {
 	interrupted bool
 	remote      bool
 	clock       clock
+	// wf follows the workshop's experiments for the Writers pane (nil without one).
+	wf *writersFollower
 }
 
 func newModel(c modelConfig) *model {
@@ -101,7 +108,10 @@ func newModel(c modelConfig) *model {
 	h := help.New()
 	h.Styles = c.styles.help
 	m := &model{ctx: c.ctx, eng: c.engine, log: c.log, env: e, help: h, live: c.live, remote: c.remote}
-	m.home = newHomeView(e, c.probes)
+	m.home = newHomeView(e, c.probes, c.workshop)
+	if c.workshop {
+		m.wf = newWritersFollower(c.stateDir, c.exps)
+	}
 	m.pages = []page{homePage}
 	if c.live != "" {
 		m.run = newRunView(e, c.live)
@@ -111,7 +121,7 @@ func newModel(c modelConfig) *model {
 	return m
 }
 
-func (m *model) Init() tea.Cmd { return m.nextTick() }
+func (m *model) Init() tea.Cmd { return tea.Batch(m.nextTick(), m.wf.first()) }
 
 func (m *model) page() page { return m.pages[len(m.pages)-1] }
 
@@ -206,6 +216,9 @@ func (m *model) expire(now time.Time) {
 // runs, keys to whoever has them, intents to the engine (as commands), answers to their owner.
 // (Update, in clock.go, runs it and keeps the clock's pace.)
 func (m *model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	if cmd, ok := m.writersUpdate(msg); ok {
+		return m, cmd
+	}
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.w, m.h = msg.Width, msg.Height
@@ -461,7 +474,10 @@ func (m *model) askDelete(dir string) {
 type noteMsg string
 
 // close releases what the model holds when its program has ended.
-func (m *model) close() { m.closeTerminal() }
+func (m *model) close() {
+	m.closeTerminal()
+	m.wf.close()
+}
 
 // key routes a key: the terminal takes every key but the reserved chord; an open dialog
 // takes the rest; then the focused pane, after the keys that mean the same everywhere.

@@ -127,7 +127,7 @@ func sessionProgram(o ServeOptions) bubbletea.ProgramHandler {
 		}
 		m := newModel(modelConfig{
 			ctx: ctx, engine: o.Engine, styles: sessionStyles(bubbletea.MakeRenderer(s), pty.Term, noColor), log: logger,
-			agents: o.Agents, probes: true, project: o.Project, remote: true,
+			agents: o.Agents, probes: true, project: o.Project, remote: true, workshop: true, stateDir: o.StateDir,
 		})
 		// A session's renderer wakes at its frame rate whatever the app shows: at the
 		// default 60 a second, five idle sessions cost more than all the following of the

@@ -1,0 +1,443 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+
+	"tare/workshop"
+)
+
+// WorkshopEngine is what the Writers pane asks of tare beyond Engine: the workshop commands
+// that start an agent. An Engine that implements it gets the pane's run, manual and resume
+// keys; collect, retry, anonymize and report are the workshop package's own calls (as the
+// command line makes them), run off the UI goroutine.
+type WorkshopEngine interface {
+	// WorkshopRun runs one writer as `tare workshop run EXP WRITER [--script F]` does, in a
+	// process of its own; it returns once the writer runs, or with the refusal whole.
+	WorkshopRun(ctx context.Context, exp, writer, script string) error
+	// WorkshopResume continues a writer a quota wall stopped, as `tare workshop resume`, in a
+	// process of its own; it returns once the writer runs again, or with the refusal.
+	WorkshopResume(ctx context.Context, exp, writer, script string) error
+	// WorkshopManual is the command that runs `tare workshop manual EXP WRITER`: the app
+	// starts it on a pty in its terminal pane, and it records the writer's terminal.log.
+	WorkshopManual(exp, writer, script string) (*exec.Cmd, error)
+}
+
+// writerRow is one writer as the pane shows it: never its words, its sizes or the key.
+type writerRow struct {
+	exp, id                    string
+	agent, model, tier, status string
+	sealed                     bool
+	secs, cost                 *float64
+	err                        string
+}
+
+// writersMsg is what the follower read of every experiment.
+type writersMsg struct {
+	rows []writerRow
+	// bad are experiments that could not be read, with why.
+	bad []string
+}
+
+// loadWriters reads every experiment's writers: their state and the report's spend, sizes
+// withheld whatever the seal says (the pane has no column for them).
+func loadWriters(exps []string) writersMsg {
+	var msg writersMsg
+	no := false
+	for _, dir := range exps {
+		e, err := workshop.Load(dir)
+		if err != nil {
+			msg.bad = append(msg.bad, err.Error())
+			continue
+		}
+		r, err := workshop.MakeReport(e, &no)
+		if err != nil {
+			msg.bad = append(msg.bad, fmt.Sprintf("%s: %v", dir, err))
+			continue
+		}
+		sealed := e.IsSealed()
+		for _, w := range r.Writers {
+			row := writerRow{exp: e.Root, id: w.Writer, agent: w.Agent, model: w.Model, tier: w.Tier, status: w.Status,
+				sealed: sealed, secs: w.Seconds, cost: w.CostUSD, err: w.Error}
+			if s, err := e.State(w.Writer); err == nil {
+				row.status = writerStatus(e, w.Writer, s)
+			}
+			msg.rows = append(msg.rows, row)
+		}
+	}
+	return msg
+}
+
+// writerStatus says what a writer's state means now: a running writer whose process is gone
+// was interrupted (collect it), a failed one its stream shows at a quota wall can be resumed.
+func writerStatus(e *workshop.Exp, id string, s *workshop.State) string {
+	switch {
+	case s.Status == "running" && s.Alive() && s.Manual:
+		return "by hand"
+	case s.Status == "running" && s.Alive():
+		return "running"
+	case s.Status == "running" && s.EndedAt == nil:
+		return "interrupted"
+	case s.Status == "running":
+		return "ended"
+	case s.Status == "failed" && e.Resumable(id, s):
+		return "quota wall"
+	}
+	return s.Status
+}
+
+// writersPane lists every experiment's writers with status, tier, time and spend.
+type writersPane struct {
+	env  *env
+	t    *table
+	rows map[string]writerRow
+	bad  []string
+}
+
+func newWritersPane(e *env) *writersPane {
+	t := newTable([]column{
+		{title: "writer", flex: 3},
+		{title: "status", width: 11},
+		{title: "tier", width: 7},
+		{title: "time", width: 5, right: true},
+		{title: "cost", width: 6, right: true},
+		{title: "experiment", flex: 1},
+	}, "no experiments; tare workshop prepare PLAN "+filepath.Join("STATE", workshop.Dir, "NAME"))
+	t.setStyles(e.st)
+	return &writersPane{env: e, t: t, rows: map[string]writerRow{}}
+}
+
+func (p *writersPane) title() string {
+	if len(p.bad) > 0 {
+		return fmt.Sprintf("Writers · %d unreadable: %s", len(p.bad), p.bad[0])
+	}
+	return "Writers"
+}
+func (p *writersPane) setSize(w, h int)   { p.t.setSize(w, h) }
+func (p *writersPane) capturing() bool    { return p.t.filtering }
+func (p *writersPane) view(f bool) string { return p.t.view(p.env.st, f) }
+func (p *writersPane) refresh()           {}
+
+func (p *writersPane) set(msg writersMsg) {
+	p.bad = msg.bad
+	p.rows = map[string]writerRow{}
+	rows := make([]row, 0, len(msg.rows))
+	for _, w := range msg.rows {
+		k := w.exp + "\x00" + w.id
+		p.rows[k] = w
+		name := filepath.Base(w.exp)
+		if w.sealed {
+			name += " (sealed)"
+		}
+		secs, spend := "", ""
+		if w.secs != nil {
+			secs = fmt.Sprintf("%.0fs", *w.secs)
+		}
+		if w.cost != nil {
+			spend = dollars(*w.cost)
+		}
+		rows = append(rows, row{key: k, cells: []cell{{w.id, plain}, {w.status, writerTone(w.status)}, {w.tier, dim},
+			{secs, dim}, {spend, dim}, {name, dim}}})
+	}
+	p.t.setRows(rows)
+}
+
+func writerTone(status string) tone {
+	switch status {
+	case "completed":
+		return good
+	case "failed", "interrupted":
+		return bad
+	case "running", "by hand", "quota wall", "ended":
+		return warn
+	}
+	return plain
+}
+
+// writerKeys are the Writers pane's own keys: each is one workshop command.
+type writerKeys struct {
+	Report, Run, Manual, Collect, Resume, Retry, Anonymize key.Binding
+}
+
+var wkeys = func() writerKeys {
+	b := func(help, desc string, keys ...string) key.Binding {
+		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(help, desc))
+	}
+	return writerKeys{
+		Report:    b("enter", "report", "enter"),
+		Run:       b("r", "run writer", "r"),
+		Manual:    b("m", "write by hand", "m"),
+		Collect:   b("c", "collect", "c"),
+		Resume:    b("u", "resume (quota)", "u"),
+		Retry:     b("R", "retry as new", "R"),
+		Anonymize: b("A", "anonymize", "A"),
+	}
+}()
+
+// writerMsg asks the root for one workshop action on the selected writer.
+type writerMsg struct {
+	act     string
+	exp, id string
+	// status is the writer's as the pane showed it when the key was pressed.
+	status string
+}
+
+func (p *writersPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
+	if !p.t.filtering {
+		if w, ok := p.rows[p.t.selected()]; ok {
+			for act, b := range map[string]key.Binding{"report": wkeys.Report, "run": wkeys.Run, "manual": wkeys.Manual,
+				"collect": wkeys.Collect, "resume": wkeys.Resume, "retry": wkeys.Retry, "anonymize": wkeys.Anonymize} {
+				if key.Matches(msg, b) {
+					return true, emit(writerMsg{act: act, exp: w.exp, id: w.id, status: w.status})
+				}
+			}
+		}
+	}
+	return p.t.update(p.env.keys, msg)
+}
+
+func (p *writersPane) help() []key.Binding {
+	return []key.Binding{wkeys.Report, wkeys.Run, wkeys.Manual, wkeys.Collect, wkeys.Resume, wkeys.Retry, wkeys.Anonymize, p.env.keys.Filter}
+}
+
+// writerGoMsg is a confirmed workshop action (a form's script when it asked for one).
+type writerGoMsg struct {
+	writerMsg
+	script string
+}
+
+// writerDoneMsg is a workshop action's answer; note is what the footer says when it worked.
+type writerDoneMsg struct {
+	what, note string
+	err        error
+}
+
+// writerAction asks before an action that archives, seals or starts an agent; a report is
+// opened at once. The seed's refusals are the workshop's own, shown whole when they come.
+func (m *model) writerAction(w writerMsg) tea.Cmd {
+	if m.eng == nil {
+		m.fail(errReadOnly)
+		return nil
+	}
+	name := filepath.Base(w.exp)
+	switch w.act {
+	case "report":
+		return writerReport(w.exp)
+	case "run", "manual", "resume":
+		if err := refuseStart(w); err != nil {
+			return emit(writerDoneMsg{what: w.act + " " + w.id, err: err})
+		}
+		title := map[string]string{"run": "Run writer ", "manual": "Write by hand: ", "resume": "Resume (quota wall) "}[w.act] + w.id
+		m.form = writerForm(m.env, title, w)
+		return nil
+	case "collect":
+		m.confirm = &confirm{
+			question: fmt.Sprintf("Collect %s of %s?\nIts drafts are archived and checked; missing or short outputs fail it with the reason.", w.id, name),
+			yes:      emit(writerGoMsg{writerMsg: w}),
+			no:       "nothing collected",
+		}
+	case "retry":
+		newID := retryID(w.exp, w.id)
+		m.confirm = &confirm{
+			question: fmt.Sprintf("Retry %s of %s as a new writer %s?\nThe same seat starts over with fresh inputs; %s stays on record.\nA quota wall is resumed (u), not retried.", w.id, name, newID, w.id),
+			yes:      emit(writerGoMsg{writerMsg: writerMsg{act: "retry", exp: w.exp, id: w.id + "\x00" + newID}}),
+			no:       "nothing retried",
+		}
+	case "anonymize":
+		m.confirm = &confirm{
+			question: fmt.Sprintf("Anonymize %s?\nThe completed drafts are shuffled under letters and the key sealed (never shown here);\nsizes show in the report from then on.", name),
+			yes:      emit(writerGoMsg{writerMsg: w}),
+			no:       "nothing sealed",
+		}
+	}
+	return nil
+}
+
+// refuseStart refuses at once, before the form, what the workshop would refuse: only a
+// prepared writer is launched, only one a quota wall stopped is resumed. The workshop checks
+// again when it acts (the state may have moved since the pane drew it).
+func refuseStart(w writerMsg) error {
+	switch {
+	case w.act == "resume" && w.status != "quota wall":
+		return fmt.Errorf("writer %s is %s; only a writer its own event stream shows stopped by a provider quota wall is resumed. "+
+			"Read its record (tare workshop inspect), and retry it as a new writer (R) if the work has to start over", w.id, w.status)
+	case w.act != "resume" && w.status != "prepared":
+		return fmt.Errorf("writer %s is %s; only a prepared writer is launched: collect its evidence (c), "+
+			"resume it after a quota wall (u), or retry it as a new writer (R)", w.id, w.status)
+	}
+	return nil
+}
+
+// retryID is the first free id of the form WRITER-retry, WRITER-retry2...
+func retryID(exp, id string) string {
+	e, err := workshop.Load(exp)
+	if err != nil {
+		return id + "-retry"
+	}
+	taken := map[string]bool{}
+	for _, w := range e.WriterIDs() {
+		taken[w] = true
+	}
+	for n := 1; ; n++ {
+		c := id + "-retry"
+		if n > 1 {
+			c += fmt.Sprint(n)
+		}
+		if !taken[c] {
+			return c
+		}
+	}
+}
+
+// writerForm asks for the model script of an action that starts an agent; sending it is
+// the confirmation.
+func writerForm(e *env, title string, w writerMsg) *form {
+	k := runKind{
+		name: w.act,
+		fields: []fieldSpec{
+			{key: "script", label: "script", placeholder: "model script (TOML): tare's own model server; empty: the agent's provider and login"},
+		},
+		intent: func(v map[string]string) tea.Msg {
+			return writerGoMsg{writerMsg: w, script: strings.TrimSpace(v["script"])}
+		},
+	}
+	f := &form{env: e, title: title, kinds: []runKind{k}, errField: -1}
+	f.setKind(0)
+	return f
+}
+
+// writerGo carries out a confirmed action off the UI goroutine.
+func (m *model) writerGo(g writerGoMsg) tea.Cmd {
+	we, _ := m.eng.(WorkshopEngine)
+	ctx, exp, id, script := m.ctx, g.exp, g.id, g.script
+	what := g.act + " " + id
+	if (g.act == "run" || g.act == "resume" || g.act == "manual") && we == nil {
+		m.fail(errors.New(what + ": this app cannot start writers; run tare workshop " + g.act + " from the command line"))
+		return nil
+	}
+	switch g.act {
+	case "manual":
+		if m.term != nil && !m.term.Done() {
+			m.fail(fmt.Errorf("%s is still running in the terminal; t returns to it", m.term.Name()))
+			return nil
+		}
+		m.closeTerminal()
+		w, h := max(m.scr.body.W-2, 2), max(m.scr.body.H-2, 1)
+		m.note("starting %s by hand…", id)
+		return func() tea.Msg {
+			cmd, err := we.WorkshopManual(exp, id, script)
+			if err != nil {
+				return termStartedMsg{err: fmt.Errorf("manual %s: %v", id, err)}
+			}
+			t, err := StartTerminal("writer "+id, cmd, w, h)
+			return termStartedMsg{t: t, err: err}
+		}
+	case "retry":
+		old, newID, _ := strings.Cut(id, "\x00")
+		what = "retry " + old
+		return writerCall(what, func() (string, error) {
+			e, err := workshop.Load(exp)
+			if err != nil {
+				return "", err
+			}
+			if _, err := workshop.Retry(e, old, newID); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("%s staged in place of %s; r runs it", newID, old), nil
+		})
+	}
+	m.note("%s…", what)
+	return writerCall(what, func() (string, error) {
+		switch g.act {
+		case "run":
+			return id + " is running", we.WorkshopRun(ctx, exp, id, script)
+		case "resume":
+			return id + " is running again in its own session", we.WorkshopResume(ctx, exp, id, script)
+		}
+		e, err := workshop.Load(exp)
+		if err != nil {
+			return "", err
+		}
+		switch g.act {
+		case "collect":
+			s, err := workshop.Collect(e, id, nil)
+			if err != nil {
+				return "", err
+			}
+			if s.Status != "completed" {
+				return "", fmt.Errorf("%s is %s: %s", id, s.Status, s.Error)
+			}
+			return id + " collected: completed", nil
+		case "anonymize":
+			s, err := workshop.Anonymize(e, "", false, 0)
+			if err != nil {
+				return "", err
+			}
+			// The letters say nothing of who wrote what; the key stays in its file.
+			return fmt.Sprintf("%d drafts sealed as %s; read evaluation/anon/ blind", s.Drafts, strings.Join(s.Letters, ", ")), nil
+		}
+		return "", fmt.Errorf("unknown workshop action %q", g.act)
+	})
+}
+
+func writerCall(what string, call func() (string, error)) tea.Cmd {
+	return func() tea.Msg {
+		note, err := call()
+		return writerDoneMsg{what: what, note: note, err: err}
+	}
+}
+
+// writerReport opens the experiment's report: sizes only once it is sealed, as the CLI's.
+func writerReport(exp string) tea.Cmd {
+	return func() tea.Msg {
+		e, err := workshop.Load(exp)
+		if err != nil {
+			return readerMsg{err: err}
+		}
+		r, err := workshop.MakeReport(e, nil)
+		if err != nil {
+			return readerMsg{err: err}
+		}
+		return readerMsg{title: "Report · " + filepath.Base(exp), text: r.Table()}
+	}
+}
+
+// writerDone shows an answer: a refusal whole, on a page of its own (the footer would cut
+// the reason and the advice that follows it).
+func (m *model) writerDone(d writerDoneMsg) tea.Cmd {
+	if d.err == nil {
+		m.note("%s", d.note)
+		return m.wf.now()
+	}
+	m.fail(fmt.Errorf("%s: %v", d.what, d.err))
+	// Wrapped to the page: the reader cuts long lines, and the advice comes last.
+	text := ansi.Wordwrap(d.err.Error(), max(m.scr.body.W-2, 20), " ")
+	return tea.Batch(emit(readerMsg{title: "Refused · " + d.what, text: text}), m.wf.now())
+}
+
+// writersUpdate routes the Writers pane's messages; ok is false for any other message.
+func (m *model) writersUpdate(msg tea.Msg) (tea.Cmd, bool) {
+	switch msg := msg.(type) {
+	case writersMsg:
+		if m.home.writers != nil {
+			m.home.writers.set(msg)
+		}
+		return m.wf.wait(), true
+	case writerMsg:
+		return m.writerAction(msg), true
+	case writerGoMsg:
+		m.form = nil
+		return m.writerGo(msg), true
+	case writerDoneMsg:
+		return m.writerDone(msg), true
+	}
+	return nil, false
+}
