@@ -67,6 +67,11 @@ func (b *batch) create(rel string) (*AtomicFile, error) {
 	if err != nil {
 		return nil, err
 	}
+	if b.s.spares != nil {
+		if a := b.s.spares.take(dirfd, false, path.Base(rel), filepath.Join(b.s.dir, rel), 0o444); a != nil {
+			return a, nil
+		}
+	}
 	return createAt(dirfd, false, path.Base(rel), filepath.Join(b.s.dir, rel), 0o444)
 }
 
