@@ -44,6 +44,28 @@ type spares struct {
 	filling bool
 	closed  bool
 	wg      sync.WaitGroup // refills under way
+
+	// durable holds the fan-out folders (blobs/ab) whose entry in their parent this
+	// process has fsynced: a later capsule with an object in one syncs the fan-out folder
+	// only, one flush fewer. (A watcher's staging store: no gc removes its folders.)
+	durable sync.Map
+}
+
+// entryDurable reports whether the fan-out folder dir is known to be durable in its
+// parent; a store without spares knows none.
+func (p *spares) entryDurable(dir string) bool {
+	if p == nil {
+		return false
+	}
+	_, ok := p.durable.Load(dir)
+	return ok
+}
+
+// entrySynced records that dir's parent was fsynced with dir in it.
+func (p *spares) entrySynced(dir string) {
+	if p != nil {
+		p.durable.Store(dir, true)
+	}
 }
 
 type spareFile struct {
