@@ -46,6 +46,7 @@ type AtomicFile struct {
 	dst    int    // the folder of the final name (dir, unless moveTo changed it)
 	name   string // the final name in dst
 	ownDir bool   // dir is this file's to close (else a batch's, shared by its objects)
+	ownDst bool   // dst (not dir: a spare's) is this file's to close
 	synced bool
 	done   bool
 }
@@ -153,6 +154,9 @@ func (a *AtomicFile) release() {
 	a.done = true
 	if a.ownDir {
 		unix.Close(a.dir)
+	}
+	if a.ownDst {
+		unix.Close(a.dst)
 	}
 }
 

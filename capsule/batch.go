@@ -67,6 +67,11 @@ func (b *batch) create(rel string) (*AtomicFile, error) {
 	if err != nil {
 		return nil, err
 	}
+	if b.s.spares != nil {
+		if a := b.s.spares.take(dirfd, false, path.Base(rel), filepath.Join(b.s.dir, rel), 0o444); a != nil {
+			return a, nil
+		}
+	}
 	return createAt(dirfd, false, path.Base(rel), filepath.Join(b.s.dir, rel), 0o444)
 }
 
@@ -136,7 +141,9 @@ func (b *batch) add(rel string, a *AtomicFile) error {
 	// lived to sync its entry. Synced together, they cost one flush.
 	fan := path.Dir(rel)
 	b.dirs[fan] = true
-	b.dirs[path.Dir(fan)] = true
+	if !b.s.spares.entryDurable(fan) {
+		b.dirs[path.Dir(fan)] = true
+	}
 	b.files = append(b.files, a)
 	if !b.bulk && len(b.files) > syncGroup {
 		b.bulk = true
@@ -188,7 +195,15 @@ func (b *batch) flush(records ...*AtomicFile) error {
 	for d := range b.dirs {
 		syncs = append(syncs, func() error { return b.s.syncDir(d) })
 	}
-	return parallel(syncs, func(f func() error) error { return f() })
+	if err := parallel(syncs, func(f func() error) error { return f() }); err != nil {
+		return err
+	}
+	for d := range b.dirs {
+		if b.dirs[path.Dir(d)] {
+			b.s.spares.entrySynced(d)
+		}
+	}
+	return nil
 }
 
 func (b *batch) flushBulk() error {

@@ -57,10 +57,15 @@ func serveSnaps(storeDir, base, work, socket string) (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.keepSpares(); err != nil {
+		w.Close()
+		return nil, err
+	}
 	_ = os.Remove(socket)
 	ln, err := net.Listen("unix", socket)
 	if err != nil {
 		w.Close()
+		s.spares.close()
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -90,6 +95,8 @@ func serveSnaps(storeDir, base, work, socket string) (stop func(), err error) {
 					return
 				}
 				fmt.Fprintln(conn, "ok")
+				// The files of the next capsule are made now, while the agent goes on.
+				s.spares.refillLater()
 			}()
 		}
 	}()
@@ -98,6 +105,7 @@ func serveSnaps(storeDir, base, work, socket string) (stop func(), err error) {
 		cancel()
 		wg.Wait()
 		w.Close()
+		s.spares.close()
 		os.Remove(socket)
 	}, nil
 }

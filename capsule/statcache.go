@@ -204,16 +204,22 @@ func (c *dirCache) lookup(name string, st *unix.Stat_t) (string, bool) {
 }
 
 // saveCache writes fresh unless it equals old (what was loaded). Without fsync: a lost or
-// torn cache only costs hashing again.
+// torn cache only costs hashing again. An existing cache file is rewritten in place (its
+// checksum catches a torn rewrite), so a step makes and deletes no file for it: both cost
+// an inode each, which on some file systems is most of a step (spare.go).
 func (s *Store) saveCache(old, fresh *dirCache) error {
 	if fresh.equal(old) {
+		return nil
+	}
+	data := fresh.encode()
+	if rewriteInPlace(s.root, s.cacheRel(fresh.rel), data) {
 		return nil
 	}
 	a, err := s.create(s.cacheRel(fresh.rel), 0o644)
 	if err != nil {
 		return err
 	}
-	if _, err := a.Write(fresh.encode()); err != nil {
+	if _, err := a.Write(data); err != nil {
 		a.Abort()
 		return err
 	}
@@ -240,4 +246,29 @@ func coarseNow() int64 {
 		return 0 // every file is racy: correct, only slower
 	}
 	return ts.Nano()
+}
+
+// rewriteInPlace overwrites the file rel below dirfd with data if it is a regular file of
+// one link (not a symlink: openBeneath refuses one), and reports whether it did.
+func rewriteInPlace(dirfd int, rel string, data []byte) bool {
+	fd, err := openBeneath(dirfd, rel, unix.O_WRONLY, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
+		return false
+	}
+	for off := 0; off < len(data); {
+		n, err := unix.Pwrite(fd, data[off:], int64(off))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n == 0 {
+			return false
+		}
+		off += n
+	}
+	return unix.Ftruncate(fd, int64(len(data))) == nil
 }

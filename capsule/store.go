@@ -12,6 +12,7 @@
 //	capsules/NNNN-<tool-use-id>.json  one small record per snapshot
 //	cache/<sha256 of folder path>     stat cache per folder (size, mtime, ctime, inode → hash)
 //	lock                              flock'd by every snapshot, so two at once take turns
+//	.spare/spare-…                    empty files a watcher made ahead for its next capsule
 //
 // A blob is the file's bytes as they are (`sha256sum` of a blob gives its name). A tree is
 // text, one line per entry sorted by name bytes, names and targets Go-quoted; its hash is
@@ -69,6 +70,8 @@ type Store struct {
 	// base, in a room's staging store (OpenStage), is the run's store, read-only: objects
 	// found there are not written again, and its capsules come before the staged ones.
 	base *Store
+	// spares, in a watcher's store, are files made ahead for the next capsule (spare.go).
+	spares *spares
 
 	// hashed counts the file bytes read to hash them, so tests can see the stat cache work.
 	hashed atomic.Int64
@@ -280,6 +283,11 @@ func (s *Store) create(rel string, perm fs.FileMode) (*AtomicFile, error) {
 	dirfd, err := openBeneath(s.root, dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, noFollowError("store "+s.dir+": open folder of "+rel, err)
+	}
+	if s.spares != nil {
+		if a := s.spares.take(dirfd, true, name, filepath.Join(s.dir, rel), perm); a != nil {
+			return a, nil
+		}
 	}
 	return createAt(dirfd, true, name, filepath.Join(s.dir, rel), perm)
 }
