@@ -257,7 +257,8 @@ func (tm *testModel) pollNow() {
 }
 
 // send gives the model a message and runs the commands it returns until none is left,
-// the way the program would (without a terminal). Quit and ticks are not followed.
+// the way the program would (without a terminal). Quit and ticks are not followed: a tick of
+// the clock's chain schedules the next, so following it would never end.
 func (tm *testModel) send(msg tea.Msg) {
 	tm.t.Helper()
 	queue := []tea.Msg{msg}
@@ -281,7 +282,7 @@ func run(cmd tea.Cmd) []tea.Msg {
 			out = append(out, run(c)...)
 		}
 		return out
-	case tea.QuitMsg, tickMsg, nil:
+	case tea.QuitMsg, tickMsg, clockMsg, nil:
 		return nil
 	}
 	return []tea.Msg{msg}
