@@ -25,7 +25,7 @@ func TestAppTerminalPaneInTmux(t *testing.T) {
 	x := startTmux(t, paths.Project, append(append([]string{"env", "-i"}, env...), tareBin)...)
 	x.waitText(10*time.Second, "Probes", "Runs", "pi ")
 
-	x.keys("Tab", "G") // the probes pane, its last agent: pi
+	x.keys("BTab", "G") // back from the runs pane to the probes pane, its last agent: pi
 	x.waitFor("pi selected", 5*time.Second, func(s string) bool { return strings.Contains(line(s, "pi "), "┃>") })
 	x.keys("a")
 	x.waitText(5*time.Second, "Attach pi", "> offline yes")

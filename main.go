@@ -42,9 +42,10 @@ func main() {
 		os.Exit(code)
 	}
 	// ctrl+c in line mode stops a run as SIGTERM does: its tails are stopped (Slurm jobs
-	// cancelled) and tare resume runs them again. A second signal ends tare at once.
+	// cancelled) and tare resume runs them again. Later signals are absorbed too, so the
+	// stop's clean-up (rooms, their folders) is never cut short; kill -9 is what ends tare
+	// at once, and the run's state is built to survive it.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGHUP, os.Interrupt)
-	go func() { <-ctx.Done(); stop() }()
 	err := root().ExecuteContext(ctx)
 	signalled := ctx.Err() != nil // before stop, which ends ctx too
 	stop()
