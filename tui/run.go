@@ -337,6 +337,9 @@ func (p *tailsPane) refresh() {
 		if t.Status == engine.StatusRunning && !t.Checking.IsZero() {
 			detail = checkingNote(t, now)
 		}
+		if _, ok := stalledCell(t); ok {
+			detail = stalledNote(t)
+		}
 		if len(t.Earlier) > 0 {
 			detail = attemptNote(t) + " · " + detail
 		}
