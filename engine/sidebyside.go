@@ -72,6 +72,9 @@ func AlignCalls(a, b []CallDetail) (steps []SideStep, diverge int) {
 	for j := range b {
 		kb[j] = callKey(b[j])
 	}
+	if n*m > maxAlignCells {
+		return alignByPosition(ka, kb)
+	}
 	// lcs[i][j] is the LCS length of a[i:] and b[j:].
 	lcs := make([][]int, n+1)
 	for i := range lcs {
@@ -122,6 +125,30 @@ func AlignCalls(a, b []CallDetail) (steps []SideStep, diverge int) {
 			diverge = k
 			break
 		}
+	}
+	return steps, diverge
+}
+
+// maxAlignCells bounds the LCS table (calls of one tail times calls of the other): past it
+// the tails are aligned by position, which needs no table.
+const maxAlignCells = 4 << 20
+
+// alignByPosition pairs the calls step by step.
+func alignByPosition(ka, kb []string) (steps []SideStep, diverge int) {
+	diverge = -1
+	for k := 0; k < max(len(ka), len(kb)); k++ {
+		st := SideStep{A: -1, B: -1}
+		if k < len(ka) {
+			st.A = k
+		}
+		if k < len(kb) {
+			st.B = k
+		}
+		st.Same = st.A >= 0 && st.B >= 0 && ka[k] == kb[k]
+		if !st.Same && diverge < 0 {
+			diverge = k
+		}
+		steps = append(steps, st)
 	}
 	return steps, diverge
 }
