@@ -423,5 +423,5 @@ func (p *tailsPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 
 func (p *tailsPane) help() []key.Binding {
 	k := p.env.keys
-	return append([]key.Binding{k.Open, k.Kill, k.Retry, k.Resume, k.Sort, k.Pager, k.Filter, findKey, markKey, compareKey}, judgeKeys(p.env.store.run(p.dir).state)...)
+	return append(append([]key.Binding{k.Open, k.Kill, k.Retry, k.Resume, k.Sort, k.Pager, k.Filter}, judgeKeys(p.env.store.run(p.dir).state)...), findKey, sideHelp)
 }

@@ -15,7 +15,7 @@ import (
 
 // findKey opens the search line of a run's tails: / already filters every table by its
 // rows, so the search of what is inside the tails (inputs, outputs, agent text) is f.
-var findKey = key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "find in tails"))
+var findKey = key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "find"))
 
 // findLine is the open search line of the tails pane.
 type findLine struct{ in textinput.Model }

@@ -18,6 +18,8 @@ import (
 var (
 	markKey    = key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "mark tail"))
 	compareKey = key.NewBinding(key.WithKeys("="), key.WithHelp("=", "beside marked"))
+	// sideHelp is m and = in one footer entry: the footer has room for one.
+	sideHelp = key.NewBinding(key.WithKeys("m", "="), key.WithHelp("m/=", "compare"))
 )
 
 // tailRef names one tail of one run.
