@@ -30,6 +30,8 @@ type Config struct {
 	Room Room `toml:"room"`
 	// Check is the room a run's --check runs in.
 	Check Check `toml:"check"`
+	// Tails is how tails are watched: when one is stalled.
+	Tails Tails `toml:"tails"`
 	// Cluster is where --on slurm sends tails.
 	Cluster Cluster `toml:"cluster"`
 
@@ -185,6 +187,9 @@ func (c *Config) validate(name string, data []byte) error {
 		return err
 	}
 	if err := c.Cluster.validate(name, data); err != nil {
+		return err
+	}
+	if err := c.Tails.validate(name, data); err != nil {
 		return err
 	}
 	if c.Bwrap != "" && !filepath.IsAbs(c.Bwrap) {

@@ -29,6 +29,8 @@ func TestParseErrorsNameLineKeyAndFix(t *testing.T) {
 		{"check path relative", "[check]\npath = [\"bin\"]\n", "key check.path: \"bin\" is not an absolute folder"},
 		{"check env not a name", "[check]\nenv = [\"GOFLAGS=-x\"]\n", "key check.env: \"GOFLAGS=-x\" is not a variable name"},
 		{"check env HOME", "[check]\nenv = [\"HOME\"]\n", "key check.env: HOME is set by the room itself"},
+		{"stall floor not a duration", "[tails]\nstall_floor = \"a minute\"\n", "config.toml:2: key tails.stall_floor: \"a minute\" is not a positive duration"},
+		{"stall floor negative", "[tails]\nstall_floor = \"-5s\"\n", "key tails.stall_floor: \"-5s\" is not a positive duration"},
 		{"check network not a bool", "[check]\nnetwork = \"yes\"\n", "config.toml:2: key check.network: the value is a string in quotes but must be true or false"},
 	}
 	for _, c := range cases {
@@ -68,7 +70,7 @@ func TestExampleConfigIsValidAndComplete(t *testing.T) {
 	}
 	if cfg.Agents["claude"].Bin == "" || len(cfg.Room.ReadOnly) == 0 || len(cfg.Network.Allow) == 0 ||
 		len(cfg.Check.ReadOnly) == 0 || len(cfg.Check.Caches) == 0 || len(cfg.Check.Path) == 0 || len(cfg.Check.Env) == 0 ||
-		cfg.Cluster.Shared == "" || len(cfg.Cluster.Flags) == 0 || cfg.Cluster.CallbackAddr == "" {
+		cfg.Cluster.Shared == "" || len(cfg.Cluster.Flags) == 0 || cfg.Cluster.CallbackAddr == "" || cfg.Tails.StallFloor == "" {
 		t.Fatalf("the example should set every key once (uncommented) so it is checked: %+v", cfg)
 	}
 }

@@ -26,6 +26,8 @@ type Event struct {
 	RunFinished  *RunFinished  `json:"run_finished,omitempty"`
 	// Placed is where a cluster backend's tail is: its job, queued or running on a node.
 	Placed *Placed `json:"placed,omitempty"`
+	// Stalled says a tail's agent has gone quiet for longer than its pace (or is heard again).
+	Stalled *Stalled `json:"stalled,omitempty"`
 }
 
 // Final reports whether e ends something (a tail or a run). Final events are never
@@ -57,6 +59,8 @@ func (e Event) Kind() string {
 		return "run finished"
 	case e.Placed != nil:
 		return "placed"
+	case e.Stalled != nil:
+		return "stalled"
 	}
 	return "unknown"
 }

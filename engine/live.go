@@ -26,6 +26,8 @@ type liveStream struct {
 	// onToolEnd, when set, runs after each tool call returns (capsules for agents without
 	// an in-agent hook).
 	onToolEnd func(id string)
+	// beat, when set, hears every line the agent's stream parses to (see stall.go).
+	beat func()
 }
 
 // toolStart is a tool call seen starting: its name, its main argument and when.
@@ -83,6 +85,9 @@ func (l *liveStream) line(b []byte) {
 	ev, ok := agent.ParseLine(l.a, b)
 	if !ok {
 		return
+	}
+	if l.beat != nil {
+		l.beat()
 	}
 	if ev.Kind == agent.LiveToolStart || ev.Kind == agent.LiveToolEnd || ev.Kind == agent.LiveText && ev.Summary != "" && !ev.IsError {
 		l.produced = true

@@ -73,6 +73,8 @@ type TailState struct {
 	CapsuleFrom *int
 	// Place is where a cluster backend runs the tail (nil: in tare's own process).
 	Place *Placed
+	// Stalled is set while the running tail's agent is silent past its pace (see stall.go).
+	Stalled *Stalled
 	// Checking is when the running tail's check started (zero while its agent runs), and
 	// CheckTimeout how long the check may take.
 	Checking     time.Time
@@ -210,6 +212,7 @@ func (s *RunState) Apply(e Event) {
 		}
 		if ts := s.Tails[e.ToolCall.Tail]; ts != nil {
 			ts.Calls, ts.Usage = e.ToolCall.Calls, e.ToolCall.Usage
+			ts.Stalled = nil
 			ts.Tools = append(ts.Tools, *e.ToolCall)
 			if len(ts.Tools) > maxTools {
 				ts.Tools = ts.Tools[len(ts.Tools)-maxTools:]
@@ -231,6 +234,9 @@ func (s *RunState) Apply(e Event) {
 		ts.Detail, ts.Score, ts.Ended, ts.Calls, ts.Usage = f.Detail, f.Score, e.Time, f.Calls, f.Usage
 		ts.CheckUsage, ts.Judge = f.CheckUsage, f.Judge
 		ts.Metered = f.Metered
+		ts.Stalled = nil
+	case e.Stalled != nil:
+		applyStalled(s, e.Stalled)
 	case e.Placed != nil:
 		if ts := s.Tails[e.Placed.Tail]; ts != nil {
 			p := *e.Placed

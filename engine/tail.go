@@ -288,7 +288,14 @@ func (env *tailEnv) runAgent(ctx context.Context, room sandbox.Room, stdout, std
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	floor := config.DefaultStallFloor
+	if env.cfg != nil {
+		floor = env.cfg.Tails.Floor()
+	}
+	stall := watchStall(env.run, live.tail, floor)
+	live.beat = stall.beat
 	code, err = runRoom(actx, room)
+	stall.end()
 	live.flush()
 	if errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 		timedOut = timeout

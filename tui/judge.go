@@ -20,6 +20,9 @@ var shotKey = key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "screenshot pa
 // threshold where the judge scored ("8≥5 passed", "3<5 failed", "score 6" with no
 // threshold), the status word otherwise.
 func statusCell(t *engine.TailState) cell {
+	if c, ok := stalledCell(t); ok {
+		return c
+	}
 	word := statusWord(t.Status)
 	j := t.Judge
 	switch {

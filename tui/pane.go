@@ -14,6 +14,8 @@ type env struct {
 	keys  KeyMap
 	store *store
 	now   func() time.Time
+	// mark is the tail m marked, to lay beside another with = (kept across runs).
+	mark *tailRef
 }
 
 // pane is one bordered part of a screen (probes, runs, the tails table, pass rates...).

@@ -258,6 +258,8 @@ type tailsPane struct {
 	done map[string]row
 	// order is how the rows are sorted (s cycles): tailOrders[order].
 	order int
+	// find is the open search line (f), nil while closed.
+	find *findLine
 }
 
 // tailOrders are the tails pane's sorts: as they started, live first by status, longest
@@ -305,13 +307,13 @@ func newTailsPane(e *env, dir string) *tailsPane {
 
 func (p *tailsPane) title() string {
 	if p.order > 0 {
-		return "Tails of " + filepath.Base(p.dir) + " · by " + tailOrders[p.order].name
+		return "Tails of " + filepath.Base(p.dir) + " · by " + tailOrders[p.order].name + p.markNote()
 	}
-	return "Tails of " + filepath.Base(p.dir)
+	return "Tails of " + filepath.Base(p.dir) + p.markNote()
 }
 func (p *tailsPane) setSize(w, h int)   { p.t.setSize(w, h) }
-func (p *tailsPane) capturing() bool    { return p.t.filtering }
-func (p *tailsPane) view(f bool) string { return p.t.view(p.env.st, f) }
+func (p *tailsPane) capturing() bool    { return p.t.filtering || p.find != nil }
+func (p *tailsPane) view(f bool) string { return p.findView(p.t.view(p.env.st, f)) }
 
 func (p *tailsPane) refresh() {
 	st, now := p.env.store.run(p.dir).state, p.env.now()
@@ -334,6 +336,9 @@ func (p *tailsPane) refresh() {
 		}
 		if t.Status == engine.StatusRunning && !t.Checking.IsZero() {
 			detail = checkingNote(t, now)
+		}
+		if _, ok := stalledCell(t); ok {
+			detail = stalledNote(t)
 		}
 		if len(t.Earlier) > 0 {
 			detail = attemptNote(t) + " · " + detail
@@ -390,6 +395,12 @@ func (p *tailsPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 	k := p.env.keys
 	if !p.t.filtering {
 		id := p.t.selected()
+		if ok, cmd := p.findKey(msg); ok {
+			return ok, cmd
+		}
+		if ok, cmd := p.sideKey(msg, id); ok {
+			return ok, cmd
+		}
 		switch {
 		case key.Matches(msg, k.Open) && id != "":
 			return true, emit(openTailMsg{p.dir, id})
@@ -412,5 +423,5 @@ func (p *tailsPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 
 func (p *tailsPane) help() []key.Binding {
 	k := p.env.keys
-	return append([]key.Binding{k.Open, k.Kill, k.Retry, k.Resume, k.Sort, k.Pager, k.Filter}, judgeKeys(p.env.store.run(p.dir).state)...)
+	return append(append([]key.Binding{k.Open, k.Kill, k.Retry, k.Resume, k.Sort, k.Pager, k.Filter}, judgeKeys(p.env.store.run(p.dir).state)...), findKey, sideHelp)
 }

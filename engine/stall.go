@@ -1,0 +1,116 @@
+package engine
+
+import (
+	"slices"
+	"sync"
+	"time"
+)
+
+// Stalled says a running tail's agent has been silent (no model answer, no tool call in its
+// stream) for longer than its own pace allows, before any timeout ends it; Over says it is
+// heard again. Intermediate: a later ToolCall or the tail's end also clears it.
+type Stalled struct {
+	Tail string `json:"tail"`
+	// Silent is how long the agent had been silent, in seconds, when this was said.
+	Silent float64 `json:"silent"`
+	// Threshold is the silence that counts as stalled for this tail: its pace times
+	// stallPace, never less than the floor ([tails] stall_floor).
+	Threshold float64 `json:"threshold"`
+	Over      bool    `json:"over,omitempty"`
+}
+
+func applyStalled(s *RunState, st *Stalled) {
+	ts := s.Tails[st.Tail]
+	if ts == nil || ts.Status != StatusRunning {
+		return
+	}
+	if st.Over {
+		ts.Stalled = nil
+		return
+	}
+	c := *st
+	ts.Stalled = &c
+}
+
+// stallPace is how many times its usual gap a tail may be silent: the usual gap is the
+// median of its last stallGaps gaps (the median, so one slow start does not hide a stall).
+const (
+	stallPace = 3
+	stallGaps = 5
+)
+
+// stallWatch follows one tail's agent: each line of its stream is a beat, and a silence
+// past the tail's threshold is published once as Stalled, its end once as Stalled{Over}.
+type stallWatch struct {
+	run   *run
+	tail  string
+	floor time.Duration
+
+	mu      sync.Mutex
+	last    time.Time
+	gaps    []time.Duration
+	stalled bool
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// watchStall starts watching a tail from now; stop ends the watch (when the agent ends).
+func watchStall(r *run, tail string, floor time.Duration) *stallWatch {
+	w := &stallWatch{run: r, tail: tail, floor: floor, last: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+	go w.loop(min(max(floor/5, 50*time.Millisecond), 5*time.Second))
+	return w
+}
+
+// threshold is the silence that is a stall for this tail now. Called with mu held.
+func (w *stallWatch) threshold() time.Duration {
+	if len(w.gaps) == 0 {
+		return w.floor
+	}
+	g := slices.Clone(w.gaps)
+	slices.Sort(g)
+	return max(w.floor, stallPace*g[len(g)/2])
+}
+
+// beat is a line of the agent's stream: the agent is working.
+func (w *stallWatch) beat() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := time.Now()
+	if gap := now.Sub(w.last); gap > 0 {
+		w.gaps = append(w.gaps, gap)
+		if len(w.gaps) > stallGaps {
+			w.gaps = w.gaps[1:]
+		}
+	}
+	w.last = now
+	if w.stalled {
+		w.stalled = false
+		_ = w.run.emit(Event{Stalled: &Stalled{Tail: w.tail, Over: true}})
+	}
+}
+
+func (w *stallWatch) loop(every time.Duration) {
+	defer close(w.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case now := <-t.C:
+			w.mu.Lock()
+			silent, limit := now.Sub(w.last), w.threshold()
+			if !w.stalled && silent > limit {
+				w.stalled = true
+				_ = w.run.emit(Event{Stalled: &Stalled{Tail: w.tail, Silent: silent.Seconds(), Threshold: limit.Seconds()}})
+			}
+			w.mu.Unlock()
+		}
+	}
+}
+
+// end stops the watch and waits for it, so no Stalled follows the tail's end.
+func (w *stallWatch) end() {
+	close(w.stop)
+	<-w.done
+}

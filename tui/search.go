@@ -1,0 +1,90 @@
+package tui
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"tare/engine"
+)
+
+// findKey opens the search line of a run's tails: / already filters every table by its
+// rows, so the search of what is inside the tails (inputs, outputs, agent text) is f.
+var findKey = key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "find"))
+
+// findLine is the open search line of the tails pane.
+type findLine struct{ in textinput.Model }
+
+func newFindLine(s styles, w int) *findLine {
+	ti := textinput.New()
+	ti.Prompt = "find: "
+	ti.Cursor.SetMode(cursor.CursorStatic)
+	ti.PromptStyle = s.tones[accent]
+	ti.TextStyle = s.tones[plain]
+	ti.Width = max(w-8, 1)
+	ti.Focus()
+	return &findLine{in: ti}
+}
+
+// findKey handles a key while the tails pane's search line is open (it takes every key),
+// or f, which opens it.
+func (p *tailsPane) findKey(msg tea.KeyMsg) (bool, tea.Cmd) {
+	if p.find == nil {
+		if key.Matches(msg, findKey) {
+			p.find = newFindLine(p.env.st, p.t.w)
+			return true, nil
+		}
+		return false, nil
+	}
+	switch msg.Type {
+	case tea.KeyEsc:
+		p.find = nil
+		return true, nil
+	case tea.KeyEnter:
+		q := strings.TrimSpace(p.find.in.Value())
+		p.find = nil
+		if q == "" {
+			return true, nil
+		}
+		return true, searchTails(p.dir, q)
+	}
+	var cmd tea.Cmd
+	p.find.in, cmd = p.find.in.Update(msg)
+	return true, cmd
+}
+
+// findView draws the search line over the pane's last line while it is open.
+func (p *tailsPane) findView(view string) string {
+	if p.find == nil {
+		return view
+	}
+	lines := strings.Split(view, "\n")
+	lines[len(lines)-1] = p.find.in.View()
+	return strings.Join(lines, "\n")
+}
+
+// searchTails searches every tail of the run off the UI goroutine and opens what it found.
+func searchTails(dir, q string) tea.Cmd {
+	return func() tea.Msg {
+		hits, err := engine.SearchTails(dir, q)
+		title := fmt.Sprintf("Find %q in the tails of %s", q, filepath.Base(dir))
+		if err != nil {
+			return readerMsg{err: fmt.Errorf("find %q: %v", q, err)}
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "%d found\n", len(hits))
+		for _, h := range hits {
+			step := fmt.Sprintf("step %d", h.Step)
+			if h.Step == 0 {
+				step = "last words"
+			}
+			fmt.Fprintf(&b, "%-8s %-10s %-6s %s\n", h.Tail, step, h.Field, h.Line)
+		}
+		return readerMsg{title: fmt.Sprintf("%s · %d found", title, len(hits)), text: engine.Printable(strings.TrimRight(b.String(), "\n"))}
+	}
+}
