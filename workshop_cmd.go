@@ -467,7 +467,7 @@ one lives. Exit the agent when done: the writer is then collected.`,
 				fmt.Fprintf(os.Stderr, "workshop: %s is %s\n", args[1], s.Status)
 			}
 			if err != nil && s != nil {
-				fmt.Fprintf(os.Stderr, "workshop: %v\n", err)
+				fmt.Fprintf(os.Stderr, "workshop: %s\n", engine.Printable(err.Error()))
 				return exitError{1}
 			}
 			return err

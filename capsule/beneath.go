@@ -165,9 +165,11 @@ func readDirBeneath(dirfd int, rel string) ([]string, error) {
 // ReadFileBeneath reads the regular file rel below root, following no symlink on the way,
 // not even in its last component: for files a room wrote into a folder the host reads later
 // (an agent's session files), where a planted symlink would make the host read what the room
-// chose. A file larger than max is refused.
+// chose. root itself must not be a symlink either (a room can replace a folder it writes
+// with one): it is opened with O_NOFOLLOW, so a planted root fails instead of moving the
+// whole read to where the link points. A file larger than max is refused.
 func ReadFileBeneath(root, rel string, max int64) ([]byte, error) {
-	dirfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	dirfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", root, err)
 	}

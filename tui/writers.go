@@ -12,6 +12,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"tare/engine"
 	"tare/workshop"
 )
 
@@ -419,7 +420,8 @@ func (m *model) writerDone(d writerDoneMsg) tea.Cmd {
 	}
 	m.fail(fmt.Errorf("%s: %v", d.what, d.err))
 	// Wrapped to the page: the reader cuts long lines, and the advice comes last.
-	text := ansi.Wordwrap(d.err.Error(), max(m.scr.body.W-2, 20), " ")
+	// The reason can carry the writer's own text (draft names, its stream's errors).
+	text := ansi.Wordwrap(engine.Printable(d.err.Error()), max(m.scr.body.W-2, 20), " ")
 	return tea.Batch(emit(readerMsg{title: "Refused · " + d.what, text: text}), m.wf.now())
 }
 

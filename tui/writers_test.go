@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -328,5 +329,22 @@ func TestWritersRefusalsShownWhole(t *testing.T) {
 	}
 	if m.status != "nothing sealed" {
 		t.Errorf("n on anonymize: status %q", m.status)
+	}
+}
+
+// TestWriterRefusalEscapesTheWritersText: a refusal's reason can carry the writer's own text
+// (a draft's name, its stream's error); the refusal page shows it escaped, never raw.
+func TestWriterRefusalEscapesTheWritersText(t *testing.T) {
+	m := newModel(modelConfig{engine: newStub(), styles: asciiStyles(), now: time.Now})
+	m.update(tea.WindowSizeMsg{Width: 120, Height: 30})
+	cmd := m.writerDone(writerDoneMsg{what: "collect w1", err: errors.New("symlink in drafts/\x1b]52;c;cHduZWQ=\x07")})
+	for _, msg := range run(cmd) {
+		m.update(msg)
+	}
+	if m.page() != readerPage {
+		t.Fatalf("page %v, want the refusal", m.page())
+	}
+	if v := m.reader.vp.View(); strings.ContainsAny(v, "\x07") || strings.Contains(v, "\x1b]52") || !strings.Contains(v, `\x1b]52`) {
+		t.Fatalf("the refusal page shows the writer's escape raw: %q", v)
 	}
 }

@@ -174,7 +174,9 @@ func Run(ctx context.Context, e *Exp, o RunOptions) (map[string]string, error) {
 
 func say(w io.Writer, format string, args ...any) {
 	if w != nil {
-		fmt.Fprintf(w, "workshop: "+format+"\n", args...)
+		// Errors here can carry what the writer chose (its draft names, its stream's text):
+		// printed raw, an escape sequence in one would reach the operator's terminal.
+		fmt.Fprintln(w, engine.Printable(fmt.Sprintf("workshop: "+format, args...)))
 	}
 }
 
