@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,9 +108,8 @@ func ReadTailDetail(runDir, tailID string) (*TailDetail, error) {
 		}
 		d.After = Printable(strings.Join(text, "\n"))
 	}
-	if data, err := os.ReadFile(filepath.Join(dir, "stderr.log")); err == nil {
-		if len(data) > stderrTail {
-			data = data[len(data)-stderrTail:]
+	if data, cut, err := readEnd(filepath.Join(dir, "stderr.log"), stderrTail); err == nil {
+		if cut {
 			if i := bytes.IndexByte(data, '\n'); i >= 0 {
 				data = data[i+1:]
 			}
@@ -123,4 +123,22 @@ func ReadTailDetail(runDir, tailID string) (*TailDetail, error) {
 		}
 	}
 	return d, nil
+}
+
+// readEnd reads at most the last n bytes of path, and says whether it cut the front: an
+// agent decides how big its stderr grows, and the detail (and search, for every tail) must
+// not read all of it to keep its end.
+func readEnd(path string, n int64) ([]byte, bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, false, err
+	}
+	off := max(st.Size()-n, 0)
+	data, err := io.ReadAll(io.NewSectionReader(f, off, n))
+	return data, off > 0, err
 }
