@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -94,12 +95,62 @@ func (m *model) openPager(files []string) tea.Cmd {
 		m.note("no files to show yet")
 		return nil
 	}
+	// The files hold what the agent wrote (its stderr, its stream): paged as they are, an
+	// escape sequence in them reaches the terminal raw with `less -R` or PAGER=cat. The pager
+	// gets escaped copies, removed when it ends.
+	dir, copies, err := printableCopies(files)
+	if err != nil {
+		m.fail(fmt.Errorf("pager: %v", err))
+		return nil
+	}
 	argv := strings.Fields(os.Getenv("PAGER"))
 	if len(argv) == 0 {
 		argv = []string{"less"}
 	}
-	cmd := exec.Command(argv[0], append(argv[1:], files...)...)
-	return tea.ExecProcess(cmd, func(err error) tea.Msg { return pagerDoneMsg{err} })
+	cmd := exec.Command(argv[0], append(argv[1:], copies...)...)
+	return tea.ExecProcess(cmd, func(err error) tea.Msg {
+		os.RemoveAll(dir)
+		return pagerDoneMsg{err}
+	})
+}
+
+// pagerMax is how much of each file the pager is given: an agent decides how big its
+// stream and stderr grow.
+const pagerMax = 32 << 20
+
+// printableCopies writes each file, made printable (engine.Printable) and cut at pagerMax,
+// into a new temporary folder under its own name, and returns the folder and the copies.
+func printableCopies(files []string) (string, []string, error) {
+	dir, err := os.MkdirTemp("", "tare-pager-")
+	if err != nil {
+		return "", nil, err
+	}
+	var out []string
+	for i, f := range files {
+		data, err := readCapped(f, pagerMax)
+		if err != nil {
+			os.RemoveAll(dir)
+			return "", nil, err
+		}
+		// A number in front keeps two files of the same name (a run's and a tail's) apart.
+		c := filepath.Join(dir, fmt.Sprintf("%d-%s", i+1, filepath.Base(f)))
+		if err := os.WriteFile(c, []byte(engine.Printable(string(data))), 0o600); err != nil {
+			os.RemoveAll(dir)
+			return "", nil, err
+		}
+		out = append(out, c)
+	}
+	return dir, out, nil
+}
+
+// readCapped reads at most max bytes of path.
+func readCapped(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, max))
 }
 
 // runFiles are a run's report and journal, for a pager.
