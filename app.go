@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"tare/agent"
@@ -124,25 +123,14 @@ func (e *appEngine) StartCalibrate(ctx context.Context, c tui.Calibrate) (string
 	for _, s := range c.Sides {
 		args = append(args, "--side", s)
 	}
-	log, err := e.start(args...)
+	l, err := engine.Launch(e.exe, e.cfg.StateDir, e.project, args...)
 	if err != nil {
 		return "", err
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, engine.JournalFile)); err == nil {
-			return dir, nil
-		}
-		if log.exited() || time.Now().After(deadline) {
-			// The log's line is tare's own ("tare: --side ..."): one prefix is enough.
-			return "", fmt.Errorf("tare calibrate did not start: %s", strings.TrimPrefix(log.tail(), "tare: "))
-		}
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
+	if err := l.WaitForJournal(ctx, dir, time.Minute); err != nil {
+		return "", err
 	}
+	return dir, nil
 }
 
 // CapsuleDiff is what a tail changed (for the recorded trail: what step's tool call
@@ -179,53 +167,8 @@ func (e *appEngine) Attach(req tui.AttachRequest) (*exec.Cmd, error) {
 
 // detach starts tare with args in a session of its own and returns once it runs.
 func (e *appEngine) detach(args ...string) error {
-	_, err := e.start(args...)
+	_, err := engine.Launch(e.exe, e.cfg.StateDir, e.project, args...)
 	return err
-}
-
-// startedLog is a detached tare's log file, and whether it has exited.
-type startedLog struct {
-	path string
-	done chan struct{}
-}
-
-func (l *startedLog) exited() bool {
-	select {
-	case <-l.done:
-		return true
-	default:
-		return false
-	}
-}
-
-func (l *startedLog) tail() string {
-	data, _ := os.ReadFile(l.path)
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	return lines[len(lines)-1]
-}
-
-func (e *appEngine) start(args ...string) (*startedLog, error) {
-	logs := filepath.Join(e.cfg.StateDir, "logs")
-	if err := os.MkdirAll(logs, 0o755); err != nil {
-		return nil, err
-	}
-	path := filepath.Join(logs, fmt.Sprintf("%s-%s.log", time.Now().Format("20060102-150405.000"), args[0]))
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(e.exe, args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Dir = e.project
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return nil, err
-	}
-	f.Close()
-	l := &startedLog{path: path, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(l.done) }() // reaped here; the run outlives the app
-	return l, nil
 }
 
 // errNoRun is returned by tare watch for a folder without a journal.
