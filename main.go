@@ -277,6 +277,7 @@ hosts in the config's network.allow; --offline points it at tare's own model ser
 				}
 			}
 			opts.Agent, opts.Project, opts.Config, opts.Args = a, dir, cfg, args
+			opts.Terminal = tui.OnTerminal(os.Stdin, os.Stdout)
 			code, err := engine.Attach(cmd.Context(), opts)
 			if err != nil {
 				return err

@@ -13,6 +13,7 @@ import (
 	"tare/demo"
 	"tare/engine"
 
+	"tare/tui"
 	"tare/workshop"
 )
 
@@ -462,7 +463,7 @@ one lives. Exit the agent when done: the writer is then collected.`,
 			if err != nil {
 				return err
 			}
-			s, err := workshop.Manual(cmd.Context(), e, args[1], o, os.Stdin, os.Stdout)
+			s, err := workshop.Manual(cmd.Context(), e, args[1], o, tui.OnTerminal(os.Stdin, os.Stdout), os.Stdout)
 			if s != nil {
 				fmt.Fprintf(os.Stderr, "workshop: %s is %s\n", args[1], s.Status)
 			}

@@ -7,12 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sync"
-	"syscall"
 	"time"
-
-	"github.com/creack/pty"
-	"golang.org/x/term"
 
 	"tare/agent"
 	"tare/config"
@@ -41,13 +36,16 @@ type AttachOptions struct {
 	HostNetwork bool
 	// Stdin, Stdout and Stderr default to the process's own.
 	Stdin, Stdout, Stderr *os.File
+	// Terminal, when set, runs the agent on the caller's terminal (keys, Ctrl-C included, go
+	// to the agent); nil runs it on pipes to Stdin, Stdout and Stderr.
+	Terminal Terminal
 }
 
 // ErrDirty is returned when the reading is not "tare: 0.00" and --allow-dirty was not given.
 var ErrDirty = errors.New("not starting, because the room is not proven clean; fix what the reading names, or pass --allow-dirty")
 
-// Attach probes the room, then runs the agent in it on the caller's terminal (through a pty
-// when stdin is a terminal) and returns the agent's exit code. Ctrl-C belongs to the agent;
+// Attach probes the room, then runs the agent in it on the caller's Terminal (or on pipes)
+// and returns the agent's exit code. Ctrl-C belongs to the agent;
 // tare removes the room on every exit path, signals included.
 func Attach(ctx context.Context, o AttachOptions) (int, error) {
 	if o.Stdin == nil {
@@ -116,66 +114,37 @@ func Attach(ctx context.Context, o AttachOptions) (int, error) {
 	signal.Notify(interrupts, os.Interrupt)
 	defer signal.Stop(interrupts)
 
-	if !term.IsTerminal(int(o.Stdin.Fd())) {
+	if o.Terminal == nil {
 		// The room gets pipes sandbox.Start copies to and from these, never the files: the
 		// reading just printed to o.Stderr must not be readable through /proc/1/fd/2.
 		room.Stdin, room.Stdout, room.Stderr = o.Stdin, o.Stdout, o.Stderr
 		return runRoom(ctx, room)
 	}
-	return runOnPty(ctx, room, o.Stdin, o.Stdout)
+	return runOnTerminal(ctx, o.Terminal, room, nil)
 }
 
-// runOnPty runs the room on a new pty whose other end is copied to and from the caller's
-// terminal, which is put in raw mode so every key (Ctrl-C included) reaches the agent.
-func runOnPty(ctx context.Context, room sandbox.Room, in, out *os.File) (int, error) {
-	master, slave, err := pty.Open()
-	if err != nil {
-		return 0, fmt.Errorf("opening a pty: %v", err)
-	}
-	defer master.Close()
-	if size, err := pty.GetsizeFull(in); err == nil {
-		_ = pty.Setsize(master, size)
-	}
-	room.TTY = slave
-	proc, err := sandbox.Start(ctx, room)
-	slave.Close() // the room holds its own copy
-	if err != nil {
-		return 0, err
-	}
-	state, err := term.MakeRaw(int(in.Fd()))
-	if err == nil {
-		defer func() { _ = term.Restore(int(in.Fd()), state) }()
-	}
-	winch := make(chan os.Signal, 1)
-	signal.Notify(winch, syscall.SIGWINCH)
-	defer signal.Stop(winch)
-	var wg sync.WaitGroup
-	done := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-winch:
-				if size, err := pty.GetsizeFull(in); err == nil {
-					_ = pty.Setsize(master, size)
-					// The room's command runs in a session of its own (bwrap --new-session),
-					// not the pty's, so the kernel signals nobody in the room: without this
-					// the agent keeps drawing for the old size (its input line falls off a
-					// shrunk screen, its lines stay cut on a grown one).
-					_ = proc.Signal(syscall.SIGWINCH)
-				}
-			case <-done:
-				return
-			}
+// Process is a started agent as a Terminal sees it: it can be signalled (a window-size
+// change) and waited for.
+type Process interface {
+	Signal(os.Signal) error
+	Wait() (int, error)
+}
+
+// Terminal runs an interactive agent on the caller's terminal. It calls start with the file
+// the room is to get as its terminal (the other end of a pty it serves), copies between its
+// terminal and that pty until the agent exits, also to tee when not nil (what the agent
+// shows), and returns the agent's exit code. The engine knows nothing of terminals: the
+// caller brings one (tui.OnTerminal).
+type Terminal func(ctx context.Context, start func(tty *os.File) (Process, error), tee io.Writer) (int, error)
+
+// runOnTerminal runs room on t.
+func runOnTerminal(ctx context.Context, t Terminal, room sandbox.Room, tee io.Writer) (int, error) {
+	return t(ctx, func(tty *os.File) (Process, error) {
+		room.TTY = tty
+		proc, err := sandbox.Start(ctx, room)
+		if err != nil {
+			return nil, err // not a nil *sandbox.Proc in a non-nil Process
 		}
-	}()
-	go func() { _, _ = io.Copy(master, in) }() // ends with the process: stdin has no deadline
-	copied := make(chan struct{})
-	go func() { _, _ = io.Copy(out, master); close(copied) }()
-	code, err := proc.Wait()
-	<-copied // the pty's last output reaches the terminal before tare returns
-	close(done)
-	wg.Wait()
-	return code, err
+		return proc, nil
+	}, tee)
 }

@@ -13,8 +13,6 @@ import (
 	"tare/agent"
 	"tare/config"
 	"tare/sandbox"
-
-	"golang.org/x/term"
 )
 
 // WriterOptions is one headless agent session in a room over a folder of the caller's: the
@@ -185,11 +183,11 @@ func WriterSessionFile(name, sessions, id string) ([]byte, error) {
 	return readSession(a, filepath.Clean(sessions), id)
 }
 
-// RunManualWriter runs a writer's agent interactive on the operator's terminal (in, out)
-// through a pty, in the same room a headless writer gets, every byte it shows also written
-// to log (the writer's terminal.log). It returns the agent's exit code.
-func RunManualWriter(ctx context.Context, o WriterOptions, inst agent.Install, in, out *os.File, log io.Writer) (int, []string, error) {
-	if !term.IsTerminal(int(in.Fd())) {
+// RunManualWriter runs a writer's agent interactive on the operator's terminal t, in the same
+// room a headless writer gets, every byte it shows also written to log (the writer's
+// terminal.log). It returns the agent's exit code.
+func RunManualWriter(ctx context.Context, o WriterOptions, inst agent.Install, t Terminal, log io.Writer) (int, []string, error) {
+	if t == nil {
 		return 0, nil, errors.New("a manual writer needs a terminal: run tare workshop manual from one")
 	}
 	a, err := agent.ByName(o.Agent)
@@ -204,18 +202,6 @@ func RunManualWriter(ctx context.Context, o WriterOptions, inst agent.Install, i
 	}
 	// Permission prompts off, as for a headless writer: the room is the boundary.
 	room.Argv = append([]string{inst.Command}, a.AttachArgs(append(append(setup.args, o.Config.Agents[a.Name()].Args...), o.Args...), true)...)
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return 0, room.Argv, err
-	}
-	copied := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(io.MultiWriter(out, log), pr)
-		close(copied)
-	}()
-	code, err := runOnPty(ctx, room, in, pw)
-	pw.Close()
-	<-copied
-	pr.Close()
+	code, err := runOnTerminal(ctx, t, room, log)
 	return code, room.Argv, err
 }
