@@ -473,7 +473,7 @@ func follow(ctx context.Context, bus *engine.Bus) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tui.PrintLines(ctx, sub, os.Stderr)
+		_ = tui.PrintLines(ctx, sub.C(), os.Stderr) // stderr gone: nothing left to tell
 	}()
 	return func() {
 		cancel() // the printer then prints what is still queued

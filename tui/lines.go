@@ -74,24 +74,38 @@ func Line(e engine.Event) string {
 	return engine.Printable(strings.ReplaceAll(b.String(), "\n", " "))
 }
 
-// PrintLines writes Line for each event from sub until ctx ends, then the events already
-// queued: what a long command shows when its output is not a terminal. Every final event
-// is printed (the bus never drops one); tool calls may be dropped under load, the journal
-// has them all.
-func PrintLines(ctx context.Context, sub *engine.Subscription, w io.Writer) {
+// PrintLines writes Line for each event until events closes or ctx ends, then the events
+// already queued. It is the one plain-line printer: of a long command whose output is not a
+// terminal (events from its bus: every final event is printed, the bus never drops one; tool
+// calls may be dropped under load, the journal has them all), and of the live run without
+// a terminal or once the view is left (events from the run's journal). It keeps taking
+// events after a failed write, so a publisher never waits on it, and returns that error.
+func PrintLines(ctx context.Context, events <-chan engine.Event, w io.Writer) error {
+	var werr error
+	put := func(e engine.Event) {
+		if _, err := fmt.Fprintln(w, Line(e)); err != nil && werr == nil {
+			werr = err
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			for {
 				select {
-				case e := <-sub.C():
-					fmt.Fprintln(w, Line(e))
+				case e, ok := <-events:
+					if !ok {
+						return werr
+					}
+					put(e)
 				default:
-					return
+					return werr
 				}
 			}
-		case e := <-sub.C():
-			fmt.Fprintln(w, Line(e))
+		case e, ok := <-events:
+			if !ok {
+				return werr
+			}
+			put(e)
 		}
 	}
 }
