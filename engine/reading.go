@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"tare/capsule"
 )
 
 // Detector names, in the order a reading lists them.
@@ -105,6 +107,28 @@ func probedRoom(hostNet bool) string {
 		return RoomModelServerHostNet
 	}
 	return RoomModelServer
+}
+
+// ProbesDir is where the last reading of each agent, project and room is kept, below the
+// state directory.
+const ProbesDir = "probes"
+
+// StoreReading keeps r as the last reading of its agent for its project and room
+// (ReadingPath), where the app's probes pane finds it.
+func StoreReading(stateDir string, r *Reading) error {
+	data, err := json.MarshalIndent(struct {
+		*Reading
+		Verdict string `json:"verdict"`
+		Zero    bool   `json:"zero"`
+	}{r, r.Verdict(), r.Zero()}, "", "  ")
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(stateDir, ProbesDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return capsule.WriteFileAtomic(ReadingPath(stateDir, r.Agent, r.Project, r.Room), append(data, '\n'), 0o644)
 }
 
 // ReadingPath is where the last reading of agent for project in room is kept:

@@ -161,3 +161,17 @@ func lockRun(dir string) (*os.File, error) {
 	_, _ = f.WriteAt([]byte(fmt.Sprintf("%d\n", os.Getpid())), 0)
 	return f, nil
 }
+
+// Alive reports whether a process holds runDir's lock: the run is live, not crashed.
+func Alive(runDir string) bool {
+	f, err := os.Open(filepath.Join(runDir, "lock"))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		return true
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
+}

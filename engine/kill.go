@@ -2,38 +2,14 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"tare/capsule"
 )
-
-// ProbesDir is where the last reading of each agent, project and room is kept, below the
-// state directory.
-const ProbesDir = "probes"
-
-// StoreReading keeps r as the last reading of its agent for its project and room
-// (ReadingPath), where the app's probes pane finds it.
-func StoreReading(stateDir string, r *Reading) error {
-	data, err := json.MarshalIndent(struct {
-		*Reading
-		Verdict string `json:"verdict"`
-		Zero    bool   `json:"zero"`
-	}{r, r.Verdict(), r.Zero()}, "", "  ")
-	if err != nil {
-		return err
-	}
-	dir := filepath.Join(stateDir, ProbesDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	return capsule.WriteFileAtomic(ReadingPath(stateDir, r.Agent, r.Project, r.Room), append(data, '\n'), 0o644)
-}
 
 // killFile is the request to stop a tail: any process (the app, over ssh too) may write it;
 // the process that runs the tail sees it and stops that tail alone.
@@ -88,18 +64,4 @@ func watchKill(ctx context.Context, runDir, tailID string, cancel context.Cancel
 		}
 	}()
 	return func() { close(done) }
-}
-
-// Alive reports whether a process holds runDir's lock: the run is live, not crashed.
-func Alive(runDir string) bool {
-	f, err := os.Open(filepath.Join(runDir, "lock"))
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
-		return true
-	}
-	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-	return false
 }
