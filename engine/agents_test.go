@@ -60,7 +60,7 @@ func mustFind(t testing.TB, name string) (agent.Agent, agent.Install, *config.Co
 		t.Fatal(err)
 	}
 	cfg := testConfig(t, []string{name})
-	inst, err := findAgent(a, cfg)
+	inst, err := FindAgent(a, cfg)
 	if err != nil {
 		t.Fatalf("%v (run scripts/setup to install the pinned agent CLIs)", err)
 	}
@@ -86,7 +86,7 @@ func TestRealAgentsRunAndResumeInRooms(t *testing.T) {
 			work := t.TempDir()
 			sessions := t.TempDir()
 
-			p := plan{agent: a, inst: inst, cfg: cfg, workspace: work, sessions: sessions}
+			p := Plan{Agent: a, Inst: inst, Config: cfg, Workspace: work, Sessions: sessions}
 			res := runAgent(ctx, t, p, srv.Addr(), a.RunArgs("Create made.txt in the workspace.", nil))
 			if got := readFile(t, filepath.Join(work, "made.txt")); got != "made by tare\n" {
 				t.Fatalf("the tool did not change the workspace: made.txt = %q", got)
@@ -101,8 +101,8 @@ func TestRealAgentsRunAndResumeInRooms(t *testing.T) {
 			}
 
 			// A brand-new room: fresh HOME, fresh session folder holding only the placed session.
-			q := plan{agent: a, inst: inst, cfg: cfg, workspace: work, sessions: t.TempDir()}
-			if err := placeSession(&q, data, res.SessionID); err != nil {
+			q := Plan{Agent: a, Inst: inst, Config: cfg, Workspace: work, Sessions: t.TempDir()}
+			if err := PlaceSession(&q, data, res.SessionID); err != nil {
 				t.Fatal(err)
 			}
 			again := runAgent(ctx, t, q, srv.Addr(), a.ResumeArgs(res.SessionID, "Continue.", nil))
@@ -136,13 +136,13 @@ func scriptServer(t *testing.T, script *modelserver.Script) *modelserver.Server 
 
 // runAgent runs argv in a room built from p and returns the parsed stream; it fails the
 // test unless the agent exits 0 with a successful result.
-func runAgent(ctx context.Context, t *testing.T, p plan, upstream string, argv []string) agent.Result {
+func runAgent(ctx context.Context, t *testing.T, p Plan, upstream string, argv []string) agent.Result {
 	t.Helper()
-	room, _, err := buildRoom(p, upstream, nil)
+	room, _, err := BuildRoom(p, upstream, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, _ := runInRoom(ctx, t, room, p.inst.Command, p.agent, argv)
+	res, _ := runInRoom(ctx, t, room, p.Inst.Command, p.Agent, argv)
 	return res
 }
 
@@ -154,7 +154,7 @@ func runInRoom(ctx context.Context, t *testing.T, room sandbox.Room, command str
 	var out, errOut bytes.Buffer
 	room.Stdout, room.Stderr = &out, &errOut
 	room.Log = testLog{t}
-	code, err := runRoom(ctx, room)
+	code, err := RunRoom(ctx, room)
 	if err != nil {
 		t.Fatal(err)
 	}

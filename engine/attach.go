@@ -62,7 +62,7 @@ func Attach(ctx context.Context, o AttachOptions) (int, error) {
 		}
 		fmt.Fprintf(o.Stderr, "tare: --allow-dirty given: running %s in a room whose reading is %q\n", o.Agent.Name(), reading.Verdict())
 	}
-	inst, err := findAgent(o.Agent, o.Config, o.Project)
+	inst, err := FindAgent(o.Agent, o.Config, o.Project)
 	if err != nil {
 		return 0, err
 	}
@@ -76,7 +76,7 @@ func Attach(ctx context.Context, o AttachOptions) (int, error) {
 		defer cancel()
 		git.after(ctx, o.Stderr)
 	}()
-	p := plan{agent: o.Agent, inst: inst, cfg: o.Config, workspace: o.Project, hostNet: o.HostNetwork, login: o.Login && !o.Offline, guard: git.paths}
+	p := Plan{Agent: o.Agent, Inst: inst, Config: o.Config, Workspace: o.Project, HostNet: o.HostNetwork, Login: o.Login && !o.Offline, Guard: git.paths}
 	upstream := ""
 	if o.Offline {
 		opts := modelserver.Options{}
@@ -97,11 +97,11 @@ func Attach(ctx context.Context, o AttachOptions) (int, error) {
 		defer srv.Close()
 		upstream = srv.Addr()
 	}
-	room, setup, err := buildRoom(p, upstream, nil)
+	room, setup, err := BuildRoom(p, upstream, nil)
 	if err != nil {
 		return 0, err
 	}
-	room.Argv = append([]string{inst.Command}, o.Agent.AttachArgs(append(append(setup.args, o.Config.Agents[o.Agent.Name()].Args...), o.Args...), o.Yolo)...)
+	room.Argv = append([]string{inst.Command}, o.Agent.AttachArgs(append(append(setup.Args, o.Config.Agents[o.Agent.Name()].Args...), o.Args...), o.Yolo)...)
 	// The probe read a room pointed at tare's model server; the run's room differs in what
 	// it declares (the login copy, the way out), so say exactly what this one holds.
 	fmt.Fprintf(o.Stderr, "tare: starting %s in a room that declares:\n", o.Agent.Name())
@@ -118,7 +118,7 @@ func Attach(ctx context.Context, o AttachOptions) (int, error) {
 		// The room gets pipes sandbox.Start copies to and from these, never the files: the
 		// reading just printed to o.Stderr must not be readable through /proc/1/fd/2.
 		room.Stdin, room.Stdout, room.Stderr = o.Stdin, o.Stdout, o.Stderr
-		return runRoom(ctx, room)
+		return RunRoom(ctx, room)
 	}
 	return runOnTerminal(ctx, o.Terminal, room, nil)
 }

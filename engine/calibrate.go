@@ -218,7 +218,7 @@ func findInstalls(sides []Side, cfg *config.Config, projects ...string) (map[str
 		if err != nil {
 			return nil, err
 		}
-		inst, err := findAgent(a, cfg, projects...)
+		inst, err := FindAgent(a, cfg, projects...)
 		if err != nil {
 			return nil, err
 		}

@@ -28,7 +28,7 @@ kill $s`
 		Argv: []string{sandbox.TareBin, "snap-watch", "--store", sandbox.RunDir, "--work", sandbox.WorkDir, "--", "/bin/sh", "-c", script}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	code, err := runRoom(ctx, r)
+	code, err := RunRoom(ctx, r)
 	got := out.String()
 	if err != nil || code != 0 {
 		t.Fatalf("room: exit %d, %v:\n%s", code, err, got)

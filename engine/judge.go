@@ -185,7 +185,7 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 	if err != nil {
 		return JudgeReport{}, fmt.Errorf("--judge %q: %v", o.Judge, err)
 	}
-	inst, err := findAgent(a, o.Config, o.Dirs...)
+	inst, err := FindAgent(a, o.Config, o.Dirs...)
 	if err != nil {
 		return JudgeReport{}, err
 	}
@@ -368,13 +368,13 @@ func judgePrompt(page string, r Rubric, blocked bool) string {
 // workspace, the judge agent's own setup built as every agent room is (buildRoom, the room
 // the probe proves), and nothing else.
 func (env *judgeEnv) judgeRoom(stage, sessions, upstream string, blocked bool) (sandbox.Room, error) {
-	p := plan{agent: env.agent, inst: env.inst, cfg: env.o.Config, workspace: stage, readOnly: true,
-		sessions: sessions, login: upstream == ""}
-	room, setup, err := buildRoom(p, upstream, nil)
+	p := Plan{Agent: env.agent, Inst: env.inst, Config: env.o.Config, Workspace: stage, ReadOnly: true,
+		Sessions: sessions, Login: upstream == ""}
+	room, setup, err := BuildRoom(p, upstream, nil)
 	if err != nil {
 		return sandbox.Room{}, err
 	}
-	args := append(append(setup.args, env.o.Config.Agents[env.agent.Name()].Args...), env.args...)
+	args := append(append(setup.Args, env.o.Config.Agents[env.agent.Name()].Args...), env.args...)
 	room.Argv = append([]string{env.inst.Command}, env.agent.RunArgs(judgePrompt(env.o.Page, env.o.Rubric, blocked), args)...)
 	return room, nil
 }
@@ -408,7 +408,7 @@ func (env *judgeEnv) judgeOnce(ctx context.Context, stage, stream string, blocke
 	room.Stdout, room.Stderr = &stdout, &stderr
 	rctx, cancel := context.WithTimeout(ctx, env.o.Timeout)
 	defer cancel()
-	code, err := runRoom(rctx, room)
+	code, err := RunRoom(rctx, room)
 	switch {
 	case errors.Is(rctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
 		j.Error = fmt.Sprintf("the judge was stopped after %s", env.o.Timeout)

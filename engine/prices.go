@@ -92,7 +92,7 @@ func runModels(a agent.Agent, r agent.Result, u agent.Usage, placed []byte, sess
 	if !ok {
 		return nil
 	}
-	data, err := readSession(a, sessions, r.SessionID)
+	data, err := ReadSession(a, sessions, r.SessionID)
 	if err != nil {
 		return nil
 	}

@@ -80,7 +80,7 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 	if !o.Agent.Verified() {
 		progress(o.Progress, "probe %s: note: %s's adapter is written from its public docs and has not been verified here", o.Agent.Name(), o.Agent.Name())
 	}
-	inst, err := findAgent(o.Agent, o.Config, o.Project)
+	inst, err := FindAgent(o.Agent, o.Config, o.Project)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 		home: o.HostHome, project: o.Project, sources: o.Agent.Personal(o.HostHome, o.Project),
 		loopback: canary.Addr(), show: tilde, runtime: inst.Runtime, user: o.HostUser,
 	}
-	cleanPlan := plan{agent: o.Agent, inst: inst, cfg: o.Config, workspace: o.Project, readOnly: true, hostNet: o.HostNetwork}
+	cleanPlan := Plan{Agent: o.Agent, Inst: inst, Config: o.Config, Workspace: o.Project, ReadOnly: true, HostNet: o.HostNetwork}
 
 	// The clean room, the control twin and the twin with a copy of the operator's setup share
 	// nothing but the agent's install and the canary listener (each has its own model server,
@@ -133,7 +133,7 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 	g, gctx := errgroup.WithContext(roomsCtx)
 	var (
 		ev      evidence
-		setup   roomSetup
+		setup   RoomSetup
 		saw     map[string][]Leak
 		planted []agent.Source
 		kept    []Leak
@@ -213,40 +213,40 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 }
 
 // plan is everything needed to build one agent room.
-type plan struct {
-	agent     agent.Agent
-	inst      agent.Install
-	cfg       *config.Config
-	workspace string
-	readOnly  bool
-	hostNet   bool
+type Plan struct {
+	Agent     agent.Agent
+	Inst      agent.Install
+	Config    *config.Config
+	Workspace string
+	ReadOnly  bool
+	HostNet   bool
 	// login places the agent's login copy (real providers only).
-	login bool
+	Login bool
 	// sessions, when set, is a host folder bound at the agent's session folder, so the
 	// session outlives the room (for resumes, trails and tails).
-	sessions string
+	Sessions string
 	// extra are files placed in HOME besides the agent's own (a session to resume).
-	extra []agent.File
+	Extra []agent.File
 	// hooks are commands the agent runs on its events (tare snap after each tool call).
-	hooks []agent.Hook
+	Hooks []agent.Hook
 	// runStore is a host folder bound read-write at /tare-run: the room's capsule staging
 	// folder, never the run's store (see storeInRoom).
-	runStore string
+	RunStore string
 	// guard are workspace paths the room sees read-only (sandbox.Room.Guard).
-	guard []string
+	Guard []string
 	// inert turns off whatever in the room's copied config would run a command (the twin
 	// with a copy of the operator's setup).
-	inert bool
+	Inert bool
 	// model is the model the agent asks for (a workshop writer's); empty leaves its default.
-	model string
+	Model string
 }
 
 // roomSetup is what observe learned about the room it built.
-type roomSetup struct {
+type RoomSetup struct {
 	Declared []string
 	envNames map[string]bool
 	// args go on the agent's command line before the caller's (Codex's hook trust flag).
-	args []string
+	Args []string
 }
 
 // twin describes how a twin differs from the clean room: a planted home bound at its own
@@ -262,19 +262,19 @@ type twin struct {
 
 // observe runs the inspection and the agent in one room shape (clean, or a twin) against a
 // fresh model server in probe mode and gathers the evidence.
-func observe(ctx context.Context, p plan, s subject, loopback string, tw *twin) (evidence, roomSetup, error) {
+func observe(ctx context.Context, p Plan, s subject, loopback string, tw *twin) (evidence, RoomSetup, error) {
 	srv, err := modelserver.New(modelserver.Options{})
 	if err != nil {
-		return evidence{}, roomSetup{}, err
+		return evidence{}, RoomSetup{}, err
 	}
 	if err := srv.Start("127.0.0.1:0"); err != nil {
-		return evidence{}, roomSetup{}, fmt.Errorf("model server: %v", err)
+		return evidence{}, RoomSetup{}, fmt.Errorf("model server: %v", err)
 	}
 	defer srv.Close()
 
-	room, setup, err := buildRoom(p, srv.Addr(), tw)
+	room, setup, err := BuildRoom(p, srv.Addr(), tw)
 	if err != nil {
-		return evidence{}, roomSetup{}, err
+		return evidence{}, RoomSetup{}, err
 	}
 	// The inspection runs in a room of the same shape, so it sees what the agent would.
 	look := room
@@ -286,21 +286,21 @@ func observe(ctx context.Context, p plan, s subject, loopback string, tw *twin) 
 	look.Argv = wrap(inspectArgv(s, loopback, home))
 	var out, lookErr strings.Builder
 	look.Stdout, look.Stderr, look.Stdin = &out, &lookErr, nil
-	code, err := runRoom(ctx, look)
+	code, err := RunRoom(ctx, look)
 	if err != nil {
-		return evidence{}, roomSetup{}, fmt.Errorf("inspection room: %v", err)
+		return evidence{}, RoomSetup{}, fmt.Errorf("inspection room: %v", err)
 	}
 	if code != 0 {
-		return evidence{}, roomSetup{}, fmt.Errorf("inspection room exited %d: %s", code, strings.TrimSpace(lookErr.String()))
+		return evidence{}, RoomSetup{}, fmt.Errorf("inspection room exited %d: %s", code, strings.TrimSpace(lookErr.String()))
 	}
 	var view sandbox.View
 	if err := json.Unmarshal([]byte(out.String()), &view); err != nil {
-		return evidence{}, roomSetup{}, fmt.Errorf("inspection room: unreadable view: %v", err)
+		return evidence{}, RoomSetup{}, fmt.Errorf("inspection room: unreadable view: %v", err)
 	}
 
 	reqs, err := askAgent(ctx, p, room, setup, wrap, srv)
 	if err != nil {
-		return evidence{}, roomSetup{}, err
+		return evidence{}, RoomSetup{}, err
 	}
 	bodies := make([][]byte, len(reqs))
 	for i, rq := range reqs {
@@ -314,20 +314,20 @@ func observe(ctx context.Context, p plan, s subject, loopback string, tw *twin) 
 
 // askAgent runs the agent once in room on the probe's prompt and returns the requests that
 // reached srv: one agent run, the unit the probe's time is measured against.
-func askAgent(ctx context.Context, p plan, room sandbox.Room, setup roomSetup, wrap func([]string) []string, srv *modelserver.Server) ([]modelserver.Request, error) {
-	room.Argv = p.agent.RunArgs(probePrompt, append(setup.args, p.cfg.Agents[p.agent.Name()].Args...))
-	room.Argv = wrap(append([]string{p.inst.Command}, room.Argv...))
+func askAgent(ctx context.Context, p Plan, room sandbox.Room, setup RoomSetup, wrap func([]string) []string, srv *modelserver.Server) ([]modelserver.Request, error) {
+	room.Argv = p.Agent.RunArgs(probePrompt, append(setup.Args, p.Config.Agents[p.Agent.Name()].Args...))
+	room.Argv = wrap(append([]string{p.Inst.Command}, room.Argv...))
 	var agentOut, agentErr strings.Builder
 	room.Stdout, room.Stderr = &agentOut, &agentErr
 	runCtx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	if _, err := runRoom(runCtx, room); err != nil {
+	if _, err := RunRoom(runCtx, room); err != nil {
 		return nil, fmt.Errorf("agent room: %v", err)
 	}
 	reqs := srv.Requests()
 	if len(reqs) == 0 {
 		return nil, fmt.Errorf("%s sent nothing to the model server; its output: %s",
-			p.agent.Name(), clip(agentErr.String()+agentOut.String(), 400))
+			p.Agent.Name(), clip(agentErr.String()+agentOut.String(), 400))
 	}
 	return reqs, nil
 }
@@ -358,7 +358,7 @@ func applicable(planted []agent.Source) map[string]bool {
 
 // control runs the twin in a planted dirty home and returns what each detector saw there,
 // and the personal files the adapter planted.
-func control(ctx context.Context, p plan, loopback string) (map[string][]Leak, []agent.Source, error) {
+func control(ctx context.Context, p Plan, loopback string) (map[string][]Leak, []agent.Source, error) {
 	token := newToken()
 	dir, err := os.MkdirTemp("", "tare-control-")
 	if err != nil {
@@ -380,19 +380,19 @@ func control(ctx context.Context, p plan, loopback string) (map[string][]Leak, [
 	if err := os.WriteFile(filepath.Join(home, ".tare-canary-fd"), []byte(token), 0o644); err != nil {
 		return nil, nil, err
 	}
-	if err := p.agent.Plant(home, agent.Canary{Token: token}); err != nil {
+	if err := p.Agent.Plant(home, agent.Canary{Token: token}); err != nil {
 		return nil, nil, fmt.Errorf("planting the dirty home: %v", err)
 	}
 	if err := plantSecrets(home, token); err != nil {
 		return nil, nil, fmt.Errorf("planting the dirty home: %v", err)
 	}
 	s := subject{
-		home: home, project: proj, sources: p.agent.Personal(home, proj), loopback: loopback,
+		home: home, project: proj, sources: p.Agent.Personal(home, proj), loopback: loopback,
 		show: func(path string) string { return strings.Replace(path, home, "~", 1) },
 	}
 	tw := &twin{home: home, cwd: proj, env: map[string]string{"TARE_CANARY_" + strings.ToUpper(token): token}, binds: []string{home}, hostNet: true}
 	q := p
-	q.workspace, q.readOnly, q.hostNet = proj, false, true
+	q.Workspace, q.ReadOnly, q.HostNet = proj, false, true
 	ev, setup, err := observe(ctx, q, s, loopback, tw)
 	if err != nil {
 		return nil, nil, err
@@ -403,7 +403,7 @@ func control(ctx context.Context, p plan, loopback string) (map[string][]Leak, [
 
 // realTwin runs a twin in a copy of the operator's personal files and returns what the
 // clean room kept out of their real setup.
-func realTwin(ctx context.Context, p plan, operator subject, files []agent.Source, loopback string, requests io.Writer) ([]Leak, error) {
+func realTwin(ctx context.Context, p Plan, operator subject, files []agent.Source, loopback string, requests io.Writer) ([]Leak, error) {
 	dir, err := os.MkdirTemp("", "tare-twin-")
 	if err != nil {
 		return nil, err
@@ -431,7 +431,7 @@ func realTwin(ctx context.Context, p plan, operator subject, files []agent.Sourc
 		return nil, err
 	}
 	s := subject{
-		home: home, project: proj, sources: p.agent.Personal(home, proj), loopback: loopback,
+		home: home, project: proj, sources: p.Agent.Personal(home, proj), loopback: loopback,
 		show: func(path string) string { return tilde(strings.TrimPrefix(path, dir)) },
 	}
 	// The copy is the operator's: its twin gets a room like the clean one (its own network,
@@ -439,7 +439,7 @@ func realTwin(ctx context.Context, p plan, operator subject, files []agent.Sourc
 	// a probe never runs the operator's code with their reach.
 	tw := &twin{home: home, cwd: proj, binds: []string{dir}}
 	q := p
-	q.workspace, q.readOnly, q.hostNet, q.inert = proj, false, false, true
+	q.Workspace, q.ReadOnly, q.HostNet, q.Inert = proj, false, false, true
 	ev, setup, err := observe(ctx, q, s, loopback, tw)
 	if err != nil {
 		return nil, err

@@ -17,7 +17,7 @@ import (
 // its version), then run it in a clean room on the probe's prompt against a model server of
 // its own. It is what the probe is measured against.
 func runOnce(ctx context.Context, a agent.Agent, cfg *config.Config, project string) error {
-	inst, err := findAgent(a, cfg, project)
+	inst, err := FindAgent(a, cfg, project)
 	if err != nil {
 		return err
 	}
@@ -29,8 +29,8 @@ func runOnce(ctx context.Context, a agent.Agent, cfg *config.Config, project str
 		return err
 	}
 	defer srv.Close()
-	p := plan{agent: a, inst: inst, cfg: cfg, workspace: project, readOnly: true}
-	room, setup, err := buildRoom(p, srv.Addr(), nil)
+	p := Plan{Agent: a, Inst: inst, Config: cfg, Workspace: project, ReadOnly: true}
+	room, setup, err := BuildRoom(p, srv.Addr(), nil)
 	if err != nil {
 		return err
 	}

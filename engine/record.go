@@ -107,11 +107,11 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 	}
 	inst := env.installs[a.Name()]
 	kind := agent.HookKind(a)
-	p := plan{agent: a, inst: inst, cfg: env.cfg, workspace: work, sessions: filepath.Join(dir, "session"),
-		runStore: stage, login: env.upstream == ""}
+	p := Plan{Agent: a, Inst: inst, Config: env.cfg, Workspace: work, Sessions: filepath.Join(dir, "session"),
+		RunStore: stage, Login: env.upstream == ""}
 	if kind == agent.HookInAgent {
 		for _, event := range agent.AfterToolEvents(a) {
-			p.hooks = append(p.hooks, agent.Hook{Event: event, Command: snapCommand()})
+			p.Hooks = append(p.Hooks, agent.Hook{Event: event, Command: snapCommand()})
 		}
 	}
 	upstream, err := env.upstreamFor("original")
@@ -126,7 +126,7 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 	if meter != nil {
 		defer meter.Close()
 	}
-	room, setup, err := buildRoom(p, upstream, nil)
+	room, setup, err := BuildRoom(p, upstream, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +137,7 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 	defer hosts.Close()
 	room.HostLog = hosts
 	room.Binds = append(room.Binds, sandbox.Bind{Source: env.store.Dir(), Dest: storeInRoom})
-	args := append(append(setup.args, env.cfg.Agents[a.Name()].Args...), side.Args...)
+	args := append(append(setup.Args, env.cfg.Agents[a.Name()].Args...), side.Args...)
 	room.Argv = append([]string{inst.Command}, a.RunArgs(task, args)...)
 	if kind == agent.HookInAgent {
 		// A watcher from before the agent starts hands each hook's tare snap the paths that
@@ -177,7 +177,7 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 	if err != nil {
 		return nil, fmt.Errorf("recording %s: its stream: %v", a.Name(), err)
 	}
-	session, err := readSession(a, filepath.Join(dir, "session"), res.SessionID)
+	session, err := ReadSession(a, filepath.Join(dir, "session"), res.SessionID)
 	if err != nil {
 		return nil, fmt.Errorf("recording %s (exit %d): %v", a.Name(), code, err)
 	}

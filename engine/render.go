@@ -30,7 +30,7 @@ func renderPage(ctx context.Context, cfg *config.Config, dir, page string) (brow
 	}
 	var stdout, stderr bytes.Buffer
 	room.Stdout, room.Stderr = &stdout, &stderr
-	code, err := runRoom(ctx, room)
+	code, err := RunRoom(ctx, room)
 	if err != nil {
 		return browser.Shot{}, fmt.Errorf("render room: %v", err)
 	}

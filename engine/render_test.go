@@ -84,7 +84,7 @@ func TestRenderRoomHasOnlyLoopback(t *testing.T) {
 	}
 	var out strings.Builder
 	room.Argv, room.Stdout = []string{"/bin/cat", "/proc/net/dev"}, &out
-	if code, err := runRoom(context.Background(), room); err != nil || code != 0 {
+	if code, err := RunRoom(context.Background(), room); err != nil || code != 0 {
 		t.Fatalf("exit %d, %v", code, err)
 	}
 	var ifaces []string

@@ -72,7 +72,7 @@ func PlanRerun(ctx context.Context, dir string, cfg *config.Config, version stri
 			p.Drift = append(p.Drift, Drift{What: name, Then: then, Now: "unknown to this tare"})
 			continue
 		}
-		inst, err := findAgent(a, cfg, rec.Project)
+		inst, err := FindAgent(a, cfg, rec.Project)
 		switch {
 		case err != nil:
 			p.Drift = append(p.Drift, Drift{What: name, Then: then, Now: "not found (" + clip(err.Error(), 120) + ")"})

@@ -21,7 +21,7 @@ const (
 
 // findAgent locates the agent's CLI, honouring the config's agents.NAME.bin. A CLI inside
 // one of the projects is never used: the agent can write there.
-func findAgent(a agent.Agent, cfg *config.Config, projects ...string) (agent.Install, error) {
+func FindAgent(a agent.Agent, cfg *config.Config, projects ...string) (agent.Install, error) {
 	bins := map[string]string{}
 	for name, ac := range cfg.Agents {
 		if ac.Bin != "" {
@@ -33,17 +33,17 @@ func findAgent(a agent.Agent, cfg *config.Config, projects ...string) (agent.Ins
 
 // buildRoom turns a plan into a room whose agent talks to upstream (tare's model server) or,
 // with p.login set and upstream empty, to its real provider through tare's proxy.
-func buildRoom(p plan, upstream string, tw *twin) (sandbox.Room, roomSetup, error) {
-	opts := agent.RoomOptions{Hooks: p.hooks, Inert: p.inert, Model: p.model}
+func BuildRoom(p Plan, upstream string, tw *twin) (sandbox.Room, RoomSetup, error) {
+	opts := agent.RoomOptions{Hooks: p.Hooks, Inert: p.Inert, Model: p.Model}
 	room := sandbox.Room{
-		Workspace:         p.workspace,
-		WorkspaceReadOnly: p.readOnly,
-		Guard:             p.guard,
-		Agent:             p.inst.Runtime,
-		RunStore:          p.runStore,
-		Bwrap:             p.cfg.Bwrap,
+		Workspace:         p.Workspace,
+		WorkspaceReadOnly: p.ReadOnly,
+		Guard:             p.Guard,
+		Agent:             p.Inst.Runtime,
+		RunStore:          p.RunStore,
+		Bwrap:             p.Config.Bwrap,
 	}
-	for _, ro := range p.cfg.Room.ReadOnly {
+	for _, ro := range p.Config.Room.ReadOnly {
 		room.Binds = append(room.Binds, sandbox.Bind{Source: ro, Dest: ro, Try: true})
 	}
 	if tw != nil {
@@ -60,16 +60,16 @@ func buildRoom(p plan, upstream string, tw *twin) (sandbox.Room, roomSetup, erro
 		room.Relays = []sandbox.Relay{{Port: modelPort, Upstream: upstream}}
 	default:
 		opts.Proxy = fmt.Sprintf("http://127.0.0.1:%d", proxyPort)
-		opts.Login = p.login
+		opts.Login = p.Login
 		opts.HostHome, _ = os.UserHomeDir()
-		opts.AllowOnly = p.cfg.Network.Allow
+		opts.AllowOnly = p.Config.Network.Allow
 	}
-	if p.hostNet {
+	if p.HostNet {
 		room.Network = sandbox.NetHost
 	}
-	setup, err := p.agent.Room(opts)
+	setup, err := p.Agent.Room(opts)
 	if err != nil {
-		return sandbox.Room{}, roomSetup{}, err
+		return sandbox.Room{}, RoomSetup{}, err
 	}
 	if opts.Proxy != "" {
 		// Exactly the hosts this agent needs and its reading declares, never a global list.
@@ -77,15 +77,15 @@ func buildRoom(p plan, upstream string, tw *twin) (sandbox.Room, roomSetup, erro
 	}
 	room.Env = setup.Env
 	room.Path = setup.Path
-	for _, f := range append(setup.Files, p.extra...) {
+	for _, f := range append(setup.Files, p.Extra...) {
 		room.Files = append(room.Files, sandbox.File{Path: f.Path, Data: f.Data, Mode: f.Mode})
 	}
-	if p.sessions != "" {
-		room.Binds = append(room.Binds, sandbox.Bind{Source: p.sessions, Dest: "/" + agent.SessionRoot(p.agent), Write: true})
+	if p.Sessions != "" {
+		room.Binds = append(room.Binds, sandbox.Bind{Source: p.Sessions, Dest: "/" + agent.SessionRoot(p.Agent), Write: true})
 	}
 	if tw != nil {
 		if err := moveHome(&room, tw); err != nil {
-			return sandbox.Room{}, roomSetup{}, err
+			return sandbox.Room{}, RoomSetup{}, err
 		}
 	}
 	// The room's own variables: what tare sets, plus PWD, which bwrap sets for --chdir.
@@ -95,7 +95,7 @@ func buildRoom(p plan, upstream string, tw *twin) (sandbox.Room, roomSetup, erro
 		names[k] = true
 	}
 	declared := append(room.Declared(), setup.Declared...)
-	return room, roomSetup{Declared: declared, envNames: names, args: setup.Args}, nil
+	return room, RoomSetup{Declared: declared, envNames: names, Args: setup.Args}, nil
 }
 
 // moveHome turns a clean room into a twin: HOME is the planted folder at its own host path
@@ -127,7 +127,7 @@ func moveHome(room *sandbox.Room, tw *twin) error {
 }
 
 // runRoom starts a room and waits for it.
-func runRoom(ctx context.Context, r sandbox.Room) (int, error) {
+func RunRoom(ctx context.Context, r sandbox.Room) (int, error) {
 	proc, err := sandbox.Start(ctx, r)
 	if err != nil {
 		return -1, err

@@ -13,15 +13,15 @@ import (
 // placeSession readies a resume of session id in the room p builds: the agent's session
 // file (as its adapter lays it out) goes into p.sessions when that folder is bound, so the
 // resumed session keeps growing there, or into the room's HOME otherwise.
-func placeSession(p *plan, data []byte, id string) error {
-	root := "/" + agent.SessionRoot(p.agent)
-	for _, f := range p.agent.PlaceSession(data, id) {
+func PlaceSession(p *Plan, data []byte, id string) error {
+	root := "/" + agent.SessionRoot(p.Agent)
+	for _, f := range p.Agent.PlaceSession(data, id) {
 		rel, below := strings.CutPrefix(f.Path, root+"/")
-		if p.sessions == "" || !below {
-			p.extra = append(p.extra, f)
+		if p.Sessions == "" || !below {
+			p.Extra = append(p.Extra, f)
 			continue
 		}
-		dst := filepath.Join(p.sessions, filepath.FromSlash(rel))
+		dst := filepath.Join(p.Sessions, filepath.FromSlash(rel))
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return err
 		}
@@ -38,7 +38,7 @@ const maxSession = 256 << 20
 // readSession reads the session file of id that agent a wrote in a room, below sessions (the
 // host folder bound at its session root), without following any symlink the room may have
 // planted there.
-func readSession(a agent.Agent, sessions, id string) ([]byte, error) {
+func ReadSession(a agent.Agent, sessions, id string) ([]byte, error) {
 	path, err := agent.FindSession(a, sessions, id)
 	if err != nil {
 		return nil, err

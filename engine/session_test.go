@@ -48,7 +48,7 @@ func TestSessionReadFollowsNoSymlink(t *testing.T) {
 			if _, err := agent.FindSession(a, sessions, id); err != nil {
 				t.Fatalf("the planted session is not where the adapter looks: %v", err)
 			}
-			data, err := readSession(a, sessions, id)
+			data, err := ReadSession(a, sessions, id)
 			if err == nil || strings.Contains(string(data), "CANARY") {
 				t.Fatalf("a planted symlink was followed: %q, %v", data, err)
 			}
@@ -61,7 +61,7 @@ func TestSessionReadFollowsNoSymlink(t *testing.T) {
 	a, _ := agent.ByName("claude")
 	sessions := t.TempDir()
 	os.WriteFile(filepath.Join(sessions, id+".jsonl"), []byte("{}\n"), 0o644)
-	if data, err := readSession(a, sessions, id); err != nil || string(data) != "{}\n" {
+	if data, err := ReadSession(a, sessions, id); err != nil || string(data) != "{}\n" {
 		t.Fatalf("a plain session file: %q, %v", data, err)
 	}
 }

@@ -173,9 +173,9 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 		return notStarted(err.Error())
 	}
 	inst := env.installs[a.Name()]
-	p := plan{agent: a, inst: inst, cfg: env.cfg, workspace: work, sessions: filepath.Join(dir, "session"), login: env.upstream == ""}
+	p := Plan{Agent: a, Inst: inst, Config: env.cfg, Workspace: work, Sessions: filepath.Join(dir, "session"), Login: env.upstream == ""}
 	if spec.How == "native" {
-		if err := placeSession(&p, spec.Session, spec.SessionID); err != nil {
+		if err := PlaceSession(&p, spec.Session, spec.SessionID); err != nil {
 			return notStarted(err.Error())
 		}
 	}
@@ -190,7 +190,7 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	if meter != nil {
 		defer meter.Close()
 	}
-	room, setup, err := buildRoom(p, upstream, nil)
+	room, setup, err := BuildRoom(p, upstream, nil)
 	if err != nil {
 		return notStarted(err.Error())
 	}
@@ -200,7 +200,7 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	}
 	defer hosts.Close()
 	room.HostLog = hosts
-	args := append(append(setup.args, env.cfg.Agents[a.Name()].Args...), spec.Side.Args...)
+	args := append(append(setup.Args, env.cfg.Agents[a.Name()].Args...), spec.Side.Args...)
 	if spec.How == "native" {
 		room.Argv = append([]string{inst.Command}, a.ResumeArgs(spec.SessionID, spec.Prompt, args)...)
 	} else {
@@ -238,8 +238,8 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	clean := code == 0 && timedOut == 0
 	if r, err := a.ParseStream(bytes.NewReader(out)); err == nil {
 		res.Session = r.SessionID
-		u := runUsage(a, r, spec.Session, p.sessions)
-		res.Usage = usageOf(u, runModels(a, r, u, spec.Session, p.sessions)...)
+		u := runUsage(a, r, spec.Session, p.Sessions)
+		res.Usage = usageOf(u, runModels(a, r, u, spec.Session, p.Sessions)...)
 		if r.IsError && code == 0 {
 			ran, clean = "agent error: "+clip(r.Error, 100), false
 		}
@@ -294,7 +294,7 @@ func (env *tailEnv) runAgent(ctx context.Context, room sandbox.Room, stdout, std
 	}
 	stall := watchStall(env.run, live.tail, floor)
 	live.beat = stall.beat
-	code, err = runRoom(actx, room)
+	code, err = RunRoom(actx, room)
 	stall.end()
 	live.flush()
 	if errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
@@ -326,7 +326,7 @@ func setAside(dir string) (int, error) {
 func runUsage(a agent.Agent, r agent.Result, placed []byte, sessions string) agent.Usage {
 	u := agent.OwnUsage(r.Usage, placed)
 	if n, ok := a.(agent.ModelNamer); ok && u.Model == "" {
-		if data, err := readSession(a, sessions, r.SessionID); err == nil {
+		if data, err := ReadSession(a, sessions, r.SessionID); err == nil {
 			u.Model = n.SessionModel(data)
 		}
 	}

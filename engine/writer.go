@@ -66,7 +66,7 @@ func FindWriterAgent(name string, cfg *config.Config, folders ...string) (agent.
 	if err != nil {
 		return agent.Install{}, err
 	}
-	return findAgent(a, cfg, folders...)
+	return FindAgent(a, cfg, folders...)
 }
 
 // ProbeWriterRoom proves the room an agent would get over workspace clean, as every run of
@@ -95,19 +95,19 @@ func RunWriter(ctx context.Context, o WriterOptions, inst agent.Install) (Writer
 	if err != nil {
 		return WriterEnd{}, err
 	}
-	p := plan{agent: a, inst: inst, cfg: o.Config, workspace: o.Workspace, guard: o.ReadOnly, sessions: o.Sessions,
-		login: o.Upstream == "", model: o.Model}
+	p := Plan{Agent: a, Inst: inst, Config: o.Config, Workspace: o.Workspace, Guard: o.ReadOnly, Sessions: o.Sessions,
+		Login: o.Upstream == "", Model: o.Model}
 	var placed []byte
 	if o.Resume != "" {
-		if placed, err = readSession(a, o.Sessions, o.Resume); err != nil {
+		if placed, err = ReadSession(a, o.Sessions, o.Resume); err != nil {
 			return WriterEnd{}, fmt.Errorf("resuming session %s: %v", o.Resume, err)
 		}
 	}
-	room, setup, err := buildRoom(p, o.Upstream, nil)
+	room, setup, err := BuildRoom(p, o.Upstream, nil)
 	if err != nil {
 		return WriterEnd{}, err
 	}
-	args := append(append(setup.args, o.Config.Agents[a.Name()].Args...), o.Args...)
+	args := append(append(setup.Args, o.Config.Agents[a.Name()].Args...), o.Args...)
 	if o.Resume != "" {
 		room.Argv = append([]string{inst.Command}, a.ResumeArgs(o.Resume, o.Prompt, args)...)
 	} else {
@@ -180,7 +180,7 @@ func WriterSessionFile(name, sessions, id string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return readSession(a, filepath.Clean(sessions), id)
+	return ReadSession(a, filepath.Clean(sessions), id)
 }
 
 // RunManualWriter runs a writer's agent interactive on the operator's terminal t, in the same
@@ -194,14 +194,14 @@ func RunManualWriter(ctx context.Context, o WriterOptions, inst agent.Install, t
 	if err != nil {
 		return 0, nil, err
 	}
-	p := plan{agent: a, inst: inst, cfg: o.Config, workspace: o.Workspace, guard: o.ReadOnly, sessions: o.Sessions,
-		login: o.Upstream == "", model: o.Model}
-	room, setup, err := buildRoom(p, o.Upstream, nil)
+	p := Plan{Agent: a, Inst: inst, Config: o.Config, Workspace: o.Workspace, Guard: o.ReadOnly, Sessions: o.Sessions,
+		Login: o.Upstream == "", Model: o.Model}
+	room, setup, err := BuildRoom(p, o.Upstream, nil)
 	if err != nil {
 		return 0, nil, err
 	}
 	// Permission prompts off, as for a headless writer: the room is the boundary.
-	room.Argv = append([]string{inst.Command}, a.AttachArgs(append(append(setup.args, o.Config.Agents[a.Name()].Args...), o.Args...), true)...)
+	room.Argv = append([]string{inst.Command}, a.AttachArgs(append(append(setup.Args, o.Config.Agents[a.Name()].Args...), o.Args...), true)...)
 	code, err := runOnTerminal(ctx, t, room, log)
 	return code, room.Argv, err
 }
