@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"tare/engine/probe"
 	"time"
 
 	"tare/agent"
@@ -44,11 +45,11 @@ func (e *appEngine) Probe(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	r, err := engine.Probe(ctx, engine.ProbeOptions{Agent: a, Project: e.project, Config: e.cfg})
+	r, err := probe.Probe(ctx, probe.ProbeOptions{Agent: a, Project: e.project, Config: e.cfg})
 	if err != nil {
 		return err
 	}
-	return engine.StoreReading(e.cfg.StateDir, r)
+	return probe.StoreReading(e.cfg.StateDir, r)
 }
 
 // Resume continues a crashed run in a process of its own, as tare resume DIR.

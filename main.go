@@ -16,6 +16,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+	"tare/engine/probe"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -38,7 +39,7 @@ func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 func main() {
 	// The in-room entry points run as /opt/tare/tare inside a room: before cobra and config.
-	if code, ok := engine.InRoom(os.Args[1:]); ok {
+	if code, ok := probe.InRoom(os.Args[1:]); ok {
 		os.Exit(code)
 	}
 	// ctrl+c in line mode stops a run as SIGTERM does: its tails are stopped (Slurm jobs
@@ -174,7 +175,7 @@ func projectDir(p string, allowDirty bool) (string, error) {
 	}
 	if !allowDirty {
 		home, _ := os.UserHomeDir()
-		if err := engine.CheckProject(abs, home); err != nil {
+		if err := probe.CheckProject(abs, home); err != nil {
 			return "", err
 		}
 	}
@@ -215,7 +216,7 @@ hosts). A control twin in a planted dirty home must show each of these, or the r
 			if err != nil {
 				return err
 			}
-			opts := engine.ProbeOptions{Agent: a, Project: dir, Config: cfg, Progress: os.Stderr, AllowDirty: allowDirty}
+			opts := probe.ProbeOptions{Agent: a, Project: dir, Config: cfg, Progress: os.Stderr, AllowDirty: allowDirty}
 			if requests != "" {
 				f, err := os.OpenFile(requests, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 				if err != nil {
@@ -224,11 +225,11 @@ hosts). A control twin in a planted dirty home must show each of these, or the r
 				defer f.Close()
 				opts.Requests = f
 			}
-			reading, err := engine.Probe(cmd.Context(), opts)
+			reading, err := probe.Probe(cmd.Context(), opts)
 			if err != nil {
 				return err
 			}
-			if err := engine.StoreReading(cfg.StateDir, reading); err != nil {
+			if err := probe.StoreReading(cfg.StateDir, reading); err != nil {
 				fmt.Fprintf(os.Stderr, "tare probe: the reading was not kept for the app: %v\n", err)
 			}
 			if asJSON {

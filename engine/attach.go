@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"tare/engine/probe"
 	"time"
 
 	"tare/agent"
@@ -51,7 +52,7 @@ func Attach(ctx context.Context, o AttachOptions) (int, error) {
 	if o.Stdin == nil {
 		o.Stdin, o.Stdout, o.Stderr = os.Stdin, os.Stdout, os.Stderr
 	}
-	reading, err := Probe(ctx, ProbeOptions{Agent: o.Agent, Project: o.Project, Config: o.Config, Progress: o.Stderr, HostNetwork: o.HostNetwork, AllowDirty: o.AllowDirty})
+	reading, err := probe.Probe(ctx, probe.ProbeOptions{Agent: o.Agent, Project: o.Project, Config: o.Config, Progress: o.Stderr, HostNetwork: o.HostNetwork, AllowDirty: o.AllowDirty})
 	if err != nil {
 		return 0, err
 	}
@@ -62,7 +63,7 @@ func Attach(ctx context.Context, o AttachOptions) (int, error) {
 		}
 		fmt.Fprintf(o.Stderr, "tare: --allow-dirty given: running %s in a room whose reading is %q\n", o.Agent.Name(), reading.Verdict())
 	}
-	inst, err := FindAgent(o.Agent, o.Config, o.Project)
+	inst, err := probe.FindAgent(o.Agent, o.Config, o.Project)
 	if err != nil {
 		return 0, err
 	}
@@ -76,7 +77,7 @@ func Attach(ctx context.Context, o AttachOptions) (int, error) {
 		defer cancel()
 		git.after(ctx, o.Stderr)
 	}()
-	p := Plan{Agent: o.Agent, Inst: inst, Config: o.Config, Workspace: o.Project, HostNet: o.HostNetwork, Login: o.Login && !o.Offline, Guard: git.paths}
+	p := probe.Plan{Agent: o.Agent, Inst: inst, Config: o.Config, Workspace: o.Project, HostNet: o.HostNetwork, Login: o.Login && !o.Offline, Guard: git.paths}
 	upstream := ""
 	if o.Offline {
 		opts := modelserver.Options{}
@@ -97,7 +98,7 @@ func Attach(ctx context.Context, o AttachOptions) (int, error) {
 		defer srv.Close()
 		upstream = srv.Addr()
 	}
-	room, setup, err := BuildRoom(p, upstream, nil)
+	room, setup, err := probe.BuildRoom(p, upstream, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -118,7 +119,7 @@ func Attach(ctx context.Context, o AttachOptions) (int, error) {
 		// The room gets pipes sandbox.Start copies to and from these, never the files: the
 		// reading just printed to o.Stderr must not be readable through /proc/1/fd/2.
 		room.Stdin, room.Stdout, room.Stderr = o.Stdin, o.Stdout, o.Stderr
-		return RunRoom(ctx, room)
+		return probe.RunRoom(ctx, room)
 	}
 	return runOnTerminal(ctx, o.Terminal, room, nil)
 }

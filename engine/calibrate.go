@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"tare/engine/probe"
 	"time"
 
 	"tare/agent"
@@ -172,7 +173,7 @@ func Calibrate(ctx context.Context, o CalibrateOptions) (dir, report string, err
 func (o *CalibrateOptions) validate() error {
 	if !o.AllowDirty {
 		home, _ := os.UserHomeDir()
-		if err := CheckProject(o.Project, home); err != nil {
+		if err := probe.CheckProject(o.Project, home); err != nil {
 			return err
 		}
 	}
@@ -218,7 +219,7 @@ func findInstalls(sides []Side, cfg *config.Config, projects ...string) (map[str
 		if err != nil {
 			return nil, err
 		}
-		inst, err := FindAgent(a, cfg, projects...)
+		inst, err := probe.FindAgent(a, cfg, projects...)
 		if err != nil {
 			return nil, err
 		}
@@ -240,14 +241,14 @@ func probeSides(ctx context.Context, r *run, sides []Side, project string, cfg *
 		}
 		seen[s.Agent] = true
 		a, _ := agent.ByName(s.Agent)
-		reading, err := Probe(ctx, ProbeOptions{Agent: a, Project: project, Config: cfg, Progress: progress, AllowDirty: allowDirty})
+		reading, err := probe.Probe(ctx, probe.ProbeOptions{Agent: a, Project: project, Config: cfg, Progress: progress, AllowDirty: allowDirty})
 		if err != nil {
 			return err
 		}
 		if err := r.emit(Event{Probed: &Probed{Agent: s.Agent, Verdict: reading.Verdict(), Zero: reading.Zero(), Text: reading.Render()}}); err != nil {
 			return err
 		}
-		_ = StoreReading(cfg.StateDir, reading) // the app's probes pane; the journal has it anyway
+		_ = probe.StoreReading(cfg.StateDir, reading) // the app's probes pane; the journal has it anyway
 		if !reading.Zero() && !allowDirty {
 			return fmt.Errorf("%s: %s; %v", s.Agent, reading.Verdict(), ErrDirty)
 		}

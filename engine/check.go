@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"tare/engine/probe"
 	"time"
 
 	"tare/config"
@@ -271,7 +272,7 @@ func runCheck(ctx context.Context, check, dir string, timeout time.Duration, cr 
 		code, err = runOnHost(cctx, check, dir, &out)
 	} else {
 		// The room's pid namespace takes every process the check started with it.
-		code, err = RunRoom(cctx, cr.room(check, dir, cfg.Bwrap, &out))
+		code, err = probe.RunRoom(cctx, cr.room(check, dir, cfg.Bwrap, &out))
 	}
 	switch {
 	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:

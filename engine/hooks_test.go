@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"tare/engine/probe"
 	"testing"
 	"time"
 
@@ -60,9 +61,9 @@ func TestHooksRunAfterEveryToolCall(t *testing.T) {
 			defer cancel()
 
 			store, sessions := t.TempDir(), t.TempDir()
-			p := Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir(), Sessions: sessions, RunStore: store,
+			p := probe.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir(), Sessions: sessions, RunStore: store,
 				Hooks: []agent.Hook{{Event: "PostToolUse", Command: hookCommand}}}
-			room, _, err := BuildRoom(p, srv.Addr(), nil)
+			room, _, err := probe.BuildRoom(p, srv.Addr(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

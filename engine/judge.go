@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"tare/engine/probe"
 	"time"
 
 	"tare/agent"
@@ -185,7 +186,7 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 	if err != nil {
 		return JudgeReport{}, fmt.Errorf("--judge %q: %v", o.Judge, err)
 	}
-	inst, err := FindAgent(a, o.Config, o.Dirs...)
+	inst, err := probe.FindAgent(a, o.Config, o.Dirs...)
 	if err != nil {
 		return JudgeReport{}, err
 	}
@@ -254,7 +255,7 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 	}
 	// The judge's room is proven clean as every agent's room is before it runs: the probe
 	// reads a room of the same shape, on the first page's staged folder.
-	reading, err := Probe(ctx, ProbeOptions{Agent: a, Project: stages[0], Config: o.Config, Progress: o.Progress})
+	reading, err := probe.Probe(ctx, probe.ProbeOptions{Agent: a, Project: stages[0], Config: o.Config, Progress: o.Progress})
 	if err != nil {
 		os.RemoveAll(o.Out)
 		return JudgeReport{}, fmt.Errorf("probing the judge's room: %v", err)
@@ -368,9 +369,9 @@ func judgePrompt(page string, r Rubric, blocked bool) string {
 // workspace, the judge agent's own setup built as every agent room is (buildRoom, the room
 // the probe proves), and nothing else.
 func (env *judgeEnv) judgeRoom(stage, sessions, upstream string, blocked bool) (sandbox.Room, error) {
-	p := Plan{Agent: env.agent, Inst: env.inst, Config: env.o.Config, Workspace: stage, ReadOnly: true,
+	p := probe.Plan{Agent: env.agent, Inst: env.inst, Config: env.o.Config, Workspace: stage, ReadOnly: true,
 		Sessions: sessions, Login: upstream == ""}
-	room, setup, err := BuildRoom(p, upstream, nil)
+	room, setup, err := probe.BuildRoom(p, upstream, nil)
 	if err != nil {
 		return sandbox.Room{}, err
 	}
@@ -408,7 +409,7 @@ func (env *judgeEnv) judgeOnce(ctx context.Context, stage, stream string, blocke
 	room.Stdout, room.Stderr = &stdout, &stderr
 	rctx, cancel := context.WithTimeout(ctx, env.o.Timeout)
 	defer cancel()
-	code, err := RunRoom(rctx, room)
+	code, err := probe.RunRoom(rctx, room)
 	switch {
 	case errors.Is(rctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
 		j.Error = fmt.Sprintf("the judge was stopped after %s", env.o.Timeout)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"os"
+	"tare/engine/probe"
 	"testing"
 )
 
@@ -9,7 +10,7 @@ import (
 // in-room entry points (relay, inspect, snap, mcp-canary) are the real code, dispatched as
 // tare's main.go dispatches them.
 func TestMain(m *testing.M) {
-	if code, ok := InRoom(os.Args[1:]); ok {
+	if code, ok := probe.InRoom(os.Args[1:]); ok {
 		os.Exit(code)
 	}
 	os.Exit(m.Run())

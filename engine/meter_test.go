@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"tare/engine/probe"
 	"testing"
 	"time"
 
@@ -67,7 +68,7 @@ func TestHostLogNamesARefusedHost(t *testing.T) {
 	if err := os.WriteFile(login, []byte(`{"claudeAiOauth":{"accessToken":"dummy"}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	room, _, err := BuildRoom(Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir(), Login: true}, "", nil)
+	room, _, err := probe.BuildRoom(probe.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir(), Login: true}, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestHostLogNamesARefusedHost(t *testing.T) {
 	room.Stdin, room.Stdout, room.Stderr, room.HostLog = nil, &out, &errb, f
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if code, err := RunRoom(ctx, room); code != 0 || err != nil {
+	if code, err := probe.RunRoom(ctx, room); code != 0 || err != nil {
 		t.Fatalf("inspection exited %d, %v: %s", code, err, errb.String())
 	}
 	got := map[string]bool{}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"sync"
+	"tare/engine/probe"
 	"time"
 
 	"tare/agent"
@@ -92,7 +93,7 @@ func runModels(a agent.Agent, r agent.Result, u agent.Usage, placed []byte, sess
 	if !ok {
 		return nil
 	}
-	data, err := ReadSession(a, sessions, r.SessionID)
+	data, err := probe.ReadSession(a, sessions, r.SessionID)
 	if err != nil {
 		return nil
 	}

@@ -110,3 +110,12 @@ func printableUsage(u Usage) Usage {
 	}
 	return u
 }
+
+// clip trims s and cuts it to n runes, the last one an ellipsis.
+func clip(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"tare/engine/probe"
 	"time"
 
 	"tare/agent"
@@ -107,7 +108,7 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 	}
 	inst := env.installs[a.Name()]
 	kind := agent.HookKind(a)
-	p := Plan{Agent: a, Inst: inst, Config: env.cfg, Workspace: work, Sessions: filepath.Join(dir, "session"),
+	p := probe.Plan{Agent: a, Inst: inst, Config: env.cfg, Workspace: work, Sessions: filepath.Join(dir, "session"),
 		RunStore: stage, Login: env.upstream == ""}
 	if kind == agent.HookInAgent {
 		for _, event := range agent.AfterToolEvents(a) {
@@ -126,7 +127,7 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 	if meter != nil {
 		defer meter.Close()
 	}
-	room, setup, err := BuildRoom(p, upstream, nil)
+	room, setup, err := probe.BuildRoom(p, upstream, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +178,7 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 	if err != nil {
 		return nil, fmt.Errorf("recording %s: its stream: %v", a.Name(), err)
 	}
-	session, err := ReadSession(a, filepath.Join(dir, "session"), res.SessionID)
+	session, err := probe.ReadSession(a, filepath.Join(dir, "session"), res.SessionID)
 	if err != nil {
 		return nil, fmt.Errorf("recording %s (exit %d): %v", a.Name(), code, err)
 	}
@@ -338,7 +339,7 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 	}
 	if !o.AllowDirty {
 		home, _ := os.UserHomeDir()
-		if err := CheckProject(o.Project, home); err != nil {
+		if err := probe.CheckProject(o.Project, home); err != nil {
 			return "", nil, err
 		}
 	}

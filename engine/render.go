@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"tare/engine/probe"
 
 	"tare/config"
 	"tare/engine/browser"
@@ -30,7 +31,7 @@ func renderPage(ctx context.Context, cfg *config.Config, dir, page string) (brow
 	}
 	var stdout, stderr bytes.Buffer
 	room.Stdout, room.Stderr = &stdout, &stderr
-	code, err := RunRoom(ctx, room)
+	code, err := probe.RunRoom(ctx, room)
 	if err != nil {
 		return browser.Shot{}, fmt.Errorf("render room: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"tare/engine/probe"
 	"testing"
 	"time"
 
@@ -84,7 +85,7 @@ func TestRenderRoomHasOnlyLoopback(t *testing.T) {
 	}
 	var out strings.Builder
 	room.Argv, room.Stdout = []string{"/bin/cat", "/proc/net/dev"}, &out
-	if code, err := RunRoom(context.Background(), room); err != nil || code != 0 {
+	if code, err := probe.RunRoom(context.Background(), room); err != nil || code != 0 {
 		t.Fatalf("exit %d, %v", code, err)
 	}
 	var ifaces []string

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"tare/engine/probe"
 
 	"tare/agent"
 	"tare/capsule"
@@ -72,7 +73,7 @@ func PlanRerun(ctx context.Context, dir string, cfg *config.Config, version stri
 			p.Drift = append(p.Drift, Drift{What: name, Then: then, Now: "unknown to this tare"})
 			continue
 		}
-		inst, err := FindAgent(a, cfg, rec.Project)
+		inst, err := probe.FindAgent(a, cfg, rec.Project)
 		switch {
 		case err != nil:
 			p.Drift = append(p.Drift, Drift{What: name, Then: then, Now: "not found (" + clip(err.Error(), 120) + ")"})

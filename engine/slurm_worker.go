@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"tare/engine/probe"
 	"time"
 
 	"tare/agent"
@@ -76,7 +77,7 @@ func Worker(ctx context.Context, jobFile string) error {
 	if err := store.Restore(ctx, spec.Start, project); err != nil {
 		return unfit(fmt.Sprintf("capsule %s could not be restored from %s: %v", spec.Start.ID, job.Store, err))
 	}
-	reading, err := Probe(ctx, ProbeOptions{Agent: a, Project: project, Config: job.Config, AllowDirty: job.AllowDirty})
+	reading, err := probe.Probe(ctx, probe.ProbeOptions{Agent: a, Project: project, Config: job.Config, AllowDirty: job.AllowDirty})
 	if err != nil {
 		return unfit("its room could not be probed: " + err.Error())
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"tare/engine/probe"
 	"time"
 
 	"tare/agent"
@@ -173,9 +174,9 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 		return notStarted(err.Error())
 	}
 	inst := env.installs[a.Name()]
-	p := Plan{Agent: a, Inst: inst, Config: env.cfg, Workspace: work, Sessions: filepath.Join(dir, "session"), Login: env.upstream == ""}
+	p := probe.Plan{Agent: a, Inst: inst, Config: env.cfg, Workspace: work, Sessions: filepath.Join(dir, "session"), Login: env.upstream == ""}
 	if spec.How == "native" {
-		if err := PlaceSession(&p, spec.Session, spec.SessionID); err != nil {
+		if err := probe.PlaceSession(&p, spec.Session, spec.SessionID); err != nil {
 			return notStarted(err.Error())
 		}
 	}
@@ -190,7 +191,7 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	if meter != nil {
 		defer meter.Close()
 	}
-	room, setup, err := BuildRoom(p, upstream, nil)
+	room, setup, err := probe.BuildRoom(p, upstream, nil)
 	if err != nil {
 		return notStarted(err.Error())
 	}
@@ -294,7 +295,7 @@ func (env *tailEnv) runAgent(ctx context.Context, room sandbox.Room, stdout, std
 	}
 	stall := watchStall(env.run, live.tail, floor)
 	live.beat = stall.beat
-	code, err = RunRoom(actx, room)
+	code, err = probe.RunRoom(actx, room)
 	stall.end()
 	live.flush()
 	if errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
@@ -326,7 +327,7 @@ func setAside(dir string) (int, error) {
 func runUsage(a agent.Agent, r agent.Result, placed []byte, sessions string) agent.Usage {
 	u := agent.OwnUsage(r.Usage, placed)
 	if n, ok := a.(agent.ModelNamer); ok && u.Model == "" {
-		if data, err := ReadSession(a, sessions, r.SessionID); err == nil {
+		if data, err := probe.ReadSession(a, sessions, r.SessionID); err == nil {
 			u.Model = n.SessionModel(data)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"tare/engine/probe"
 	"testing"
 	"time"
 
@@ -75,8 +76,8 @@ func TestTrailsAndNativeCut(t *testing.T) {
 
 			// The original run.
 			work, sessions := t.TempDir(), t.TempDir()
-			p := Plan{Agent: a, Inst: inst, Config: cfg, Workspace: work, Sessions: sessions}
-			room, _, err := BuildRoom(p, srv.Addr(), nil)
+			p := probe.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: work, Sessions: sessions}
+			room, _, err := probe.BuildRoom(p, srv.Addr(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -130,11 +131,11 @@ func TestTrailsAndNativeCut(t *testing.T) {
 			}
 			before := len(srv.Requests())
 			fresh := t.TempDir()
-			q := Plan{Agent: a, Inst: inst, Config: cfg, Workspace: fresh, Sessions: t.TempDir()}
-			if err := PlaceSession(&q, cut, res.SessionID); err != nil {
+			q := probe.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: fresh, Sessions: t.TempDir()}
+			if err := probe.PlaceSession(&q, cut, res.SessionID); err != nil {
 				t.Fatal(err)
 			}
-			room, _, err = BuildRoom(q, srv.Addr(), nil)
+			room, _, err = probe.BuildRoom(q, srv.Addr(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"tare/engine/probe"
 	"time"
 
 	"tare/agent"
@@ -66,7 +67,7 @@ func FindWriterAgent(name string, cfg *config.Config, folders ...string) (agent.
 	if err != nil {
 		return agent.Install{}, err
 	}
-	return FindAgent(a, cfg, folders...)
+	return probe.FindAgent(a, cfg, folders...)
 }
 
 // ProbeWriterRoom proves the room an agent would get over workspace clean, as every run of
@@ -77,11 +78,11 @@ func ProbeWriterRoom(ctx context.Context, name, workspace string, cfg *config.Co
 	if err != nil {
 		return "", err
 	}
-	reading, err := Probe(ctx, ProbeOptions{Agent: a, Project: workspace, Config: cfg, Progress: progress})
+	reading, err := probe.Probe(ctx, probe.ProbeOptions{Agent: a, Project: workspace, Config: cfg, Progress: progress})
 	if err != nil {
 		return "", err
 	}
-	_ = StoreReading(cfg.StateDir, reading)
+	_ = probe.StoreReading(cfg.StateDir, reading)
 	if !reading.Zero() {
 		return reading.Verdict(), fmt.Errorf("%s: %s; %v", name, reading.Verdict(), ErrDirty)
 	}
@@ -95,15 +96,15 @@ func RunWriter(ctx context.Context, o WriterOptions, inst agent.Install) (Writer
 	if err != nil {
 		return WriterEnd{}, err
 	}
-	p := Plan{Agent: a, Inst: inst, Config: o.Config, Workspace: o.Workspace, Guard: o.ReadOnly, Sessions: o.Sessions,
+	p := probe.Plan{Agent: a, Inst: inst, Config: o.Config, Workspace: o.Workspace, Guard: o.ReadOnly, Sessions: o.Sessions,
 		Login: o.Upstream == "", Model: o.Model}
 	var placed []byte
 	if o.Resume != "" {
-		if placed, err = ReadSession(a, o.Sessions, o.Resume); err != nil {
+		if placed, err = probe.ReadSession(a, o.Sessions, o.Resume); err != nil {
 			return WriterEnd{}, fmt.Errorf("resuming session %s: %v", o.Resume, err)
 		}
 	}
-	room, setup, err := BuildRoom(p, o.Upstream, nil)
+	room, setup, err := probe.BuildRoom(p, o.Upstream, nil)
 	if err != nil {
 		return WriterEnd{}, err
 	}
@@ -180,7 +181,7 @@ func WriterSessionFile(name, sessions, id string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ReadSession(a, filepath.Clean(sessions), id)
+	return probe.ReadSession(a, filepath.Clean(sessions), id)
 }
 
 // RunManualWriter runs a writer's agent interactive on the operator's terminal t, in the same
@@ -194,9 +195,9 @@ func RunManualWriter(ctx context.Context, o WriterOptions, inst agent.Install, t
 	if err != nil {
 		return 0, nil, err
 	}
-	p := Plan{Agent: a, Inst: inst, Config: o.Config, Workspace: o.Workspace, Guard: o.ReadOnly, Sessions: o.Sessions,
+	p := probe.Plan{Agent: a, Inst: inst, Config: o.Config, Workspace: o.Workspace, Guard: o.ReadOnly, Sessions: o.Sessions,
 		Login: o.Upstream == "", Model: o.Model}
-	room, setup, err := BuildRoom(p, o.Upstream, nil)
+	room, setup, err := probe.BuildRoom(p, o.Upstream, nil)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"tare/engine/probe"
 	"testing"
 	"time"
 
@@ -148,8 +149,8 @@ func sec(s int) time.Duration  { return time.Duration(s) * time.Second }
 func demoState(t testing.TB) (stateDir, calDir, crashedDir string) {
 	t.Helper()
 	stateDir = t.TempDir()
-	writeProbe(t, stateDir, ProbeReading{Agent: "claude", Version: "2.1.197", Verdict: "tare: 0.00", Zero: true, At: t0.Add(-min_(3)), Project: demoProject, Room: engine.RoomModelServer})
-	writeProbe(t, stateDir, ProbeReading{Agent: "codex", Version: "0.171.0", Verdict: "tare: 2 leaks", At: t0.Add(-2 * time.Hour), Project: demoProject, Room: engine.RoomModelServer})
+	writeProbe(t, stateDir, ProbeReading{Agent: "claude", Version: "2.1.197", Verdict: "tare: 0.00", Zero: true, At: t0.Add(-min_(3)), Project: demoProject, Room: probe.RoomModelServer})
+	writeProbe(t, stateDir, ProbeReading{Agent: "codex", Version: "0.171.0", Verdict: "tare: 2 leaks", At: t0.Add(-2 * time.Hour), Project: demoProject, Room: probe.RoomModelServer})
 
 	c := openRun(t, stateDir, "calibrate", "calibrate-demo")
 	c.at(-min_(10), engine.Event{RunStarted: &engine.RunStarted{Kind: "calibrate", Project: "/src/shop", Prompt: "fix the failing test",
@@ -221,7 +222,7 @@ const demoProject = "/src/shop"
 
 func writeProbe(t testing.TB, stateDir string, r ProbeReading) {
 	t.Helper()
-	path := engine.ReadingPath(stateDir, r.Agent, r.Project, r.Room)
+	path := probe.ReadingPath(stateDir, r.Agent, r.Project, r.Room)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}

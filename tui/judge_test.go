@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"tare/engine/probe"
 	"testing"
 
 	"tare/config"
@@ -15,7 +16,7 @@ import (
 // TestMain lets the rooms the real engine starts in these tests (the render room, the
 // judge's room, the probe's) run this test binary as /opt/tare/tare, as tare's main.go does.
 func TestMain(m *testing.M) {
-	if code, ok := engine.InRoom(os.Args[1:]); ok {
+	if code, ok := probe.InRoom(os.Args[1:]); ok {
 		os.Exit(code)
 	}
 	if v := os.Getenv(manualWriterEnv); v != "" {

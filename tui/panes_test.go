@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"tare/engine/probe"
 	"testing"
 	"time"
 
@@ -65,11 +66,11 @@ func TestProbesPane(t *testing.T) {
 // project's "tare: 0.00", nor a reading stored before readings named their room.
 func TestProbesPaneShowsThisProjectsReadingsOnly(t *testing.T) {
 	stateDir := t.TempDir()
-	writeProbe(t, stateDir, ProbeReading{Agent: "claude", Verdict: "tare: 0.00", Zero: true, At: t0, Project: "/src/other", Room: engine.RoomModelServer})
-	writeProbe(t, stateDir, ProbeReading{Agent: "codex", Verdict: "tare: 1 leak", At: t0.Add(-time.Hour), Project: demoProject, Room: engine.RoomModelServer})
-	writeProbe(t, stateDir, ProbeReading{Agent: "codex", Verdict: "tare: 0.00", Zero: true, At: t0, Project: "/src/other", Room: engine.RoomModelServer})
-	writeProbe(t, stateDir, ProbeReading{Agent: "pi", Verdict: "not proven (blind)", At: t0.Add(-time.Hour), Project: demoProject, Room: engine.RoomModelServer})
-	writeProbe(t, stateDir, ProbeReading{Agent: "pi", Verdict: "tare: 0.00", Zero: true, At: t0, Project: demoProject, Room: engine.RoomModelServerHostNet})
+	writeProbe(t, stateDir, ProbeReading{Agent: "claude", Verdict: "tare: 0.00", Zero: true, At: t0, Project: "/src/other", Room: probe.RoomModelServer})
+	writeProbe(t, stateDir, ProbeReading{Agent: "codex", Verdict: "tare: 1 leak", At: t0.Add(-time.Hour), Project: demoProject, Room: probe.RoomModelServer})
+	writeProbe(t, stateDir, ProbeReading{Agent: "codex", Verdict: "tare: 0.00", Zero: true, At: t0, Project: "/src/other", Room: probe.RoomModelServer})
+	writeProbe(t, stateDir, ProbeReading{Agent: "pi", Verdict: "not proven (blind)", At: t0.Add(-time.Hour), Project: demoProject, Room: probe.RoomModelServer})
+	writeProbe(t, stateDir, ProbeReading{Agent: "pi", Verdict: "tare: 0.00", Zero: true, At: t0, Project: demoProject, Room: probe.RoomModelServerHostNet})
 	// As the engine stored readings before: one file per agent, no room, any project.
 	legacy, _ := json.Marshal(ProbeReading{Agent: "claude", Verdict: "tare: 0.00", Zero: true, At: t0, Project: demoProject})
 	if err := os.WriteFile(filepath.Join(stateDir, ProbesDir, "claude.json"), legacy, 0o644); err != nil {

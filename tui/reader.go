@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"tare/engine/probe"
 
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/viewport"
@@ -76,7 +77,7 @@ func loadReading(p ProbeReading) tea.Cmd {
 		if err != nil {
 			return readerMsg{title: title, err: fmt.Errorf("reading of %s: %v; fix: p takes a new one", p.Agent, err)}
 		}
-		var r engine.Reading
+		var r probe.Reading
 		if err := json.Unmarshal(data, &r); err != nil {
 			return readerMsg{title: title, err: fmt.Errorf("reading of %s (%s): %v; fix: p takes a new one", p.Agent, p.path, err)}
 		}

@@ -1,4 +1,9 @@
-package engine
+// Package probe builds the room an agent runs in (Plan, BuildRoom, the agent's sessions in
+// it) and proves it clean: the probe runs the agent in twins of the room, its detectors read
+// what reached the model and what the in-room inspection and the MCP canary saw, and the
+// Reading says "tare: 0.00" or names each leak. InRoom dispatches the entry points tare
+// serves inside a room.
+package probe
 
 import (
 	"context"
