@@ -289,7 +289,7 @@ func runCalibrate(ctx context.Context, r *run, rec *Recipe, store *capsule.Store
 	}
 	done := map[string]bool{}
 	for id, t := range r.snapshot().Tails {
-		done[id] = finished(t.Status)
+		done[id] = Finished(t.Status)
 	}
 	for _, id := range again {
 		done[id] = false

@@ -302,7 +302,7 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 }
 
 // tailFinished says whether a tail ended, with or without a verdict.
-func tailFinished(t *TailState) bool { return finished(t.Status) }
+func tailFinished(t *TailState) bool { return Finished(t.Status) }
 
 // tailVerdict says whether a finished tail reached a verdict (passed or failed), its first
 // (a retry never replaces one); a tail that ended otherwise (not started, killed, stopped by

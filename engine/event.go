@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"slices"
 	"time"
 )
@@ -234,4 +235,21 @@ func (u Usage) Add(o Usage) Usage {
 		}
 	}
 	return u
+}
+
+func (u Usage) IsZero() bool {
+	return u.Input == 0 && u.Output == 0 && u.CacheRead == 0 && u.CacheWrite == 0 && u.Cost == 0 && u.Reported == nil
+}
+
+// Describe is the place in a line: "job 12 pending", "job 12 running on n1 after 0.4s in
+// the queue", "job 12 finished on n1".
+func (p Placed) Describe() string {
+	s := fmt.Sprintf("tail %s job %s %s", p.Tail, p.Job, p.State)
+	if p.Node != "" {
+		s += " on " + p.Node
+	}
+	if p.State == "running" {
+		s += fmt.Sprintf(" after %.1fs in the queue", p.Waited)
+	}
+	return s
 }

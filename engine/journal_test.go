@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -152,39 +151,5 @@ func TestWilson(t *testing.T) {
 		if d := hi - c.hi; d > 1e-3 || d < -1e-3 {
 			t.Errorf("Wilson(%d,%d) hi = %.4f, want %.4f", c.x, c.n, hi, c.hi)
 		}
-	}
-}
-
-// TestMakeFreeRunDirUnderRace: runs that start in the same second for folders of the same
-// name (tare judge as the check of tails judged side by side: every tail's workspace is
-// "work") each get a run directory of their own.
-func TestMakeFreeRunDirUnderRace(t *testing.T) {
-	parent := t.TempDir()
-	now := time.Now()
-	const n = 24
-	dirs := make(chan string, n)
-	var wg sync.WaitGroup
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			dir, err := MakeFreeRunDir(parent, "/runs/a-0/work", now)
-			if err != nil {
-				t.Error(err)
-			}
-			dirs <- dir
-		}()
-	}
-	wg.Wait()
-	close(dirs)
-	seen := map[string]bool{}
-	for d := range dirs {
-		if seen[d] {
-			t.Errorf("two runs got %s", d)
-		}
-		seen[d] = true
-	}
-	if len(seen) != n {
-		t.Errorf("%d directories for %d runs", len(seen), n)
 	}
 }

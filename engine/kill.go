@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -37,9 +36,6 @@ func RequestKill(runDir, tailID string) error {
 	return capsule.WriteFileAtomic(killFile(runDir, tailID), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644)
 }
 
-// errKilled is the cause of a tail's context when the operator killed it.
-var errKilled = errors.New("killed by the operator")
-
 // watchKill cancels a tail's context when a kill request for it appears. It returns a
 // function that stops watching.
 func watchKill(ctx context.Context, runDir, tailID string, cancel context.CancelCauseFunc) func() {
@@ -57,7 +53,7 @@ func watchKill(ctx context.Context, runDir, tailID string, cancel context.Cancel
 				return
 			case <-tick.C:
 				if _, err := os.Stat(path); err == nil {
-					cancel(errKilled)
+					cancel(ErrKilled)
 					return
 				}
 			}

@@ -42,20 +42,6 @@ func (c Caps) Check(script string) error {
 	return nil
 }
 
-// Metered is a tail's usage as the relay counted it, call by call, beside the agent's own.
-type Metered struct {
-	Usage
-	// Calls is the number of model calls the relay saw.
-	Calls int `json:"calls"`
-	// Refused is the number of calls the relay answered with an over-budget error.
-	Refused int `json:"refused,omitempty"`
-	// OverBudget is why the relay stopped the agent ("" when it did not).
-	OverBudget string `json:"over_budget,omitempty"`
-	// Differs is set when the agent's own count differs from the relay's by more than
-	// meterTolerance: one of the two is wrong, and the report says so.
-	Differs string `json:"differs,omitempty"`
-}
-
 // meterTolerance is how far (relative) an agent's own token count may stray from the relay's
 // before the report flags it.
 const meterTolerance = 0.05
@@ -178,7 +164,7 @@ func meteredLines(rec *Recipe, st *RunState) string {
 			continue
 		}
 		line := fmt.Sprintf("  relay %-4s %s in, %s out, %s cache read, %s cache write in %d calls", s.Key,
-			tokens(sum.Input), tokens(sum.Output), tokens(sum.CacheRead), tokens(sum.CacheWrite), sum.Calls)
+			Tokens(sum.Input), Tokens(sum.Output), Tokens(sum.CacheRead), Tokens(sum.CacheWrite), sum.Calls)
 		if sum.Calls == 1 {
 			line = strings.TrimSuffix(line, "calls") + "call"
 		}
@@ -218,22 +204,4 @@ func (c Caps) String() string {
 		parts = append(parts, fmt.Sprintf("$%g the run", c.RunCost))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// Line is one tail's metered usage in a report's words, with the flag and the stop if any.
-func (m *Metered) Line() string {
-	line := fmt.Sprintf("relay counted %s in, %s out, %s cache read, %s cache write in %d model calls",
-		tokens(m.Input), tokens(m.Output), tokens(m.CacheRead), tokens(m.CacheWrite), m.Calls)
-	if len(m.Unpriced) > 0 {
-		line += " · cost unknown: no price for " + strings.Join(m.Unpriced, ", ")
-	} else {
-		line += fmt.Sprintf(" · $%.4f (tare's prices)", m.Cost)
-	}
-	if m.Differs != "" {
-		line += " · ! " + m.Differs
-	}
-	if m.OverBudget != "" {
-		line += " · over budget: " + m.OverBudget
-	}
-	return line
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -69,43 +70,11 @@ func (r Reason) Label() string {
 func verdict(status string) bool { return status == StatusPassed || status == StatusFailed }
 
 // finished reports whether status ends a tail: a verdict or no verdict.
-func finished(status string) bool { return verdict(status) || status == StatusNoVerdict }
-
-// agentEnd is how a tail's agent ended, as much as the verdict depends on.
-type agentEnd struct {
-	// started: the room started and the agent ran (its exit code is real).
-	started bool
-	// produced: the agent's stream showed a tool call or text from the model.
-	produced bool
-	// timedOut: tare's agent timeout stopped it.
-	timedOut bool
-	// stop is set when the provider ended the run.
-	stop *agent.ProviderStop
-	// overBudget: the relay refused a call over the tail's or the run's cap.
-	overBudget bool
-}
-
-// withoutVerdict says whether a tail whose agent ended so can have no verdict, and why: the
-// check is run only when it cannot. killed is the operator's stop.
-func withoutVerdict(end agentEnd, killed bool) (Reason, bool) {
-	switch {
-	case killed:
-		return ReasonKilled, true
-	case !end.started:
-		return ReasonNotStarted, true
-	case end.overBudget:
-		return ReasonOverBudget, true
-	case end.stop != nil:
-		return Reason(end.stop.Kind), true
-	case end.timedOut && !end.produced:
-		return ReasonTimeout, true
-	}
-	return "", false
-}
+func Finished(status string) bool { return verdict(status) || status == StatusNoVerdict }
 
 // normalizeOutcome reads a status journaled by any tare: "error" (a tare from before no
 // verdict had reasons) becomes no verdict with the reason its detail names.
-func normalizeOutcome(status string, reason Reason, detail string) (string, Reason) {
+func NormalizeOutcome(status string, reason Reason, detail string) (string, Reason) {
 	if status != "error" && status != StatusNoVerdict {
 		return status, reason
 	}
@@ -113,7 +82,7 @@ func normalizeOutcome(status string, reason Reason, detail string) (string, Reas
 		return StatusNoVerdict, reason
 	}
 	switch {
-	case strings.Contains(detail, errKilled.Error()):
+	case strings.Contains(detail, ErrKilled.Error()):
 		reason = ReasonKilled
 	case strings.HasPrefix(detail, "not started") || strings.HasPrefix(detail, "agent did not start"):
 		reason = ReasonNotStarted
@@ -153,14 +122,5 @@ func countList(counts map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// checkOutcome is the status a check's result gives a tail: its verdict, or no verdict when
-// the check never ran.
-func checkOutcome(c checkResult) (string, Reason) {
-	switch {
-	case c.CouldNotRun:
-		return StatusNoVerdict, ReasonCheckError
-	case c.Passed:
-		return StatusPassed, ""
-	}
-	return StatusFailed, ""
-}
+// errKilled is the cause of a tail's context when the operator killed it.
+var ErrKilled = errors.New("killed by the operator")

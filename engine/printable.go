@@ -59,7 +59,7 @@ func clean(s string) bool {
 // Printable: tool names and arguments, tail details, readings, reports, errors, model names.
 // The raw bytes stay in the tail's stdout.jsonl; the journal, the bus and every view get
 // these. Payloads are copied, never changed in place (the caller may hold them).
-func printableEvent(e Event) Event {
+func PrintableEvent(e Event) Event {
 	if t := e.ToolCall; t != nil && !(clean(t.Tool) && clean(t.Summary) && usageClean(t.Usage)) {
 		c := *t
 		c.Tool, c.Summary, c.Usage = Printable(c.Tool), Printable(c.Summary), printableUsage(c.Usage)
@@ -109,13 +109,4 @@ func printableUsage(u Usage) Usage {
 		u.Unpriced = un
 	}
 	return u
-}
-
-// clip trims s and cuts it to n runes, the last one an ellipsis.
-func clip(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }

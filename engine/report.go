@@ -168,7 +168,7 @@ func writeReport(dir, text string, rec *Recipe, st *RunState) error {
 // the server's estimate and nothing was paid: the dollars say so.
 func usageLine(key string, u Usage, simulated bool) string {
 	line := fmt.Sprintf("  usage %-4s %s in, %s out, %s cache read, %s cache write", key,
-		tokens(u.Input), tokens(u.Output), tokens(u.CacheRead), tokens(u.CacheWrite))
+		Tokens(u.Input), Tokens(u.Output), Tokens(u.CacheRead), Tokens(u.CacheWrite))
 	switch {
 	case len(u.Unpriced) > 0:
 		line += fmt.Sprintf(" · cost unknown: no price for %s", strings.Join(u.Unpriced, ", "))
@@ -223,16 +223,6 @@ func median(d []time.Duration) time.Duration {
 func minutes(d time.Duration) string {
 	s := int(d.Round(time.Second).Seconds())
 	return fmt.Sprintf("%d:%02d", s/60, s%60)
-}
-
-func tokens(n int64) string {
-	switch {
-	case n >= 1_000_000:
-		return fmt.Sprintf("%.1fM", float64(n)/1e6)
-	case n >= 10_000:
-		return fmt.Sprintf("%.0fk", float64(n)/1e3)
-	}
-	return fmt.Sprint(n)
 }
 
 func joinInts(xs []int) string {

@@ -132,7 +132,7 @@ func (p *RerunPlan) CostLine() string {
 	}
 	line := strings.TrimSpace(usageLine("", p.Cost, p.Recipe.Script != ""))
 	line = "the run being repeated: " + strings.TrimSpace(strings.TrimPrefix(line, "usage"))
-	if !p.CheckCost.isZero() {
+	if !p.CheckCost.IsZero() {
 		// The judge's --script, not the run's, says whether its tokens were paid for.
 		jc, _, _ := parseJudgeCheck(p.Recipe.Check)
 		check := strings.TrimSpace(usageLine("", p.CheckCost, jc != nil && jc.script != ""))

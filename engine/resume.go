@@ -197,6 +197,6 @@ func readResult(dir string) (TailResult, bool) {
 	if json.Unmarshal(data, &res) != nil || res.ID == "" {
 		return TailResult{}, false
 	}
-	res.Status, res.Reason = normalizeOutcome(res.Status, res.Reason, res.AgentExit+"; "+res.Check)
+	res.Status, res.Reason = NormalizeOutcome(res.Status, res.Reason, res.AgentExit+"; "+res.Check)
 	return res, true
 }

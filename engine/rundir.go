@@ -112,7 +112,7 @@ func openLocked(dir string, bus *Bus) (*run, error) {
 // emit records e in the journal, then publishes it. A journal that cannot be written stops
 // the run: a run whose record is lost is worth nothing.
 func (r *run) emit(e Event) error {
-	e = printableEvent(e)
+	e = PrintableEvent(e)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.journal.Append(&e); err != nil {

@@ -441,8 +441,8 @@ func (b *slurmBackend) follow(ctx context.Context, env *tailEnv, spec tailSpec, 
 			_ = os.Remove(filepath.Join(x, "jobid"))
 			events.forward(env.run, spec.ID)
 			res.Status, res.Reason = StatusNoVerdict, ReasonKilled
-			if errors.Is(context.Cause(ctx), errKilled) {
-				return fmt.Sprintf("%s (job %s cancelled)", errKilled, id), "not checked"
+			if errors.Is(context.Cause(ctx), ErrKilled) {
+				return fmt.Sprintf("%s (job %s cancelled)", ErrKilled, id), "not checked"
 			}
 			return fmt.Sprintf("stopped (job %s cancelled)", id), "not checked: the tail was stopped"
 		case <-tick.C:
@@ -493,7 +493,7 @@ func (b *slurmBackend) collect(ctx context.Context, env *tailEnv, st jobState, x
 	keep := *res
 	*res = wr.Result
 	res.ID, res.Side, res.Agent, res.Step, res.How, res.Attempt, res.CapsuleFrom = keep.ID, keep.Side, keep.Agent, keep.Step, keep.How, keep.Attempt, keep.CapsuleFrom
-	res.Status, res.Reason = normalizeOutcome(res.Status, res.Reason, res.AgentExit+"; "+res.Check)
+	res.Status, res.Reason = NormalizeOutcome(res.Status, res.Reason, res.AgentExit+"; "+res.Check)
 	if wr.End != nil && b.http != nil {
 		// Over HTTP the end capsule's new objects came as a stage: imported, every object
 		// checked against its hash, before anything is restored from it.
@@ -651,19 +651,6 @@ func (w *workerEvents) forward(r *run, tail string) {
 			_ = r.emit(Event{ToolCall: &c})
 		}
 	}
-}
-
-// Describe is the place in a line: "job 12 pending", "job 12 running on n1 after 0.4s in
-// the queue", "job 12 finished on n1".
-func (p Placed) Describe() string {
-	s := fmt.Sprintf("tail %s job %s %s", p.Tail, p.Job, p.State)
-	if p.Node != "" {
-		s += " on " + p.Node
-	}
-	if p.State == "running" {
-		s += fmt.Sprintf(" after %.1fs in the queue", p.Waited)
-	}
-	return s
 }
 
 // jobState is one job as squeue shows it.

@@ -169,7 +169,7 @@ func (s *RunState) Apply(e Event) {
 	if e.Seq != 0 && e.Seq <= s.Seq {
 		return
 	}
-	e = printableEvent(e) // a journal written before tare escaped agent text
+	e = PrintableEvent(e) // a journal written before tare escaped agent text
 
 	if e.Seq != 0 {
 		s.Seq = e.Seq
@@ -199,7 +199,7 @@ func (s *RunState) Apply(e Event) {
 			// A retry, or a rerun after a crash: the attempt so far stays on the record. One
 			// that never finished was interrupted.
 			prev := ts.latest()
-			if !finished(prev.Status) {
+			if !Finished(prev.Status) {
 				prev.Status, prev.Reason = StatusNoVerdict, ReasonInterrupted
 			}
 			earlier = append(ts.Earlier, prev)
@@ -230,7 +230,7 @@ func (s *RunState) Apply(e Event) {
 			s.Tails[f.ID] = ts
 			s.Order = append(s.Order, f.ID)
 		}
-		ts.Status, ts.Reason = normalizeOutcome(f.Status, f.Reason, f.Detail)
+		ts.Status, ts.Reason = NormalizeOutcome(f.Status, f.Reason, f.Detail)
 		ts.Detail, ts.Score, ts.Ended, ts.Calls, ts.Usage = f.Detail, f.Score, e.Time, f.Calls, f.Usage
 		ts.CheckUsage, ts.Judge = f.CheckUsage, f.Judge
 		ts.Metered = f.Metered
@@ -370,7 +370,7 @@ func (s *RunState) Counts() (done, running, budget int) {
 		switch {
 		case t.Status == StatusRunning:
 			running++
-		case finished(t.Status):
+		case Finished(t.Status):
 			done++
 		}
 	}

@@ -134,10 +134,10 @@ func endTail(ctx context.Context, env *tailEnv, spec tailSpec, dir string, began
 	if ctx.Err() != nil {
 		return ctx.Err() // stopped, not finished: tare resume reruns it
 	}
-	if errors.Is(context.Cause(tctx), errKilled) && res.Reason != ReasonKilled {
+	if errors.Is(context.Cause(tctx), ErrKilled) && res.Reason != ReasonKilled {
 		// Killed during the check: whatever the check had said, it did not finish.
 		res.Passed, res.Status, res.Reason, res.Score = false, StatusNoVerdict, ReasonKilled, nil
-		res.Check = "check stopped: " + errKilled.Error()
+		res.Check = "check stopped: " + ErrKilled.Error()
 	}
 	if data, err := json.MarshalIndent(res, "", "  "); err == nil {
 		if err := capsule.WriteFileAtomic(filepath.Join(dir, "result.json"), append(data, '\n'), 0o644); err != nil {
@@ -253,9 +253,9 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 		end.overBudget = true
 		ran = fmt.Sprintf("over budget after %d model calls: %s", res.Metered.Calls, res.Metered.OverBudget)
 	}
-	killed := errors.Is(context.Cause(ctx), errKilled)
+	killed := errors.Is(context.Cause(ctx), ErrKilled)
 	if killed {
-		ran = fmt.Sprintf("%s after %d calls", errKilled, res.Calls)
+		ran = fmt.Sprintf("%s after %d calls", ErrKilled, res.Calls)
 	}
 	if reason, ok := withoutVerdict(end, killed); ok {
 		res.Status, res.Reason = StatusNoVerdict, reason

@@ -107,13 +107,13 @@ func (s *stubEngine) Attach(req AttachRequest) (*exec.Cmd, error) {
 }
 
 // journal writes events to a run's journal with engine.Append, as the engine does.
-type journal struct {
+type testJournal struct {
 	t   testing.TB
 	dir string
 	j   *engine.Journal
 }
 
-func openRun(t testing.TB, stateDir, command, name string) *journal {
+func openRun(t testing.TB, stateDir, command, name string) *testJournal {
 	t.Helper()
 	dir := filepath.Join(stateDir, command, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -124,11 +124,11 @@ func openRun(t testing.TB, stateDir, command, name string) *journal {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { j.Close() })
-	return &journal{t: t, dir: dir, j: j}
+	return &testJournal{t: t, dir: dir, j: j}
 }
 
 // at appends e stamped at t0 plus offset.
-func (j *journal) at(offset time.Duration, e engine.Event) {
+func (j *testJournal) at(offset time.Duration, e engine.Event) {
 	j.t.Helper()
 	e.Time = t0.Add(offset)
 	if err := j.j.Append(&e); err != nil {

@@ -57,7 +57,7 @@ func (r *feedRecorder) reading(agent string) string {
 }
 
 // startedRun writes a run with one live tail.
-func startedRun(t *testing.T, stateDir, name string) *journal {
+func startedRun(t *testing.T, stateDir, name string) *testJournal {
 	j := openRun(t, stateDir, "calibrate", name)
 	j.j.Append(&engine.Event{RunStarted: &engine.RunStarted{Kind: "calibrate", Budget: 1, Sides: []engine.Side{{Key: "a", Agent: "claude"}}}})
 	j.j.Append(&engine.Event{TailStarted: &engine.TailStarted{ID: "a-0", Side: "a", How: "fresh"}})
