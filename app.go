@@ -8,8 +8,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"tare/engine/probe"
 	"time"
+
+	"tare/engine/journal"
+	"tare/engine/probe"
 
 	"tare/agent"
 	"tare/config"
@@ -83,7 +85,7 @@ func (e *appEngine) Delete(ctx context.Context, dir string) error {
 	if err != nil || strings.Count(rel, string(filepath.Separator)) != 1 || strings.HasPrefix(rel, "..") {
 		return fmt.Errorf("%s is not a run of the state directory %s: only runs tare keeps there are deleted from the app", dir, state)
 	}
-	if _, err := os.Stat(filepath.Join(dir, engine.JournalFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, journal.JournalFile)); err != nil {
 		return fmt.Errorf("%s has no journal: not a run; delete it by hand if it is yours", dir)
 	}
 	gone := filepath.Join(state, "."+strings.ReplaceAll(rel, string(filepath.Separator), "-")+".deleting")

@@ -15,8 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"tare/engine/journal"
+
 	"tare/demo"
-	"tare/engine"
 )
 
 // The app end to end: the real binary on a real terminal (a detached tmux session), driven
@@ -276,7 +277,7 @@ func TestAppInTmux(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	st := engine.Replay(name, events)
+	st := journal.Replay(name, events)
 	// Each tail said when its check started, before its verdict (the app's "checking").
 	for id := range st.Tails {
 		checking, finished := -1, -1

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"tare/engine/journal"
+
 	"tare/demo"
 	"tare/engine"
 )
@@ -91,7 +93,7 @@ func TestKillNineDuringUntilSeparatedThenResume(t *testing.T) {
 			t.Errorf("%s finished before the kill but is neither paired nor after the stop: %+v", id, sep)
 		}
 	}
-	st := engine.Replay("run", readEvents(out))
+	st := journal.Replay("run", readEvents(out))
 	if started := len(st.Tails); started > 2*(sep.Pairs+2) {
 		t.Errorf("%d runs started for a stop at pair %d with 2 jobs", started, sep.Pairs)
 	}

@@ -16,8 +16,10 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
-	"tare/engine/probe"
 	"time"
+
+	"tare/engine/journal"
+	"tare/engine/probe"
 
 	"github.com/spf13/cobra"
 
@@ -60,7 +62,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "tare: stopped by a signal; a run it stopped is finished with tare resume DIR")
 		os.Exit(130)
 	default:
-		fmt.Fprintf(os.Stderr, "tare: %s\n", engine.Printable(err.Error()))
+		fmt.Fprintf(os.Stderr, "tare: %s\n", journal.Printable(err.Error()))
 		os.Exit(2)
 	}
 }
@@ -237,7 +239,7 @@ hosts). A control twin in a planted dirty home must show each of these, or the r
 					return err
 				}
 			} else {
-				fmt.Print(engine.Printable(reading.Render()))
+				fmt.Print(journal.Printable(reading.Render()))
 			}
 			if !reading.Zero() {
 				return exitError{1}
@@ -396,7 +398,7 @@ func separateFlags(cmd *cobra.Command, o engine.CalibrateOptions) error {
 // line per event on stderr otherwise; then the report on stdout.
 func calibrate(ctx context.Context, o engine.CalibrateOptions, asJSON bool) error {
 	warnCheckOnHost(o.CheckOnHost && o.Check != "")
-	o.Bus = engine.NewBus()
+	o.Bus = journal.NewBus()
 	if o.Out == "" {
 		o.Out = engine.FreeRunDir(filepath.Join(o.Config.StateDir, "calibrate"), o.Project, time.Now())
 	}
@@ -421,7 +423,7 @@ func calibrate(ctx context.Context, o engine.CalibrateOptions, asJSON bool) erro
 // printReport prints a run's report on stdout: its text, or report.json with asJSON.
 func printReport(dir, text string, asJSON bool) error {
 	if !asJSON {
-		fmt.Print(engine.Printable(text))
+		fmt.Print(journal.Printable(text))
 		return nil
 	}
 	data, err := os.ReadFile(filepath.Join(dir, engine.ReportFile))
@@ -436,7 +438,7 @@ func printReport(dir, text string, asJSON bool) error {
 // are a terminal (quitting it with ctrl+c stops the run, which tare resume finishes later; q
 // leaves it running with plain lines), one line per event on stderr otherwise. run is told
 // which, so it can print its own progress lines only where they do not break the view.
-func showRun(ctx context.Context, cfg *config.Config, dir string, bus *engine.Bus, run func(ctx context.Context, lines bool) error) error {
+func showRun(ctx context.Context, cfg *config.Config, dir string, bus *journal.Bus, run func(ctx context.Context, lines bool) error) error {
 	if !term.IsTerminal(int(os.Stdout.Fd())) || !term.IsTerminal(int(os.Stdin.Fd())) {
 		stop := follow(ctx, bus)
 		err := run(ctx, true)
@@ -468,7 +470,7 @@ func showRun(ctx context.Context, cfg *config.Config, dir string, bus *engine.Bu
 }
 
 // follow prints a run's events as lines on stderr until stop is called.
-func follow(ctx context.Context, bus *engine.Bus) (stop func()) {
+func follow(ctx context.Context, bus *journal.Bus) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	sub := bus.Subscribe(ctx, 256)
 	done := make(chan struct{})
@@ -514,7 +516,7 @@ continues it from any step in a fresh room, natively or by handoff to any agent.
 				o.Out = engine.FreeRunDir(filepath.Join(o.Config.StateDir, "record"), o.Project, time.Now())
 			}
 			warnCheckOnHost(o.CheckOnHost && o.Check != "")
-			o.Bus = engine.NewBus()
+			o.Bus = journal.NewBus()
 			var dir string
 			err = showRun(cmd.Context(), o.Config, o.Out, o.Bus, func(ctx context.Context, lines bool) error {
 				if lines {
@@ -531,7 +533,7 @@ continues it from any step in a fresh room, natively or by handoff to any agent.
 				return err
 			}
 			report, err := os.ReadFile(filepath.Join(dir, "report.txt"))
-			fmt.Print(engine.Printable(string(report)))
+			fmt.Print(journal.Printable(string(report)))
 			return err
 		},
 	}
@@ -667,7 +669,7 @@ capsule, which the tail then names.`,
 				o.How, o.Agent, o.Args = "handoff", sides[0].Agent, sides[0].Args
 			}
 			warnRecordedCheck(o.Dir, o.CheckOnHost)
-			o.Bus = engine.NewBus()
+			o.Bus = journal.NewBus()
 			var res engine.TailResult
 			err = showRun(cmd.Context(), cfg, o.Dir, o.Bus, func(ctx context.Context, _ bool) error {
 				var err error
@@ -682,12 +684,12 @@ capsule, which the tail then names.`,
 				from += fmt.Sprintf(" (no capsule of its own: started from step %d's)", *res.CapsuleFrom)
 			}
 			outcome := res.Status
-			if res.Status == engine.StatusNoVerdict {
+			if res.Status == journal.StatusNoVerdict {
 				outcome = "no verdict (" + res.Reason.Label() + ")"
 			}
-			fmt.Print(engine.Printable(fmt.Sprintf("tail %s from %s: %s (%s; %s)\n", res.ID, from, outcome, res.AgentExit, res.Check)))
+			fmt.Print(journal.Printable(fmt.Sprintf("tail %s from %s: %s (%s; %s)\n", res.ID, from, outcome, res.AgentExit, res.Check)))
 			if res.Metered != nil {
-				fmt.Print(engine.Printable("  " + res.Metered.Line() + "; hosts reached: " + filepath.Join(o.Dir, "tails", res.ID, engine.HostsFile) + "\n"))
+				fmt.Print(journal.Printable("  " + res.Metered.Line() + "; hosts reached: " + filepath.Join(o.Dir, "tails", res.ID, engine.HostsFile) + "\n"))
 			}
 			if !res.Passed {
 				return exitError{1}
@@ -727,7 +729,7 @@ start capsule (the first attempt kept as original.attempt-1), and a tail that wa
 				return err
 			}
 			warnRecordedCheck(args[0], false)
-			bus := engine.NewBus()
+			bus := journal.NewBus()
 			var report string
 			err = showRun(cmd.Context(), cfg, args[0], bus, func(ctx context.Context, _ bool) error {
 				var err error
@@ -755,7 +757,7 @@ func watchCmd() *cobra.Command {
 				return watchWorkshop(cmd.Context(), exps, err)
 			}
 			for _, d := range args {
-				if _, err := os.Stat(filepath.Join(d, engine.JournalFile)); err != nil {
+				if _, err := os.Stat(filepath.Join(d, journal.JournalFile)); err != nil {
 					return fmt.Errorf("%s: %w", d, errNoRun)
 				}
 			}
@@ -809,7 +811,7 @@ func cliff(ctx context.Context, o engine.CliffOptions, asJSON bool) error {
 	if o.Run != "" {
 		watch = o.Run
 	}
-	o.Bus = engine.NewBus()
+	o.Bus = journal.NewBus()
 	return analysis(ctx, o.Config, watch, o.Bus, asJSON, func(ctx context.Context, progress io.Writer) (string, any, error) {
 		o.Progress = progress
 		dir, res, err := engine.Cliff(ctx, o)
@@ -822,7 +824,7 @@ func cliff(ctx context.Context, o engine.CliffOptions, asJSON bool) error {
 
 // analysis runs one analysis under showRun and prints what it found: the report.txt it
 // wrote, or its result as JSON.
-func analysis(ctx context.Context, cfg *config.Config, watch string, bus *engine.Bus, asJSON bool,
+func analysis(ctx context.Context, cfg *config.Config, watch string, bus *journal.Bus, asJSON bool,
 	run func(ctx context.Context, progress io.Writer) (string, any, error)) error {
 	var dir string
 	var res any
@@ -844,7 +846,7 @@ func analysis(ctx context.Context, cfg *config.Config, watch string, bus *engine
 		return enc.Encode(res)
 	}
 	report, err := os.ReadFile(filepath.Join(dir, "report.txt"))
-	fmt.Print(engine.Printable(string(report)))
+	fmt.Print(journal.Printable(string(report)))
 	return err
 }
 
@@ -964,7 +966,7 @@ as a control and makes no calls.`,
 
 // swap runs a swap analysis and shows it, as cliff does.
 func swap(ctx context.Context, o engine.SwapOptions, asJSON bool) error {
-	o.Bus = engine.NewBus()
+	o.Bus = journal.NewBus()
 	return analysis(ctx, o.Config, o.Out, o.Bus, asJSON, func(ctx context.Context, progress io.Writer) (string, any, error) {
 		o.Progress = progress
 		dir, res, err := engine.Swap(ctx, o)
@@ -1000,7 +1002,7 @@ intervals corrected for three calls, not always of those corrected for six.`, de
 			if err != nil {
 				return err
 			}
-			o.A, o.B, o.Out = engine.Side{Agent: "claude"}, engine.Side{Agent: "codex"}, filepath.Join(o.Config.StateDir, "swap", name)
+			o.A, o.B, o.Out = journal.Side{Agent: "claude"}, journal.Side{Agent: "codex"}, filepath.Join(o.Config.StateDir, "swap", name)
 			o.Prompt, o.Check, o.Project, o.Script = demo.Task, demo.Check, paths.Project, paths.SwapScript
 			o.Cuts, o.Handoff = []float64{0, 1}, "trail"
 			o.CheckTimeout, o.AgentTimeout = time.Minute, 10*time.Minute
@@ -1213,13 +1215,13 @@ func showPrices(cmd *cobra.Command, args []string) error {
 	if len(args) == 0 {
 		var b strings.Builder
 		table.Show(&b, path, now)
-		fmt.Print(engine.Printable(b.String())) // names from a downloaded price file
+		fmt.Print(journal.Printable(b.String())) // names from a downloaded price file
 		return nil
 	}
 	m, ok := table.Lookup(args[0])
 	if !ok {
 		return fmt.Errorf("prices show %s: no price for this model id; fix: check the id (tare prices show lists them), or add its price to a file and run tare prices update FILE", args[0])
 	}
-	fmt.Print(engine.Printable(prices.Describe(args[0], m, now))) // names from a downloaded price file
+	fmt.Print(journal.Printable(prices.Describe(args[0], m, now))) // names from a downloaded price file
 	return nil
 }

@@ -11,9 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"tare/engine/journal"
+
 	"tare/capsule"
 	"tare/demo"
-	"tare/engine"
 )
 
 // TestSlurmSwapRunsItsTailsAsJobs: tare swap --on slurm records its two originals here and
@@ -37,7 +38,7 @@ func TestSlurmSwapRunsItsTailsAsJobs(t *testing.T) {
 		t.Errorf("no swap report:\n%s", r.stdout)
 	}
 	events := readEvents(out)
-	st := engine.Replay("swap", events)
+	st := journal.Replay("swap", events)
 	placed := places(events)
 	hows := map[string]bool{}
 	for id, tl := range st.Tails {
@@ -49,7 +50,7 @@ func TestSlurmSwapRunsItsTailsAsJobs(t *testing.T) {
 		if strings.Join(states, ",") != "pending,running,finished" || ps[1].Node == "" || ps[1].Job == "" {
 			t.Errorf("tail %s's places: %+v, want pending, running on a node with its job id, finished", id, ps)
 		}
-		if tl.Status != engine.StatusPassed && tl.Status != engine.StatusFailed {
+		if tl.Status != journal.StatusPassed && tl.Status != journal.StatusFailed {
 			t.Errorf("tail %s: %s %s, want a verdict", id, tl.Status, tl.Detail)
 		}
 		hows[tl.How] = true
@@ -84,7 +85,7 @@ func TestSlurmOverHTTPWithoutTheSharedFolder(t *testing.T) {
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("calibrate --on slurm over http: %v\n%s", err, msg)
 	}
-	st := engine.Replay("run", readEvents(out))
+	st := journal.Replay("run", readEvents(out))
 	store, err := capsule.Open(filepath.Join(out, "store"))
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +97,7 @@ func TestSlurmOverHTTPWithoutTheSharedFolder(t *testing.T) {
 	}
 	for _, id := range []string{"a-0"} {
 		tl := st.Tails[id]
-		if tl == nil || (tl.Status != engine.StatusPassed && tl.Status != engine.StatusFailed) || tl.Place == nil || tl.Place.Node == "" || tl.Calls == 0 {
+		if tl == nil || (tl.Status != journal.StatusPassed && tl.Status != journal.StatusFailed) || tl.Place == nil || tl.Place.Node == "" || tl.Calls == 0 {
 			t.Errorf("tail %s: %+v, want a verdict from a Slurm job with its tool calls", id, tl)
 		}
 		if !ends[id+"-end"] {
@@ -138,8 +139,8 @@ func TestSlurmCtrlCCancelsTheJobs(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(stderr.String(), "tare: stopped by a signal; a run it stopped is finished with tare resume DIR") {
 		t.Errorf("exit %d, stderr:\n%s\nwant 130 and the line that says how to finish the run", code, stderr.String())
 	}
-	st := engine.Replay("run", readEvents(out))
-	if tl := st.Tails["a-0"]; tl == nil || tl.Status != engine.StatusRunning {
+	st := journal.Replay("run", readEvents(out))
+	if tl := st.Tails["a-0"]; tl == nil || tl.Status != journal.StatusRunning {
 		t.Fatalf("tail a-0: %+v, want left unfinished for tare resume", tl)
 	}
 	if _, err := os.Stat(filepath.Join(sharedRoot(t, out), "tails", "a-0.0", "jobid")); !os.IsNotExist(err) {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"tare/engine/journal"
+
 	"github.com/spf13/cobra"
 
 	"tare/demo"
@@ -468,7 +470,7 @@ one lives. Exit the agent when done: the writer is then collected.`,
 				fmt.Fprintf(os.Stderr, "workshop: %s is %s\n", args[1], s.Status)
 			}
 			if err != nil && s != nil {
-				fmt.Fprintf(os.Stderr, "workshop: %s\n", engine.Printable(err.Error()))
+				fmt.Fprintf(os.Stderr, "workshop: %s\n", journal.Printable(err.Error()))
 				return exitError{1}
 			}
 			return err

@@ -7,8 +7,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"tare/engine/probe"
 	"time"
+
+	"tare/engine/journal"
+	"tare/engine/probe"
 
 	"tare/agent"
 	"tare/config"
@@ -56,7 +58,7 @@ func Attach(ctx context.Context, o AttachOptions) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	fmt.Fprint(o.Stderr, Printable(reading.Render())) // it names files of the project, whose names the agent chose
+	fmt.Fprint(o.Stderr, journal.Printable(reading.Render())) // it names files of the project, whose names the agent chose
 	if !reading.Zero() {
 		if !o.AllowDirty {
 			return 0, ErrDirty

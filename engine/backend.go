@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"tare/engine/journal"
+
 	"tare/config"
 )
 
@@ -94,7 +96,7 @@ func reattach(env *tailEnv, spec *tailSpec) (bodyFunc, time.Time, bool) {
 		return nil, time.Time{}, false
 	}
 	t := env.run.snapshot().Tails[spec.ID]
-	if t == nil || t.Status != StatusRunning {
+	if t == nil || t.Status != journal.StatusRunning {
 		return nil, time.Time{}, false
 	}
 	x := b.exchange(spec.ID, t.Attempt)

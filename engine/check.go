@@ -12,8 +12,10 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"tare/engine/probe"
 	"time"
+
+	"tare/engine/journal"
+	"tare/engine/probe"
 
 	"tare/config"
 	"tare/sandbox"
@@ -235,8 +237,8 @@ type checkResult struct {
 	Score *int
 	// Judge is the built-in judge's verdict, and Usage what the judge agent spent: the
 	// check's spending, kept apart from the agent's.
-	Judge *JudgeVerdict
-	Usage Usage
+	Judge *journal.JudgeVerdict
+	Usage journal.Usage
 }
 
 var scoreLine = regexp.MustCompile(`(?m)\bscore (\d+)\b`)

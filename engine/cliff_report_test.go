@@ -4,11 +4,13 @@ import (
 	"strings"
 	"testing"
 
+	"tare/engine/journal"
+
 	"tare/agent"
 )
 
 func cliffReportFixture() (*Recipe, *Recording) {
-	recipe := &Recipe{Project: "/p", Prompt: "task", Check: "make test", Sides: []Side{{Key: "a", Agent: "claude"}}}
+	recipe := &Recipe{Project: "/p", Prompt: "task", Check: "make test", Sides: []journal.Side{{Key: "a", Agent: "claude"}}}
 	rec := &Recording{Agent: "claude", Steps: make([]agent.Step, 12)}
 	return recipe, rec
 }

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 
+	"tare/engine/journal"
+
 	"tare/capsule"
 )
 
@@ -79,7 +81,7 @@ func GC(ctx context.Context, o GCOptions) (GCResult, error) {
 					if o.DryRun {
 						verb = "would free"
 					}
-					fmt.Fprintf(o.Progress, "tare gc: %s: %s %s\n", Printable(dir), verb, rep.Describe())
+					fmt.Fprintf(o.Progress, "tare gc: %s: %s %s\n", journal.Printable(dir), verb, rep.Describe())
 				}
 			}
 		}

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"tare/engine/journal"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -200,7 +202,7 @@ func (g *gitGuard) aside(w io.Writer, rel string) {
 		return
 	}
 	if err != nil {
-		fmt.Fprintf(w, "%s\n", Printable(fmt.Sprintf("tare: the agent pointed git at %s, which lies below a symlink (%v); tare moves nothing through it: remove the link before running git in %s", src, err, g.project)))
+		fmt.Fprintf(w, "%s\n", journal.Printable(fmt.Sprintf("tare: the agent pointed git at %s, which lies below a symlink (%v); tare moves nothing through it: remove the link before running git in %s", src, err, g.project)))
 		return
 	}
 	defer unix.Close(parent)
@@ -214,10 +216,10 @@ func (g *gitGuard) aside(w io.Writer, rel string) {
 	}
 	dst := filepath.Join(filepath.Dir(src), name)
 	if err := unix.Renameat(parent, base, parent, name); err != nil {
-		fmt.Fprintf(w, "%s\n", Printable(fmt.Sprintf("tare: the agent made %s, which git on the host would run from, and moving it aside failed (%v); remove it before running git in %s", src, err, g.project)))
+		fmt.Fprintf(w, "%s\n", journal.Printable(fmt.Sprintf("tare: the agent made %s, which git on the host would run from, and moving it aside failed (%v); remove it before running git in %s", src, err, g.project)))
 		return
 	}
-	fmt.Fprintf(w, "%s\n", Printable(fmt.Sprintf("tare: the agent made %s, which git on the host would run from; moved it to %s: review it before moving it back", src, dst)))
+	fmt.Fprintf(w, "%s\n", journal.Printable(fmt.Sprintf("tare: the agent made %s, which git on the host would run from; moved it to %s: review it before moving it back", src, dst)))
 }
 
 // innerRepos lists the repositories inside the project that git on the host would run

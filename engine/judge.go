@@ -12,8 +12,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"tare/engine/probe"
 	"time"
+
+	"tare/engine/journal"
+	"tare/engine/probe"
 
 	"tare/agent"
 	"tare/capsule"
@@ -74,7 +76,7 @@ type Judgement struct {
 	Error   string  `json:"error,omitempty"`
 	Seconds float64 `json:"seconds"`
 	// Usage is the judge agent's tokens and cost: a check's spending, never the judged agent's.
-	Usage Usage `json:"usage"`
+	Usage journal.Usage `json:"usage"`
 }
 
 // PageJudgements is one page and every judgement of it.
@@ -102,7 +104,7 @@ type JudgeReport struct {
 	Simulated bool             `json:"simulated,omitempty"`
 	Out       string           `json:"out"`
 	Pages     []PageJudgements `json:"pages"`
-	Usage     Usage            `json:"usage"`
+	Usage     journal.Usage    `json:"usage"`
 }
 
 // judgeEnv is what every judgement of a run shares.

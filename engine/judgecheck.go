@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"tare/engine/journal"
+
 	"tare/agent"
 	"tare/config"
 )
@@ -125,7 +127,7 @@ func (jc *judgeCheck) run(ctx context.Context, dir string, cfg *config.Config) c
 	if err != nil {
 		return checkResult{CouldNotRun: true, Detail: "judge could not run: " + err.Error()}
 	}
-	v := &JudgeVerdict{Threshold: &jc.threshold, Scale: [2]int{r.Lo, r.Hi}}
+	v := &journal.JudgeVerdict{Threshold: &jc.threshold, Scale: [2]int{r.Lo, r.Hi}}
 	if err := ValidatePages([]string{dir}, jc.page); err != nil {
 		v.Error = err.Error()
 		return checkResult{Detail: "judge: " + clip(err.Error(), 160), Judge: v}
@@ -160,7 +162,7 @@ func judgeCheckLines() []string {
 
 // checkUsageLines are the report's lines for what each side's checks spent (tare's judge's
 // agent), under the agents' usage and apart from it; none when no check spent anything.
-func checkUsageLines(rec *Recipe, tallies []SideTally) string {
+func checkUsageLines(rec *Recipe, tallies []journal.SideTally) string {
 	var b strings.Builder
 	for i, s := range rec.Sides {
 		if u := tallies[i].CheckUsage; !u.IsZero() {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"tare/engine/journal"
+
 	"tare/capsule"
 )
 
@@ -19,12 +21,12 @@ func killFile(runDir, tailID string) string {
 // RequestKill asks the process running runDir to stop one tail. The tail is journaled as
 // ended with no verdict, reason killed, and the detail "killed by the operator after N calls".
 func RequestKill(runDir, tailID string) error {
-	st, err := ReadJournal(runDir)
+	st, err := journal.ReadJournal(runDir)
 	if err != nil {
 		return err
 	}
-	t := Replay(filepath.Base(runDir), st).Tails[tailID]
-	if t == nil || t.Status != StatusRunning {
+	t := journal.Replay(filepath.Base(runDir), st).Tails[tailID]
+	if t == nil || t.Status != journal.StatusRunning {
 		return fmt.Errorf("tail %s of %s is not running", tailID, runDir)
 	}
 	if !Alive(runDir) {
@@ -53,7 +55,7 @@ func watchKill(ctx context.Context, runDir, tailID string, cancel context.Cancel
 				return
 			case <-tick.C:
 				if _, err := os.Stat(path); err == nil {
-					cancel(ErrKilled)
+					cancel(journal.ErrKilled)
 					return
 				}
 			}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"tare/engine/journal"
 )
 
 // Launched is a tare process started by Launch: its log file, and whether it has exited.
@@ -72,7 +74,7 @@ func (l *Launched) LastLine() string {
 func (l *Launched) WaitForJournal(ctx context.Context, runDir string, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for {
-		if _, err := os.Stat(filepath.Join(runDir, JournalFile)); err == nil {
+		if _, err := os.Stat(filepath.Join(runDir, journal.JournalFile)); err == nil {
 			return nil
 		}
 		if l.Exited() || time.Now().After(deadline) {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"tare/engine/journal"
 )
 
 // A launched process that refuses its arguments is reported with its own last line, once;
@@ -23,14 +25,14 @@ func TestLaunchWaitsForTheJournalOrTheRefusal(t *testing.T) {
 	if filepath.Dir(l.Log) != filepath.Join(state, "logs") {
 		t.Fatalf("log %s is not under the state's logs", l.Log)
 	}
-	l, err = Launch("/bin/sh", state, run, "-c", "touch "+JournalFile)
+	l, err = Launch("/bin/sh", state, run, "-c", "touch "+journal.JournalFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := l.WaitForJournal(context.Background(), run, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(run, JournalFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(run, journal.JournalFile)); err != nil {
 		t.Fatal(err)
 	}
 }

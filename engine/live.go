@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"tare/engine/journal"
+
 	"tare/agent"
 )
 
@@ -21,7 +23,7 @@ type liveStream struct {
 	n   int
 	// produced is set once the stream shows the model's work: a tool call or text.
 	produced bool
-	usage    Usage
+	usage    journal.Usage
 	started  map[string]toolStart
 	// onToolEnd, when set, runs after each tool call returns (capsules for agents without
 	// an in-agent hook).
@@ -107,7 +109,7 @@ func (l *liveStream) line(b []byte) {
 		if l.onToolEnd != nil {
 			l.onToolEnd(ev.ID)
 		}
-		_ = l.run.emit(Event{ToolCall: &ToolCall{Tail: l.tail, Tool: tool, Summary: summary, Seconds: secs, Calls: l.n, Usage: l.usage}})
+		_ = l.run.emit(journal.Event{ToolCall: &journal.ToolCall{Tail: l.tail, Tool: tool, Summary: summary, Seconds: secs, Calls: l.n, Usage: l.usage}})
 	case agent.LiveText, agent.LiveResult:
 		switch {
 		case ev.Usage.Input+ev.Usage.Output == 0:

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"tare/engine/journal"
+
 	"tare/modelserver"
 )
 
@@ -99,11 +101,11 @@ func (env *tailEnv) meterFor(upstream string, capped bool) (string, *modelserver
 }
 
 // metered is what the meter counted, with the agent's own count beside it.
-func metered(m *modelserver.Meter, own Usage) *Metered {
+func metered(m *modelserver.Meter, own journal.Usage) *journal.Metered {
 	if m == nil {
 		return nil
 	}
-	out := &Metered{OverBudget: m.OverBudget()}
+	out := &journal.Metered{OverBudget: m.OverBudget()}
 	unpriced := map[string]bool{}
 	for _, c := range m.Calls() {
 		if c.OverBudget {
@@ -138,11 +140,11 @@ func hostLog(dir string) string { return filepath.Join(dir, HostsFile) }
 // meteredLines are the report's lines on what the relay counted: per side, its tokens and
 // cost beside the agents' own figures above; each tail whose agent's count strays from the
 // relay's, or that the relay stopped over budget; and where the host logs are.
-func meteredLines(rec *Recipe, st *RunState) string {
+func meteredLines(rec *Recipe, st *journal.RunState) string {
 	var b strings.Builder
 	var flagged []string
 	for _, s := range rec.Sides {
-		var sum Metered
+		var sum journal.Metered
 		n := 0
 		for _, id := range st.Order {
 			t := st.Tails[id]
@@ -164,7 +166,7 @@ func meteredLines(rec *Recipe, st *RunState) string {
 			continue
 		}
 		line := fmt.Sprintf("  relay %-4s %s in, %s out, %s cache read, %s cache write in %d calls", s.Key,
-			Tokens(sum.Input), Tokens(sum.Output), Tokens(sum.CacheRead), Tokens(sum.CacheWrite), sum.Calls)
+			journal.Tokens(sum.Input), journal.Tokens(sum.Output), journal.Tokens(sum.CacheRead), journal.Tokens(sum.CacheWrite), sum.Calls)
 		if sum.Calls == 1 {
 			line = strings.TrimSuffix(line, "calls") + "call"
 		}

@@ -9,9 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"tare/engine/probe"
 	"testing"
 	"time"
+
+	"tare/engine/journal"
+	"tare/engine/probe"
 
 	"tare/demo"
 	"tare/modelserver"
@@ -36,8 +38,8 @@ func TestCostCapEndsTheTailOverBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tl := Replay("run", mustJournal(t, dir)).Tails["a-0"]
-	if tl == nil || tl.Status != StatusNoVerdict || tl.Reason != ReasonOverBudget {
+	tl := journal.Replay("run", mustJournal(t, dir)).Tails["a-0"]
+	if tl == nil || tl.Status != journal.StatusNoVerdict || tl.Reason != journal.ReasonOverBudget {
 		t.Fatalf("tail a-0: %+v; want no verdict, over budget\n%s", tl, report)
 	}
 	if m := tl.Metered; m == nil || m.Calls != 1 || m.Refused < 1 || m.Cost <= 0 || m.Input == 0 {
@@ -142,7 +144,7 @@ func TestMeterFlagsAnAgentCountingOff(t *testing.T) {
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	rec := srv.Requests()[0]
-	own := Usage{Input: int64(rec.InputTokens), Output: int64(rec.OutputTokens)}
+	own := journal.Usage{Input: int64(rec.InputTokens), Output: int64(rec.OutputTokens)}
 	if got := metered(m, own); got.Differs != "" || got.Calls != 1 || got.Cost <= 0 {
 		t.Errorf("agent agreeing with the relay: %+v; want one priced call, no flag", got)
 	}
@@ -161,9 +163,9 @@ func TestRunCapCountsWhatTheJournalSpent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.close()
-	spent := &Metered{Usage: Usage{Input: 40, Output: 20}, Calls: 1}
-	for _, e := range []Event{{TailStarted: &TailStarted{ID: "a-0", Side: "a"}},
-		{TailFinished: &TailFinished{ID: "a-0", Status: StatusFailed, Metered: spent}}} {
+	spent := &journal.Metered{Usage: journal.Usage{Input: 40, Output: 20}, Calls: 1}
+	for _, e := range []journal.Event{{TailStarted: &journal.TailStarted{ID: "a-0", Side: "a"}},
+		{TailFinished: &journal.TailFinished{ID: "a-0", Status: journal.StatusFailed, Metered: spent}}} {
 		if err := r.emit(e); err != nil {
 			t.Fatal(err)
 		}

@@ -9,8 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"tare/engine/probe"
 	"time"
+
+	"tare/engine/journal"
+	"tare/engine/probe"
 
 	"tare/agent"
 	"tare/capsule"
@@ -62,7 +64,7 @@ type Recording struct {
 	// Events are the trail's events, for handoffs.
 	Events []agent.Event `json:"events"`
 	// Metered is the recording's usage as tare's relay counted it (on tare's model server).
-	Metered *Metered `json:"metered,omitempty"`
+	Metered *journal.Metered `json:"metered,omitempty"`
 	// session is the session file's content (original/session.jsonl).
 	session []byte
 }
@@ -90,7 +92,7 @@ const recordFile = "record.json"
 // record runs the task once in a room over a copy of the project, with a capsule taken
 // after every tool call (by the agent's own hook where it has one, from its stream
 // otherwise), keeps its session, and reads the session as steps.
-func record(ctx context.Context, env *tailEnv, side Side, task string, start capsule.Capsule) (*Recording, error) {
+func record(ctx context.Context, env *tailEnv, side journal.Side, task string, start capsule.Capsule) (*Recording, error) {
 	dir := filepath.Join(env.run.dir, "original")
 	work, stage := filepath.Join(dir, "work"), filepath.Join(dir, "stage")
 	if err := os.MkdirAll(filepath.Join(dir, "session"), 0o755); err != nil {
@@ -242,7 +244,7 @@ func stepCapsules(store *capsule.Store, start capsule.Capsule, steps []agent.Ste
 //
 // A step with no capsule of its own is refused unless fromNearest: the tail would start
 // from an earlier step's workspace, which the step may have changed.
-func tailFrom(rec *Recording, side Side, step int, how, id string, fromNearest bool) (tailSpec, error) {
+func tailFrom(rec *Recording, side journal.Side, step int, how, id string, fromNearest bool) (tailSpec, error) {
 	if step < 0 || step > len(rec.Steps) {
 		return tailSpec{}, fmt.Errorf("step %d: the recording has steps 0 to %d", step, len(rec.Steps))
 	}
@@ -297,7 +299,7 @@ func stepSummary(rec *Recording) string {
 // RecordOptions is a recorded run: the task once, with a capsule after every step.
 type RecordOptions struct {
 	Prompt  string
-	Side    Side
+	Side    journal.Side
 	Project string
 	// Check scores the recording and every tail continued from it (optional).
 	Check        string
@@ -321,7 +323,7 @@ type RecordOptions struct {
 	AllowDirty bool
 	Argv       []string
 	Version    string
-	Bus        *Bus
+	Bus        *journal.Bus
 	Progress   io.Writer
 }
 
@@ -343,7 +345,7 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 			return "", nil, err
 		}
 	}
-	installs, err := findInstalls([]Side{o.Side}, o.Config, o.Project)
+	installs, err := findInstalls([]journal.Side{o.Side}, o.Config, o.Project)
 	if err != nil {
 		return "", nil, err
 	}
@@ -367,7 +369,7 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 	a, _ := agent.ByName(o.Side.Agent)
 	rec := &Recipe{Tare: o.Version, Argv: o.Argv, Kind: "record", Time: time.Now().UTC(), Project: o.Project, Fingerprint: start.Root,
 		Prompt: o.Prompt, Check: o.Check, CheckTimeout: o.CheckTimeout.Seconds(), AgentTimeout: o.AgentTimeout.Seconds(),
-		Sides: []Side{o.Side}, Runs: 1, Jobs: 1, Keep: true, CheckRoom: NewCheckRoom(o.Config, o.CheckOnHost),
+		Sides: []journal.Side{o.Side}, Runs: 1, Jobs: 1, Keep: true, CheckRoom: NewCheckRoom(o.Config, o.CheckOnHost),
 		Agents: map[string]RecipeAgent{o.Side.Agent: {Version: installs[o.Side.Agent].Version, Bin: installs[o.Side.Agent].Bin, Snapshots: agent.HookKind(a)}}}
 	if o.Caps.Set() {
 		rec.Caps = &o.Caps
@@ -390,11 +392,11 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 	if o.cliff != nil {
 		kind = "cliff" // the journal's kind, for the app; the recipe stays a recording
 	}
-	if err := r.emit(Event{RunStarted: &RunStarted{Kind: kind, Project: o.Project, Prompt: o.Prompt, Check: o.Check, CheckRoom: checkWhere(rec), Sides: rec.Sides, Budget: 1, Jobs: 1, Simulated: rec.ScriptText != ""}}); err != nil {
+	if err := r.emit(journal.Event{RunStarted: &journal.RunStarted{Kind: kind, Project: o.Project, Prompt: o.Prompt, Check: o.Check, CheckRoom: checkWhere(rec), Sides: rec.Sides, Budget: 1, Jobs: 1, Simulated: rec.ScriptText != ""}}); err != nil {
 		return dir, nil, err
 	}
 	if err := probeSides(ctx, r, rec.Sides, o.Project, o.Config, o.AllowDirty, o.Progress); err != nil {
-		_ = r.emit(Event{RunFinished: &RunFinished{Error: err.Error()}})
+		_ = r.emit(journal.Event{RunFinished: &journal.RunFinished{Error: err.Error()}})
 		return dir, nil, err
 	}
 	env, stop, err := newTailEnv(r, store, rec, installs, o.Config)
@@ -402,12 +404,12 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 		return dir, nil, err
 	}
 	defer stop()
-	if err := r.emit(Event{Phase: &Phase{Name: "original"}}); err != nil {
+	if err := r.emit(journal.Event{Phase: &journal.Phase{Name: "original"}}); err != nil {
 		return dir, nil, err
 	}
 	recording, err := record(ctx, env, o.Side, o.Prompt, start)
 	if err != nil {
-		_ = r.emit(Event{RunFinished: &RunFinished{Error: err.Error()}})
+		_ = r.emit(journal.Event{RunFinished: &journal.RunFinished{Error: err.Error()}})
 		return dir, nil, err
 	}
 	_, err = finishRecord(r, rec, recording)
@@ -420,15 +422,15 @@ func finishRecord(r *run, rec *Recipe, recording *Recording) (string, error) {
 	if rec.Check != "" {
 		check = fmt.Sprintf("  check     %s\n%s", rec.Check, checkReportLines(rec, "            "))
 	}
-	report := Printable(fmt.Sprintf("tare record · %s\n  task      %s\n  agent     %s (%s; capsules from %s)\n%s  steps     %d\n%s",
+	report := journal.Printable(fmt.Sprintf("tare record · %s\n  task      %s\n  agent     %s (%s; capsules from %s)\n%s  steps     %d\n%s",
 		rec.Project, rec.Prompt, sideLabel(rec.Sides[0]), recording.Exit, recording.Snapshots, check, len(recording.Steps), stepSummary(recording)))
 	if m := recording.Metered; m != nil {
-		report += Printable("  metered   "+m.Line()+"\n") + "  hosts     each room's reach, allowed or refused: original/" + HostsFile + ", tails/<id>/" + HostsFile + "\n"
+		report += journal.Printable("  metered   "+m.Line()+"\n") + "  hosts     each room's reach, allowed or refused: original/" + HostsFile + ", tails/<id>/" + HostsFile + "\n"
 	}
 	if err := capsule.WriteFileAtomic(filepath.Join(r.dir, "report.txt"), []byte(report), 0o644); err != nil {
 		return "", err
 	}
-	return report, r.emit(Event{RunFinished: &RunFinished{Report: report}})
+	return report, r.emit(journal.Event{RunFinished: &journal.RunFinished{Report: report}})
 }
 
 // TailOptions continues a recorded run from one of its steps.
@@ -449,7 +451,7 @@ type TailOptions struct {
 	// Caps, when set, replace the recording's --max-cost/--max-tokens for this tail.
 	Caps   Caps
 	Config *config.Config
-	Bus    *Bus
+	Bus    *journal.Bus
 }
 
 // Tail continues a recorded run from a step in a fresh room, runs the recipe's check and
@@ -478,11 +480,11 @@ func Tail(ctx context.Context, o TailOptions) (TailResult, error) {
 	if err != nil {
 		return TailResult{}, err
 	}
-	side := Side{Key: "a", Agent: recording.Agent, Args: recording.Args}
+	side := journal.Side{Key: "a", Agent: recording.Agent, Args: recording.Args}
 	if o.Agent != "" && o.Agent != recording.Agent {
-		side = Side{Key: "b", Agent: o.Agent, Args: o.Args}
+		side = journal.Side{Key: "b", Agent: o.Agent, Args: o.Args}
 	}
-	installs, err := findInstalls([]Side{side}, o.Config)
+	installs, err := findInstalls([]journal.Side{side}, o.Config)
 	if err != nil {
 		return TailResult{}, err
 	}

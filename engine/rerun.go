@@ -11,6 +11,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"tare/engine/journal"
 	"tare/engine/probe"
 
 	"tare/agent"
@@ -39,10 +41,10 @@ type RerunPlan struct {
 	Recipe *Recipe
 	Drift  []Drift
 	// Cost is the repeated run's total (usage.json); CostKnown is false without one.
-	Cost      Usage
+	Cost      journal.Usage
 	CostKnown bool
 	// CheckCost is what the run's checks spent (tare's judge), apart from Cost.
-	CheckCost Usage
+	CheckCost journal.Usage
 	// Dir is where the recorded command line's relative paths resolve: its working folder.
 	Dir string
 }

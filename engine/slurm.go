@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"tare/engine/journal"
+
 	"tare/agent"
 	"tare/capsule"
 	"tare/config"
@@ -27,16 +29,16 @@ import (
 // ended it: Slurm's own verdicts, and a node that cannot hold a clean room.
 const (
 	// ReasonOutOfMemory: the job went over its --mem and Slurm killed it.
-	ReasonOutOfMemory Reason = "out-of-memory"
+	ReasonOutOfMemory journal.Reason = "out-of-memory"
 	// ReasonTimeLimit: the job reached its --time and Slurm stopped it.
-	ReasonTimeLimit Reason = "time-limit"
+	ReasonTimeLimit journal.Reason = "time-limit"
 	// ReasonNodeFailure: the job's node failed (or it was preempted, or could not boot).
-	ReasonNodeFailure Reason = "node-failure"
+	ReasonNodeFailure journal.Reason = "node-failure"
 	// ReasonCancelled: the job was cancelled by someone other than tare (scancel, an admin).
-	ReasonCancelled Reason = "cancelled"
+	ReasonCancelled journal.Reason = "cancelled"
 	// ReasonNodeUnfit: the node cannot start a room (no bwrap, no user namespaces) or its
 	// room's reading was not clean.
-	ReasonNodeUnfit Reason = "node-unfit"
+	ReasonNodeUnfit journal.Reason = "node-unfit"
 )
 
 // slurmJob is what a tail's job reads: everything tailBody needs, as the submitting tare had
@@ -266,7 +268,7 @@ func clusterArgs(c config.Cluster) []string {
 // body sends the tail to Slurm and follows it to its end.
 func (b *slurmBackend) body(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *TailResult) (string, string) {
 	notStarted := func(why string) (string, string) {
-		res.Status, res.Reason = StatusNoVerdict, ReasonNotStarted
+		res.Status, res.Reason = journal.StatusNoVerdict, journal.ReasonNotStarted
 		return "not started: " + why, "not checked"
 	}
 	x := b.exchange(spec.ID, spec.Attempt)
@@ -307,7 +309,7 @@ func (b *slurmBackend) body(ctx context.Context, env *tailEnv, spec tailSpec, di
 }
 
 // attachedJob is the Slurm job a running tail's latest attempt was submitted as, if any.
-func attachedJob(dir string, rec *Recipe, cfg *config.Config, t *TailState) (string, bool) {
+func attachedJob(dir string, rec *Recipe, cfg *config.Config, t *journal.TailState) (string, bool) {
 	if rec.On != OnSlurm || t == nil {
 		return "", false
 	}
@@ -411,8 +413,8 @@ func (b *slurmBackend) submit(ctx context.Context, env *tailEnv, spec tailSpec, 
 func (b *slurmBackend) follow(ctx context.Context, env *tailEnv, spec tailSpec, x, id, dir string, res *TailResult, calls int) (string, string) {
 	submitted := time.Now()
 	events := &workerEvents{dir: filepath.Join(x, "worker"), calls: calls}
-	place := Placed{Tail: spec.ID, Job: id, State: "pending"}
-	_ = env.run.emit(Event{Placed: &place})
+	place := journal.Placed{Tail: spec.ID, Job: id, State: "pending"}
+	_ = env.run.emit(journal.Event{Placed: &place})
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	var st jobState
@@ -427,8 +429,8 @@ func (b *slurmBackend) follow(ctx context.Context, env *tailEnv, spec tailSpec, 
 		}
 		seen = seen || known
 		if st.running() && place.State == "pending" {
-			place = Placed{Tail: spec.ID, Job: id, State: "running", Node: st.Node, Waited: st.waited(submitted).Seconds()}
-			_ = env.run.emit(Event{Placed: &place})
+			place = journal.Placed{Tail: spec.ID, Job: id, State: "running", Node: st.Node, Waited: st.waited(submitted).Seconds()}
+			_ = env.run.emit(journal.Event{Placed: &place})
 		}
 		if !known || st.done() {
 			break
@@ -440,9 +442,9 @@ func (b *slurmBackend) follow(ctx context.Context, env *tailEnv, spec tailSpec, 
 			// killed one is finished here.
 			_ = os.Remove(filepath.Join(x, "jobid"))
 			events.forward(env.run, spec.ID)
-			res.Status, res.Reason = StatusNoVerdict, ReasonKilled
-			if errors.Is(context.Cause(ctx), ErrKilled) {
-				return fmt.Sprintf("%s (job %s cancelled)", ErrKilled, id), "not checked"
+			res.Status, res.Reason = journal.StatusNoVerdict, journal.ReasonKilled
+			if errors.Is(context.Cause(ctx), journal.ErrKilled) {
+				return fmt.Sprintf("%s (job %s cancelled)", journal.ErrKilled, id), "not checked"
 			}
 			return fmt.Sprintf("stopped (job %s cancelled)", id), "not checked: the tail was stopped"
 		case <-tick.C:
@@ -453,7 +455,7 @@ func (b *slurmBackend) follow(ctx context.Context, env *tailEnv, spec tailSpec, 
 		place.Waited = st.waited(submitted).Seconds()
 	}
 	place.State, place.Node = "finished", firstNonEmpty(st.Node, place.Node)
-	_ = env.run.emit(Event{Placed: &place})
+	_ = env.run.emit(journal.Event{Placed: &place})
 	return b.collect(ctx, env, st, x, id, dir, res)
 }
 
@@ -472,14 +474,14 @@ func (b *slurmBackend) collect(ctx context.Context, env *tailEnv, st jobState, x
 		}
 	}
 	if reason, why, ok := slurmVerdict(st.State); ok {
-		res.Passed, res.Score, res.Status, res.Reason = false, nil, StatusNoVerdict, reason
+		res.Passed, res.Score, res.Status, res.Reason = false, nil, journal.StatusNoVerdict, reason
 		if rerr == nil {
 			res.Calls, res.Usage, res.Session = wr.Result.Calls, wr.Result.Usage, wr.Result.Session
 		}
 		return fmt.Sprintf("job %s on %s: %s", id, firstNonEmpty(st.Node, "no node"), why), "not checked"
 	}
 	if rerr != nil {
-		res.Status, res.Reason = StatusNoVerdict, ReasonNotStarted
+		res.Status, res.Reason = journal.StatusNoVerdict, journal.ReasonNotStarted
 		log := clip(lastLine(readTail(filepath.Join(x, "slurm.out"))), 160)
 		if b.http != nil {
 			log = "on node " + firstNonEmpty(st.Node, "(none)") + " in " + strings.ReplaceAll(nodeLog, "%j", id)
@@ -493,7 +495,7 @@ func (b *slurmBackend) collect(ctx context.Context, env *tailEnv, st jobState, x
 	keep := *res
 	*res = wr.Result
 	res.ID, res.Side, res.Agent, res.Step, res.How, res.Attempt, res.CapsuleFrom = keep.ID, keep.Side, keep.Agent, keep.Step, keep.How, keep.Attempt, keep.CapsuleFrom
-	res.Status, res.Reason = NormalizeOutcome(res.Status, res.Reason, res.AgentExit+"; "+res.Check)
+	res.Status, res.Reason = journal.NormalizeOutcome(res.Status, res.Reason, res.AgentExit+"; "+res.Check)
 	if wr.End != nil && b.http != nil {
 		// Over HTTP the end capsule's new objects came as a stage: imported, every object
 		// checked against its hash, before anything is restored from it.
@@ -514,7 +516,7 @@ func (b *slurmBackend) collect(ctx context.Context, env *tailEnv, st jobState, x
 
 // slurmVerdict turns a job state in which Slurm, not the agent, ended the tail into its
 // reason; ok is false for the states that leave the outcome to the worker's result.
-func slurmVerdict(state string) (Reason, string, bool) {
+func slurmVerdict(state string) (journal.Reason, string, bool) {
 	switch state {
 	case "OUT_OF_MEMORY":
 		return ReasonOutOfMemory, "Slurm killed it for memory (over its --mem; raise [cluster] memory)", true
@@ -634,10 +636,10 @@ type workerEvents struct {
 }
 
 func (w *workerEvents) forward(r *run, tail string) {
-	if _, err := os.Stat(filepath.Join(w.dir, JournalFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(w.dir, journal.JournalFile)); err != nil {
 		return
 	}
-	events, err := ReadJournal(w.dir)
+	events, err := journal.ReadJournal(w.dir)
 	if err != nil {
 		return
 	}
@@ -648,7 +650,7 @@ func (w *workerEvents) forward(r *run, tail string) {
 		w.seen = e.Seq
 		if e.ToolCall != nil && e.ToolCall.Tail == tail && e.ToolCall.Calls > w.calls {
 			c := *e.ToolCall
-			_ = r.emit(Event{ToolCall: &c})
+			_ = r.emit(journal.Event{ToolCall: &c})
 		}
 	}
 }

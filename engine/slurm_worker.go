@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"tare/engine/probe"
 	"time"
+
+	"tare/engine/journal"
+	"tare/engine/probe"
 
 	"tare/agent"
 	"tare/capsule"
@@ -37,7 +39,7 @@ func Worker(ctx context.Context, jobFile string) error {
 	}
 	spec := job.Spec
 	res := TailResult{ID: spec.ID, Side: spec.Side.Key, Agent: spec.Side.Agent, Step: spec.Step, How: spec.How, Attempt: spec.Attempt,
-		Status: StatusNoVerdict, Reason: ReasonNotStarted, CapsuleFrom: spec.Nearest}
+		Status: journal.StatusNoVerdict, Reason: journal.ReasonNotStarted, CapsuleFrom: spec.Nearest}
 	out := slurmResult{Node: node}
 	write := func() error {
 		out.Result = res
@@ -48,7 +50,7 @@ func Worker(ctx context.Context, jobFile string) error {
 		return capsule.WriteFileAtomic(filepath.Join(x, "result.json"), append(data, '\n'), 0o644)
 	}
 	unfit := func(why string) error {
-		res.Status, res.Reason = StatusNoVerdict, ReasonNodeUnfit
+		res.Status, res.Reason = journal.StatusNoVerdict, ReasonNodeUnfit
 		res.AgentExit, res.Check = fmt.Sprintf("not started on node %s: %s", node, why), "not checked"
 		return write()
 	}

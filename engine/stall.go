@@ -4,6 +4,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"tare/engine/journal"
 )
 
 // stallPace is how many times its usual gap a tail may be silent: the usual gap is the
@@ -59,7 +61,7 @@ func (w *stallWatch) beat() {
 	w.last = now
 	if w.stalled {
 		w.stalled = false
-		_ = w.run.emit(Event{Stalled: &Stalled{Tail: w.tail, Over: true}})
+		_ = w.run.emit(journal.Event{Stalled: &journal.Stalled{Tail: w.tail, Over: true}})
 	}
 }
 
@@ -76,7 +78,7 @@ func (w *stallWatch) loop(every time.Duration) {
 			silent, limit := now.Sub(w.last), w.threshold()
 			if !w.stalled && silent > limit {
 				w.stalled = true
-				_ = w.run.emit(Event{Stalled: &Stalled{Tail: w.tail, Silent: silent.Seconds(), Threshold: limit.Seconds()}})
+				_ = w.run.emit(journal.Event{Stalled: &journal.Stalled{Tail: w.tail, Silent: silent.Seconds(), Threshold: limit.Seconds()}})
 			}
 			w.mu.Unlock()
 		}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"tare/engine/journal"
+
 	"tare/demo"
 )
 
@@ -25,7 +27,7 @@ func TestSwapGeminiWithClaude(t *testing.T) {
 	dir, res, err := Swap(ctx, SwapOptions{RecordOptions: RecordOptions{Prompt: demo.Task, Project: paths.Project, Check: demo.Check,
 		CheckTimeout: time.Minute, AgentTimeout: 2 * time.Minute, Out: filepath.Join(t.TempDir(), "swap"),
 		Config: testConfig(t, []string{"gemini", "claude"}), Script: paths.SwapScript, Seed: demo.SwapSeed},
-		A: Side{Agent: "gemini"}, B: Side{Agent: "claude"}, Cuts: []float64{1}, Tails: 1, Jobs: 3, Handoff: "trail"})
+		A: journal.Side{Agent: "gemini"}, B: journal.Side{Agent: "claude"}, Cuts: []float64{1}, Tails: 1, Jobs: 3, Handoff: "trail"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"tare/engine/probe"
 	"time"
+
+	"tare/engine/journal"
+	"tare/engine/probe"
 
 	"tare/agent"
 	"tare/capsule"
@@ -26,7 +28,7 @@ const DefaultAgentTimeout = 30 * time.Minute
 // tailSpec is one tail to run: a side continuing a capsule.
 type tailSpec struct {
 	ID     string
-	Side   Side
+	Side   journal.Side
 	Step   int
 	How    string // fresh, native or handoff
 	Prompt string
@@ -51,30 +53,30 @@ type TailResult struct {
 	// Status is passed, failed or no-verdict; an older tare's "error" is read as no verdict.
 	Status string `json:"status"`
 	// Reason is why the tail has no verdict (see Reason).
-	Reason Reason `json:"reason,omitempty"`
+	Reason journal.Reason `json:"reason,omitempty"`
 	// Attempt numbers this attempt of the tail (0: the first).
 	Attempt int `json:"attempt,omitempty"`
 	// CapsuleFrom is the step whose capsule the tail started from when Step has none of its
 	// own (tare tail --from-nearest).
 	CapsuleFrom *int `json:"capsule_from,omitempty"`
 	// AgentExit is how the agent ended: "agent exit N", or why it was stopped.
-	AgentExit string  `json:"agent_exit"`
-	Check     string  `json:"check"`
-	Score     *int    `json:"score,omitempty"`
-	Seconds   float64 `json:"seconds"`
-	Calls     int     `json:"calls"`
-	Session   string  `json:"session,omitempty"`
-	Usage     Usage   `json:"usage"`
+	AgentExit string        `json:"agent_exit"`
+	Check     string        `json:"check"`
+	Score     *int          `json:"score,omitempty"`
+	Seconds   float64       `json:"seconds"`
+	Calls     int           `json:"calls"`
+	Session   string        `json:"session,omitempty"`
+	Usage     journal.Usage `json:"usage"`
 	// CheckUsage is what the check spent (the built-in judge's agent), never the agent's.
-	CheckUsage Usage         `json:"check_usage,omitzero"`
-	Judge      *JudgeVerdict `json:"judge,omitempty"`
+	CheckUsage journal.Usage         `json:"check_usage,omitzero"`
+	Judge      *journal.JudgeVerdict `json:"judge,omitempty"`
 	// Metered is the usage tare's relay counted call by call (on tare's model server).
-	Metered *Metered `json:"metered,omitempty"`
+	Metered *journal.Metered `json:"metered,omitempty"`
 }
 
 // finished is the journal's event for a tail with this result.
-func (res TailResult) finished() *TailFinished {
-	return &TailFinished{ID: res.ID, Passed: res.Passed, Status: res.Status, Reason: res.Reason, Attempt: res.Attempt,
+func (res TailResult) finished() *journal.TailFinished {
+	return &journal.TailFinished{ID: res.ID, Passed: res.Passed, Status: res.Status, Reason: res.Reason, Attempt: res.Attempt,
 		Detail: res.AgentExit + "; " + res.Check, Score: res.Score, Seconds: res.Seconds, Calls: res.Calls, Usage: res.Usage,
 		CheckUsage: res.CheckUsage, Judge: res.Judge, Metered: res.Metered}
 }
@@ -113,7 +115,7 @@ func runTail(ctx context.Context, env *tailEnv, spec tailSpec) error {
 	if err := os.MkdirAll(filepath.Join(dir, "session"), 0o755); err != nil {
 		return err
 	}
-	if err := env.run.emit(Event{TailStarted: &TailStarted{ID: spec.ID, Side: spec.Side.Key, Step: spec.Step, How: spec.How,
+	if err := env.run.emit(journal.Event{TailStarted: &journal.TailStarted{ID: spec.ID, Side: spec.Side.Key, Step: spec.Step, How: spec.How,
 		Attempt: attempt, CapsuleFrom: spec.Nearest}}); err != nil {
 		return err
 	}
@@ -124,7 +126,7 @@ func runTail(ctx context.Context, env *tailEnv, spec tailSpec) error {
 // result.json, the end capsule, the journal's TailFinished.
 func endTail(ctx context.Context, env *tailEnv, spec tailSpec, dir string, began time.Time, body bodyFunc) error {
 	res := TailResult{ID: spec.ID, Side: spec.Side.Key, Agent: spec.Side.Agent, Step: spec.Step, How: spec.How, Attempt: spec.Attempt,
-		Status: StatusNoVerdict, Reason: ReasonNotStarted, CapsuleFrom: spec.Nearest}
+		Status: journal.StatusNoVerdict, Reason: journal.ReasonNotStarted, CapsuleFrom: spec.Nearest}
 	tctx, kill := context.WithCancelCause(ctx)
 	stopWatch := watchKill(ctx, env.run.dir, spec.ID, kill)
 	res.AgentExit, res.Check = body(tctx, env, spec, dir, &res)
@@ -134,10 +136,10 @@ func endTail(ctx context.Context, env *tailEnv, spec tailSpec, dir string, began
 	if ctx.Err() != nil {
 		return ctx.Err() // stopped, not finished: tare resume reruns it
 	}
-	if errors.Is(context.Cause(tctx), ErrKilled) && res.Reason != ReasonKilled {
+	if errors.Is(context.Cause(tctx), journal.ErrKilled) && res.Reason != journal.ReasonKilled {
 		// Killed during the check: whatever the check had said, it did not finish.
-		res.Passed, res.Status, res.Reason, res.Score = false, StatusNoVerdict, ReasonKilled, nil
-		res.Check = "check stopped: " + ErrKilled.Error()
+		res.Passed, res.Status, res.Reason, res.Score = false, journal.StatusNoVerdict, journal.ReasonKilled, nil
+		res.Check = "check stopped: " + journal.ErrKilled.Error()
 	}
 	if data, err := json.MarshalIndent(res, "", "  "); err == nil {
 		if err := capsule.WriteFileAtomic(filepath.Join(dir, "result.json"), append(data, '\n'), 0o644); err != nil {
@@ -154,7 +156,7 @@ func endTail(ctx context.Context, env *tailEnv, spec tailSpec, dir string, began
 	if !env.recipe.Keep && env.recipe.Check != "" {
 		_ = os.RemoveAll(filepath.Join(dir, "work"))
 	}
-	return env.run.emit(Event{TailFinished: res.finished()})
+	return env.run.emit(journal.Event{TailFinished: res.finished()})
 }
 
 // tailBody restores the workspace, runs the agent in a room and, when the agent's end can
@@ -162,7 +164,7 @@ func endTail(ctx context.Context, env *tailEnv, spec tailSpec, dir string, began
 // what the check said, and fills res with the outcome.
 func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *TailResult) (string, string) {
 	notStarted := func(why string) (string, string) {
-		res.Status, res.Reason = StatusNoVerdict, ReasonNotStarted
+		res.Status, res.Reason = journal.StatusNoVerdict, journal.ReasonNotStarted
 		return "not started: " + why, "not checked"
 	}
 	work := filepath.Join(dir, "work")
@@ -253,12 +255,12 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 		end.overBudget = true
 		ran = fmt.Sprintf("over budget after %d model calls: %s", res.Metered.Calls, res.Metered.OverBudget)
 	}
-	killed := errors.Is(context.Cause(ctx), ErrKilled)
+	killed := errors.Is(context.Cause(ctx), journal.ErrKilled)
 	if killed {
-		ran = fmt.Sprintf("%s after %d calls", ErrKilled, res.Calls)
+		ran = fmt.Sprintf("%s after %d calls", journal.ErrKilled, res.Calls)
 	}
 	if reason, ok := withoutVerdict(end, killed); ok {
-		res.Status, res.Reason = StatusNoVerdict, reason
+		res.Status, res.Reason = journal.StatusNoVerdict, reason
 		return ran, "not checked"
 	}
 	if ctx.Err() != nil {
@@ -268,11 +270,11 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	if env.recipe.Check == "" {
 		// Without a check a run counts when its agent ended normally; the workspace is kept.
 		res.Passed = clean
-		res.Status = map[bool]string{true: StatusPassed, false: StatusFailed}[res.Passed]
+		res.Status = map[bool]string{true: journal.StatusPassed, false: journal.StatusFailed}[res.Passed]
 		return ran, "no check"
 	}
 	// Said, not needed: a journal without it only shows the check as running.
-	_ = env.run.emit(Event{TailChecking: &TailChecking{ID: spec.ID, TimeoutSeconds: env.recipe.CheckTimeout}})
+	_ = env.run.emit(journal.Event{TailChecking: &journal.TailChecking{ID: spec.ID, TimeoutSeconds: env.recipe.CheckTimeout}})
 	c := runCheck(ctx, env.recipe.Check, work, time.Duration(env.recipe.CheckTimeout*float64(time.Second)), env.recipe.CheckRoom, env.cfg)
 	res.Passed, res.Score, res.CheckUsage, res.Judge = c.Passed, c.Score, c.Usage, c.Judge
 	res.Status, res.Reason = checkOutcome(c)
@@ -336,8 +338,8 @@ func runUsage(a agent.Agent, r agent.Result, placed []byte, sessions string) age
 
 // usageOf turns an agent's reported usage into tare's, with tare's own cost beside the
 // CLI's figure when it reported one; models, where the agent gives them, are priced each.
-func usageOf(u agent.Usage, models ...agent.ModelUsage) Usage {
-	out := Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, Model: u.Model}
+func usageOf(u agent.Usage, models ...agent.ModelUsage) journal.Usage {
+	out := journal.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, Model: u.Model}
 	out.Cost, out.Unpriced = priceUsage(u, models, time.Now())
 	if u.CostReported {
 		c := u.CostUSD

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"tare/engine/journal"
+
 	"github.com/aymanbagabas/go-udiff"
 
 	"tare/capsule"
@@ -47,11 +49,11 @@ func TailChanges(ctx context.Context, runDir, tailID string, step int) (string, 
 		if err != nil {
 			return "", err
 		}
-		st, err := ReadJournal(runDir)
+		st, err := journal.ReadJournal(runDir)
 		if err != nil {
 			return "", err
 		}
-		t := Replay(filepath.Base(runDir), st).Tails[tailID]
+		t := journal.Replay(filepath.Base(runDir), st).Tails[tailID]
 		if t == nil {
 			return "", fmt.Errorf("%s has no tail %s", runDir, tailID)
 		}
@@ -68,7 +70,7 @@ func TailChanges(ctx context.Context, runDir, tailID string, step int) (string, 
 			from = rec.Capsules[t.Step]
 		}
 		if !found {
-			if t.Status == StatusRunning {
+			if t.Status == journal.StatusRunning {
 				return "", fmt.Errorf("tail %s is still running: its changes are read from its end capsule, taken when it ends", tailID)
 			}
 			return "", fmt.Errorf("tail %s has no end capsule (it ended before its workspace was kept)", tailID)
@@ -103,7 +105,7 @@ func TailChanges(ctx context.Context, runDir, tailID string, step int) (string, 
 
 // changeText is one change: a unified diff for a text file, one line for anything else.
 func changeText(store *capsule.Store, c capsule.Change) string {
-	p := Printable(c.Path) // a name the agent chose
+	p := journal.Printable(c.Path) // a name the agent chose
 	kindOf := func(e *capsule.Entry) capsule.Kind {
 		if e == nil {
 			return ""
@@ -144,7 +146,7 @@ func changeText(store *capsule.Store, c capsule.Change) string {
 	if d == "" {
 		return fmt.Sprintf("%s %s: %s\n", c.Kind, p, sizes(c))
 	}
-	return Printable(d)
+	return journal.Printable(d)
 }
 
 // fileText is a file entry's content when it can be shown as text; why says otherwise.
@@ -180,7 +182,7 @@ func linkChange(c capsule.Change) string {
 		if e == nil || e.Kind != capsule.KindSymlink {
 			return "(none)"
 		}
-		return Printable(e.Target)
+		return journal.Printable(e.Target)
 	}
 	return target(c.Old) + " → " + target(c.New)
 }

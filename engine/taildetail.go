@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"tare/engine/journal"
+
 	"tare/agent"
 )
 
@@ -53,11 +55,11 @@ func TailFiles(runDir, tailID string) []string {
 // ReadTailDetail reads a tail's stream, stderr and result from its folder. A live tail's
 // files are read as far as they are written.
 func ReadTailDetail(runDir, tailID string) (*TailDetail, error) {
-	events, err := ReadJournal(runDir)
+	events, err := journal.ReadJournal(runDir)
 	if err != nil {
 		return nil, err
 	}
-	st := Replay(filepath.Base(runDir), events)
+	st := journal.Replay(filepath.Base(runDir), events)
 	t := st.Tails[tailID]
 	if t == nil {
 		return nil, fmt.Errorf("%s has no tail %s", runDir, tailID)
@@ -88,25 +90,25 @@ func ReadTailDetail(runDir, tailID string) (*TailDetail, error) {
 			switch l.Kind {
 			case agent.LiveToolStart:
 				if i, seen := byID[l.ID]; seen && l.ID != "" { // Codex repeats a call when it completes
-					d.Calls[i].Input = Printable(l.Summary)
+					d.Calls[i].Input = journal.Printable(l.Summary)
 					continue
 				}
 				byID[l.ID] = len(d.Calls)
-				d.Calls = append(d.Calls, CallDetail{Tool: Printable(l.Tool), Input: Printable(l.Summary), Before: Printable(strings.Join(text, "\n"))})
+				d.Calls = append(d.Calls, CallDetail{Tool: journal.Printable(l.Tool), Input: journal.Printable(l.Summary), Before: journal.Printable(strings.Join(text, "\n"))})
 				text = nil
 			case agent.LiveToolEnd:
 				i, seen := byID[l.ID]
 				if !seen {
 					continue
 				}
-				d.Calls[i].Output, d.Calls[i].IsError = Printable(l.Summary), l.IsError
+				d.Calls[i].Output, d.Calls[i].IsError = journal.Printable(l.Summary), l.IsError
 			case agent.LiveText, agent.LiveResult:
 				if s := strings.TrimSpace(l.Summary); s != "" {
 					text = append(text, s)
 				}
 			}
 		}
-		d.After = Printable(strings.Join(text, "\n"))
+		d.After = journal.Printable(strings.Join(text, "\n"))
 	}
 	if data, cut, err := readEnd(filepath.Join(dir, "stderr.log"), stderrTail); err == nil {
 		if cut {
@@ -114,12 +116,12 @@ func ReadTailDetail(runDir, tailID string) (*TailDetail, error) {
 				data = data[i+1:]
 			}
 		}
-		d.Stderr = Printable(strings.TrimRight(string(data), "\n"))
+		d.Stderr = journal.Printable(strings.TrimRight(string(data), "\n"))
 	}
 	if data, err := os.ReadFile(filepath.Join(dir, "result.json")); err == nil {
 		var res TailResult
 		if json.Unmarshal(data, &res) == nil {
-			d.AgentExit, d.Check = Printable(res.AgentExit), Printable(res.Check)
+			d.AgentExit, d.Check = journal.Printable(res.AgentExit), journal.Printable(res.Check)
 		}
 	}
 	return d, nil

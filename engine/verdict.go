@@ -1,6 +1,9 @@
 package engine
 
-import "tare/agent"
+import (
+	"tare/agent"
+	"tare/engine/journal"
+)
 
 // agentEnd is how a tail's agent ended, as much as the verdict depends on.
 type agentEnd struct {
@@ -18,30 +21,30 @@ type agentEnd struct {
 
 // withoutVerdict says whether a tail whose agent ended so can have no verdict, and why: the
 // check is run only when it cannot. killed is the operator's stop.
-func withoutVerdict(end agentEnd, killed bool) (Reason, bool) {
+func withoutVerdict(end agentEnd, killed bool) (journal.Reason, bool) {
 	switch {
 	case killed:
-		return ReasonKilled, true
+		return journal.ReasonKilled, true
 	case !end.started:
-		return ReasonNotStarted, true
+		return journal.ReasonNotStarted, true
 	case end.overBudget:
-		return ReasonOverBudget, true
+		return journal.ReasonOverBudget, true
 	case end.stop != nil:
-		return Reason(end.stop.Kind), true
+		return journal.Reason(end.stop.Kind), true
 	case end.timedOut && !end.produced:
-		return ReasonTimeout, true
+		return journal.ReasonTimeout, true
 	}
 	return "", false
 }
 
 // checkOutcome is the status a check's result gives a tail: its verdict, or no verdict when
 // the check never ran.
-func checkOutcome(c checkResult) (string, Reason) {
+func checkOutcome(c checkResult) (string, journal.Reason) {
 	switch {
 	case c.CouldNotRun:
-		return StatusNoVerdict, ReasonCheckError
+		return journal.StatusNoVerdict, journal.ReasonCheckError
 	case c.Passed:
-		return StatusPassed, ""
+		return journal.StatusPassed, ""
 	}
-	return StatusFailed, ""
+	return journal.StatusFailed, ""
 }

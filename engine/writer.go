@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"tare/engine/probe"
 	"time"
+
+	"tare/engine/journal"
+	"tare/engine/probe"
 
 	"tare/agent"
 	"tare/config"
@@ -53,7 +55,7 @@ type WriterEnd struct {
 	Error     string              `json:"error,omitempty"`
 	SessionID string              `json:"session_id,omitempty"`
 	Answer    string              `json:"answer,omitempty"`
-	Usage     Usage               `json:"usage"`
+	Usage     journal.Usage       `json:"usage"`
 	Stop      *agent.ProviderStop `json:"provider_stop,omitempty"`
 	Models    []agent.ModelUsage  `json:"models,omitempty"`
 	Requests  int                 `json:"requests,omitempty"`

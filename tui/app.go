@@ -10,10 +10,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"tare/engine/journal"
+
 	tea "github.com/charmbracelet/bubbletea"
 	"golang.org/x/term"
-
-	"tare/engine"
 )
 
 // Options configure the app on a terminal: `tare` (a state directory) or `tare watch`
@@ -89,8 +89,8 @@ func Watch(ctx context.Context, dirs []string, o Options) error {
 		return errors.New("tare watch: no run directory given; fix: pass one or more run directories (each holds a journal.jsonl)")
 	}
 	for _, d := range dirs {
-		if _, err := os.Stat(filepath.Join(d, engine.JournalFile)); err != nil {
-			return fmt.Errorf("tare watch %s: no %s there; fix: pass a run directory (below the state directory, <command>/<name>/)", d, engine.JournalFile)
+		if _, err := os.Stat(filepath.Join(d, journal.JournalFile)); err != nil {
+			return fmt.Errorf("tare watch %s: no %s there; fix: pass a run directory (below the state directory, <command>/<name>/)", d, journal.JournalFile)
 		}
 	}
 	o.StateDir, o.Dirs = "", dirs
@@ -143,7 +143,7 @@ type LiveOptions struct {
 	Dir string
 	// Bus, when the run is in this process, wakes the view as soon as an event is
 	// published instead of at the next poll of the journal.
-	Bus *engine.Bus
+	Bus *journal.Bus
 	// Out is where the view (on a terminal) or the lines (otherwise) go; stderr by default,
 	// so the report can go to stdout.
 	Out *os.File
@@ -215,8 +215,8 @@ func printLines(ctx context.Context, dir string, wake <-chan struct{}, out io.Wr
 // journalEvents sends the events of the run's journal after Seq from as they are written,
 // until the run finishes (the channel closes after its RunFinished), the journal cannot be
 // read, or ctx ends. ended waits for the end and says why, when it was not the run's.
-func journalEvents(ctx context.Context, dir string, wake <-chan struct{}, from int64) (events <-chan engine.Event, ended func() error) {
-	ch := make(chan engine.Event)
+func journalEvents(ctx context.Context, dir string, wake <-chan struct{}, from int64) (events <-chan journal.Event, ended func() error) {
+	ch := make(chan journal.Event)
 	done := make(chan error, 1)
 	go func() {
 		defer close(ch)

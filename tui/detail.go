@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"tare/engine/journal"
+
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
@@ -134,7 +136,7 @@ func printableCopies(files []string) (string, []string, error) {
 		}
 		// A number in front keeps two files of the same name (a run's and a tail's) apart.
 		c := filepath.Join(dir, fmt.Sprintf("%d-%s", i+1, filepath.Base(f)))
-		if err := os.WriteFile(c, []byte(engine.Printable(string(data))), 0o600); err != nil {
+		if err := os.WriteFile(c, []byte(journal.Printable(string(data))), 0o600); err != nil {
 			os.RemoveAll(dir)
 			return "", nil, err
 		}
@@ -156,7 +158,7 @@ func readCapped(path string, max int64) ([]byte, error) {
 // runFiles are a run's report and journal, for a pager.
 func runFiles(dir string) []string {
 	var out []string
-	for _, name := range []string{"report.txt", engine.JournalFile} {
+	for _, name := range []string{"report.txt", journal.JournalFile} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
 			out = append(out, filepath.Join(dir, name))
 		}

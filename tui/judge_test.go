@@ -6,8 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"tare/engine/probe"
 	"testing"
+
+	"tare/engine/journal"
+	"tare/engine/probe"
 
 	"tare/config"
 	"tare/engine"
@@ -130,7 +132,7 @@ func TestJudgeCheckScoresShowWherePassFailDoes(t *testing.T) {
 	os.WriteFile(build, []byte("[[turn]]\ntext = \"Writing.\"\nwrite = { path = \"index.html\", content = \"<h1>Hi</h1>\" }\n\n[[turn]]\ntext = \"Done.\"\n"), 0o644)
 	project := t.TempDir()
 	os.WriteFile(filepath.Join(project, "README.md"), []byte("# a page\n"), 0o644)
-	dir, _, err := engine.Calibrate(context.Background(), engine.CalibrateOptions{Prompt: "Make a page", Sides: []engine.Side{{Key: "a", Agent: "claude"}},
+	dir, _, err := engine.Calibrate(context.Background(), engine.CalibrateOptions{Prompt: "Make a page", Sides: []journal.Side{{Key: "a", Agent: "claude"}},
 		Check: "tare judge --rubric " + w.rubric + " --threshold 5 --script " + w.script + " --judge claude", Runs: 2, Jobs: 2,
 		Project: project, Config: w.cfg, Script: build})
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"tare/engine/journal"
+
 	tea "github.com/charmbracelet/bubbletea"
 
 	"tare/config"
@@ -157,11 +159,11 @@ func BenchmarkManyTails(b *testing.B) {
 			b.Fatal(err)
 		}
 
-		events, err := engine.ReadJournal(out)
+		events, err := journal.ReadJournal(out)
 		if err != nil {
 			b.Fatal(err)
 		}
-		st := engine.Replay("many", events)
+		st := journal.Replay("many", events)
 		if done, running, _ := st.Counts(); done != tails || running != 0 || !st.Finished {
 			b.Fatalf("the journal holds %d finished tails and %d running (finished %v), want %d finished", done, running, st.Finished, tails)
 		}

@@ -6,13 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"tare/engine/probe"
 	"testing"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
+	"tare/engine/journal"
+	"tare/engine/probe"
 
-	"tare/engine"
+	tea "github.com/charmbracelet/bubbletea"
 )
 
 // paneEnv is a store built from the demo state's journals, for panes tested on their own.
@@ -177,8 +177,8 @@ func TestPassBar(t *testing.T) {
 		{0, 10, "●━━━━━··············"},  // 0%–28%
 		{5, 10, "····━━━━━━●━━━━━····"},
 	} {
-		lo, hi := engine.Wilson(tc.passed, tc.done)
-		got := passBar(s, engine.SideTally{Passed: tc.passed, Verdicts: tc.done, Lo: lo, Hi: hi}, 20)
+		lo, hi := journal.Wilson(tc.passed, tc.done)
+		got := passBar(s, journal.SideTally{Passed: tc.passed, Verdicts: tc.done, Lo: lo, Hi: hi}, 20)
 		if got != tc.want {
 			t.Errorf("%d/%d: %q, want %q", tc.passed, tc.done, got, tc.want)
 		}
@@ -231,12 +231,12 @@ func TestTailViewFollowsItsTailOnly(t *testing.T) {
 		t.Fatalf("b-2 opens with %d calls from the store", len(v.tools))
 	}
 	// Events that arrive while the journal is read wait, then count once.
-	early := []engine.Event{{Seq: 1000, ToolCall: &engine.ToolCall{Tail: "b-2", Tool: "Bash", Summary: "late", Calls: 4}}}
+	early := []journal.Event{{Seq: 1000, ToolCall: &journal.ToolCall{Tail: "b-2", Tool: "Bash", Summary: "late", Calls: 4}}}
 	v.apply(early)
 	hist := loadHistory(cal, "b-2")().(tailHistoryMsg)
 	v.history(hist)
 	v.apply(early) // the same event again: not counted twice
-	v.apply([]engine.Event{{Seq: 1001, ToolCall: &engine.ToolCall{Tail: "a-2", Tool: "Bash", Calls: 5}}})
+	v.apply([]journal.Event{{Seq: 1001, ToolCall: &journal.ToolCall{Tail: "a-2", Tool: "Bash", Calls: 5}}})
 	v.refresh()
 	if len(v.tools) != 4 || v.tools[3].Summary != "late" {
 		t.Fatalf("tools: %+v", v.tools)
@@ -281,10 +281,10 @@ func TestFormKinds(t *testing.T) {
 func TestRetriedRunIsLiveUntilTheRetryEnds(t *testing.T) {
 	stateDir := t.TempDir()
 	j := openRun(t, stateDir, "calibrate", "retried")
-	j.at(-min_(5), engine.Event{RunStarted: &engine.RunStarted{Kind: "calibrate", Sides: []engine.Side{{Key: "a", Agent: "pi"}}, Budget: 1, Jobs: 1}})
-	j.at(-min_(5), engine.Event{TailStarted: &engine.TailStarted{ID: "a-0", Side: "a", How: "fresh"}})
-	j.at(-min_(4), engine.Event{TailFinished: &engine.TailFinished{ID: "a-0", Status: engine.StatusFailed}})
-	j.at(-min_(4), engine.Event{RunFinished: &engine.RunFinished{Report: "a 0/1"}})
+	j.at(-min_(5), journal.Event{RunStarted: &journal.RunStarted{Kind: "calibrate", Sides: []journal.Side{{Key: "a", Agent: "pi"}}, Budget: 1, Jobs: 1}})
+	j.at(-min_(5), journal.Event{TailStarted: &journal.TailStarted{ID: "a-0", Side: "a", How: "fresh"}})
+	j.at(-min_(4), journal.Event{TailFinished: &journal.TailFinished{ID: "a-0", Status: journal.StatusFailed}})
+	j.at(-min_(4), journal.Event{RunFinished: &journal.RunFinished{Report: "a 0/1"}})
 	status := func() string {
 		e := &env{st: asciiStyles(), keys: DefaultKeyMap(), store: newStore(nil, demoProject), now: func() time.Time { return t0 }}
 		w := newWatcher(stateDir, nil, func(string) bool { return true }, nil)
@@ -294,13 +294,13 @@ func TestRetriedRunIsLiveUntilTheRetryEnds(t *testing.T) {
 	if got := status(); got != "done" {
 		t.Fatalf("finished run is %q, want done", got)
 	}
-	j.at(-min_(3), engine.Event{Resumed: &engine.Resumed{Rerun: []string{"a-0"}}})
-	j.at(-min_(3), engine.Event{TailStarted: &engine.TailStarted{ID: "a-0", Side: "a", How: "fresh", Attempt: 1}})
+	j.at(-min_(3), journal.Event{Resumed: &journal.Resumed{Rerun: []string{"a-0"}}})
+	j.at(-min_(3), journal.Event{TailStarted: &journal.TailStarted{ID: "a-0", Side: "a", How: "fresh", Attempt: 1}})
 	if got := status(); got != "live" {
 		t.Fatalf("run with a retry running is %q, want live", got)
 	}
-	j.at(-min_(2), engine.Event{TailFinished: &engine.TailFinished{ID: "a-0", Status: engine.StatusFailed, Attempt: 1}})
-	j.at(-min_(2), engine.Event{RunFinished: &engine.RunFinished{Report: "a 0/1 · 1 retried"}})
+	j.at(-min_(2), journal.Event{TailFinished: &journal.TailFinished{ID: "a-0", Status: journal.StatusFailed, Attempt: 1}})
+	j.at(-min_(2), journal.Event{RunFinished: &journal.RunFinished{Report: "a 0/1 · 1 retried"}})
 	if got := status(); got != "done" {
 		t.Fatalf("run after its retry is %q, want done", got)
 	}

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"tare/engine/journal"
+
 	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
@@ -85,6 +87,6 @@ func searchTails(dir, q string) tea.Cmd {
 			}
 			fmt.Fprintf(&b, "%-8s %-10s %-6s %s\n", h.Tail, step, h.Field, h.Line)
 		}
-		return readerMsg{title: fmt.Sprintf("%s · %d found", title, len(hits)), text: engine.Printable(strings.TrimRight(b.String(), "\n"))}
+		return readerMsg{title: fmt.Sprintf("%s · %d found", title, len(hits)), text: journal.Printable(strings.TrimRight(b.String(), "\n"))}
 	}
 }

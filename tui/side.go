@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"tare/engine/journal"
+
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
@@ -105,5 +107,5 @@ func renderSide(s *engine.SideBySide, width int) string {
 		b.WriteString("\nthe tails made the same calls\n")
 	}
 	fmt.Fprintf(&b, "\n── %s ──\n%s\n── %s ──\n%s", s.TailA, strings.TrimRight(s.ChangesA, "\n"), s.TailB, strings.TrimRight(s.ChangesB, "\n"))
-	return engine.Printable(b.String())
+	return journal.Printable(b.String())
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"tare/engine/journal"
+
 	"tare/engine"
 )
 
@@ -32,7 +34,7 @@ func TestSideBySideMarksTheFirstDivergence(t *testing.T) {
 	project := t.TempDir()
 	os.WriteFile(filepath.Join(project, "README.md"), []byte("# notes\n"), 0o644)
 	calibrate := func(second string) string {
-		dir, _, err := engine.Calibrate(context.Background(), engine.CalibrateOptions{Prompt: "Take notes", Sides: []engine.Side{{Key: "a", Agent: "claude"}},
+		dir, _, err := engine.Calibrate(context.Background(), engine.CalibrateOptions{Prompt: "Take notes", Sides: []journal.Side{{Key: "a", Agent: "claude"}},
 			Check: "test -f notes.txt", Runs: 1, Jobs: 1, Project: project, Config: w.cfg, Script: sideScript(t, second)})
 		if err != nil {
 			t.Fatal(err)

@@ -3,12 +3,12 @@ package tui
 import (
 	"strings"
 
+	"tare/engine/journal"
+
 	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
-
-	"tare/engine"
 )
 
 // column is one column of a table: a fixed width, or flexible (it takes what the fixed
@@ -70,7 +70,7 @@ func (t *table) setStyles(s styles) {
 func (t *table) setRows(rows []row) {
 	for _, r := range rows {
 		for j := range r.cells {
-			r.cells[j].text = engine.Printable(r.cells[j].text) // agent text never reaches the terminal raw
+			r.cells[j].text = journal.Printable(r.cells[j].text) // agent text never reaches the terminal raw
 		}
 	}
 	sel := t.selected()

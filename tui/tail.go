@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"tare/engine/journal"
+
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
@@ -18,10 +20,10 @@ type tailView struct {
 	env      *env
 	dir, id  string
 	calls    *table
-	tools    []engine.ToolCall
-	seq      int64          // the journal's last event the tool list includes
-	loaded   bool           // the list was read from the journal
-	early    []engine.Event // tool calls that arrived while the journal was being read
+	tools    []journal.ToolCall
+	seq      int64           // the journal's last event the tool list includes
+	loaded   bool            // the list was read from the journal
+	early    []journal.Event // tool calls that arrived while the journal was being read
 	diff     *viewport.Model
 	diffStep int
 	diffErr  string
@@ -58,12 +60,12 @@ func newTailView(e *env, dir, id string) *tailView {
 	return v
 }
 
-func (v *tailView) state() *engine.TailState { return v.env.store.run(v.dir).state.Tails[v.id] }
+func (v *tailView) state() *journal.TailState { return v.env.store.run(v.dir).state.Tails[v.id] }
 
 // tailHistoryMsg is a tail's tool calls as the journal holds them, read off the UI goroutine.
 type tailHistoryMsg struct {
 	dir, tail string
-	tools     []engine.ToolCall
+	tools     []journal.ToolCall
 	seq       int64
 	err       error
 }
@@ -72,7 +74,7 @@ type tailHistoryMsg struct {
 // last few of a live tail and none of a finished one.
 func loadHistory(dir, id string) tea.Cmd {
 	return func() tea.Msg {
-		events, err := engine.ReadJournal(dir)
+		events, err := journal.ReadJournal(dir)
 		msg := tailHistoryMsg{dir: dir, tail: id, err: err}
 		for _, e := range events {
 			msg.seq = max(msg.seq, e.Seq)
@@ -100,7 +102,7 @@ func (v *tailView) history(m tailHistoryMsg) {
 
 // apply adds the tail's new events from a feed; it reports whether the tail moved (its
 // detail is then read again).
-func (v *tailView) apply(events []engine.Event) (moved bool) {
+func (v *tailView) apply(events []journal.Event) (moved bool) {
 	if !v.loaded {
 		v.early = append(v.early, events...)
 		return false
@@ -216,7 +218,7 @@ func (v *tailView) header() string {
 		first += " · " + attemptNote(t)
 	}
 	status := tailStatus(t)
-	if t.Status == engine.StatusNoVerdict {
+	if t.Status == journal.StatusNoVerdict {
 		status += " (" + t.Reason.Label() + ")"
 	}
 	elapsed := span(t.Elapsed(v.env.now()))
@@ -235,7 +237,7 @@ func (v *tailView) header() string {
 		third = s.tone(warn, "checking: "+checkingNote(t, v.env.now()))
 	}
 	switch t.Status {
-	case engine.StatusPassed, engine.StatusFailed:
+	case journal.StatusPassed, journal.StatusFailed:
 		third = "check: " + s.tone(statusTone(t.Status), t.Status)
 		if t.Score != nil {
 			third += fmt.Sprintf(" · score %d", *t.Score)
@@ -243,12 +245,12 @@ func (v *tailView) header() string {
 		if t.Detail != "" {
 			third += " — " + t.Detail
 		}
-	case engine.StatusNoVerdict:
+	case journal.StatusNoVerdict:
 		third = s.tone(dim, "no verdict: "+t.Reason.Label()+"; left out of the rate") + " — " + t.Detail
 	case "rerun":
 		third = s.tone(dim, "check: none; the tail is rerun after a crash")
 	}
-	if t.Judge != nil && t.Status != engine.StatusRunning {
+	if t.Judge != nil && t.Status != journal.StatusRunning {
 		third = judgeLine(s, t)
 	}
 	return first + "\n" + second + "\n" + third

@@ -8,13 +8,13 @@ import (
 	"sort"
 	"time"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // runFeed is what a poll found new in one run's journal.
 type runFeed struct {
 	dir    string
-	events []engine.Event
+	events []journal.Event
 }
 
 // feedMsg carries to the UI what the bridge gathered since its last send: new events per
@@ -151,7 +151,7 @@ func (w *watcher) stop() {
 
 // listRuns finds every run directory below stateDir: <state>/<command>/<name>/journal.jsonl.
 func listRuns(stateDir string) ([]string, error) {
-	paths, err := filepath.Glob(filepath.Join(stateDir, "*", "*", engine.JournalFile))
+	paths, err := filepath.Glob(filepath.Join(stateDir, "*", "*", journal.JournalFile))
 	if err != nil {
 		return nil, err
 	}
@@ -315,7 +315,7 @@ func (w *watcher) watchTree() []string {
 				continue
 			}
 			rdir := filepath.Join(cdir, r.Name())
-			if _, err := os.Stat(filepath.Join(rdir, engine.JournalFile)); err == nil {
+			if _, err := os.Stat(filepath.Join(rdir, journal.JournalFile)); err == nil {
 				runs = append(runs, rdir)
 			} else if !w.watchDir(rdir, kindRun) {
 				polled = true // a run made here would not be seen

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"tare/engine/journal"
+
 	"tare/capsule"
 	"tare/engine"
 )
@@ -293,7 +295,7 @@ func (r *Report) Table() string {
 			if x == "" {
 				return "-"
 			}
-			return engine.Printable(x)
+			return journal.Printable(x)
 		}
 		return fmt.Sprint(v)
 	}

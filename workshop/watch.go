@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"tare/engine/journal"
+
 	"tare/agent"
 	"tare/config"
 	"tare/engine"
@@ -75,7 +77,7 @@ func Watch(ctx context.Context, e *Exp, w io.Writer, words, once bool, poll time
 	state := map[string]*follower{}
 	for {
 		for _, line := range watchOnce(e, state, words) {
-			fmt.Fprintln(w, engine.Printable(line))
+			fmt.Fprintln(w, journal.Printable(line))
 		}
 		if once {
 			return nil

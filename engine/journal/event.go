@@ -1,4 +1,9 @@
-package engine
+// Package journal is what a run records and how it is read back: the events (Event), the
+// journal file they are appended to and its index, the bus that carries them to live
+// subscribers, the run state they replay to (RunState), the outcomes a tail can have, and
+// Printable, which keeps an agent's text from driving the terminal it is shown on. It
+// imports nothing of the engine that writes runs.
+package journal
 
 import (
 	"fmt"

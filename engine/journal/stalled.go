@@ -1,4 +1,4 @@
-package engine
+package journal
 
 // Stalled says a running tail's agent has been silent (no model answer, no tool call in its
 // stream) for longer than its own pace allows, before any timeout ends it; Over says it is

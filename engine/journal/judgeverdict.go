@@ -1,4 +1,4 @@
-package engine
+package journal
 
 // JudgeVerdict is the built-in judge's answer on a tail's workspace: what the app shows where
 // pass/fail is, and the screenshot the judge saw.
