@@ -10,12 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"tare/engine/journal"
-	"tare/engine/probe"
-
 	"tare/agent"
 	"tare/config"
 	"tare/engine"
+	"tare/engine/journal"
+	"tare/engine/probe"
 	"tare/tui"
 )
 

@@ -15,9 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"tare/engine/journal"
-
 	"tare/demo"
+	"tare/engine/journal"
 )
 
 // The app end to end: the real binary on a real terminal (a detached tmux session), driven

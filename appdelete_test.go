@@ -7,9 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"tare/engine/journal"
-
 	"tare/config"
+	"tare/engine/journal"
 )
 
 // The app's delete removes a run of the state directory, whole, and refuses any other folder.

@@ -7,9 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"tare/engine/journal"
-
 	"tare/capsule"
+	"tare/engine/journal"
 )
 
 // The app's d shows what a tail changed with the content, as a unified diff: before, the

@@ -8,10 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"tare/engine/journal"
-
 	"tare/demo"
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 // TestUntilSeparatedBadInput: --until-separated beside --runs, --max-runs below 2 or without

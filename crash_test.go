@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"tare/engine/journal"
-
 	"tare/demo"
+	"tare/engine/journal"
 )
 
 // slowScript is the demo's model with a pause before the last turn, so a kill lands while

@@ -6,11 +6,10 @@ import (
 	"strings"
 	"time"
 
-	"tare/engine/journal"
-
 	"github.com/spf13/cobra"
 
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 func gcCmd() *cobra.Command {

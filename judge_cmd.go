@@ -8,11 +8,10 @@ import (
 	"strconv"
 	"time"
 
-	"tare/engine/journal"
-
 	"github.com/spf13/cobra"
 
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 // judgeFlags are the flags tare judge and tare judge-noise share.

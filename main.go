@@ -18,15 +18,14 @@ import (
 	"syscall"
 	"time"
 
-	"tare/engine/journal"
-	"tare/engine/probe"
-
 	"github.com/spf13/cobra"
 
 	"tare/agent"
 	"tare/config"
 	"tare/demo"
 	"tare/engine"
+	"tare/engine/journal"
+	"tare/engine/probe"
 	"tare/modelserver"
 	"tare/prices"
 	"tare/tui"

@@ -11,9 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"tare/engine/journal"
-
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 // tareBin is the real binary, built once for these tests.

@@ -8,12 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"tare/engine/journal"
-
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 func rerunCmd() *cobra.Command {

@@ -11,10 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"tare/engine/journal"
-
 	"tare/demo"
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 // slurmUp starts the real two-node Slurm of scripts/slurm-local (a no-op when it is up). A

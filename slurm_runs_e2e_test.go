@@ -11,10 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"tare/engine/journal"
-
 	"tare/capsule"
 	"tare/demo"
+	"tare/engine/journal"
 )
 
 // TestSlurmSwapRunsItsTailsAsJobs: tare swap --on slurm records its two originals here and

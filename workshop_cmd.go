@@ -8,13 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"tare/engine/journal"
-
 	"github.com/spf13/cobra"
 
 	"tare/demo"
 	"tare/engine"
-
+	"tare/engine/journal"
 	"tare/tui"
 	"tare/workshop"
 )

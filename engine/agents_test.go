@@ -6,13 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"tare/engine/probe"
 	"testing"
 	"time"
 
 	"tare/agent"
 	"tare/config"
 	"tare/engine/internal/agenttest"
+	"tare/engine/probe"
 	"tare/modelserver"
 	"tare/sandbox"
 )

@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"tare/engine/probe"
 	"testing"
 	"time"
 
+	"tare/engine/probe"
 	"tare/sandbox"
 )
 

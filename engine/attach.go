@@ -9,11 +9,10 @@ import (
 	"os/signal"
 	"time"
 
-	"tare/engine/journal"
-	"tare/engine/probe"
-
 	"tare/agent"
 	"tare/config"
+	"tare/engine/journal"
+	"tare/engine/probe"
 	"tare/modelserver"
 	"tare/sandbox"
 )

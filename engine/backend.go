@@ -7,9 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"tare/engine/journal"
-
 	"tare/config"
+	"tare/engine/journal"
 )
 
 // A backend runs the body of one tail attempt: restoring its workspace, the agent's room and

@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"tare/engine/journal"
-
 	"tare/capsule"
 	"tare/demo"
+	"tare/engine/journal"
 )
 
 // calibrateDemo runs a calibrate on the shipped demo with the given sides.

@@ -14,10 +14,9 @@ import (
 	"syscall"
 	"time"
 
+	"tare/config"
 	"tare/engine/journal"
 	"tare/engine/probe"
-
-	"tare/config"
 	"tare/sandbox"
 )
 

@@ -12,10 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"tare/engine/journal"
-
 	"tare/config"
 	"tare/demo"
+	"tare/engine/journal"
 	"tare/modelserver"
 )
 

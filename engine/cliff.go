@@ -11,11 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"tare/engine/journal"
-
 	"tare/agent"
 	"tare/capsule"
 	"tare/engine/cliff"
+	"tare/engine/journal"
 )
 
 // CliffOptions is a cliff analysis: record a run (or take one recorded earlier) and find

@@ -4,9 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"tare/engine/journal"
-
 	"tare/agent"
+	"tare/engine/journal"
 )
 
 func cliffReportFixture() (*Recipe, *Recording) {

@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"tare/engine/journal"
-
 	"tare/demo"
+	"tare/engine/journal"
 )
 
 // cliffOn runs tare cliff on the demo's cliff task (or script, when given) with agent and

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"tare/engine/probe"
 
 	"tare/agent"
 	"tare/config"
 	"tare/engine/browser"
+	"tare/engine/probe"
 	"tare/sandbox"
 )
 

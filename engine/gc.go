@@ -9,9 +9,8 @@ import (
 	"syscall"
 	"time"
 
-	"tare/engine/journal"
-
 	"tare/capsule"
+	"tare/engine/journal"
 )
 
 // GCOptions are tare gc's.

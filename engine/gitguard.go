@@ -13,9 +13,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"tare/engine/journal"
-
 	"golang.org/x/sys/unix"
+
+	"tare/engine/journal"
 )
 
 // gitRuns are the entries of a git folder from which git on the host runs commands or takes

@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"tare/engine/probe"
 	"testing"
 	"time"
 
 	"tare/agent"
+	"tare/engine/probe"
 	"tare/modelserver"
 )
 

@@ -14,13 +14,12 @@ import (
 	"sync"
 	"time"
 
-	"tare/engine/journal"
-	"tare/engine/probe"
-
 	"tare/agent"
 	"tare/capsule"
 	"tare/config"
 	"tare/engine/browser"
+	"tare/engine/journal"
+	"tare/engine/probe"
 	"tare/modelserver"
 	"tare/sandbox"
 )

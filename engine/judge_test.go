@@ -5,10 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"tare/engine/probe"
 	"testing"
 	"time"
 
+	"tare/engine/probe"
 	"tare/modelserver"
 )
 

@@ -11,10 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"tare/engine/journal"
-
 	"tare/agent"
 	"tare/config"
+	"tare/engine/journal"
 )
 
 // judgeCheck is a --check that is exactly tare's own judge: tare runs it as its own code on

@@ -7,9 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"tare/engine/journal"
-
 	"tare/capsule"
+	"tare/engine/journal"
 )
 
 // killFile is the request to stop a tail: any process (the app, over ssh too) may write it;

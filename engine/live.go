@@ -6,9 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"tare/engine/journal"
-
 	"tare/agent"
+	"tare/engine/journal"
 )
 
 // liveStream reads an agent's stdout line by line as it comes and publishes its tool calls

@@ -2,8 +2,9 @@ package engine
 
 import (
 	"os"
-	"tare/engine/probe"
 	"testing"
+
+	"tare/engine/probe"
 )
 
 // TestMain lets the rooms these tests start run this test binary as /opt/tare/tare: the

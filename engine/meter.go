@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"tare/engine/journal"
-
 	"tare/modelserver"
 )
 

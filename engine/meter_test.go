@@ -12,10 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"tare/demo"
 	"tare/engine/journal"
 	"tare/engine/probe"
-
-	"tare/demo"
 	"tare/modelserver"
 	"tare/sandbox"
 )

@@ -10,10 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"tare/engine/journal"
-
 	"tare/agent"
 	"tare/capsule"
+	"tare/engine/journal"
 	"tare/modelserver"
 )
 

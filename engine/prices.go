@@ -2,11 +2,11 @@ package engine
 
 import (
 	"sync"
-	"tare/engine/probe"
 	"time"
 
 	"tare/agent"
 	"tare/config"
+	"tare/engine/probe"
 	"tare/prices"
 )
 

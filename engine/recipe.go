@@ -8,9 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"tare/engine/journal"
-
 	"tare/capsule"
+	"tare/engine/journal"
 )
 
 // RecipeFile is the name of a run's recipe inside its directory.

@@ -11,12 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"tare/engine/journal"
-	"tare/engine/probe"
-
 	"tare/agent"
 	"tare/capsule"
 	"tare/config"
+	"tare/engine/journal"
+	"tare/engine/probe"
 	"tare/modelserver"
 	"tare/sandbox"
 )

@@ -8,10 +8,10 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
-	"tare/engine/probe"
 
 	"tare/config"
 	"tare/engine/browser"
+	"tare/engine/probe"
 	"tare/sandbox"
 )
 

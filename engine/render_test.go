@@ -10,11 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"tare/engine/probe"
 	"testing"
 	"time"
 
 	"tare/engine/browser"
+	"tare/engine/probe"
 )
 
 // remotePage is a page that loads a script from the network and draws taller than the

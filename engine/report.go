@@ -8,9 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"tare/engine/journal"
-
 	"tare/capsule"
+	"tare/engine/journal"
 )
 
 // calibrateReport is the calibrate report, as the seed words it: each side's pass rate with

@@ -12,12 +12,11 @@ import (
 	"sort"
 	"strings"
 
-	"tare/engine/journal"
-	"tare/engine/probe"
-
 	"tare/agent"
 	"tare/capsule"
 	"tare/config"
+	"tare/engine/journal"
+	"tare/engine/probe"
 )
 
 // RerunKinds are the commands whose runs tare rerun repeats: the first word of a recipe's argv.

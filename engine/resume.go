@@ -7,11 +7,10 @@ import (
 	"os"
 	"path/filepath"
 
-	"tare/engine/journal"
-
 	"tare/agent"
 	"tare/capsule"
 	"tare/config"
+	"tare/engine/journal"
 )
 
 // ResumeOptions says which run to finish.

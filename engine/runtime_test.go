@@ -5,12 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"tare/engine/probe"
 	"testing"
 	"time"
 
 	"tare/agent"
 	"tare/config"
+	"tare/engine/probe"
 	"tare/sandbox"
 )
 

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"tare/engine/journal"
-
 	"tare/engine/stats"
 )
 

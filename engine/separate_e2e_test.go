@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"tare/engine/journal"
-
 	"tare/demo"
+	"tare/engine/journal"
 )
 
 // differScript is the demo's model with the sides made to differ (see its comment): claude

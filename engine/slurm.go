@@ -18,11 +18,10 @@ import (
 	"sync"
 	"time"
 
-	"tare/engine/journal"
-
 	"tare/agent"
 	"tare/capsule"
 	"tare/config"
+	"tare/engine/journal"
 )
 
 // The reasons a tail run on a cluster has no verdict because the cluster, not the agent,

@@ -19,9 +19,8 @@ import (
 	"strings"
 	"time"
 
-	"tare/engine/journal"
-
 	"tare/capsule"
+	"tare/engine/journal"
 )
 
 // Where the nodes share no filesystem with tare ([cluster] transport = "http"), the

@@ -11,9 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"tare/engine/journal"
-
 	"tare/config"
+	"tare/engine/journal"
 )
 
 // TestWorkerOnANodeWithoutUserNamespaces: a node whose bwrap cannot create the room's

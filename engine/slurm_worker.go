@@ -8,11 +8,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"tare/engine/journal"
-	"tare/engine/probe"
-
 	"tare/agent"
 	"tare/capsule"
+	"tare/engine/journal"
+	"tare/engine/probe"
 	"tare/sandbox"
 )
 

@@ -13,10 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"tare/engine/journal"
-
 	"tare/agent"
 	"tare/capsule"
+	"tare/engine/journal"
 	"tare/engine/stats"
 )
 

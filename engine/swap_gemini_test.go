@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"tare/engine/journal"
-
 	"tare/demo"
+	"tare/engine/journal"
 )
 
 // TestSwapGeminiWithClaude: the real Gemini CLI as a swap's side a and Claude Code as side

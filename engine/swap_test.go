@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"tare/engine/journal"
-
 	"tare/demo"
+	"tare/engine/journal"
 )
 
 func TestParseCuts(t *testing.T) {

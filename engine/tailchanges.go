@@ -8,11 +8,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"tare/engine/journal"
-
 	"github.com/aymanbagabas/go-udiff"
 
 	"tare/capsule"
+	"tare/engine/journal"
 )
 
 // Limits of a shown diff: a file bigger than maxDiffFile is summarised, and the whole text

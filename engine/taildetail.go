@@ -10,9 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"tare/engine/journal"
-
 	"tare/agent"
+	"tare/engine/journal"
 )
 
 // CallDetail is one tool call of a tail as its agent's stream tells it: what it was given,

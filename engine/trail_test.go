@@ -9,11 +9,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"tare/engine/probe"
 	"testing"
 	"time"
 
 	"tare/agent"
+	"tare/engine/probe"
 	"tare/modelserver"
 )
 

@@ -10,11 +10,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"tare/engine/journal"
-	"tare/engine/probe"
-
 	"tare/agent"
 	"tare/config"
+	"tare/engine/journal"
+	"tare/engine/probe"
 	"tare/sandbox"
 )
 

@@ -6,12 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"tare/engine/journal"
-
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
 
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 // cliffState is a cliff as its journal has it: the recording's six tool calls, tails from

@@ -10,10 +10,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"tare/engine/journal"
-
 	tea "github.com/charmbracelet/bubbletea"
 	"golang.org/x/term"
+
+	"tare/engine/journal"
 )
 
 // Options configure the app on a terminal: `tare` (a state directory) or `tare watch`

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"tare/engine/journal"
-
 	"github.com/charmbracelet/x/vt"
 	"github.com/creack/pty"
+
+	"tare/engine/journal"
 )
 
 // screenOn is a terminal for an entry point: a pty whose far side is drawn by a VT emulator

@@ -4,9 +4,9 @@ import (
 	"context"
 	"time"
 
-	"tare/engine/journal"
-
 	tea "github.com/charmbracelet/bubbletea"
+
+	"tare/engine/journal"
 )
 
 // Timings of the bridge. A journal is polled often enough to look live; a frame is the

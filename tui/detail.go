@@ -8,13 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 
-	"tare/engine/journal"
-
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 // tailDetailMsg is a tail's detail (its calls as the agent's stream tells them, its stderr,

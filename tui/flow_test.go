@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"tare/engine/journal"
-
 	"github.com/charmbracelet/x/exp/teatest"
+
+	"tare/engine/journal"
 )
 
 // waitLine waits for one line of output that holds every part (a table row, say).

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
+
 	"tare/engine/journal"
 	"tare/engine/probe"
-
-	tea "github.com/charmbracelet/bubbletea"
 )
 
 // until polls cond every 20 ms until it holds or the deadline passes.

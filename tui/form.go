@@ -7,13 +7,13 @@ import (
 	"strings"
 	"time"
 
-	"tare/engine/journal"
-
 	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
+
+	"tare/engine/journal"
 )
 
 // fieldSpec is one field of the new-run form.

@@ -13,12 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"tare/engine/journal"
-	"tare/engine/probe"
-
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
+
+	"tare/engine/journal"
+	"tare/engine/probe"
 )
 
 // t0 is the fixed "now" of the tests that draw views, so elapsed times and ages are stable.

@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"tare/engine/journal"
-
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+
+	"tare/engine/journal"
 )
 
 // homeView is the first screen: a set of panes (probes, runs; the workshop adds writers)

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"tare/engine/journal"
-
 	charmlog "github.com/charmbracelet/log"
 	gossh "golang.org/x/crypto/ssh"
+
+	"tare/engine/journal"
 )
 
 // finishedState writes runs finished runs of tails tails each, as calibrate leaves them.

@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"strings"
 
-	"tare/engine/journal"
-
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 // shotKey shows, in the footer, the path of the screenshot the judge scored for the selected

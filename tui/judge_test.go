@@ -8,11 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"tare/engine/journal"
-	"tare/engine/probe"
-
 	"tare/config"
 	"tare/engine"
+	"tare/engine/journal"
+	"tare/engine/probe"
 )
 
 // TestMain lets the rooms the real engine starts in these tests (the render room, the

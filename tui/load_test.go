@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"tare/engine/journal"
-
 	tea "github.com/charmbracelet/bubbletea"
+
+	"tare/engine/journal"
 )
 
 var loadFor = flag.Duration("tui.load", 0, "run the load test this long (the issue asks 60s) and print its figures; default a 3s run")

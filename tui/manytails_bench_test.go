@@ -13,13 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"tare/engine/journal"
-
 	tea "github.com/charmbracelet/bubbletea"
 
 	"tare/config"
 	"tare/demo"
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 // treeMemory is the proportional memory (PSS: a shared page counts once, split among its

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"tare/engine/journal"
-
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+
+	"tare/engine/journal"
 )
 
 // page is one screen of the app; the root keeps a stack of them and esc pops it.

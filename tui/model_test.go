@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"tare/engine/journal"
-
 	tea "github.com/charmbracelet/bubbletea"
+
+	"tare/engine/journal"
 )
 
 func TestKeysGoToTheFocusedPaneOnly(t *testing.T) {

@@ -4,9 +4,9 @@ import (
 	"path/filepath"
 	"sync"
 
-	"tare/engine/journal"
-
 	"github.com/fsnotify/fsnotify"
+
+	"tare/engine/journal"
 )
 
 // watchKind is what a watched folder is to the watcher.

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
+
 	"tare/engine/journal"
 	"tare/engine/probe"
-
-	tea "github.com/charmbracelet/bubbletea"
 )
 
 // feedRecorder runs a bridge over stateDir and keeps what it sends.

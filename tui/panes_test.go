@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
+
 	"tare/engine/journal"
 	"tare/engine/probe"
-
-	tea "github.com/charmbracelet/bubbletea"
 )
 
 // paneEnv is a store built from the demo state's journals, for panes tested on their own.

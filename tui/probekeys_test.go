@@ -3,10 +3,11 @@ package tui
 import (
 	"fmt"
 	"strings"
-	"tare/engine/probe"
 	"testing"
 
 	tea "github.com/charmbracelet/bubbletea"
+
+	"tare/engine/probe"
 )
 
 // press gives the model a key and the intent it emits, and returns the engine call that

@@ -6,12 +6,12 @@ import (
 	"os"
 	"strings"
 
-	"tare/engine/journal"
-	"tare/engine/probe"
-
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
+
+	"tare/engine/journal"
+	"tare/engine/probe"
 )
 
 // reader is a page of text the operator scrolls through: a probe reading, every line of it.

@@ -8,14 +8,13 @@ import (
 	"strings"
 	"time"
 
-	"tare/engine/journal"
-
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 // runView is one run: two lines of summary, the pane of its kind (pass rates for a

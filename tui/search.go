@@ -5,14 +5,13 @@ import (
 	"path/filepath"
 	"strings"
 
-	"tare/engine/journal"
-
 	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 // findKey opens the search line of a run's tails: / already filters every table by its

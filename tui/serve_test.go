@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"tare/engine/journal"
-
 	charmlog "github.com/charmbracelet/log"
 	gossh "golang.org/x/crypto/ssh"
+
+	"tare/engine/journal"
 )
 
 // sshClient is one operator's ssh session on the app, reading its screen.

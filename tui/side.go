@@ -6,13 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 
-	"tare/engine/journal"
-
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 // markKey marks the selected tail as the first of two to compare; compareKey lays the

@@ -7,9 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"tare/engine/journal"
-
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 // sideScript writes a file, then runs second (the step where two runs part), then ends.

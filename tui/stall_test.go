@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"tare/engine/journal"
-
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 // TestStalledTailIsMarkedBeforeItEnds: a real calibrate (the real claude CLI on tare's model

@@ -3,12 +3,12 @@ package tui
 import (
 	"strings"
 
-	"tare/engine/journal"
-
 	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
+
+	"tare/engine/journal"
 )
 
 // column is one column of a table: a fixed width, or flexible (it takes what the fixed

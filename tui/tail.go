@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"strings"
 
-	"tare/engine/journal"
-
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 // tailView is one tail: its tool calls as they happen, its check result at the end, and the

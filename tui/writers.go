@@ -8,12 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 
-	"tare/engine/journal"
-
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"tare/engine/journal"
 	"tare/workshop"
 )
 

@@ -12,11 +12,10 @@ import (
 	"sync"
 	"time"
 
-	"tare/engine/journal"
-
 	"tare/agent"
 	"tare/config"
 	"tare/engine"
+	"tare/engine/journal"
 	"tare/modelserver"
 )
 

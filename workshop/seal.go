@@ -9,10 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"tare/engine/journal"
-
 	"tare/capsule"
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 // KeyFile is the sealed identity key, below the experiment.

@@ -10,11 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"tare/engine/journal"
-
 	"tare/agent"
 	"tare/config"
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 // RosterResult is a plan's writers, resolved as prepare would, and the ones no run could start.
