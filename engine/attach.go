@@ -11,6 +11,7 @@ import (
 
 	"tare/agent"
 	"tare/config"
+	"tare/engine/gitguard"
 	"tare/engine/journal"
 	"tare/engine/probe"
 	"tare/modelserver"
@@ -69,16 +70,16 @@ func Attach(ctx context.Context, o AttachOptions) (int, error) {
 		return 0, err
 	}
 	// The room writes the real project: git on the host must not run what it leaves in .git.
-	git, err := guardGit(ctx, o.Project)
+	git, err := gitguard.New(ctx, o.Project)
 	if err != nil {
 		return 0, err
 	}
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		git.after(ctx, o.Stderr)
+		git.After(ctx, o.Stderr)
 	}()
-	p := probe.Plan{Agent: o.Agent, Inst: inst, Config: o.Config, Workspace: o.Project, HostNet: o.HostNetwork, Login: o.Login && !o.Offline, Guard: git.paths}
+	p := probe.Plan{Agent: o.Agent, Inst: inst, Config: o.Config, Workspace: o.Project, HostNet: o.HostNetwork, Login: o.Login && !o.Offline, Guard: git.Paths}
 	upstream := ""
 	if o.Offline {
 		opts := modelserver.Options{}

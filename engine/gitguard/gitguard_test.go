@@ -1,4 +1,4 @@
-package engine
+package gitguard
 
 import (
 	"context"
@@ -17,15 +17,15 @@ import (
 func TestGitGuardNewRepoAndGitfile(t *testing.T) {
 	ctx := context.Background()
 	project := t.TempDir()
-	g, err := guardGit(ctx, project)
-	if err != nil || len(g.paths) != 0 {
-		t.Fatalf("a project without .git: %v, %v", g.paths, err)
+	g, err := New(ctx, project)
+	if err != nil || len(g.Paths) != 0 {
+		t.Fatalf("a project without .git: %v, %v", g.Paths, err)
 	}
 	if err := os.MkdirAll(filepath.Join(project, ".git", "hooks"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	var out strings.Builder
-	g.after(ctx, &out)
+	g.After(ctx, &out)
 	if _, err := os.Stat(filepath.Join(project, ".git")); err == nil {
 		t.Error("the room's .git is still where git would use it")
 	}
@@ -42,15 +42,15 @@ func TestGitGuardNewRepoAndGitfile(t *testing.T) {
 			t.Fatalf("git %v: %v: %s", args, err, out)
 		}
 	}
-	if g, err := guardGit(ctx, gitfile); err != nil || !slices.Equal(g.paths, []string{".git"}) {
-		t.Errorf("a gitfile: guarded %v, %v", g.paths, err)
+	if g, err := New(ctx, gitfile); err != nil || !slices.Equal(g.Paths, []string{".git"}) {
+		t.Errorf("a gitfile: guarded %v, %v", g.Paths, err)
 	}
 
 	linked := t.TempDir()
 	if err := os.Symlink(filepath.Join(project, ".git-from-room"), filepath.Join(linked, ".git")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := guardGit(ctx, linked); err == nil || !strings.Contains(err.Error(), "symlink") || !strings.Contains(err.Error(), "fix:") {
+	if _, err := New(ctx, linked); err == nil || !strings.Contains(err.Error(), "symlink") || !strings.Contains(err.Error(), "fix:") {
 		t.Errorf("a symlinked .git: %v", err)
 	}
 }
@@ -70,7 +70,7 @@ func TestGitGuardNeverRunsAProjectGit(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", bin+":/usr/bin:/bin")
-	_, err := guardGit(context.Background(), project)
+	_, err := New(context.Background(), project)
 	if err == nil || !strings.Contains(err.Error(), "inside the project") {
 		t.Errorf("a git inside the project: %v", err)
 	}
@@ -95,23 +95,23 @@ func TestGitGuardIncludes(t *testing.T) {
 			t.Fatalf("git config %v: %v: %s", kv, err, out)
 		}
 	}
-	g, err := guardGit(ctx, project)
+	g, err := New(ctx, project)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{".git/config", "shared.gitconfig", "nested.gitconfig"} {
-		if !slices.Contains(g.paths, want) {
-			t.Errorf("guarded %v, want %s among them", g.paths, want)
+		if !slices.Contains(g.Paths, want) {
+			t.Errorf("guarded %v, want %s among them", g.Paths, want)
 		}
 	}
-	for _, p := range g.paths {
+	for _, p := range g.Paths {
 		if strings.Contains(p, "outside") || strings.Contains(p, "later") {
 			t.Errorf("guarded %s", p)
 		}
 	}
 	os.WriteFile(filepath.Join(project, "later.gitconfig"), []byte("[core]\n\tfsmonitor = touch x\n"), 0o644)
 	var out strings.Builder
-	g.after(ctx, &out)
+	g.After(ctx, &out)
 	if _, err := os.Stat(filepath.Join(project, "later.gitconfig-from-room")); err != nil {
 		t.Errorf("the include the room made was not moved aside: %v; %q", err, out.String())
 	}
@@ -129,7 +129,7 @@ func TestGitGuardProjectInsideARepository(t *testing.T) {
 	if out, err := exec.Command("git", "init", "-q", outer).CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v: %s", err, out)
 	}
-	g, err := guardGit(ctx, project)
+	g, err := New(ctx, project)
 	if err != nil || !g.repo {
 		t.Fatalf("a project inside a repository: repo %v, %v", g != nil && g.repo, err)
 	}
@@ -137,7 +137,7 @@ func TestGitGuardProjectInsideARepository(t *testing.T) {
 		t.Fatalf("git init: %v: %s", err, out)
 	}
 	var out strings.Builder
-	g.after(ctx, &out)
+	g.After(ctx, &out)
 	if _, err := os.Stat(filepath.Join(project, "vendor", "lib", ".git-from-room")); err != nil {
 		t.Errorf("the repository the room made was not moved aside: %v; %q", err, out.String())
 	}
@@ -158,7 +158,7 @@ func TestGitGuardMovesNothingThroughASymlink(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(project, "sub", ".git"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	g := &gitGuard{project: project, had: map[string]bool{}}
+	g := &Guard{project: project, had: map[string]bool{}}
 	var out strings.Builder
 	g.aside(&out, "x/y/.git")
 	if _, err := os.Stat(filepath.Join(outside, "y", ".git")); err != nil {

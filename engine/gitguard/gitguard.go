@@ -1,4 +1,6 @@
-package engine
+// Package gitguard keeps a room that writes the real project (an attached agent) from
+// changing what git on the host later runs: hooks, config, a planted .git.
+package gitguard
 
 import (
 	"bytes"
@@ -24,23 +26,23 @@ import (
 // all of the above elsewhere), and the git folders of submodules and worktrees.
 var gitRuns = []string{"config", "config.worktree", "commondir", "hooks", "info", "modules", "worktrees"}
 
-// gitGuard keeps an attached run, whose room writes the real project, from changing what git
-// on the host later runs: what exists is bound read-only in the room (paths, for
+// Guard keeps an attached run, whose room writes the real project, from changing what git
+// on the host later runs: what exists is bound read-only in the room (Paths, for
 // sandbox.Room.Guard); what the room creates in its place is moved aside after the run and
-// named (after). The agent's ordinary git work (objects, the index, refs, logs) still
+// named (After). The agent's ordinary git work (objects, the index, refs, logs) still
 // reaches the project.
-type gitGuard struct {
+type Guard struct {
 	project string
-	paths   []string        // guarded paths, relative to the project
+	Paths   []string        // guarded paths, relative to the project
 	dirs    []string        // git folders whose gitRuns entries are checked after the run
 	had     map[string]bool // relative paths that existed before the run
 	watch   []string        // paths git would read that did not exist: checked after the run
 	repo    bool            // the project is in a git work tree (its index may gain submodules)
 }
 
-// guardGit looks at the project's git folder and those of its submodules before the run.
-func guardGit(ctx context.Context, project string) (*gitGuard, error) {
-	g := &gitGuard{project: project, had: map[string]bool{}}
+// New looks at the project's git folder and those of its submodules before the run.
+func New(ctx context.Context, project string) (*Guard, error) {
+	g := &Guard{project: project, had: map[string]bool{}}
 	st, err := os.Lstat(filepath.Join(project, ".git"))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -80,13 +82,13 @@ func guardGit(ctx context.Context, project string) (*gitGuard, error) {
 	return g, nil
 }
 
-func (g *gitGuard) guard(rel string) {
-	g.paths = append(g.paths, rel)
+func (g *Guard) guard(rel string) {
+	g.Paths = append(g.Paths, rel)
 	g.had[rel] = true
 }
 
 // guardDir guards the gitRuns entries of the git folder rel that exist.
-func (g *gitGuard) guardDir(ctx context.Context, rel string) error {
+func (g *Guard) guardDir(ctx context.Context, rel string) error {
 	g.dirs = append(g.dirs, rel)
 	g.had[rel] = true
 	for _, name := range gitRuns {
@@ -107,7 +109,7 @@ func (g *gitGuard) guardDir(ctx context.Context, rel string) error {
 // (include.path, includeIf.*.path: a repository may include a tracked file such as
 // ../.gitconfig), and what those include in turn; one that does not exist yet is checked
 // after the run.
-func (g *gitGuard) guardIncludes(ctx context.Context, rel string, depth int) error {
+func (g *Guard) guardIncludes(ctx context.Context, rel string, depth int) error {
 	abs := filepath.Join(g.project, filepath.FromSlash(rel))
 	if _, err := os.Stat(abs); err != nil || depth > 8 {
 		return nil
@@ -149,10 +151,10 @@ func (g *gitGuard) guardIncludes(ctx context.Context, rel string, depth int) err
 	return nil
 }
 
-// after moves aside what the room made where git on the host would run it (a .git where
+// After moves aside what the room made where git on the host would run it (a .git where
 // there was none, a new hooks folder or commondir, a submodule's git folder), one line each
 // on w. It runs once the room is gone, so nothing races it.
-func (g *gitGuard) after(ctx context.Context, w io.Writer) {
+func (g *Guard) After(ctx context.Context, w io.Writer) {
 	if !g.had[".git"] {
 		g.aside(w, ".git")
 	}
@@ -185,7 +187,7 @@ func (g *gitGuard) after(ctx context.Context, w io.Writer) {
 // come from the room (a gitlink it put in the index), so the rename happens in rel's folder
 // opened below the project with no symlink on the way: a planted "x -> /elsewhere" cannot make
 // the host move a folder outside the project.
-func (g *gitGuard) aside(w io.Writer, rel string) {
+func (g *Guard) aside(w io.Writer, rel string) {
 	src := filepath.Join(g.project, filepath.FromSlash(rel))
 	dir, base := path.Split(rel)
 	if dir = strings.TrimSuffix(dir, "/"); dir == "" {
