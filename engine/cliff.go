@@ -157,7 +157,7 @@ func cliffRecording(dir string) error {
 	if recipe.Check == "" {
 		return fmt.Errorf("--run %s: the recording has no check to score tails with; record it again with --check", dir)
 	}
-	rec, err := readRecording(dir)
+	rec, err := ReadRecording(dir)
 	if err != nil {
 		return err
 	}
@@ -177,7 +177,7 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 	if err != nil {
 		return nil, err
 	}
-	recording, err := readRecording(dir)
+	recording, err := ReadRecording(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -500,7 +500,7 @@ func resumeCliff(ctx context.Context, o ResumeOptions, rec *Recipe, set cliffSet
 	if len(o.Retry) > 0 {
 		return "", fmt.Errorf("--retry: %s is a cliff analysis; it reruns interrupted tails itself, and tare cliff --run %s --budget N spends more", o.Dir, o.Dir)
 	}
-	if _, err := readRecording(o.Dir); err != nil {
+	if _, err := ReadRecording(o.Dir); err != nil {
 		if _, err := resumeRecord(ctx, o, rec); err != nil {
 			return "", err
 		}

@@ -44,50 +44,6 @@ func snapBin() string {
 	return sandbox.TareBin
 }
 
-// Recording is the original run of a task: its session read as steps, and the capsule of
-// the workspace after each step. Capsules[0] is the project before the run; Capsules[n] is
-// the workspace after step n.
-type Recording struct {
-	Agent     string            `json:"agent"`
-	Args      []string          `json:"args,omitempty"`
-	Task      string            `json:"task"`
-	SessionID string            `json:"session_id"`
-	Exit      string            `json:"exit"`
-	Snapshots string            `json:"snapshots"`
-	Steps     []agent.Step      `json:"steps"`
-	Capsules  []capsule.Capsule `json:"capsules"`
-	// Inherited marks the steps none of whose tool calls left a capsule (the hook did not run,
-	// or its snapshot failed): Capsules holds the nearest earlier one for them, which may not
-	// be the workspace the step left. A tail from such a step is refused unless asked for.
-	Inherited []Inherited `json:"inherited,omitempty"`
-	// Events are the trail's events, for handoffs.
-	Events []agent.Event `json:"events"`
-	// Metered is the recording's usage as tare's relay counted it (on tare's model server).
-	Metered *journal.Metered `json:"metered,omitempty"`
-	// session is the session file's content (original/session.jsonl).
-	session []byte
-}
-
-// Inherited is a step with no capsule of its own and the step whose capsule it starts from
-// (0: the project before the run).
-type Inherited struct {
-	Step int `json:"step"`
-	From int `json:"from"`
-}
-
-// nearest is the step whose capsule step starts from when it has none of its own.
-func (r *Recording) nearest(step int) (int, bool) {
-	for _, in := range r.Inherited {
-		if in.Step == step {
-			return in.From, true
-		}
-	}
-	return step, false
-}
-
-// recordFile is the recording's summary inside the original/ folder.
-const recordFile = "record.json"
-
 // record runs the task once in a room over a copy of the project, with a capsule taken
 // after every tool call (by the agent's own hook where it has one, from its stream
 // otherwise), keeps its session, and reads the session as steps.
@@ -191,7 +147,7 @@ func record(ctx context.Context, env *tailEnv, side journal.Side, task string, s
 		return nil, err
 	}
 	rec := &Recording{Agent: a.Name(), Args: side.Args, Task: task, SessionID: res.SessionID, Exit: fmt.Sprintf("agent exit %d", code),
-		Snapshots: kind, Steps: trail.Steps, Events: trail.Events, session: session,
+		Snapshots: kind, Steps: trail.Steps, Events: trail.Events, Session: session,
 		Metered: metered(meter, usageOf(runUsage(a, res, nil, filepath.Join(dir, "session"))))}
 	if rec.Capsules, rec.Inherited, err = stepCapsules(env.store, start, trail.Steps); err != nil {
 		return nil, err
@@ -200,7 +156,7 @@ func record(ctx context.Context, env *tailEnv, side journal.Side, task string, s
 	if err != nil {
 		return nil, err
 	}
-	return rec, capsule.WriteFileAtomic(filepath.Join(dir, recordFile), append(data, '\n'), 0o644)
+	return rec, capsule.WriteFileAtomic(filepath.Join(dir, RecordFile), append(data, '\n'), 0o644)
 }
 
 // stepCapsules maps steps to capsules: a step's capsule is the last one taken for its tool
@@ -248,7 +204,7 @@ func tailFrom(rec *Recording, side journal.Side, step int, how, id string, fromN
 		return tailSpec{}, fmt.Errorf("step %d: the recording has steps 0 to %d", step, len(rec.Steps))
 	}
 	spec := tailSpec{ID: id, Side: side, Step: step, How: how, Start: rec.Capsules[step]}
-	if from, ok := rec.nearest(step); ok {
+	if from, ok := rec.Nearest(step); ok {
 		if !fromNearest {
 			return tailSpec{}, fmt.Errorf("--step %d: the step has no capsule of its own (no hook ran after its tool calls); "+
 				"its nearest is step %d's, which may not be the workspace step %d left; fix: add --from-nearest to start from it, or pick another step", step, from, step)
@@ -266,7 +222,7 @@ func tailFrom(rec *Recording, side journal.Side, step int, how, id string, fromN
 		if err != nil {
 			return tailSpec{}, err
 		}
-		cut, err := agent.CutSession(a, rec.session, rec.Steps[step-1])
+		cut, err := agent.CutSession(a, rec.Session, rec.Steps[step-1])
 		if err != nil {
 			return tailSpec{}, err
 		}
@@ -287,7 +243,7 @@ func stepSummary(rec *Recording) string {
 	var b strings.Builder
 	for _, s := range rec.Steps {
 		fmt.Fprintf(&b, "  step %-3d %s", s.N, clip(s.Tool, 100))
-		if from, ok := rec.nearest(s.N); ok {
+		if from, ok := rec.Nearest(s.N); ok {
 			fmt.Fprintf(&b, "  (no capsule of its own: starts from step %d's)", from)
 		}
 		b.WriteString("\n")
@@ -475,7 +431,7 @@ func Tail(ctx context.Context, o TailOptions) (TailResult, error) {
 	if err := checkPreflight(recipe.Check, o.CheckOnHost, recipe.CheckRoom, filepath.Join(o.Dir, RecipeFile)); err != nil {
 		return TailResult{}, err
 	}
-	recording, err := readRecording(o.Dir)
+	recording, err := ReadRecording(o.Dir)
 	if err != nil {
 		return TailResult{}, err
 	}
@@ -516,22 +472,6 @@ func Tail(ctx context.Context, o TailOptions) (TailResult, error) {
 	}
 	res, _ := readResult(filepath.Join(o.Dir, "tails", spec.ID))
 	return res, nil
-}
-
-// readRecording loads a recorded run's steps, capsules and session.
-func readRecording(dir string) (*Recording, error) {
-	data, err := os.ReadFile(filepath.Join(dir, "original", recordFile))
-	if err != nil {
-		return nil, fmt.Errorf("%s: the recording did not finish (no original/%s); fix: record the task again", dir, recordFile)
-	}
-	var rec Recording
-	if err := json.Unmarshal(data, &rec); err != nil {
-		return nil, fmt.Errorf("%s: original/%s: %v", dir, recordFile, err)
-	}
-	if rec.session, err = os.ReadFile(filepath.Join(dir, "original", "session.jsonl")); err != nil {
-		return nil, fmt.Errorf("%s: original/session.jsonl: %v", dir, err)
-	}
-	return &rec, nil
 }
 
 // newTailEnv is what a run's tails share, with tare's model server started when the recipe

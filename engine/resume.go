@@ -77,7 +77,7 @@ func Resume(ctx context.Context, o ResumeOptions) (string, error) {
 		}
 		if res, ok := readResult(filepath.Join(o.Dir, "tails", spec.ID)); ok {
 			// The tail finished and wrote its result; only its journal line was lost.
-			if err := r.emit(journal.Event{TailFinished: res.finished()}); err != nil {
+			if err := r.emit(journal.Event{TailFinished: res.Finished()}); err != nil {
 				return "", err
 			}
 			continue
@@ -123,11 +123,11 @@ func resumeRecord(ctx context.Context, o ResumeOptions, rec *Recipe) (string, er
 			res = TailResult{ID: id, Side: t.Side, Step: t.Step, How: t.How, Attempt: t.Attempt, Status: journal.StatusNoVerdict,
 				Reason: journal.ReasonInterrupted, AgentExit: "interrupted", Check: fmt.Sprintf("tare stopped during this tail; run it again with tare tail %s --step %d", o.Dir, t.Step)}
 		}
-		if err := r.emit(journal.Event{TailFinished: res.finished()}); err != nil {
+		if err := r.emit(journal.Event{TailFinished: res.Finished()}); err != nil {
 			return "", err
 		}
 	}
-	if recording, err := readRecording(o.Dir); err == nil {
+	if recording, err := ReadRecording(o.Dir); err == nil {
 		if st.Finished && st.Error == "" {
 			return st.Report, nil
 		}

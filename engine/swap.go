@@ -233,7 +233,7 @@ func runSwap(ctx context.Context, r *run, rec *Recipe, set swapSettings, install
 			return nil, err
 		}
 		dir := filepath.Join(r.dir, side.Key)
-		recording, err := readRecording(dir)
+		recording, err := ReadRecording(dir)
 		if err != nil {
 			// Not recorded yet, or cut short by a crash: that attempt is kept beside the
 			// new one.

@@ -41,45 +41,6 @@ type tailSpec struct {
 	Nearest *int
 }
 
-// TailResult is a tail's result.json: what a tail did and its verdict.
-type TailResult struct {
-	ID     string `json:"id"`
-	Side   string `json:"side"`
-	Agent  string `json:"agent"`
-	Step   int    `json:"step"`
-	How    string `json:"how"`
-	Passed bool   `json:"passed"`
-	// Status is passed, failed or no-verdict; an older tare's "error" is read as no verdict.
-	Status string `json:"status"`
-	// Reason is why the tail has no verdict (see Reason).
-	Reason journal.Reason `json:"reason,omitempty"`
-	// Attempt numbers this attempt of the tail (0: the first).
-	Attempt int `json:"attempt,omitempty"`
-	// CapsuleFrom is the step whose capsule the tail started from when Step has none of its
-	// own (tare tail --from-nearest).
-	CapsuleFrom *int `json:"capsule_from,omitempty"`
-	// AgentExit is how the agent ended: "agent exit N", or why it was stopped.
-	AgentExit string        `json:"agent_exit"`
-	Check     string        `json:"check"`
-	Score     *int          `json:"score,omitempty"`
-	Seconds   float64       `json:"seconds"`
-	Calls     int           `json:"calls"`
-	Session   string        `json:"session,omitempty"`
-	Usage     journal.Usage `json:"usage"`
-	// CheckUsage is what the check spent (the built-in judge's agent), never the agent's.
-	CheckUsage journal.Usage         `json:"check_usage,omitzero"`
-	Judge      *journal.JudgeVerdict `json:"judge,omitempty"`
-	// Metered is the usage tare's relay counted call by call (on tare's model server).
-	Metered *journal.Metered `json:"metered,omitempty"`
-}
-
-// finished is the journal's event for a tail with this result.
-func (res TailResult) finished() *journal.TailFinished {
-	return &journal.TailFinished{ID: res.ID, Passed: res.Passed, Status: res.Status, Reason: res.Reason, Attempt: res.Attempt,
-		Detail: res.AgentExit + "; " + res.Check, Score: res.Score, Seconds: res.Seconds, Calls: res.Calls, Usage: res.Usage,
-		CheckUsage: res.CheckUsage, Judge: res.Judge, Metered: res.Metered}
-}
-
 // tailEnv is what every tail of a run shares.
 type tailEnv struct {
 	run      *run
@@ -155,7 +116,7 @@ func endTail(ctx context.Context, env *tailEnv, spec tailSpec, dir string, began
 	if !env.recipe.Keep && env.recipe.Check != "" {
 		_ = os.RemoveAll(filepath.Join(dir, "work"))
 	}
-	return env.run.emit(journal.Event{TailFinished: res.finished()})
+	return env.run.emit(journal.Event{TailFinished: res.Finished()})
 }
 
 // tailBody restores the workspace, runs the agent in a room and, when the agent's end can

@@ -31,7 +31,7 @@ func TailChanges(ctx context.Context, runDir, tailID string, step int) (string, 
 	if err != nil {
 		return "", err
 	}
-	rec, _ := readRecording(runDir) // nil for a calibrate run: its tails start from "start"
+	rec, _ := ReadRecording(runDir) // nil for a calibrate run: its tails start from "start"
 	var from, to capsule.Capsule
 	var head string
 	if tailID == "original" && rec != nil {
