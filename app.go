@@ -138,7 +138,7 @@ func (e *appEngine) StartCalibrate(ctx context.Context, c tui.Calibrate) (string
 // CapsuleDiff is what a tail changed (for the recorded trail: what step's tool call
 // changed), as a unified diff with content.
 func (e *appEngine) CapsuleDiff(ctx context.Context, dir, tail string, step int) (string, error) {
-	return engine.TailChanges(ctx, dir, tail, step)
+	return journal.TailChanges(ctx, dir, tail, step)
 }
 
 // Alive reports whether a process owns the run.

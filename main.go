@@ -669,7 +669,7 @@ capsule, which the tail then names.`,
 			}
 			warnRecordedCheck(o.Dir, o.CheckOnHost)
 			o.Bus = journal.NewBus()
-			var res engine.TailResult
+			var res journal.TailResult
 			err = showRun(cmd.Context(), cfg, o.Dir, o.Bus, func(ctx context.Context, _ bool) error {
 				var err error
 				res, err = engine.Tail(ctx, o)

@@ -17,13 +17,13 @@ import (
 // the body, so nothing above the engine knows where a tail ran except from a Placed event.
 type backend interface {
 	// body returns how the agent ended and what the check said, as tailBody does.
-	body(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *TailResult) (agentExit, check string)
+	body(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *journal.TailResult) (agentExit, check string)
 }
 
 // localBackend runs tails in this process's rooms: tare's own goroutines.
 type localBackend struct{}
 
-func (localBackend) body(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *TailResult) (string, string) {
+func (localBackend) body(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *journal.TailResult) (string, string) {
 	return tailBody(ctx, env, spec, dir, res)
 }
 
@@ -84,7 +84,7 @@ func allowDirty(r *run) bool {
 }
 
 // bodyFunc is a backend's body, or a re-attached job's follow-up.
-type bodyFunc func(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *TailResult) (string, string)
+type bodyFunc func(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *journal.TailResult) (string, string)
 
 // reattach is the follow-up of a tail whose latest attempt the journal has as running and
 // whose backend can still reach it (a Slurm job submitted before tare was killed), with that
@@ -105,7 +105,7 @@ func reattach(env *tailEnv, spec *tailSpec) (bodyFunc, time.Time, bool) {
 	}
 	spec.Attempt = t.Attempt
 	calls := t.Calls
-	return func(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *TailResult) (string, string) {
+	return func(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *journal.TailResult) (string, string) {
 		return b.follow(ctx, env, spec, x, id, dir, res, calls)
 	}, t.Started, true
 }

@@ -157,7 +157,7 @@ func cliffRecording(dir string) error {
 	if recipe.Check == "" {
 		return fmt.Errorf("--run %s: the recording has no check to score tails with; record it again with --check", dir)
 	}
-	rec, err := ReadRecording(dir)
+	rec, err := journal.ReadRecording(dir)
 	if err != nil {
 		return err
 	}
@@ -177,7 +177,7 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 	if err != nil {
 		return nil, err
 	}
-	recording, err := ReadRecording(dir)
+	recording, err := journal.ReadRecording(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -340,7 +340,7 @@ func cliffObservations(st *journal.RunState) (map[int]cliff.Count, map[int]int) 
 
 // scoreRecording runs the check on the recording's final workspace, restored afresh so that
 // the check cannot change what the tails start from.
-func scoreRecording(ctx context.Context, env *tailEnv, rec *Recording) (checkResult, error) {
+func scoreRecording(ctx context.Context, env *tailEnv, rec *journal.Recording) (checkResult, error) {
 	work := filepath.Join(env.run.dir, "cliff-final")
 	_ = os.RemoveAll(work)
 	defer os.RemoveAll(work)
@@ -351,7 +351,7 @@ func scoreRecording(ctx context.Context, env *tailEnv, rec *Recording) (checkRes
 }
 
 // fillCliffResult turns the search's last decision into the result.
-func fillCliffResult(res *CliffResult, d cliff.Decision, store *capsule.Store, rec *Recording, st *journal.RunState) {
+func fillCliffResult(res *CliffResult, d cliff.Decision, store *capsule.Store, rec *journal.Recording, st *journal.RunState) {
 	obs, _ := cliffObservations(st)
 	steps := make([]int, 0, len(obs))
 	for s := range obs {
@@ -396,7 +396,7 @@ func fillCliffResult(res *CliffResult, d cliff.Decision, store *capsule.Store, r
 }
 
 // finishCliff writes the report and the result and journals the run's end.
-func finishCliff(r *run, recipe *Recipe, rec *Recording, res *CliffResult) error {
+func finishCliff(r *run, recipe *Recipe, rec *journal.Recording, res *CliffResult) error {
 	report := CliffReport(recipe, rec, res)
 	if err := capsule.WriteFileAtomic(filepath.Join(r.dir, "report.txt"), []byte(report), 0o644); err != nil {
 		return err
@@ -409,7 +409,7 @@ func finishCliff(r *run, recipe *Recipe, rec *Recording, res *CliffResult) error
 }
 
 // CliffReport is the text report: its first line says what was found.
-func CliffReport(recipe *Recipe, rec *Recording, res *CliffResult) string {
+func CliffReport(recipe *Recipe, rec *journal.Recording, res *CliffResult) string {
 	var b strings.Builder
 	rate := func(s *StepRate) string {
 		switch {
@@ -500,7 +500,7 @@ func resumeCliff(ctx context.Context, o ResumeOptions, rec *Recipe, set cliffSet
 	if len(o.Retry) > 0 {
 		return "", fmt.Errorf("--retry: %s is a cliff analysis; it reruns interrupted tails itself, and tare cliff --run %s --budget N spends more", o.Dir, o.Dir)
 	}
-	if _, err := ReadRecording(o.Dir); err != nil {
+	if _, err := journal.ReadRecording(o.Dir); err != nil {
 		if _, err := resumeRecord(ctx, o, rec); err != nil {
 			return "", err
 		}
@@ -574,7 +574,7 @@ func CliffCurveOf(st *journal.RunState) (c CliffCurve, ok bool) {
 // recordingUsage is what a recording's own run spent, from the stream it left in
 // original/stdout.jsonl, priced as its tails are. ok is false when the stream cannot be
 // read: the cost is then unknown, not 0.
-func recordingUsage(dir string, rec *Recording) (journal.Usage, bool) {
+func recordingUsage(dir string, rec *journal.Recording) (journal.Usage, bool) {
 	a, err := agent.ByName(rec.Agent)
 	if err != nil {
 		return journal.Usage{}, false

@@ -8,9 +8,9 @@ import (
 	"tare/engine/journal"
 )
 
-func cliffReportFixture() (*Recipe, *Recording) {
+func cliffReportFixture() (*Recipe, *journal.Recording) {
 	recipe := &Recipe{Project: "/p", Prompt: "task", Check: "make test", Sides: []journal.Side{{Key: "a", Agent: "claude"}}}
-	rec := &Recording{Agent: "claude", Steps: make([]agent.Step, 12)}
+	rec := &journal.Recording{Agent: "claude", Steps: make([]agent.Step, 12)}
 	return recipe, rec
 }
 

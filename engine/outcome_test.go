@@ -385,10 +385,10 @@ func TestStepWithoutCapsuleIsMarkedAndRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(caps) != 3 || len(inherited) != 1 || inherited[0] != (Inherited{Step: 2, From: 1}) {
+	if len(caps) != 3 || len(inherited) != 1 || inherited[0] != (journal.Inherited{Step: 2, From: 1}) {
 		t.Fatalf("capsules %d, inherited %+v; want step 2 marked as starting from step 1's capsule", len(caps), inherited)
 	}
-	rec := &Recording{Agent: "claude", Task: "t", Steps: steps, Capsules: caps, Inherited: inherited,
+	rec := &journal.Recording{Agent: "claude", Task: "t", Steps: steps, Capsules: caps, Inherited: inherited,
 		Events: []agent.Event{{}, {}}}
 	rec.Steps[0].Events, rec.Steps[1].Events = 1, 2
 	if !strings.Contains(stepSummary(rec), "step 2   Bash sed -i  (no capsule of its own: starts from step 1's)") {

@@ -47,7 +47,7 @@ func snapBin() string {
 // record runs the task once in a room over a copy of the project, with a capsule taken
 // after every tool call (by the agent's own hook where it has one, from its stream
 // otherwise), keeps its session, and reads the session as steps.
-func record(ctx context.Context, env *tailEnv, side journal.Side, task string, start capsule.Capsule) (*Recording, error) {
+func record(ctx context.Context, env *tailEnv, side journal.Side, task string, start capsule.Capsule) (*journal.Recording, error) {
 	dir := filepath.Join(env.run.dir, "original")
 	work, stage := filepath.Join(dir, "work"), filepath.Join(dir, "stage")
 	if err := os.MkdirAll(filepath.Join(dir, "session"), 0o755); err != nil {
@@ -146,7 +146,7 @@ func record(ctx context.Context, env *tailEnv, side journal.Side, task string, s
 	if err != nil {
 		return nil, err
 	}
-	rec := &Recording{Agent: a.Name(), Args: side.Args, Task: task, SessionID: res.SessionID, Exit: fmt.Sprintf("agent exit %d", code),
+	rec := &journal.Recording{Agent: a.Name(), Args: side.Args, Task: task, SessionID: res.SessionID, Exit: fmt.Sprintf("agent exit %d", code),
 		Snapshots: kind, Steps: trail.Steps, Events: trail.Events, Session: session,
 		Metered: metered(meter, usageOf(runUsage(a, res, nil, filepath.Join(dir, "session"))))}
 	if rec.Capsules, rec.Inherited, err = stepCapsules(env.store, start, trail.Steps); err != nil {
@@ -156,13 +156,13 @@ func record(ctx context.Context, env *tailEnv, side journal.Side, task string, s
 	if err != nil {
 		return nil, err
 	}
-	return rec, capsule.WriteFileAtomic(filepath.Join(dir, RecordFile), append(data, '\n'), 0o644)
+	return rec, capsule.WriteFileAtomic(filepath.Join(dir, journal.RecordFile), append(data, '\n'), 0o644)
 }
 
 // stepCapsules maps steps to capsules: a step's capsule is the last one taken for its tool
 // calls. A step none of whose calls left one gets the nearest earlier capsule and is listed
 // in inherited: nothing says the workspace it left is that one.
-func stepCapsules(store *capsule.Store, start capsule.Capsule, steps []agent.Step) ([]capsule.Capsule, []Inherited, error) {
+func stepCapsules(store *capsule.Store, start capsule.Capsule, steps []agent.Step) ([]capsule.Capsule, []journal.Inherited, error) {
 	list, err := store.List()
 	if err != nil {
 		return nil, nil, err
@@ -174,7 +174,7 @@ func stepCapsules(store *capsule.Store, start capsule.Capsule, steps []agent.Ste
 		}
 	}
 	out := []capsule.Capsule{start}
-	var inherited []Inherited
+	var inherited []journal.Inherited
 	from := 0 // the step whose capsule the last step has
 	for i, s := range steps {
 		c, found := out[len(out)-1], false
@@ -186,7 +186,7 @@ func stepCapsules(store *capsule.Store, start capsule.Capsule, steps []agent.Ste
 		if found {
 			from = i + 1
 		} else {
-			inherited = append(inherited, Inherited{Step: i + 1, From: from})
+			inherited = append(inherited, journal.Inherited{Step: i + 1, From: from})
 		}
 		out = append(out, c)
 	}
@@ -199,7 +199,7 @@ func stepCapsules(store *capsule.Store, start capsule.Capsule, steps []agent.Ste
 //
 // A step with no capsule of its own is refused unless fromNearest: the tail would start
 // from an earlier step's workspace, which the step may have changed.
-func tailFrom(rec *Recording, side journal.Side, step int, how, id string, fromNearest bool) (tailSpec, error) {
+func tailFrom(rec *journal.Recording, side journal.Side, step int, how, id string, fromNearest bool) (tailSpec, error) {
 	if step < 0 || step > len(rec.Steps) {
 		return tailSpec{}, fmt.Errorf("step %d: the recording has steps 0 to %d", step, len(rec.Steps))
 	}
@@ -239,7 +239,7 @@ func tailFrom(rec *Recording, side journal.Side, step int, how, id string, fromN
 const continuePrompt = "Continue."
 
 // stepSummary is one line per step, for reports and the app.
-func stepSummary(rec *Recording) string {
+func stepSummary(rec *journal.Recording) string {
 	var b strings.Builder
 	for _, s := range rec.Steps {
 		fmt.Fprintf(&b, "  step %-3d %s", s.N, clip(s.Tool, 100))
@@ -284,7 +284,7 @@ type RecordOptions struct {
 
 // Record runs the task once in a clean room with a capsule after every step, and returns
 // the run directory and the recording: tare tail continues it from any step.
-func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
+func Record(ctx context.Context, o RecordOptions) (string, *journal.Recording, error) {
 	if o.Prompt == "" {
 		return "", nil, errors.New("give the task as PROMPT (or --prompt-file)")
 	}
@@ -372,7 +372,7 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 }
 
 // finishRecord writes a finished recording's report and journals the run's end.
-func finishRecord(r *run, rec *Recipe, recording *Recording) (string, error) {
+func finishRecord(r *run, rec *Recipe, recording *journal.Recording) (string, error) {
 	check := ""
 	if rec.Check != "" {
 		check = fmt.Sprintf("  check     %s\n%s", rec.Check, checkReportLines(rec, "            "))
@@ -411,16 +411,16 @@ type TailOptions struct {
 
 // Tail continues a recorded run from a step in a fresh room, runs the recipe's check and
 // records the tail in the run's journal. It returns the tail's result.
-func Tail(ctx context.Context, o TailOptions) (TailResult, error) {
+func Tail(ctx context.Context, o TailOptions) (journal.TailResult, error) {
 	recipe, err := ReadRecipe(o.Dir)
 	if err != nil {
-		return TailResult{}, err
+		return journal.TailResult{}, err
 	}
 	if recipe.Kind != "record" {
-		return TailResult{}, fmt.Errorf("%s: tare tail continues a recorded run (tare record); this is a %s run", o.Dir, recipe.Kind)
+		return journal.TailResult{}, fmt.Errorf("%s: tare tail continues a recorded run (tare record); this is a %s run", o.Dir, recipe.Kind)
 	}
 	if err := o.Caps.Check(recipe.ScriptText); err != nil {
-		return TailResult{}, err
+		return journal.TailResult{}, err
 	}
 	if o.Caps.Set() {
 		recipe.Caps = &o.Caps
@@ -429,11 +429,11 @@ func Tail(ctx context.Context, o TailOptions) (TailResult, error) {
 		recipe.CheckRoom = CheckRoom{OnHost: true}
 	}
 	if err := checkPreflight(recipe.Check, o.CheckOnHost, recipe.CheckRoom, filepath.Join(o.Dir, RecipeFile)); err != nil {
-		return TailResult{}, err
+		return journal.TailResult{}, err
 	}
-	recording, err := ReadRecording(o.Dir)
+	recording, err := journal.ReadRecording(o.Dir)
 	if err != nil {
-		return TailResult{}, err
+		return journal.TailResult{}, err
 	}
 	side := journal.Side{Key: "a", Agent: recording.Agent, Args: recording.Args}
 	if o.Agent != "" && o.Agent != recording.Agent {
@@ -441,16 +441,16 @@ func Tail(ctx context.Context, o TailOptions) (TailResult, error) {
 	}
 	installs, err := findInstalls([]journal.Side{side}, o.Config)
 	if err != nil {
-		return TailResult{}, err
+		return journal.TailResult{}, err
 	}
 	r, err := openRun(o.Dir, o.Bus)
 	if err != nil {
-		return TailResult{}, err
+		return journal.TailResult{}, err
 	}
 	defer r.close()
 	store, err := capsule.Open(filepath.Join(o.Dir, "store"))
 	if err != nil {
-		return TailResult{}, err
+		return journal.TailResult{}, err
 	}
 	n := 0
 	for id := range r.snapshot().Tails {
@@ -460,15 +460,15 @@ func Tail(ctx context.Context, o TailOptions) (TailResult, error) {
 	}
 	spec, err := tailFrom(recording, side, o.Step, o.How, fmt.Sprintf("%s-%d-%s-%d", o.How, o.Step, side.Agent, n), o.FromNearest)
 	if err != nil {
-		return TailResult{}, err
+		return journal.TailResult{}, err
 	}
 	env, stop, err := newTailEnv(r, store, recipe, installs, o.Config)
 	if err != nil {
-		return TailResult{}, err
+		return journal.TailResult{}, err
 	}
 	defer stop()
 	if err := runTail(ctx, env, spec); err != nil {
-		return TailResult{}, err
+		return journal.TailResult{}, err
 	}
 	res, _ := readResult(filepath.Join(o.Dir, "tails", spec.ID))
 	return res, nil

@@ -120,14 +120,14 @@ func resumeRecord(ctx context.Context, o ResumeOptions, rec *Recipe) (string, er
 		}
 		res, ok := readResult(filepath.Join(o.Dir, "tails", id))
 		if !ok {
-			res = TailResult{ID: id, Side: t.Side, Step: t.Step, How: t.How, Attempt: t.Attempt, Status: journal.StatusNoVerdict,
+			res = journal.TailResult{ID: id, Side: t.Side, Step: t.Step, How: t.How, Attempt: t.Attempt, Status: journal.StatusNoVerdict,
 				Reason: journal.ReasonInterrupted, AgentExit: "interrupted", Check: fmt.Sprintf("tare stopped during this tail; run it again with tare tail %s --step %d", o.Dir, t.Step)}
 		}
 		if err := r.emit(journal.Event{TailFinished: res.Finished()}); err != nil {
 			return "", err
 		}
 	}
-	if recording, err := ReadRecording(o.Dir); err == nil {
+	if recording, err := journal.ReadRecording(o.Dir); err == nil {
 		if st.Finished && st.Error == "" {
 			return st.Report, nil
 		}
@@ -189,14 +189,14 @@ func startCapsule(store *capsule.Store) (capsule.Capsule, error) {
 	return capsule.Capsule{}, fmt.Errorf("%s: the run's store has no start capsule; the run cannot be finished", store.Dir())
 }
 
-func readResult(dir string) (TailResult, bool) {
+func readResult(dir string) (journal.TailResult, bool) {
 	data, err := os.ReadFile(filepath.Join(dir, "result.json"))
 	if err != nil {
-		return TailResult{}, false
+		return journal.TailResult{}, false
 	}
-	var res TailResult
+	var res journal.TailResult
 	if json.Unmarshal(data, &res) != nil || res.ID == "" {
-		return TailResult{}, false
+		return journal.TailResult{}, false
 	}
 	res.Status, res.Reason = journal.NormalizeOutcome(res.Status, res.Reason, res.AgentExit+"; "+res.Check)
 	return res, true

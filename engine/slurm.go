@@ -60,9 +60,9 @@ type slurmJob struct {
 // slurmResult is what the worker writes back: the tail's result and its end capsule in the
 // shared store.
 type slurmResult struct {
-	Result TailResult       `json:"result"`
-	End    *capsule.Capsule `json:"end,omitempty"`
-	Node   string           `json:"node"`
+	Result journal.TailResult `json:"result"`
+	End    *capsule.Capsule   `json:"end,omitempty"`
+	Node   string             `json:"node"`
 }
 
 // slurmBackend runs each tail as one sbatch job running `tare worker` on a node. The
@@ -265,7 +265,7 @@ func clusterArgs(c config.Cluster) []string {
 }
 
 // body sends the tail to Slurm and follows it to its end.
-func (b *slurmBackend) body(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *TailResult) (string, string) {
+func (b *slurmBackend) body(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *journal.TailResult) (string, string) {
 	notStarted := func(why string) (string, string) {
 		res.Status, res.Reason = journal.StatusNoVerdict, journal.ReasonNotStarted
 		return "not started: " + why, "not checked"
@@ -409,7 +409,7 @@ func (b *slurmBackend) submit(ctx context.Context, env *tailEnv, spec tailSpec, 
 // tool calls re-journaled as they come, and, at the end, the worker's result or Slurm's
 // verdict. A kill or a stop of the run cancels the job.
 // calls is how many of the worker's tool calls the journal already holds (a re-attach).
-func (b *slurmBackend) follow(ctx context.Context, env *tailEnv, spec tailSpec, x, id, dir string, res *TailResult, calls int) (string, string) {
+func (b *slurmBackend) follow(ctx context.Context, env *tailEnv, spec tailSpec, x, id, dir string, res *journal.TailResult, calls int) (string, string) {
 	submitted := time.Now()
 	events := &workerEvents{dir: filepath.Join(x, "worker"), calls: calls}
 	place := journal.Placed{Tail: spec.ID, Job: id, State: "pending"}
@@ -461,7 +461,7 @@ func (b *slurmBackend) follow(ctx context.Context, env *tailEnv, spec tailSpec, 
 // collect takes a finished job's outcome: Slurm's own verdict first (a job it killed for
 // memory or time has no verdict whatever the worker wrote), then the worker's result, whose
 // end capsule is restored into the tail's folder for runTail to keep.
-func (b *slurmBackend) collect(ctx context.Context, env *tailEnv, st jobState, x, id, dir string, res *TailResult) (string, string) {
+func (b *slurmBackend) collect(ctx context.Context, env *tailEnv, st jobState, x, id, dir string, res *journal.TailResult) (string, string) {
 	var wr slurmResult
 	data, rerr := os.ReadFile(filepath.Join(x, "result.json"))
 	if rerr == nil {

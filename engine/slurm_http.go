@@ -311,7 +311,7 @@ func WorkerHTTP(ctx context.Context, url, name string) error {
 	store, start, err := c.fetchCapsule(ctx, job.Spec.Start.Root, local)
 	if err != nil {
 		// Said back as the tail's outcome: the node could not get its workspace.
-		res := slurmResult{Node: os.Getenv("SLURMD_NODENAME"), Result: TailResult{ID: job.Spec.ID, Status: journal.StatusNoVerdict, Reason: journal.ReasonNotStarted,
+		res := slurmResult{Node: os.Getenv("SLURMD_NODENAME"), Result: journal.TailResult{ID: job.Spec.ID, Status: journal.StatusNoVerdict, Reason: journal.ReasonNotStarted,
 			AgentExit: "not started: the start capsule could not be fetched from tare: " + err.Error(), Check: "not checked"}}
 		data, _ := json.Marshal(res)
 		_, perr := c.do(ctx, http.MethodPut, "/put/"+name+"/result.json", data)

@@ -37,7 +37,7 @@ func Worker(ctx context.Context, jobFile string) error {
 		node, _ = os.Hostname()
 	}
 	spec := job.Spec
-	res := TailResult{ID: spec.ID, Side: spec.Side.Key, Agent: spec.Side.Agent, Step: spec.Step, How: spec.How, Attempt: spec.Attempt,
+	res := journal.TailResult{ID: spec.ID, Side: spec.Side.Key, Agent: spec.Side.Agent, Step: spec.Step, How: spec.How, Attempt: spec.Attempt,
 		Status: journal.StatusNoVerdict, Reason: journal.ReasonNotStarted, CapsuleFrom: spec.Nearest}
 	out := slurmResult{Node: node}
 	write := func() error {

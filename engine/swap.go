@@ -226,14 +226,14 @@ func Swap(ctx context.Context, o SwapOptions) (string, *SwapResult, error) {
 // runSwap makes the two originals (each a recording of its own in a/ and b/) and the tails of
 // every cut, then writes the report.
 func runSwap(ctx context.Context, r *run, rec *Recipe, set swapSettings, installs map[string]agent.Install, o RecordOptions) (*SwapResult, error) {
-	recs := map[string]*Recording{}
+	recs := map[string]*journal.Recording{}
 	envs := map[string]*tailEnv{}
 	for i, side := range rec.Sides {
 		if err := r.emit(journal.Event{Phase: &journal.Phase{Name: "original " + side.Key + ": " + sideLabel(side)}}); err != nil {
 			return nil, err
 		}
 		dir := filepath.Join(r.dir, side.Key)
-		recording, err := ReadRecording(dir)
+		recording, err := journal.ReadRecording(dir)
 		if err != nil {
 			// Not recorded yet, or cut short by a crash: that attempt is kept beside the
 			// new one.
@@ -349,7 +349,7 @@ func runSwap(ctx context.Context, r *run, rec *Recipe, set swapSettings, install
 func cutStep(cut float64, steps int) int { return int(math.Round(cut * float64(steps))) }
 
 // swapResult counts each cell's tails and works out the effects.
-func swapResult(runDir string, rec *Recipe, set swapSettings, recs map[string]*Recording, st *journal.RunState) *SwapResult {
+func swapResult(runDir string, rec *Recipe, set swapSettings, recs map[string]*journal.Recording, st *journal.RunState) *SwapResult {
 	res := &SwapResult{A: sideLabel(rec.Sides[0]), B: sideLabel(rec.Sides[1]), Handoff: set.Handoff, CostKnown: true, Simulated: rec.ScriptText != ""}
 	table := SwapTable(st)
 	res.Family = SwapFamilyOf(table)

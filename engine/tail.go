@@ -85,7 +85,7 @@ func runTail(ctx context.Context, env *tailEnv, spec tailSpec) error {
 // endTail runs a started attempt's body to its outcome, under the kill watch, and records it:
 // result.json, the end capsule, the journal's TailFinished.
 func endTail(ctx context.Context, env *tailEnv, spec tailSpec, dir string, began time.Time, body bodyFunc) error {
-	res := TailResult{ID: spec.ID, Side: spec.Side.Key, Agent: spec.Side.Agent, Step: spec.Step, How: spec.How, Attempt: spec.Attempt,
+	res := journal.TailResult{ID: spec.ID, Side: spec.Side.Key, Agent: spec.Side.Agent, Step: spec.Step, How: spec.How, Attempt: spec.Attempt,
 		Status: journal.StatusNoVerdict, Reason: journal.ReasonNotStarted, CapsuleFrom: spec.Nearest}
 	tctx, kill := context.WithCancelCause(ctx)
 	stopWatch := watchKill(ctx, env.run.dir, spec.ID, kill)
@@ -122,7 +122,7 @@ func endTail(ctx context.Context, env *tailEnv, spec tailSpec, dir string, began
 // tailBody restores the workspace, runs the agent in a room and, when the agent's end can
 // say something about it, the check in a room of its own. It returns how the agent ended and
 // what the check said, and fills res with the outcome.
-func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *TailResult) (string, string) {
+func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *journal.TailResult) (string, string) {
 	notStarted := func(why string) (string, string) {
 		res.Status, res.Reason = journal.StatusNoVerdict, journal.ReasonNotStarted
 		return "not started: " + why, "not checked"

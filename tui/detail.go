@@ -12,7 +12,6 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
-	"tare/engine"
 	"tare/engine/journal"
 )
 
@@ -20,13 +19,13 @@ import (
 // its check), read off the UI goroutine.
 type tailDetailMsg struct {
 	dir, tail string
-	detail    *engine.TailDetail
+	detail    *journal.TailDetail
 	err       error
 }
 
 func loadDetail(dir, id string) tea.Cmd {
 	return func() tea.Msg {
-		d, err := engine.ReadTailDetail(dir, id)
+		d, err := journal.ReadTailDetail(dir, id)
 		return tailDetailMsg{dir: dir, tail: id, detail: d, err: err}
 	}
 }
@@ -34,7 +33,7 @@ func loadDetail(dir, id string) tea.Cmd {
 // detailText is what the detail pane shows for step (1-based), wrapped to w cells: the call
 // (its input, its output, the agent's text before it), then the tail (how the agent and the
 // check ended, the agent's last words and the end of its stderr).
-func detailText(s styles, d *engine.TailDetail, step, w int) string {
+func detailText(s styles, d *journal.TailDetail, step, w int) string {
 	if d == nil {
 		return s.tone(dim, "reading the tail's stream…")
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"tare/engine"
 	"tare/engine/journal"
 )
 
@@ -72,7 +71,7 @@ func (p *tailsPane) findView(view string) string {
 // searchTails searches every tail of the run off the UI goroutine and opens what it found.
 func searchTails(dir, q string) tea.Cmd {
 	return func() tea.Msg {
-		hits, err := engine.SearchTails(dir, q)
+		hits, err := journal.SearchTails(dir, q)
 		title := fmt.Sprintf("Find %q in the tails of %s", q, filepath.Base(dir))
 		if err != nil {
 			return readerMsg{err: fmt.Errorf("find %q: %v", q, err)}

@@ -9,7 +9,6 @@ import (
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"tare/engine"
 	"tare/engine/journal"
 )
 
@@ -32,7 +31,7 @@ type tailView struct {
 	following bool
 	// detail is what the agent's stream says of the selected call, and the tail's end; it
 	// fills the lower pane while no diff is open.
-	detail   *engine.TailDetail
+	detail   *journal.TailDetail
 	detailVP *viewport.Model
 	// loading is set while the detail is being read.
 	loading bool
@@ -136,7 +135,7 @@ func (v *tailView) reload() tea.Cmd {
 func (v *tailView) setDetail(m tailDetailMsg) {
 	v.loading = false
 	if m.err != nil {
-		v.detail = &engine.TailDetail{Stderr: "reading the tail: " + m.err.Error()}
+		v.detail = &journal.TailDetail{Stderr: "reading the tail: " + m.err.Error()}
 	} else {
 		v.detail = m.detail
 	}
@@ -351,7 +350,7 @@ func (v *tailView) update(msg tea.KeyMsg, body rect) (bool, tea.Cmd) {
 		v.onDiff = !v.onDiff // the lower pane: the diff, or the detail
 		return true, nil
 	case key.Matches(msg, k.Pager):
-		return true, emit(pagerMsg{engine.TailFiles(v.dir, v.id)})
+		return true, emit(pagerMsg{journal.TailFiles(v.dir, v.id)})
 	case key.Matches(msg, k.Diff):
 		if step := v.selectedStep(); step > 0 {
 			return true, emit(diffMsg{v.dir, v.id, step})

@@ -1,4 +1,4 @@
-package engine
+package journal
 
 import (
 	"encoding/json"
@@ -8,7 +8,6 @@ import (
 
 	"tare/agent"
 	"tare/capsule"
-	"tare/engine/journal"
 )
 
 // Recording is the original run of a task: its session read as steps, and the capsule of
@@ -30,7 +29,7 @@ type Recording struct {
 	// Events are the trail's events, for handoffs.
 	Events []agent.Event `json:"events"`
 	// Metered is the recording's usage as tare's relay counted it (on tare's model server).
-	Metered *journal.Metered `json:"metered,omitempty"`
+	Metered *Metered `json:"metered,omitempty"`
 	// Session is the session file's content (original/session.jsonl), read beside
 	// record.json, never written into it.
 	Session []byte `json:"-"`

@@ -1,4 +1,4 @@
-package engine
+package journal
 
 import (
 	"context"
@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"unicode"
-
-	"tare/engine/journal"
 )
 
 // SideStep is one row of two tails laid side by side: a call of each, or of only one where
@@ -169,7 +167,7 @@ type TailHit struct {
 // SearchTails finds text (case-insensitive) in every tail of a run: each call's input and
 // output and the agent's text before it, and the agent's last words.
 func SearchTails(runDir, text string) ([]TailHit, error) {
-	events, err := journal.ReadJournal(runDir)
+	events, err := ReadJournal(runDir)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +180,7 @@ func SearchTails(runDir, text string) ([]TailHit, error) {
 			}
 		}
 	}
-	for _, id := range journal.Replay(filepath.Base(runDir), events).Order {
+	for _, id := range Replay(filepath.Base(runDir), events).Order {
 		d, err := ReadTailDetail(runDir, id)
 		if err != nil {
 			return nil, err

@@ -1,4 +1,4 @@
-package engine
+package journal
 
 import (
 	"bufio"
@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"tare/agent"
-	"tare/engine/journal"
 )
 
 // CallDetail is one tool call of a tail as its agent's stream tells it: what it was given,
@@ -54,11 +53,11 @@ func TailFiles(runDir, tailID string) []string {
 // ReadTailDetail reads a tail's stream, stderr and result from its folder. A live tail's
 // files are read as far as they are written.
 func ReadTailDetail(runDir, tailID string) (*TailDetail, error) {
-	events, err := journal.ReadJournal(runDir)
+	events, err := ReadJournal(runDir)
 	if err != nil {
 		return nil, err
 	}
-	st := journal.Replay(filepath.Base(runDir), events)
+	st := Replay(filepath.Base(runDir), events)
 	t := st.Tails[tailID]
 	if t == nil {
 		return nil, fmt.Errorf("%s has no tail %s", runDir, tailID)
@@ -89,25 +88,25 @@ func ReadTailDetail(runDir, tailID string) (*TailDetail, error) {
 			switch l.Kind {
 			case agent.LiveToolStart:
 				if i, seen := byID[l.ID]; seen && l.ID != "" { // Codex repeats a call when it completes
-					d.Calls[i].Input = journal.Printable(l.Summary)
+					d.Calls[i].Input = Printable(l.Summary)
 					continue
 				}
 				byID[l.ID] = len(d.Calls)
-				d.Calls = append(d.Calls, CallDetail{Tool: journal.Printable(l.Tool), Input: journal.Printable(l.Summary), Before: journal.Printable(strings.Join(text, "\n"))})
+				d.Calls = append(d.Calls, CallDetail{Tool: Printable(l.Tool), Input: Printable(l.Summary), Before: Printable(strings.Join(text, "\n"))})
 				text = nil
 			case agent.LiveToolEnd:
 				i, seen := byID[l.ID]
 				if !seen {
 					continue
 				}
-				d.Calls[i].Output, d.Calls[i].IsError = journal.Printable(l.Summary), l.IsError
+				d.Calls[i].Output, d.Calls[i].IsError = Printable(l.Summary), l.IsError
 			case agent.LiveText, agent.LiveResult:
 				if s := strings.TrimSpace(l.Summary); s != "" {
 					text = append(text, s)
 				}
 			}
 		}
-		d.After = journal.Printable(strings.Join(text, "\n"))
+		d.After = Printable(strings.Join(text, "\n"))
 	}
 	if data, cut, err := readEnd(filepath.Join(dir, "stderr.log"), stderrTail); err == nil {
 		if cut {
@@ -115,12 +114,12 @@ func ReadTailDetail(runDir, tailID string) (*TailDetail, error) {
 				data = data[i+1:]
 			}
 		}
-		d.Stderr = journal.Printable(strings.TrimRight(string(data), "\n"))
+		d.Stderr = Printable(strings.TrimRight(string(data), "\n"))
 	}
 	if data, err := os.ReadFile(filepath.Join(dir, "result.json")); err == nil {
 		var res TailResult
 		if json.Unmarshal(data, &res) == nil {
-			d.AgentExit, d.Check = journal.Printable(res.AgentExit), journal.Printable(res.Check)
+			d.AgentExit, d.Check = Printable(res.AgentExit), Printable(res.Check)
 		}
 	}
 	return d, nil

@@ -1,4 +1,4 @@
-package engine
+package journal
 
 import (
 	"bytes"
@@ -11,7 +11,6 @@ import (
 	"github.com/aymanbagabas/go-udiff"
 
 	"tare/capsule"
-	"tare/engine/journal"
 )
 
 // Limits of a shown diff: a file bigger than maxDiffFile is summarised, and the whole text
@@ -48,11 +47,11 @@ func TailChanges(ctx context.Context, runDir, tailID string, step int) (string, 
 		if err != nil {
 			return "", err
 		}
-		st, err := journal.ReadJournal(runDir)
+		st, err := ReadJournal(runDir)
 		if err != nil {
 			return "", err
 		}
-		t := journal.Replay(filepath.Base(runDir), st).Tails[tailID]
+		t := Replay(filepath.Base(runDir), st).Tails[tailID]
 		if t == nil {
 			return "", fmt.Errorf("%s has no tail %s", runDir, tailID)
 		}
@@ -69,7 +68,7 @@ func TailChanges(ctx context.Context, runDir, tailID string, step int) (string, 
 			from = rec.Capsules[t.Step]
 		}
 		if !found {
-			if t.Status == journal.StatusRunning {
+			if t.Status == StatusRunning {
 				return "", fmt.Errorf("tail %s is still running: its changes are read from its end capsule, taken when it ends", tailID)
 			}
 			return "", fmt.Errorf("tail %s has no end capsule (it ended before its workspace was kept)", tailID)
@@ -104,7 +103,7 @@ func TailChanges(ctx context.Context, runDir, tailID string, step int) (string, 
 
 // changeText is one change: a unified diff for a text file, one line for anything else.
 func changeText(store *capsule.Store, c capsule.Change) string {
-	p := journal.Printable(c.Path) // a name the agent chose
+	p := Printable(c.Path) // a name the agent chose
 	kindOf := func(e *capsule.Entry) capsule.Kind {
 		if e == nil {
 			return ""
@@ -145,7 +144,7 @@ func changeText(store *capsule.Store, c capsule.Change) string {
 	if d == "" {
 		return fmt.Sprintf("%s %s: %s\n", c.Kind, p, sizes(c))
 	}
-	return journal.Printable(d)
+	return Printable(d)
 }
 
 // fileText is a file entry's content when it can be shown as text; why says otherwise.
@@ -181,7 +180,7 @@ func linkChange(c capsule.Change) string {
 		if e == nil || e.Kind != capsule.KindSymlink {
 			return "(none)"
 		}
-		return journal.Printable(e.Target)
+		return Printable(e.Target)
 	}
 	return target(c.Old) + " → " + target(c.New)
 }
