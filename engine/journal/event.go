@@ -1,6 +1,8 @@
 // Package journal is what a run records and how it is read back: the events (Event), the
 // journal file they are appended to and its index, the bus that carries them to live
-// subscribers, the run state they replay to (RunState), the outcomes a tail can have, and
+// subscribers, the run state they replay to (RunState), the outcomes a tail can have, a
+// tail's result.json (TailResult) and a recording's record.json (Recording); what the app
+// reads back from them (a tail's detail, a step's changes, two tails side by side); and
 // Printable, which keeps an agent's text from driving the terminal it is shown on. It
 // imports nothing of the engine that writes runs.
 package journal
