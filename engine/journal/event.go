@@ -244,6 +244,7 @@ func (u Usage) Add(o Usage) Usage {
 	return u
 }
 
+// IsZero reports whether u records nothing spent.
 func (u Usage) IsZero() bool {
 	return u.Input == 0 && u.Output == 0 && u.CacheRead == 0 && u.CacheWrite == 0 && u.Cost == 0 && u.Reported == nil
 }

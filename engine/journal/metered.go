@@ -37,6 +37,7 @@ func (m *Metered) Line() string {
 	return line
 }
 
+// Tokens is a token count in a report's words: 950, 12k, 1.2M.
 func Tokens(n int64) string {
 	switch {
 	case n >= 1_000_000:

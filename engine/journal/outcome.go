@@ -69,10 +69,10 @@ func (r Reason) Label() string {
 // verdict reports whether status is a verdict: passed or failed.
 func verdict(status string) bool { return status == StatusPassed || status == StatusFailed }
 
-// finished reports whether status ends a tail: a verdict or no verdict.
+// Finished reports whether status ends a tail: a verdict or no verdict.
 func Finished(status string) bool { return verdict(status) || status == StatusNoVerdict }
 
-// normalizeOutcome reads a status journaled by any tare: "error" (a tare from before no
+// NormalizeOutcome reads a status journaled by any tare: "error" (a tare from before no
 // verdict had reasons) becomes no verdict with the reason its detail names.
 func NormalizeOutcome(status string, reason Reason, detail string) (string, Reason) {
 	if status != "error" && status != StatusNoVerdict {
@@ -122,5 +122,5 @@ func countList(counts map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// errKilled is the cause of a tail's context when the operator killed it.
+// ErrKilled is the cause of a tail's context when the operator killed it.
 var ErrKilled = errors.New("killed by the operator")

@@ -55,7 +55,7 @@ func clean(s string) bool {
 	return true
 }
 
-// printableEvent is e with every string an agent or a check could have written made
+// PrintableEvent is e with every string an agent or a check could have written made
 // Printable: tool names and arguments, tail details, readings, reports, errors, model names.
 // The raw bytes stay in the tail's stdout.jsonl; the journal, the bus and every view get
 // these. Payloads are copied, never changed in place (the caller may hold them).

@@ -217,7 +217,7 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 	return r, nil
 }
 
-// plan is everything needed to build one agent room.
+// Plan is everything needed to build one agent room.
 type Plan struct {
 	Agent     agent.Agent
 	Inst      agent.Install
@@ -225,32 +225,32 @@ type Plan struct {
 	Workspace string
 	ReadOnly  bool
 	HostNet   bool
-	// login places the agent's login copy (real providers only).
+	// Login places the agent's login copy (real providers only).
 	Login bool
-	// sessions, when set, is a host folder bound at the agent's session folder, so the
+	// Sessions, when set, is a host folder bound at the agent's session folder, so the
 	// session outlives the room (for resumes, trails and tails).
 	Sessions string
-	// extra are files placed in HOME besides the agent's own (a session to resume).
+	// Extra are files placed in HOME besides the agent's own (a session to resume).
 	Extra []agent.File
-	// hooks are commands the agent runs on its events (tare snap after each tool call).
+	// Hooks are commands the agent runs on its events (tare snap after each tool call).
 	Hooks []agent.Hook
-	// runStore is a host folder bound read-write at /tare-run: the room's capsule staging
+	// RunStore is a host folder bound read-write at /tare-run: the room's capsule staging
 	// folder, never the run's store (see storeInRoom).
 	RunStore string
-	// guard are workspace paths the room sees read-only (sandbox.Room.Guard).
+	// Guard are workspace paths the room sees read-only (sandbox.Room.Guard).
 	Guard []string
-	// inert turns off whatever in the room's copied config would run a command (the twin
+	// Inert turns off whatever in the room's copied config would run a command (the twin
 	// with a copy of the operator's setup).
 	Inert bool
-	// model is the model the agent asks for (a workshop writer's); empty leaves its default.
+	// Model is the model the agent asks for (a workshop writer's); empty leaves its default.
 	Model string
 }
 
-// roomSetup is what observe learned about the room it built.
+// RoomSetup is what observe learned about the room it built.
 type RoomSetup struct {
 	Declared []string
 	envNames map[string]bool
-	// args go on the agent's command line before the caller's (Codex's hook trust flag).
+	// Args go on the agent's command line before the caller's (Codex's hook trust flag).
 	Args []string
 }
 

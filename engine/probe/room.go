@@ -19,7 +19,7 @@ const (
 	proxyPort = 4001
 )
 
-// findAgent locates the agent's CLI, honouring the config's agents.NAME.bin. A CLI inside
+// FindAgent locates the agent's CLI, honouring the config's agents.NAME.bin. A CLI inside
 // one of the projects is never used: the agent can write there.
 func FindAgent(a agent.Agent, cfg *config.Config, projects ...string) (agent.Install, error) {
 	bins := map[string]string{}
@@ -31,7 +31,7 @@ func FindAgent(a agent.Agent, cfg *config.Config, projects ...string) (agent.Ins
 	return a.Find(agent.FindOptions{Bins: bins, Search: agent.DefaultSearch(), Avoid: projects, Sensitive: config.Sensitive})
 }
 
-// buildRoom turns a plan into a room whose agent talks to upstream (tare's model server) or,
+// BuildRoom turns a plan into a room whose agent talks to upstream (tare's model server) or,
 // with p.login set and upstream empty, to its real provider through tare's proxy.
 func BuildRoom(p Plan, upstream string, tw *twin) (sandbox.Room, RoomSetup, error) {
 	opts := agent.RoomOptions{Hooks: p.Hooks, Inert: p.Inert, Model: p.Model}
@@ -126,7 +126,7 @@ func moveHome(room *sandbox.Room, tw *twin) error {
 	return nil
 }
 
-// runRoom starts a room and waits for it.
+// RunRoom starts a room and waits for it.
 func RunRoom(ctx context.Context, r sandbox.Room) (int, error) {
 	proc, err := sandbox.Start(ctx, r)
 	if err != nil {

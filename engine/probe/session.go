@@ -10,7 +10,7 @@ import (
 	"tare/capsule"
 )
 
-// placeSession readies a resume of session id in the room p builds: the agent's session
+// PlaceSession readies a resume of session id in the room p builds: the agent's session
 // file (as its adapter lays it out) goes into p.sessions when that folder is bound, so the
 // resumed session keeps growing there, or into the room's HOME otherwise.
 func PlaceSession(p *Plan, data []byte, id string) error {
@@ -35,7 +35,7 @@ func PlaceSession(p *Plan, data []byte, id string) error {
 // maxSession is the largest session file tare reads back from a room.
 const maxSession = 256 << 20
 
-// readSession reads the session file of id that agent a wrote in a room, below sessions (the
+// ReadSession reads the session file of id that agent a wrote in a room, below sessions (the
 // host folder bound at its session root), without following any symlink the room may have
 // planted there.
 func ReadSession(a agent.Agent, sessions, id string) ([]byte, error) {
