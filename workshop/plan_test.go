@@ -347,7 +347,7 @@ func TestResumeFindsAWallAMovedAttemptHolds(t *testing.T) {
 	moved := filepath.Join(e.Record(id), "attempts", "01")
 	os.MkdirAll(moved, 0o755)
 	os.WriteFile(filepath.Join(moved, "events.jsonl"), events, 0o644)
-	stop, session := quotaStop(e, id, s)
+	stop, session := resumableStop(e, id, s, true)
 	if stop == nil || session == "" {
 		t.Fatalf("the wall in the moved attempt is not found: %v %q", stop, session)
 	}

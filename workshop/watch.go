@@ -1,11 +1,9 @@
 package workshop
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -52,10 +50,12 @@ func Roster(planFile string, check bool, cfg *config.Config) (*RosterResult, err
 	return out, nil
 }
 
-// follower is one writer's stream as watch has read it so far.
+// follower is one writer's stream as watch has read it so far: each poll reads on from where
+// the last stopped, a bounded chunk, so a writer with a huge event file costs what a small one
+// does per poll.
 type follower struct {
 	started string
-	offset  int64
+	stream  *agent.StreamFile
 	done    bool
 }
 
@@ -99,7 +99,7 @@ func watchOnce(e *Exp, seen map[string]*follower, words bool) []string {
 		f := seen[id]
 		began := s.StartedAt.Format(time.RFC3339Nano)
 		if f == nil || f.started != began {
-			f = &follower{started: began}
+			f = &follower{started: began, stream: &agent.StreamFile{Path: filepath.Join(e.Record(id), "events.jsonl")}}
 			seen[id] = f
 			lines = append(lines, fmt.Sprintf("%s  %s [%s/%s] starts writing%s", s.StartedAt.Local().Format("15:04:05"), id, s.Config.Agent, s.Config.Model, again(s)))
 		}
@@ -107,22 +107,15 @@ func watchOnce(e *Exp, seen map[string]*follower, words bool) []string {
 		if err != nil {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(e.Record(id), "events.jsonl"))
-		if err == nil && int64(len(data)) > f.offset {
-			chunk := data[f.offset:]
-			if i := bytes.LastIndexByte(chunk, '\n'); i >= 0 {
-				chunk = chunk[:i+1]
-				f.offset += int64(i + 1)
-				for _, l := range bytes.Split(chunk, []byte("\n")) {
-					if live, ok := agent.ParseLine(a, l); ok {
-						if t := liveLine(id, live, words); t != "" {
-							lines = append(lines, t)
-						}
-					}
+		_, more, _ := f.stream.Read(0, func(l []byte) {
+			if live, ok := agent.ParseLine(a, l); ok {
+				if t := liveLine(id, live, words); t != "" {
+					lines = append(lines, t)
 				}
 			}
-		}
-		if !f.done && (s.Status == "completed" || s.Status == "failed") {
+		})
+		// Its end is told once its stream has been told, which a huge one takes polls for.
+		if !f.done && !more && (s.Status == "completed" || s.Status == "failed") {
 			f.done = true
 			took := ""
 			if s.EndedAt != nil {
@@ -131,8 +124,9 @@ func watchOnce(e *Exp, seen map[string]*follower, words bool) []string {
 			switch {
 			case s.Status == "completed":
 				lines = append(lines, fmt.Sprintf("          %s finished%s", id, took))
-			case s.StoppedByQuota:
-				lines = append(lines, fmt.Sprintf("          %s stopped on a provider limit%s", id, took))
+			case s.StoppedByQuota || s.StoppedByLogin:
+				what, _ := stopWords(map[bool]string{true: agent.StopLogin, false: agent.StopQuota}[s.StoppedByLogin])
+				lines = append(lines, fmt.Sprintf("          %s stopped on %s%s", id, what, took))
 			default:
 				lines = append(lines, fmt.Sprintf("          %s failed%s: %s", id, took, clip(s.Error, 160)))
 			}
