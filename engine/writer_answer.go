@@ -33,7 +33,8 @@ type AnsweredStop struct {
 
 // answerWatch follows a running writer's stream for the agent's final result (Claude Code's
 // result event, Codex's turn.completed or turn.failed, pi's agent_end, Gemini CLI's result)
-// and stops the room when the writer has not exited grace after it.
+// and stops the room when the writer has neither exited nor written more to its stream for
+// grace after it.
 type answerWatch struct {
 	done    chan struct{}
 	wg      sync.WaitGroup
@@ -56,15 +57,25 @@ func watchAnswer(a agent.Agent, events string, grace time.Duration, stop context
 				return
 			case <-tick.C:
 			}
-			if answeredAt.IsZero() {
-				_, _, _ = f.Read(0, func(line []byte) {
-					if l, ok := agent.ParseLine(a, line); ok && l.Kind == agent.LiveResult {
-						answeredAt = time.Now()
-					}
-				})
-				if l, ok := agent.ParseLine(a, f.Pending()); answeredAt.IsZero() && ok && l.Kind == agent.LiveResult {
+			_, _, _ = f.Read(0, func(line []byte) {
+				l, ok := agent.ParseLine(a, line)
+				switch {
+				case ok && l.Kind == agent.LiveResult:
+					answeredAt = time.Now()
+				case ok && !answeredAt.IsZero():
+					// The run went on after a result (pi retries a failed answer after its
+					// agent_end): it answers again or exits.
+					answeredAt = time.Time{}
+				case !answeredAt.IsZero():
+					// Lines after the answer (Claude Code's task notices, a retry's notice): the
+					// grace counts from the stream's last word.
 					answeredAt = time.Now()
 				}
+			})
+			if l, ok := agent.ParseLine(a, f.Pending()); answeredAt.IsZero() && ok && l.Kind == agent.LiveResult {
+				answeredAt = time.Now()
+			}
+			if answeredAt.IsZero() {
 				continue
 			}
 			if time.Since(answeredAt) >= grace {
