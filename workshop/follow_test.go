@@ -35,31 +35,7 @@ func readSoFar(t *testing.T) int64 {
 // huge costs each look a bounded chunk read on from where the last stopped, never the whole
 // file again, and the quota wall at its end is found once the reading has caught up.
 func TestLooksAtAHugeStreamAreBounded(t *testing.T) {
-	p, out := planDir(t, basePlan)
-	exp := filepath.Join(out, "exp")
-	if _, err := Prepare(p, exp); err != nil {
-		t.Fatal(err)
-	}
-	e, _ := Load(exp)
-	id := "codex-gpt-5.1-codex"
-	s, _ := e.State(id)
-	wall, err := os.ReadFile("testdata/codex-quota-events.jsonl") // codex 0.171.0 at tare's model server's quota wall
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A long session's stream: 24 MiB of the writer's tool output, then the wall.
-	line := []byte(`{"type":"item.completed","item":{"id":"item_1","type":"command_execution","command":"cat notes","aggregated_output":"` +
-		strings.Repeat("x", 1000) + `","exit_code":0,"status":"completed"}}` + "\n")
-	events := append(bytes.Repeat(line, 24<<20/len(line)), wall...)
-	if err := os.WriteFile(filepath.Join(e.Record(id), "events.jsonl"), events, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now().UTC()
-	now = now.Add(-time.Minute)
-	s.Status, s.StartedAt, s.EndedAt, s.StoppedByQuota = "failed", &now, &now, true
-	if err := e.saveState(id, s); err != nil {
-		t.Fatal(err)
-	}
+	e, id, s, events := hugeStreamExp(t, 24)
 	const bound = agent.FollowChunk + 1<<20 // a chunk, the state and the ends of small files
 	looks, found := 0, false
 	for !found && looks < 2*len(events)/agent.FollowChunk+2 {
@@ -93,4 +69,68 @@ func TestLooksAtAHugeStreamAreBounded(t *testing.T) {
 	if all := strings.Join(told, "\n"); !strings.Contains(all, id+" stopped on a provider limit") {
 		t.Fatalf("watch did not tell the writer's end:\n%s", all)
 	}
+}
+
+// hugeStreamExp is an experiment whose codex writer stopped at a quota wall after a stream of
+// about mib MiB of its tool output.
+func hugeStreamExp(tb testing.TB, mib int) (*Exp, string, *State, []byte) {
+	tb.Helper()
+	p, out := planDir(tb, basePlan)
+	exp := filepath.Join(out, "exp")
+	if _, err := Prepare(p, exp); err != nil {
+		tb.Fatal(err)
+	}
+	e, _ := Load(exp)
+	id := "codex-gpt-5.1-codex"
+	s, _ := e.State(id)
+	wall, err := os.ReadFile("testdata/codex-quota-events.jsonl") // codex 0.171.0 at tare's model server's quota wall
+	if err != nil {
+		tb.Fatal(err)
+	}
+	line := []byte(`{"type":"item.completed","item":{"id":"item_1","type":"command_execution","command":"cat notes","aggregated_output":"` +
+		strings.Repeat("x", 1000) + `","exit_code":0,"status":"completed"}}` + "\n")
+	events := append(bytes.Repeat(line, mib<<20/len(line)), wall...)
+	if err := os.WriteFile(filepath.Join(e.Record(id), "events.jsonl"), events, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	then := time.Now().UTC().Add(-time.Minute)
+	s.Status, s.StartedAt, s.EndedAt, s.StoppedByQuota = "failed", &then, &then, true
+	if err := e.saveState(id, s); err != nil {
+		tb.Fatal(err)
+	}
+	return e, id, s, events
+}
+
+// BenchmarkResumableLook: what one refresh of the app's Writers pane costs for a writer whose
+// stream is 16 MiB against one whose stream is a few KiB, once each has been read to its end
+// (huge/small: about 1), and reading the huge stream whole as each look did before
+// (whole/look).
+func BenchmarkResumableLook(b *testing.B) {
+	small, sid, ss, _ := hugeStreamExp(b, 0)
+	huge, hid, hs, _ := hugeStreamExp(b, 16)
+	for !small.Resumable(sid, ss) || !huge.Resumable(hid, hs) { // caught up, as after the first refreshes
+	}
+	look := func(e *Exp, id string, s *State) time.Duration {
+		start := time.Now()
+		for i := 0; i < b.N; i++ {
+			if !e.Resumable(id, s) {
+				b.Fatal("the wall is lost")
+			}
+		}
+		return time.Since(start)
+	}
+	b.ResetTimer()
+	tSmall := look(small, sid, ss)
+	tHuge := look(huge, hid, hs)
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		data, _ := os.ReadFile(filepath.Join(huge.Record(hid), "events.jsonl"))
+		if _, ok := agent.ProviderStopped(agent.Codex{}, data, nil); !ok {
+			b.Fatal("no wall")
+		}
+	}
+	tWhole := time.Since(start)
+	b.ReportMetric(float64(tHuge.Nanoseconds())/float64(b.N), "ns/look-16MiB")
+	b.ReportMetric(float64(tHuge)/float64(tSmall), "huge/small")
+	b.ReportMetric(float64(tWhole)/float64(tHuge), "whole/look")
 }

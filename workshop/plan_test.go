@@ -36,7 +36,7 @@ model = "claude-sonnet-4-5"
 
 // planDir writes plan (TOML) and its material into a fresh folder and returns the plan's path
 // and an empty parent folder for experiments.
-func planDir(t *testing.T, plan string) (string, string) {
+func planDir(t testing.TB, plan string) (string, string) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "material"), 0o755); err != nil {
