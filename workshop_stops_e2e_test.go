@@ -78,6 +78,12 @@ func TestWorkshopWriterThatAnsweredIsCollected(t *testing.T) {
 	if !strings.Contains(r.stderr, "lingers finished") || !strings.Contains(r.stderr, "did not exit") {
 		t.Errorf("run progress does not say it finished after its answer:\n%s", r.stderr)
 	}
+	if r.tare(t, "workshop", "watch", exp, "--once"); !strings.Contains(r.stdout, "lingers finished") || !strings.Contains(r.stdout, "did not exit") {
+		t.Errorf("watch does not say the writer finished after its answer:\n%s", r.stdout)
+	}
+	if r.tare(t, "workshop", "inspect", exp); !strings.Contains(r.stdout, `"stopped_after_answer"`) {
+		t.Errorf("inspect does not say the writer was stopped after its answer:\n%s", r.stdout)
+	}
 	draft, err := os.ReadFile(filepath.Join(exp, "records", "lingers", "artifacts", "scene.md"))
 	if err != nil || string(draft) != "The keeper wound the clock once more, for no one but the gulls.\n" {
 		t.Fatalf("the archived draft is not the writer's: %q %v", draft, err)

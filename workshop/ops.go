@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"tare/agent"
+	"tare/engine"
 )
 
 // stopFollow is what has been read of one stopped attempt's stream: where the reading is
@@ -233,24 +234,26 @@ func Retry(e *Exp, id, newID string) (*Writer, error) {
 
 // Inspection is one writer as inspect tells it: enough to decide what to do next.
 type Inspection struct {
-	Status          string            `json:"status"`
-	Agent           string            `json:"agent"`
-	Model           string            `json:"model"`
-	Tier            string            `json:"tier"`
-	Mode            string            `json:"mode"`
-	RetryOf         string            `json:"retry_of,omitempty"`
-	Config          *Writer           `json:"config,omitempty"`
-	Error           string            `json:"error,omitempty"`
-	ProcessAlive    *bool             `json:"process_alive,omitempty"`
-	QuotaStop       string            `json:"quota_stop,omitempty"`
-	StopKind        string            `json:"stop_kind,omitempty"`
-	Resumable       bool              `json:"resumable,omitempty"`
-	ResumedFrom     string            `json:"resumed_from,omitempty"`
-	Attempts        []Attempt         `json:"attempts,omitempty"`
-	DeclaredOutputs map[string]string `json:"declared_outputs"`
-	PacketUnchanged bool              `json:"packet_unchanged"`
-	RedFlags        []string          `json:"red_flags,omitempty"`
-	Next            string            `json:"next"`
+	Status       string  `json:"status"`
+	Agent        string  `json:"agent"`
+	Model        string  `json:"model"`
+	Tier         string  `json:"tier"`
+	Mode         string  `json:"mode"`
+	RetryOf      string  `json:"retry_of,omitempty"`
+	Config       *Writer `json:"config,omitempty"`
+	Error        string  `json:"error,omitempty"`
+	ProcessAlive *bool   `json:"process_alive,omitempty"`
+	QuotaStop    string  `json:"quota_stop,omitempty"`
+	StopKind     string  `json:"stop_kind,omitempty"`
+	Resumable    bool    `json:"resumable,omitempty"`
+	ResumedFrom  string  `json:"resumed_from,omitempty"`
+	// StoppedAfterAnswer: it answered and did not exit, and tare stopped it after the grace.
+	StoppedAfterAnswer *engine.AnsweredStop `json:"stopped_after_answer,omitempty"`
+	Attempts           []Attempt            `json:"attempts,omitempty"`
+	DeclaredOutputs    map[string]string    `json:"declared_outputs"`
+	PacketUnchanged    bool                 `json:"packet_unchanged"`
+	RedFlags           []string             `json:"red_flags,omitempty"`
+	Next               string               `json:"next"`
 }
 
 // Inspect tells each writer's status, whether its process lives, whether its declared
@@ -264,7 +267,8 @@ func Inspect(e *Exp, full bool) (map[string]any, error) {
 			return nil, err
 		}
 		in := Inspection{Status: s.Status, Agent: s.Config.Agent, Model: s.Config.Model, Tier: s.Config.Tier, Mode: s.Config.Mode,
-			RetryOf: s.Config.RetryOf, Error: s.Error, ResumedFrom: s.ResumedFrom, Attempts: s.Attempts, DeclaredOutputs: map[string]string{}}
+			RetryOf: s.Config.RetryOf, Error: s.Error, ResumedFrom: s.ResumedFrom, Attempts: s.Attempts, DeclaredOutputs: map[string]string{},
+			StoppedAfterAnswer: s.StoppedAfterAnswer}
 		if full {
 			c := s.Config
 			in.Config = &c

@@ -122,6 +122,8 @@ func watchOnce(e *Exp, seen map[string]*follower, words bool) []string {
 				took = " after " + s.EndedAt.Sub(*s.StartedAt).Round(time.Second).String()
 			}
 			switch {
+			case s.Status == "completed" && s.StoppedAfterAnswer != nil:
+				lines = append(lines, fmt.Sprintf("          %s finished%s (it answered and did not exit; stopped after %gs)", id, took, s.StoppedAfterAnswer.Grace))
 			case s.Status == "completed":
 				lines = append(lines, fmt.Sprintf("          %s finished%s", id, took))
 			case s.StoppedByQuota || s.StoppedByLogin:
