@@ -2,6 +2,7 @@ package workshop
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -61,13 +62,19 @@ func TestLooksAtAHugeStreamAreBounded(t *testing.T) {
 	var told []string
 	for polls := 0; polls < 2*len(events)/agent.FollowChunk+2; polls++ {
 		before := readSoFar(t)
-		told = append(told, watchOnce(e, seen, false)...)
+		lines, _ := watchOnce(e, seen, false)
+		told = append(told, lines...)
 		if n := readSoFar(t) - before; n > bound {
 			t.Fatalf("watch poll %d read %d bytes; want at most %d", polls+1, n, bound)
 		}
 	}
 	if all := strings.Join(told, "\n"); !strings.Contains(all, id+" stopped on a provider limit") {
 		t.Fatalf("watch did not tell the writer's end:\n%s", all)
+	}
+	// watch --once reads a stream longer than one look's chunk to its end before it returns.
+	var once bytes.Buffer
+	if err := Watch(context.Background(), e, &once, false, true, time.Second); err != nil || !strings.Contains(once.String(), id+" stopped on a provider limit") {
+		t.Fatalf("watch --once did not tell the writer's end: %v\n%s", err, once.String())
 	}
 }
 

@@ -74,8 +74,13 @@ func Watch(ctx context.Context, e *Exp, w io.Writer, words, once bool, poll time
 	}
 	state := map[string]*follower{}
 	for {
-		for _, line := range watchOnce(e, state, words) {
+		lines, more := watchOnce(e, state, words)
+		for _, line := range lines {
 			fmt.Fprintln(w, engine.Printable(line))
+		}
+		if more && ctx.Err() == nil {
+			// A stream longer than one look's chunk: read on at once rather than a poll later.
+			continue
 		}
 		if once {
 			return nil
@@ -88,9 +93,9 @@ func Watch(ctx context.Context, e *Exp, w io.Writer, words, once bool, poll time
 	}
 }
 
-// watchOnce reads what changed since the last look.
-func watchOnce(e *Exp, seen map[string]*follower, words bool) []string {
-	var lines []string
+// watchOnce reads what changed since the last look, a bounded chunk of each writer's stream;
+// more says a stream has bytes left for the next look.
+func watchOnce(e *Exp, seen map[string]*follower, words bool) (lines []string, more bool) {
 	for _, id := range e.WriterIDs() {
 		s, err := e.State(id)
 		if err != nil || s.StartedAt == nil {
@@ -107,7 +112,7 @@ func watchOnce(e *Exp, seen map[string]*follower, words bool) []string {
 		if err != nil {
 			continue
 		}
-		_, more, _ := f.stream.Read(0, func(l []byte) {
+		_, left, _ := f.stream.Read(0, func(l []byte) {
 			if live, ok := agent.ParseLine(a, l); ok {
 				if t := liveLine(id, live, words); t != "" {
 					lines = append(lines, t)
@@ -115,7 +120,8 @@ func watchOnce(e *Exp, seen map[string]*follower, words bool) []string {
 			}
 		})
 		// Its end is told once its stream has been told, which a huge one takes polls for.
-		if !f.done && !more && (s.Status == "completed" || s.Status == "failed") {
+		more = more || left
+		if !f.done && !left && (s.Status == "completed" || s.Status == "failed") {
 			f.done = true
 			took := ""
 			if s.EndedAt != nil {
@@ -134,7 +140,7 @@ func watchOnce(e *Exp, seen map[string]*follower, words bool) []string {
 			}
 		}
 	}
-	return lines
+	return lines, more
 }
 
 // liveLine is one tool call of a writer: the tool and the file it names, never what it wrote.
