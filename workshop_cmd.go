@@ -146,11 +146,13 @@ func workshopResumeCmd() *cobra.Command {
 	var rf runFlags
 	cmd := &cobra.Command{
 		Use:   "resume EXP WRITER",
-		Short: "Continue a writer a provider quota wall stopped, in its own session",
+		Short: "Continue a writer a provider quota wall or an expired login stopped, in its own session",
 		Long: `Not a retry: the stopped session keeps the reading, the reasoning and the draft, and the
 writer is told only that it was interrupted. Only a writer whose own event stream shows a
-provider quota wall is resumed; anything else is refused with the reason. The stopped attempt
-is archived whole under records/WRITER/attempts/NN first.`,
+provider quota wall, or the provider refusing its login (HTTP 401: expired or revoked), is
+resumed; after a login, log in again with the agent on this machine first (claude /login,
+codex login, ...), since the room gets a copy of that login. Anything else is refused with the
+reason. The stopped attempt is archived whole under records/WRITER/attempts/NN first.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			e, err := loadExp(args[0])
@@ -291,7 +293,8 @@ func workshopRetryCmd() *cobra.Command {
 		Use:   "retry EXP WRITER NEW_ID",
 		Short: "Stage a fresh writer in place of a failed one",
 		Long: `The same seat (agent, model, effort, persona) under NEW_ID, with a fresh copy of the inputs
-and a session of its own; the old writer stays on record. For a quota wall, resume instead.`,
+and a session of its own; the old writer stays on record. For a quota wall or an expired
+login, resume instead.`,
 		Args: cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			e, err := loadExp(args[0])

@@ -189,6 +189,11 @@ const startPrompt = "Read /work/START.md and complete the assignment it specifie
 const resumePrompt = "You were interrupted by a provider usage limit. Your draft is where you left it, under /work/drafts. " +
 	"Continue writing there and finish the assignment."
 
+// resumeLoginPrompt is the notice a writer stopped by an expired login gets in its own session
+// once the operator has logged in again.
+const resumeLoginPrompt = "You were interrupted because the login to the model provider expired; it has been renewed. " +
+	"Your draft is where you left it, under /work/drafts. Continue writing there and finish the assignment."
+
 // runWriter runs one writer's attempt under its lock, then collects it.
 func runWriter(ctx context.Context, e *Exp, id string, o RunOptions, srv *scripted, resume, prompt string) (*State, error) {
 	unlock, err := e.lock(id)
@@ -211,7 +216,7 @@ func runWriterLocked(ctx context.Context, e *Exp, id string, o RunOptions, srv *
 		return collectLocked(e, id, nil)
 	}
 	if s.Status != "prepared" {
-		return nil, fmt.Errorf("writer %s is %s; collect its evidence (tare workshop collect), resume it after a quota wall, or retry it as a new writer", id, s.Status)
+		return nil, fmt.Errorf("writer %s is %s; collect its evidence (tare workshop collect), resume it after a quota wall or an expired login, or retry it as a new writer", id, s.Status)
 	}
 	if s.Config.Mode == "manual" && len(o.Writers) == 0 {
 		return nil, fmt.Errorf("writer %s is manual; run it with tare workshop manual", id)
@@ -276,9 +281,12 @@ func runWriterLocked(ctx context.Context, e *Exp, id string, o RunOptions, srv *
 	if end.TimedOut {
 		s.TimedOutAfter = o.Timeout.Seconds()
 	}
+	// Answered and stopped after the grace: its exit is the stop's signal, not how it ended.
+	s.StoppedAfterAnswer = end.Answered
 	if end.Stop != nil {
 		s.Error = fmt.Sprintf("ended by the provider (%s): %s", end.Stop.Kind, end.Stop.Detail)
 		s.StoppedByQuota = end.Stop.Kind == agent.StopQuota
+		s.StoppedByLogin = end.Stop.Kind == agent.StopLogin
 	}
 	if err := writeJSON(filepath.Join(rec, "receipt.json"), end); err != nil {
 		return nil, err
@@ -292,10 +300,13 @@ func runWriterLocked(ctx context.Context, e *Exp, id string, o RunOptions, srv *
 	st, err := collectLocked(e, id, nil)
 	took := ended.Sub(*s.StartedAt).Round(time.Second)
 	switch {
+	case err == nil && s.StoppedAfterAnswer != nil:
+		say(o.Progress, "%s finished in %s (it answered and did not exit; stopped after %gs)", id, took, s.StoppedAfterAnswer.Grace)
 	case err == nil:
 		say(o.Progress, "%s finished in %s", id, took)
-	case s.StoppedByQuota:
-		say(o.Progress, "%s stopped on a provider limit after %s; tare workshop resume continues it", id, took)
+	case s.StoppedByQuota || s.StoppedByLogin:
+		what, next := stopWords(end.Stop.Kind)
+		say(o.Progress, "%s stopped on %s after %s; %s", id, what, took, next)
 	default:
 		say(o.Progress, "%s failed after %s: %v", id, took, err)
 	}
@@ -412,8 +423,9 @@ func collectLocked(e *Exp, id string, ext *External) (*State, error) {
 		if s.Error != "" {
 			return fail(errors.New(s.Error))
 		}
-		// A manual writer's exit is how the operator left the agent; its outputs decide.
-		if s.Exit != nil && *s.Exit != 0 && !s.Manual {
+		// A manual writer's exit is how the operator left the agent, and a writer stopped
+		// after its answer exits by tare's signal: their outputs decide.
+		if s.Exit != nil && *s.Exit != 0 && !s.Manual && s.StoppedAfterAnswer == nil {
 			return fail(fmt.Errorf("agent exit %d", *s.Exit))
 		}
 	}
