@@ -102,6 +102,10 @@ type Meter struct {
 	ln      net.Listener
 	srv     *http.Server
 	proxy   *httputil.ReverseProxy
+	// hosts are the Host headers a provider meter relays (nil: any, to tare's model
+	// server); transport carries its requests (nil: plain HTTP).
+	hosts     map[string]bool
+	transport http.RoundTripper
 
 	mu    sync.Mutex
 	calls []CallUsage
@@ -115,18 +119,55 @@ func NewMeter(upstream string, price PriceFunc, budgets ...*Budget) (*Meter, err
 	if err != nil || target.Host == "" {
 		return nil, fmt.Errorf("meter: upstream %q: want host:port", upstream)
 	}
+	return startMeter(func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.Host = r.In.Host
+	}, nil, nil, price, budgets)
+}
+
+// NewProviderMeter starts a meter on a free loopback port relaying to real providers over
+// HTTPS through transport, which must verify each host's certificate. A request goes to the
+// host its Host header names, and only when that is one of hosts ("host:port", the room's
+// intercepted model hosts); any other is answered 421 and never leaves the machine.
+func NewProviderMeter(hosts []string, transport http.RoundTripper, price PriceFunc, budgets ...*Budget) (*Meter, error) {
+	if transport == nil {
+		return nil, fmt.Errorf("meter: a provider meter needs its verifying transport")
+	}
+	known := map[string]bool{}
+	for _, h := range hosts {
+		known[strings.ToLower(h)] = true
+	}
+	return startMeter(func(r *httputil.ProxyRequest) {
+		// serve let only known hosts this far.
+		r.SetURL(&url.URL{Scheme: "https", Host: strings.TrimSuffix(hostPort(r.In.Host), ":443")})
+	}, known, transport, price, budgets)
+}
+
+// hostPort is a Host header as "host:port" in lower case, 443 when it names no port.
+func hostPort(host string) string {
+	host = strings.ToLower(host)
+	if _, _, err := net.SplitHostPort(host); err != nil {
+		host += ":443"
+	}
+	return host
+}
+
+// startMeter serves a meter whose rewrite points a request at its upstream; hosts, when
+// set, are the only Host headers it relays.
+func startMeter(rewrite func(*httputil.ProxyRequest), hosts map[string]bool, transport http.RoundTripper, price PriceFunc, budgets []*Budget) (*Meter, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("meter: listen on loopback: %w", err)
 	}
-	m := &Meter{price: price, ln: ln}
+	m := &Meter{price: price, ln: ln, hosts: hosts, transport: transport}
 	for _, b := range budgets {
 		if b != nil {
 			m.budgets = append(m.budgets, b)
 		}
 	}
 	m.proxy = &httputil.ReverseProxy{
-		Rewrite:        func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.Host = r.In.Host },
+		Rewrite:        rewrite,
+		Transport:      transport,
 		FlushInterval:  -1, // streamed answers reach the agent as they come
 		ModifyResponse: m.meterResponse,
 		ErrorLog:       log.New(io.Discard, "", 0),
@@ -141,7 +182,12 @@ func NewMeter(upstream string, price PriceFunc, budgets ...*Budget) (*Meter, err
 func (m *Meter) Addr() string { return m.ln.Addr().String() }
 
 // Close stops the meter and cuts its connections.
-func (m *Meter) Close() error { return m.srv.Close() }
+func (m *Meter) Close() error {
+	if t, ok := m.transport.(interface{ CloseIdleConnections() }); ok {
+		t.CloseIdleConnections()
+	}
+	return m.srv.Close()
+}
 
 // Calls returns every metered call so far, in the order they ended.
 func (m *Meter) Calls() []CallUsage {
@@ -178,6 +224,16 @@ func modelCall(p string) api {
 }
 
 func (m *Meter) serve(w http.ResponseWriter, r *http.Request) {
+	if m.hosts != nil && !m.hosts[hostPort(r.Host)] {
+		http.Error(w, "tare: "+r.Host+" is not a host this room's relay reads", http.StatusMisdirectedRequest)
+		return
+	}
+	if r.Header.Get("Upgrade") != "" {
+		// A WebSocket's frames would carry model calls past the meter unread (Codex tries
+		// its Responses WebSocket first): refused, so the client falls back to HTTPS.
+		http.Error(w, "tare: this relay meters model calls over HTTP only; use HTTPS requests", http.StatusUpgradeRequired)
+		return
+	}
 	a := modelCall(r.URL.Path)
 	if a == "" {
 		m.proxy.ServeHTTP(w, r)
