@@ -83,6 +83,7 @@ func (g Gemini) Room(o RoomOptions) (Setup, error) {
 			fmt.Sprintf("retries: %d attempts per model request (Gemini CLI's default is 10)", geminiServerAttempts))
 	} else {
 		s.Allow = []string{"generativelanguage.googleapis.com:443"}
+		s.ModelHosts = []string{"generativelanguage.googleapis.com:443", "cloudcode-pa.googleapis.com:443"}
 		proxyEnv(s.Env, o.Proxy)
 		switch {
 		case o.Login:

@@ -27,17 +27,14 @@ func (c Caps) Set() bool {
 	return c.TailTokens > 0 || c.TailCost > 0 || c.RunTokens > 0 || c.RunCost > 0
 }
 
-// Check is the one-line complaint about caps that cannot work, or nil. A real provider is
-// reached through an encrypted tunnel the relay cannot read, so it can neither meter nor
-// refuse a call there: caps need tare's model server (--script).
+// Check is the one-line complaint about caps that cannot work, or nil. Caps hold on tare's
+// model server and on a real provider alike: the relay reads a real provider's model calls
+// (see interceptRoom).
 func (c Caps) Check(script string) error {
 	for _, v := range []float64{float64(c.TailTokens), c.TailCost, float64(c.RunTokens), c.RunCost} {
 		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 			return fmt.Errorf("--max-cost/--max-tokens: %v is not a cap; fix: give a positive number (0: no cap)", v)
 		}
-	}
-	if c.Set() && script == "" {
-		return fmt.Errorf("--max-cost/--max-tokens: caps are enforced at tare's model server relay, and a real provider is reached through a TLS tunnel the relay cannot read; fix: add --script FILE, or drop the cap")
 	}
 	return nil
 }
@@ -94,22 +91,23 @@ func (env *tailEnv) meterFor(upstream string, capped bool) (string, *modelserver
 	if upstream == "" {
 		return "", nil, nil
 	}
+	m, err := modelserver.NewMeter(upstream, CostOf, env.budgets(capped)...)
+	if err != nil {
+		return "", nil, err
+	}
+	return m.Addr(), m, nil
+}
+
+// budgets are what a meter charges: when capped, the tail's own caps and the run's.
+func (env *tailEnv) budgets(capped bool) []*modelserver.Budget {
 	if !capped {
-		m, err := modelserver.NewMeter(upstream, CostOf)
-		if err != nil {
-			return "", nil, err
-		}
-		return m.Addr(), m, nil
+		return nil
 	}
 	var tail *modelserver.Budget
 	if c := env.recipe.Caps; c != nil && (c.TailTokens > 0 || c.TailCost > 0) {
 		tail = &modelserver.Budget{Name: "tail", MaxTokens: c.TailTokens, MaxCost: c.TailCost}
 	}
-	m, err := modelserver.NewMeter(upstream, CostOf, tail, env.runBudget())
-	if err != nil {
-		return "", nil, err
-	}
-	return m.Addr(), m, nil
+	return []*modelserver.Budget{tail, env.runBudget()}
 }
 
 // metered is what the meter counted, with the agent's own count beside it.

@@ -130,6 +130,14 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 	if err != nil {
 		return nil, err
 	}
+	if meter == nil {
+		if meter, err = env.interceptRoom(&room, &setup, false); err != nil {
+			return nil, err
+		}
+		if meter != nil {
+			defer meter.Close()
+		}
+	}
 	hosts, err := os.Create(hostLog(dir))
 	if err != nil {
 		return nil, err
