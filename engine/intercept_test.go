@@ -72,6 +72,7 @@ func loginHome(t *testing.T, name string) {
 	files := map[string][2]string{
 		"claude": {".claude/.credentials.json", `{"claudeAiOauth":{"accessToken":"sk-ant-oat01-dummy","refreshToken":"sk-ant-ort01-dummy","expiresAt":4102444800000,"scopes":["user:inference"],"subscriptionType":"max"}}`},
 		"codex":  {".codex/auth.json", `{"OPENAI_API_KEY":"sk-test-dummy"}`},
+		"pi":     {".pi/agent/auth.json", `{"anthropic":{"type":"api_key","key":"sk-ant-api03-dummy"}}`},
 	}
 	f := files[name]
 	p := filepath.Join(home, f[0])
@@ -102,7 +103,7 @@ func TestInterceptMetersRealProviderCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"claude", "codex"} {
+	for _, name := range []string{"claude", "codex", "pi"} {
 		t.Run(name, func(t *testing.T) {
 			srv := scriptServer(t, script)
 			standIn(t, srv, true)
