@@ -51,6 +51,9 @@ type Metered struct {
 	// Differs is set when the agent's own count differs from the relay's by more than
 	// meterTolerance: one of the two is wrong, and the report says so.
 	Differs string `json:"differs,omitempty"`
+	// Incomplete counts the calls whose answer was longer than the relay reads (32 MiB, passed
+	// on whole): their tokens may be short, so the tail's count is a floor.
+	Incomplete int `json:"incomplete,omitempty"`
 }
 
 // meterTolerance is how far (relative) an agent's own token count may stray from the relay's
@@ -79,6 +82,9 @@ func newRunBudget(r *run, c Caps) *modelserver.Budget {
 		for _, a := range t.Attempts() {
 			if m := a.Metered; m != nil {
 				fresh.Spend(m.Input+m.Output+m.CacheRead+m.CacheWrite, m.Cost)
+				for _, model := range m.Unpriced {
+					fresh.SpendUnpriced(model)
+				}
 			}
 		}
 	}
@@ -123,6 +129,9 @@ func metered(m *modelserver.Meter, own Usage) *Metered {
 			continue
 		}
 		out.Calls++
+		if c.Incomplete {
+			out.Incomplete++
+		}
 		out.Input += c.Input
 		out.Output += c.Output
 		out.CacheRead += c.CacheRead
@@ -142,6 +151,20 @@ func metered(m *modelserver.Meter, own Usage) *Metered {
 		out.Differs = fmt.Sprintf("the agent counted %d tokens, the relay %d (%+.0f%%)", theirs, mine, 100*float64(theirs-mine)/float64(max(mine, 1)))
 	}
 	return out
+}
+
+// addMetered counts one attempt's relay count into usage.json's metered figures, beside the
+// agents' own: per tail (its attempts summed), per side and in total.
+func (u *usageFile) addMetered(id, side string, m *Metered) {
+	if m == nil {
+		return
+	}
+	if u.MeteredTails == nil {
+		u.MeteredTails, u.MeteredSides, u.MeteredTotal = map[string]Usage{}, map[string]Usage{}, &Usage{}
+	}
+	u.MeteredTails[id] = u.MeteredTails[id].Add(m.Usage)
+	u.MeteredSides[side] = u.MeteredSides[side].Add(m.Usage)
+	*u.MeteredTotal = u.MeteredTotal.Add(m.Usage)
 }
 
 // hostLog is the path of a tail's host log.
@@ -167,6 +190,9 @@ func meteredLines(rec *Recipe, st *RunState) string {
 			sum.Calls += m.Calls
 			if m.Differs != "" {
 				flagged = append(flagged, fmt.Sprintf("  ! %s: %s", id, m.Differs))
+			}
+			if m.Incomplete > 0 {
+				flagged = append(flagged, fmt.Sprintf("  ! %s: incomplete: %d answers over 32 MiB were not read whole, so its count is a floor", id, m.Incomplete))
 			}
 			if m.OverBudget != "" {
 				flagged = append(flagged, fmt.Sprintf("  %s over budget: %s", id, m.OverBudget))
@@ -226,6 +252,9 @@ func (m *Metered) Line() string {
 		line += " · cost unknown: no price for " + strings.Join(m.Unpriced, ", ")
 	} else {
 		line += fmt.Sprintf(" · $%.4f (tare's prices)", m.Cost)
+	}
+	if m.Incomplete > 0 {
+		line += fmt.Sprintf(" · incomplete: %d answers over 32 MiB were not read whole, so the count is a floor", m.Incomplete)
 	}
 	if m.Differs != "" {
 		line += " · ! " + m.Differs

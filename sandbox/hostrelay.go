@@ -34,7 +34,13 @@ type hostRelays struct {
 	refused []string
 	wg      sync.WaitGroup
 	hosts   io.Writer // Room.HostLog
+	// logged counts the host log's lines; past maxHostLines reaches are counted, not logged.
+	logged, dropped int
 }
+
+// maxHostLines bounds a room's host log (about 1 MB): an agent reaching for hosts in a loop
+// cannot fill the run's disk. The log says where it stopped and how many it left out.
+const maxHostLines = 10000
 
 // HostReach is one line of a room's host log: a host the room tried to reach, and whether
 // its relay let it through.
@@ -47,6 +53,10 @@ type HostReach struct {
 	// Read is set when the relay ended the room's TLS to meter the requests (an Intercept),
 	// instead of tunnelling them unread.
 	Read bool `json:"read,omitempty"`
+	// Note and Dropped are set on the lines that say the log is full (no Host): from there on
+	// reaches are not logged, and the last line counts them.
+	Note    string `json:"note,omitempty"`
+	Dropped int    `json:"dropped,omitempty"`
 }
 
 // reach writes one line of the host log.
@@ -54,9 +64,23 @@ func (h *hostRelays) reach(rl Relay, host string, allowed, read bool) {
 	if h.hosts == nil {
 		return
 	}
-	line, _ := json.Marshal(HostReach{Time: time.Now().UTC(), Host: host, Allowed: allowed, Via: rl.Port, Read: read})
+	r := HostReach{Time: time.Now().UTC(), Host: host, Allowed: allowed, Via: rl.Port, Read: read}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.logged >= maxHostLines {
+		if h.dropped == 0 {
+			h.writeReach(HostReach{Time: r.Time, Note: fmt.Sprintf("host log full at %d lines: later reaches are counted, not logged", maxHostLines)})
+		}
+		h.dropped++
+		return
+	}
+	h.logged++
+	h.writeReach(r)
+}
+
+// writeReach writes one line of the host log; h.mu is held.
+func (h *hostRelays) writeReach(r HostReach) {
+	line, _ := json.Marshal(r)
 	_, _ = h.hosts.Write(append(line, '\n'))
 }
 
@@ -123,6 +147,12 @@ func (h *hostRelays) stop() {
 	}
 	h.mu.Unlock()
 	h.wg.Wait()
+	h.mu.Lock()
+	if h.dropped > 0 && h.hosts != nil {
+		h.writeReach(HostReach{Time: time.Now().UTC(), Note: fmt.Sprintf("%d reaches after the first %d were not logged", h.dropped, maxHostLines), Dropped: h.dropped})
+		h.dropped = 0
+	}
+	h.mu.Unlock()
 }
 
 // track registers c for stop; it closes c and reports false once stopping.
