@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"tare/modelserver"
+	"tare/sandbox"
 )
 
 // providerHosts are the real providers' model hosts the tests stand tare's model server in for.
@@ -274,5 +276,43 @@ func TestInterceptReadsOnlyModelHosts(t *testing.T) {
 	stray, _ := x509.ParseCertificate(other.Certificate[0])
 	if _, err := stray.Verify(x509.VerifyOptions{Roots: pool, DNSName: "platform.claude.com"}); err == nil {
 		t.Errorf("a leaf for platform.claude.com verifies against a CA made for api.anthropic.com")
+	}
+}
+
+// TestInterceptedRoomReadsClean: the probe's detectors, run on the inspection of a metered
+// claude room on its real provider, find nothing: the CA's variables are tare's own,
+// declared, and its files are in the room's fresh HOME, not the host's.
+func TestInterceptedRoomReadsClean(t *testing.T) {
+	a, inst, cfg := mustFind(t, "claude")
+	loginHome(t, "claude")
+	project := t.TempDir()
+	room, setup, err := buildRoom(plan{agent: a, inst: inst, cfg: cfg, workspace: project, login: true}, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := (&tailEnv{recipe: &Recipe{}}).interceptRoom(&room, &setup, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	s := subject{home: os.Getenv("HOME"), project: project, env: setup.envNames, show: tilde, loopback: "127.0.0.1:9"}
+	room.Argv = inspectArgv(s, s.loopback, "")
+	var out, errb strings.Builder
+	room.Stdin, room.Stdout, room.Stderr = nil, &out, &errb
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if code, err := runRoom(ctx, room); code != 0 || err != nil {
+		t.Fatalf("inspection exited %d, %v: %s", code, err, errb.String())
+	}
+	var view sandbox.View
+	if err := json.Unmarshal([]byte(out.String()), &view); err != nil {
+		t.Fatal(err)
+	}
+	sight := sightOf(&view, s.loopback)
+	if sight.env["SSL_CERT_FILE"] != roomBundleFile {
+		t.Fatalf("room env %v: want SSL_CERT_FILE set", sight.env)
+	}
+	if leaks := detect(evidence{sight: sight}, s); len(leaks) != 0 {
+		t.Errorf("a metered room read as leaking: %+v", leaks)
 	}
 }

@@ -99,3 +99,28 @@ func TestMeterPassesLongBodiesWholeAndSaysSo(t *testing.T) {
 		t.Errorf("calls %+v: want the one call marked incomplete", calls)
 	}
 }
+
+// TestMeterRefusesWebSockets: an upgrade to a WebSocket (Codex's Responses WebSocket) would
+// carry model calls past the meter unread: it is refused with 426 and never reaches the
+// provider, so the client falls back to metered HTTPS.
+func TestMeterRefusesWebSockets(t *testing.T) {
+	srv := startServer(t, Options{})
+	m, err := NewMeter(srv.Addr(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	req, _ := http.NewRequest("GET", "http://"+m.Addr()+"/v1/responses", nil)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "websocket")
+	req.Header.Set("Sec-WebSocket-Version", "13")
+	req.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUpgradeRequired || len(srv.Requests()) != 0 {
+		t.Errorf("WebSocket upgrade: %d, %d requests reached the server; want 426 and none", resp.StatusCode, len(srv.Requests()))
+	}
+}
