@@ -194,7 +194,13 @@ func startMeter(rewrite func(*httputil.ProxyRequest), hosts map[string]bool, tra
 		}
 	}
 	m.proxy = &httputil.ReverseProxy{
-		Rewrite:        rewrite,
+		Rewrite: func(r *httputil.ProxyRequest) {
+			rewrite(r)
+			// The meter must read the answer: the client's own encodings (br, zstd) would hide
+			// its usage. Without the header Go's transport asks for gzip and unpacks it, so
+			// the client gets the answer plain, as any client reads.
+			r.Out.Header.Del("Accept-Encoding")
+		},
 		Transport:      transport,
 		FlushInterval:  -1, // streamed answers reach the agent as they come
 		ModifyResponse: m.meterResponse,

@@ -2,6 +2,7 @@ package modelserver
 
 import (
 	"bytes"
+	"compress/gzip"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -122,5 +123,45 @@ func TestMeterRefusesWebSockets(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUpgradeRequired || len(srv.Requests()) != 0 {
 		t.Errorf("WebSocket upgrade: %d, %d requests reached the server; want 426 and none", resp.StatusCode, len(srv.Requests()))
+	}
+}
+
+// TestMeterReadsCompressedAnswers: a client offering compressed answers (every real CLI does)
+// still has its calls counted: a provider that compresses when asked sends the meter gzip,
+// which it reads, and the client gets the answer plain.
+func TestMeterReadsCompressedAnswers(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := `{"model":"m","usage":{"input_tokens":30,"output_tokens":4}}`
+		w.Header().Set("Content-Type", "application/json")
+		if strings.Contains(r.Header.Get("Accept-Encoding"), "br") {
+			w.Header().Set("Content-Encoding", "br")
+			w.Write([]byte("\x00not brotli a meter could read"))
+			return
+		}
+		if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+			w.Header().Set("Content-Encoding", "gzip")
+			zw := gzip.NewWriter(w)
+			zw.Write([]byte(body))
+			zw.Close()
+			return
+		}
+		w.Write([]byte(body))
+	}))
+	defer up.Close()
+	m, err := NewMeter(strings.TrimPrefix(up.URL, "http://"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	req, _ := http.NewRequest("POST", "http://"+m.Addr()+"/v1/messages", strings.NewReader(`{"model":"m"}`))
+	req.Header.Set("Accept-Encoding", "br, gzip")
+	resp, err := http.DefaultTransport.(*http.Transport).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if calls := m.Calls(); len(calls) != 1 || calls[0].Input != 30 || calls[0].Output != 4 || !strings.HasPrefix(string(b), `{"model"`) {
+		t.Errorf("calls %+v, client got %q; want 30 in and 4 out counted, the answer plain", calls, b)
 	}
 }
