@@ -1,6 +1,7 @@
 package modelserver
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // onlyKnown prices one model.
@@ -163,5 +165,46 @@ func TestMeterReadsCompressedAnswers(t *testing.T) {
 	resp.Body.Close()
 	if calls := m.Calls(); len(calls) != 1 || calls[0].Input != 30 || calls[0].Output != 4 || !strings.HasPrefix(string(b), `{"model"`) {
 		t.Errorf("calls %+v, client got %q; want 30 in and 4 out counted, the answer plain", calls, b)
+	}
+}
+
+// TestMeterPassesStreamsAsTheyCome: a streamed answer reaches the client event by event
+// through the meter, never held back until it ends: the provider sends its last event only
+// after the client has read the first.
+func TestMeterPassesStreamsAsTheyCome(t *testing.T) {
+	firstRead := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"m\",\"usage\":{\"input_tokens\":7}}}\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-firstRead:
+		case <-time.After(10 * time.Second):
+			return // held back: the client never saw the first event
+		}
+		io.WriteString(w, "event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":3}}\n\n")
+	}))
+	defer up.Close()
+	m, err := NewMeter(strings.TrimPrefix(up.URL, "http://"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	resp, err := http.Post("http://"+m.Addr()+"/v1/messages", "application/json", strings.NewReader(`{"model":"m","stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if line, err := br.ReadString('\n'); err != nil || !strings.HasPrefix(line, "event: message_start") {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	close(firstRead)
+	rest, _ := io.ReadAll(br)
+	if !strings.Contains(string(rest), "message_delta") {
+		t.Fatalf("the stream ended without its last event: %q", rest)
+	}
+	if calls := m.Calls(); len(calls) != 1 || calls[0].Input != 7 || calls[0].Output != 3 {
+		t.Errorf("calls %+v: want 7 in, 3 out", calls)
 	}
 }
