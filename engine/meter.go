@@ -27,16 +27,41 @@ func (c Caps) Set() bool {
 	return c.TailTokens > 0 || c.TailCost > 0 || c.RunTokens > 0 || c.RunCost > 0
 }
 
-// Check is the one-line complaint about caps that cannot work, or nil. Caps hold on tare's
-// model server and on a real provider alike: the relay reads a real provider's model calls
-// (see interceptRoom).
-func (c Caps) Check(script string) error {
+// Check is the one-line complaint about caps that cannot work for agents, or nil. Caps hold
+// on tare's model server and on a real provider alike, where the relay reads the model calls
+// (see interceptRoom), except those in unreadProviders.
+func (c Caps) Check(script string, agents ...string) error {
 	for _, v := range []float64{float64(c.TailTokens), c.TailCost, float64(c.RunTokens), c.RunCost} {
 		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 			return fmt.Errorf("--max-cost/--max-tokens: %v is not a cap; fix: give a positive number (0: no cap)", v)
 		}
 	}
+	if !c.Set() || script != "" {
+		return nil
+	}
+	for _, a := range agents {
+		if why, ok := unreadProviders[a]; ok {
+			return fmt.Errorf("--max-cost/--max-tokens: %s's real provider is %s, whose answers tare's relay does not read, so a cap cannot hold; fix: drop the cap for %s, or run it on tare's model server (--script)", a, why, a)
+		}
+	}
 	return nil
+}
+
+// sideAgents are the sides' agents.
+func sideAgents(sides []Side) []string {
+	var out []string
+	for _, s := range sides {
+		out = append(out, s.Agent)
+	}
+	return out
+}
+
+// unreadProviders are the agents whose real provider's model calls the relay leaves unread
+// (their adapters name no model host their login reaches): a tare room gives them a Google
+// login, which talks to Code Assist, whose wrapped answers the meter does not read yet.
+var unreadProviders = map[string]string{
+	"gemini": "Google's Code Assist (a Google login)",
+	"agy":    "Google's Code Assist",
 }
 
 // Metered is a tail's usage as the relay counted it, call by call, beside the agent's own.

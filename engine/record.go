@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -338,7 +340,7 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 	if o.Prompt == "" {
 		return "", nil, errors.New("give the task as PROMPT (or --prompt-file)")
 	}
-	if err := o.Caps.Check(o.Script + o.scriptText); err != nil {
+	if err := o.Caps.Check(o.Script+o.scriptText, o.Side.Agent); err != nil {
 		return "", nil, err
 	}
 	if err := checkPreflight(o.Check, o.CheckOnHost, NewCheckRoom(o.Config, o.CheckOnHost), configOrigin(o.Config)); err != nil {
@@ -469,7 +471,11 @@ func Tail(ctx context.Context, o TailOptions) (TailResult, error) {
 	if recipe.Kind != "record" {
 		return TailResult{}, fmt.Errorf("%s: tare tail continues a recorded run (tare record); this is a %s run", o.Dir, recipe.Kind)
 	}
-	if err := o.Caps.Check(recipe.ScriptText); err != nil {
+	continuing := []string{o.Agent}
+	if o.Agent == "" {
+		continuing = slices.Collect(maps.Keys(recipe.Agents)) // the recorded agent
+	}
+	if err := o.Caps.Check(recipe.ScriptText, continuing...); err != nil {
 		return TailResult{}, err
 	}
 	if o.Caps.Set() {
