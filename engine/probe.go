@@ -247,6 +247,9 @@ type roomSetup struct {
 	envNames map[string]bool
 	// args go on the agent's command line before the caller's (Codex's hook trust flag).
 	args []string
+	// modelHosts are the allowed hosts serving the model's API, which a metered room's
+	// proxy reads (see interceptRoom).
+	modelHosts []string
 }
 
 // twin describes how a twin differs from the clean room: a planted home bound at its own

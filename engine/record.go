@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -129,6 +131,14 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 	room, setup, err := buildRoom(p, upstream, nil)
 	if err != nil {
 		return nil, err
+	}
+	if meter == nil {
+		if meter, err = env.interceptRoom(&room, &setup, false); err != nil {
+			return nil, err
+		}
+		if meter != nil {
+			defer meter.Close()
+		}
 	}
 	hosts, err := os.Create(hostLog(dir))
 	if err != nil {
@@ -330,7 +340,7 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 	if o.Prompt == "" {
 		return "", nil, errors.New("give the task as PROMPT (or --prompt-file)")
 	}
-	if err := o.Caps.Check(o.Script + o.scriptText); err != nil {
+	if err := o.Caps.Check(o.Script+o.scriptText, o.Side.Agent); err != nil {
 		return "", nil, err
 	}
 	if err := checkPreflight(o.Check, o.CheckOnHost, NewCheckRoom(o.Config, o.CheckOnHost), configOrigin(o.Config)); err != nil {
@@ -461,7 +471,11 @@ func Tail(ctx context.Context, o TailOptions) (TailResult, error) {
 	if recipe.Kind != "record" {
 		return TailResult{}, fmt.Errorf("%s: tare tail continues a recorded run (tare record); this is a %s run", o.Dir, recipe.Kind)
 	}
-	if err := o.Caps.Check(recipe.ScriptText); err != nil {
+	continuing := []string{o.Agent}
+	if o.Agent == "" {
+		continuing = slices.Collect(maps.Keys(recipe.Agents)) // the recorded agent
+	}
+	if err := o.Caps.Check(recipe.ScriptText, continuing...); err != nil {
 		return TailResult{}, err
 	}
 	if o.Caps.Set() {

@@ -95,7 +95,7 @@ func buildRoom(p plan, upstream string, tw *twin) (sandbox.Room, roomSetup, erro
 		names[k] = true
 	}
 	declared := append(room.Declared(), setup.Declared...)
-	return room, roomSetup{Declared: declared, envNames: names, args: setup.Args}, nil
+	return room, roomSetup{Declared: declared, envNames: names, args: setup.Args, modelHosts: setup.ModelHosts}, nil
 }
 
 // moveHome turns a clean room into a twin: HOME is the planted folder at its own host path

@@ -92,6 +92,8 @@ type Relay struct {
 	Port     int
 	Upstream string
 	Allow    []string
+	// Intercept are Allow targets the proxy reads instead of tunnelling (see Intercept).
+	Intercept []Intercept
 }
 
 // sock is the relay's socket name, inside SockDir and inside the host folder.
