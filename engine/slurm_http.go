@@ -329,7 +329,7 @@ func WorkerHTTP(ctx context.Context, url, name string) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		var sent int64 = -1
+		var sent, sentOut int64 = -1, -1
 		for {
 			select {
 			case <-stop:
@@ -339,6 +339,12 @@ func WorkerHTTP(ctx context.Context, url, name string) error {
 			if st, err := os.Stat(filepath.Join(x, journal)); err == nil && st.Size() != sent {
 				if c.put(ctx, x, journal, journal) == nil {
 					sent = st.Size()
+				}
+			}
+			// A writer's stdout too (a tail's reaches tare through its journal).
+			if st, err := os.Stat(filepath.Join(x, "stdout.jsonl")); err == nil && job.Writer != nil && st.Size() != sentOut {
+				if c.put(ctx, x, "stdout.jsonl", "stdout.jsonl") == nil {
+					sentOut = st.Size()
 				}
 			}
 		}

@@ -26,13 +26,18 @@ func Worker(ctx context.Context, jobFile string) error {
 		return fmt.Errorf("tare worker: %v; fix: run it as tare's job script does, with the job.json tare wrote", err)
 	}
 	var job slurmJob
-	if err := json.Unmarshal(data, &job); err != nil || job.Recipe == nil || job.Config == nil {
+	err = json.Unmarshal(data, &job)
+	task := job.Judge != nil || job.Writer != nil
+	if err != nil || (job.Recipe == nil && !task) || job.Config == nil {
 		return fmt.Errorf("tare worker: %s is not a tare job (%v); fix: run it as tare's job script does", jobFile, err)
 	}
 	x := filepath.Dir(jobFile)
 	node := os.Getenv("SLURMD_NODENAME")
 	if node == "" {
 		node, _ = os.Hostname()
+	}
+	if task {
+		return workTask(ctx, job, x, node)
 	}
 	spec := job.Spec
 	res := TailResult{ID: spec.ID, Side: spec.Side.Key, Agent: spec.Side.Agent, Step: spec.Step, How: spec.How, Attempt: spec.Attempt,
