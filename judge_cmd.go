@@ -202,7 +202,7 @@ and fails, so the verdict is the judge's noise, not the page. calibrate --keep k
 run's workspace for this.`,
 		Example: `  tare judge-noise run/tails/*/work --rubric rubric.md --times 5 --threshold 7
   tare judge-noise run/tails/*/work --rubric rubric.md --times 5 --on slurm --jobs 20   # one Slurm job per judgement`,
-		Args:    cobra.MinimumNArgs(1),
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if jf.o.Times < 2 {
 				return fmt.Errorf("--times %d: one judgement per page shows no spread; fix: give --times 2 or more", jf.o.Times)
