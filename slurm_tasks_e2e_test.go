@@ -138,3 +138,81 @@ func TestSlurmJudgeNoiseCtrlCCancelsTheJobs(t *testing.T) {
 		}
 	}
 }
+
+// TestSlurmWorkshopRunsEachWriterAsAJob: tare workshop run --on slurm runs each writer (the
+// real codex, claude and pi CLIs on tare's model server) as a job on a real two-node Slurm,
+// its room proven clean on the node. Each writer's drafts, session, stdout and stderr come
+// back into its folders as a local run leaves them: the completed writers collect with the
+// same drafts a local run writes, and codex, stopped by a quota wall on its node, is resumed
+// here in its own session and continues the draft it wrote there.
+func TestSlurmWorkshopRunsEachWriterAsAJob(t *testing.T) {
+	slurmUp(t)
+	r := newRun(t, "")
+	td := filepath.Join(repoDir(), "demo", "workshop")
+	const codex, claude, pi = "codex-gpt-5.1-codex", "claude-sonnet-4-5", "pi-tare-model"
+	run := func(exp string, extra ...string) map[string]string {
+		if r.tare(t, "workshop", "prepare", filepath.Join(td, "plan.toml"), exp); r.code != 0 {
+			t.Fatalf("prepare: %d %s", r.code, r.stderr)
+		}
+		r.tare(t, append([]string{"workshop", "run", exp, "--jobs", "3", "--timeout", "2m", "--script", filepath.Join(td, "writer.toml"),
+			"--script", codex + "=" + filepath.Join(td, "quota.toml")}, extra...)...)
+		var res map[string]string
+		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != 1 {
+			t.Fatalf("run %v: exit %d, %q %v\n%s", extra, r.code, r.stdout, err, r.stderr)
+		}
+		return res
+	}
+	local, onSlurm := filepath.Join(r.home, "local"), filepath.Join(r.home, "slurm")
+	want := run(local)
+	got := run(onSlurm, "--on", "slurm")
+	progress := r.stderr
+	if !reflect.DeepEqual(want, got) || got[codex] != "failed" || got[claude] != "completed" || got[pi] != "completed" {
+		t.Fatalf("on slurm %v, locally %v: want codex stopped by its quota wall and the others completed\n%s", got, want, progress)
+	}
+	nodes := map[string]bool{}
+	for _, n := range []string{"n1", "n2"} {
+		nodes[n] = strings.Contains(progress, "running on "+n)
+	}
+	if !nodes["n1"] || !nodes["n2"] || !strings.Contains(progress, codex+" stopped on a provider limit") {
+		t.Errorf("progress does not show the writers' jobs on both nodes and codex's wall (%v):\n%s", nodes, progress)
+	}
+	for _, id := range []string{claude, pi, codex} {
+		for _, f := range []string{"events.jsonl", "stderr.log", "receipt.json", "session"} {
+			if !exists(filepath.Join(onSlurm, "records", id, f)) {
+				t.Errorf("writer %s: records/%s did not come back from its job", id, f)
+			}
+		}
+		a, _ := os.ReadFile(filepath.Join(local, "writers", id, "drafts", "scene.md"))
+		b, _ := os.ReadFile(filepath.Join(onSlurm, "writers", id, "drafts", "scene.md"))
+		if len(a) == 0 || string(a) != string(b) {
+			t.Errorf("writer %s's draft on slurm %q, locally %q", id, b, a)
+		}
+	}
+	var receipt struct {
+		Argv  []string
+		Usage struct{ Output int64 }
+	}
+	readJSONFile(t, filepath.Join(onSlurm, "records", claude, "receipt.json"), &receipt)
+	if len(receipt.Argv) == 0 || receipt.Usage.Output == 0 {
+		t.Errorf("claude's receipt from its job lacks the argv or the usage: %+v", receipt)
+	}
+	if r.tare(t, "workshop", "resume", onSlurm, codex, "--script", filepath.Join(td, "quota-lifted.toml")); r.code != 0 {
+		t.Fatalf("resume after the slurm run: exit %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	partial, _ := os.ReadFile(filepath.Join(onSlurm, "records", codex, "attempts", "01", "artifacts", "scene.md"))
+	final, _ := os.ReadFile(filepath.Join(onSlurm, "writers", codex, "drafts", "scene.md"))
+	if len(partial) == 0 || !strings.HasPrefix(string(final), string(partial)) || len(final) <= len(partial) {
+		t.Errorf("the resumed writer did not continue the draft its job wrote: %q then %q", partial, final)
+	}
+	for _, id := range []string{claude, codex, pi} {
+		if r.tare(t, "workshop", "collect", onSlurm, id); r.code != 0 || !strings.Contains(r.stdout, `"completed"`) {
+			t.Errorf("collect %s: exit %d %s %s", id, r.code, r.stdout, r.stderr)
+		}
+	}
+	if r.tare(t, "workshop", "inspect", onSlurm); r.code != 0 || !strings.Contains(r.stdout, claude) {
+		t.Errorf("inspect: exit %d %s", r.code, r.stderr)
+	}
+	if !exists(filepath.Join(onSlurm, "cluster.json")) || exists(sharedRoot(t, onSlurm)) {
+		t.Errorf("the run's folder below the shared directory is left after the run")
+	}
+}
