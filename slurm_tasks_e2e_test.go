@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,11 +42,13 @@ func scoresOf(t *testing.T, out string) [][]*int {
 // judges it in a room on the node, on tare's scripted model server) and gives every
 // judgement the score the same seeded run gives on this machine. The journal shows each
 // judgement's job pending, running on a node, finished; the judgements spread over both
-// nodes; nothing is left below the shared directory.
+// nodes; nothing is left below the shared directory. The jobs go as to nodes that are other
+// machines: the exchange over HTTP and the model through the token-guarded forwarder, both
+// on an address of this machine that is not loopback.
 func TestSlurmJudgeNoiseGivesTheLocalScores(t *testing.T) {
 	slurmUp(t)
 	page, rubric, script := judgeFiles(t, noiseScript)
-	r := newRun(t, "")
+	r := newRun(t, "[cluster]\ntransport = \"http\"\ncallback_addr = \""+hostIP(t)+"\"\n")
 	args := func(out string, extra ...string) []string {
 		return append([]string{"judge-noise", page, "--rubric", rubric, "--times", "4", "--jobs", "4", "--script", script,
 			"--seed", "11", "--judge", "claude", "--out", out}, extra...)
@@ -215,4 +218,17 @@ func TestSlurmWorkshopRunsEachWriterAsAJob(t *testing.T) {
 	if !exists(filepath.Join(onSlurm, "cluster.json")) || exists(sharedRoot(t, onSlurm)) {
 		t.Errorf("the run's folder below the shared directory is left after the run")
 	}
+}
+
+// hostIP is an IPv4 address of this machine that is not loopback.
+func hostIP(t *testing.T) string {
+	t.Helper()
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
+			return n.IP.String()
+		}
+	}
+	t.Fatal("this machine has no IPv4 address besides loopback")
+	return ""
 }

@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,6 +46,9 @@ type slurmJob struct {
 	Installs map[string]agent.Install `json:"installs"`
 	// Upstream is the model address the room's relay dials ("" for real providers).
 	Upstream string `json:"upstream,omitempty"`
+	// UpstreamToken, when set, is what tare's forwarder on [cluster] callback_addr wants
+	// before it relays a connection to Upstream (slurm_forward.go).
+	UpstreamToken string `json:"upstream_token,omitempty"`
 	// Store is the shared capsule store.
 	Store      string `json:"store"`
 	AllowDirty bool   `json:"allow_dirty,omitempty"`
@@ -292,12 +293,12 @@ func (b *slurmBackend) body(ctx context.Context, env *tailEnv, spec tailSpec, di
 	if err != nil {
 		return notStarted(err.Error())
 	}
-	upstream, stopForward, err := b.reachable(upstream)
+	upstream, upToken, stopForward, err := b.reachable(upstream)
 	if err != nil {
 		return notStarted(err.Error())
 	}
 	defer stopForward()
-	job := slurmJob{Spec: spec, Recipe: env.recipe, Config: env.cfg, Installs: env.installs, Upstream: upstream,
+	job := slurmJob{Spec: spec, Recipe: env.recipe, Config: env.cfg, Installs: env.installs, Upstream: upstream, UpstreamToken: upToken,
 		Store: b.store.Dir(), AllowDirty: b.allowDirty}
 	data, err := json.Marshal(job)
 	if err != nil {
@@ -614,41 +615,6 @@ func (b *slurmBackend) share(ctx context.Context, from *capsule.Store, c capsule
 	}
 	b.shared[c.Root] = s
 	return s, nil
-}
-
-// reachable is the address the nodes dial for upstream (tare's model server on loopback):
-// itself when the nodes are this machine, else a forwarder on [cluster] callback_addr.
-func (b *slurmBackend) reachable(upstream string) (string, func(), error) {
-	host := b.cluster.CallbackAddr
-	if upstream == "" || host == "" {
-		return upstream, func() {}, nil
-	}
-	if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
-		return upstream, func() {}, nil
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return "", nil, fmt.Errorf("[cluster] callback_addr %s: listening there for the nodes: %v; fix: give an address of this machine the nodes reach", host, err)
-	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				u, err := net.Dial("tcp", upstream)
-				if err != nil {
-					return
-				}
-				defer u.Close()
-				go func() { _, _ = io.Copy(u, c) }()
-				_, _ = io.Copy(c, u)
-			}()
-		}
-	}()
-	return ln.Addr().String(), func() { ln.Close() }, nil
 }
 
 // workerEvents reads a worker's journal in the exchange folder and re-journals its tool

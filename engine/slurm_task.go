@@ -101,12 +101,12 @@ func (b *slurmBackend) runTask(ctx context.Context, t task) (slurmResult, error)
 	}
 	job := t.job
 	job.Spec.ID, job.Spec.Start, job.Store, job.AllowDirty = t.name, *t.start, b.store.Dir(), b.allowDirty
-	upstream, stopForward, err := b.reachable(job.Upstream)
+	upstream, upToken, stopForward, err := b.reachable(job.Upstream)
 	if err != nil {
 		return notStarted(err)
 	}
 	defer stopForward()
-	job.Upstream = upstream
+	job.Upstream, job.UpstreamToken = upstream, upToken
 	data, err := json.MarshalIndent(job, "", "  ")
 	if err == nil {
 		err = capsule.WriteFileAtomic(filepath.Join(x, "job.json"), data, 0o600)

@@ -36,6 +36,15 @@ func Worker(ctx context.Context, jobFile string) error {
 	if node == "" {
 		node, _ = os.Hostname()
 	}
+	if job.UpstreamToken != "" {
+		// tare's forwarder wants the token; the room's relay dials this node's end of it.
+		addr, stop, err := nodeForward(job.Upstream, job.UpstreamToken)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		job.Upstream = addr
+	}
 	if task {
 		return workTask(ctx, job, x, node)
 	}
