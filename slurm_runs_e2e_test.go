@@ -195,3 +195,29 @@ func TestSlurmBadInputOnCliffAndSwap(t *testing.T) {
 		}
 	}
 }
+
+// TestSlurmRunCapIsRunWide: --run-max-tokens on Slurm caps the run's tails together, as
+// locally: one demo tail spends about 6,200 tokens, so under a cap of 9,000 the first tail
+// runs to its verdict and the second, on another job, is refused once the two together pass
+// the cap and ends over budget. (Each worker counting from zero let both run whole.)
+func TestSlurmRunCapIsRunWide(t *testing.T) {
+	slurmUp(t)
+	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRun(t, "")
+	out := filepath.Join(r.home, "run")
+	if r.tare(t, calibrateArgs(paths, paths.Script, out, 2, 1, "--on", "slurm", "--run-max-tokens", "9000")...); r.code != 0 {
+		t.Fatalf("calibrate --on slurm --run-max-tokens exited %d\n%s", r.code, r.stderr)
+	}
+	st := engine.Replay("run", readEvents(out))
+	first, second := st.Tails["a-0"], st.Tails["a-1"]
+	if first == nil || (first.Status != engine.StatusPassed && first.Status != engine.StatusFailed) || first.Place == nil {
+		t.Fatalf("tail a-0: %+v, want a verdict from its job", first)
+	}
+	if second == nil || second.Status != engine.StatusNoVerdict || second.Reason != engine.ReasonOverBudget ||
+		second.Metered == nil || second.Metered.Refused < 1 || !strings.Contains(second.Metered.OverBudget, "run's token cap (9000)") {
+		t.Fatalf("tail a-1: %+v (metered %+v), want over budget on the run's cap", second, second.Metered)
+	}
+}

@@ -293,12 +293,19 @@ func (b *slurmBackend) body(ctx context.Context, env *tailEnv, spec tailSpec, di
 	if err != nil {
 		return notStarted(err.Error())
 	}
+	upstream, meter, err := b.runMeter(env, upstream)
+	if err != nil {
+		return notStarted(err.Error())
+	}
+	if meter != nil {
+		defer meter.Close()
+	}
 	upstream, upToken, stopForward, err := b.reachable(upstream)
 	if err != nil {
 		return notStarted(err.Error())
 	}
 	defer stopForward()
-	job := slurmJob{Spec: spec, Recipe: env.recipe, Config: env.cfg, Installs: env.installs, Upstream: upstream, UpstreamToken: upToken,
+	job := slurmJob{Spec: spec, Recipe: nodeRecipe(env.recipe), Config: env.cfg, Installs: env.installs, Upstream: upstream, UpstreamToken: upToken,
 		Store: b.store.Dir(), AllowDirty: b.allowDirty}
 	data, err := json.Marshal(job)
 	if err != nil {
@@ -311,7 +318,8 @@ func (b *slurmBackend) body(ctx context.Context, env *tailEnv, spec tailSpec, di
 	if err != nil {
 		return notStarted(err.Error())
 	}
-	return b.follow(ctx, env, spec, x, id, dir, res, 0)
+	exit, check := b.follow(ctx, env, spec, x, id, dir, res, 0)
+	return overRun(meter, res, exit, check)
 }
 
 // attachedJob is the Slurm job a running tail's latest attempt was submitted as, if any.
