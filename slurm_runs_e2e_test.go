@@ -22,12 +22,7 @@ import (
 // gets a verdict, and the report is written. Cliff's tails go the same way (runTail through
 // the run's backend).
 func TestSlurmSwapRunsItsTailsAsJobs(t *testing.T) {
-	slurmUp(t)
-	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := newRun(t, "")
+	paths, r := slurmDemo(t, "")
 	out := filepath.Join(r.home, "swap")
 	if r.tare(t, "swap", demo.Task, "--a", "pi", "--b", "pi", "--cuts", "0.5", "--tails", "1", "--jobs", "6", "--check", demo.Check,
 		"--script", paths.SwapScript, "--seed", fmt.Sprint(demo.SwapSeed), "--project", paths.Project, "--out", out, "--on", "slurm"); r.code != 0 {
@@ -70,13 +65,8 @@ func TestSlurmSwapRunsItsTailsAsJobs(t *testing.T) {
 // run's token and sends back its tool calls as they come, its end capsule (imported into the
 // run's store, hash-checked) and its result.
 func TestSlurmOverHTTPWithoutTheSharedFolder(t *testing.T) {
-	slurmUp(t)
-	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	private := t.TempDir()
-	r := newRun(t, "[cluster]\ntransport = \"http\"\nshared = \""+private+"\"\n")
+	paths, r := slurmDemo(t, "[cluster]\ntransport = \"http\"\nshared = \""+private+"\"\n")
 	out := filepath.Join(r.home, "run")
 	cmd := exec.Command("unshare", append([]string{"--mount", "--propagation", "private", "sh", "-c",
 		`mount -t tmpfs tmpfs "$0" && exec "$@"`, private, tareBin}, calibrateArgs(paths, paths.Script, out, 1, 1, "--on", "slurm")...)...)
@@ -109,29 +99,12 @@ func TestSlurmOverHTTPWithoutTheSharedFolder(t *testing.T) {
 // as SIGTERM does: its running job is cancelled (not left running unseen), tare ends, and
 // the tail is left for tare resume to run again, not to re-attach to the cancelled job.
 func TestSlurmCtrlCCancelsTheJobs(t *testing.T) {
-	slurmUp(t)
-	paths, script := slowDemo(t)
-	long := strings.Replace(slowScript, `delay = "2s"`, `delay = "60s"`, 1)
-	if err := os.WriteFile(script, []byte(long), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r := newRun(t, "")
-	out := filepath.Join(r.home, "run")
-	cmd := exec.Command(tareBin, calibrateArgs(paths, script, out, 1, 1, "--on", "slurm")...)
-	cmd.Env = r.env()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	waited := startReaped(t, cmd)
-	job := waitRunning(t, out, "a-0", 1)
+	s := slowOnSlurm(t)
+	out, job, cmd, stderr := s.out, s.job, s.cmd, s.stderr
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-waited:
-	case <-time.After(time.Minute):
-		cmd.Process.Kill()
-		t.Fatal("tare did not end after ctrl+c")
-	}
+	s.awaitEnd(t, time.Minute, "ctrl+c")
 	if s := jobState(t, job); s != "CANCELLED" {
 		t.Fatalf("job %s is %q after ctrl+c, want CANCELLED", job, s)
 	}
@@ -201,12 +174,7 @@ func TestSlurmBadInputOnCliffAndSwap(t *testing.T) {
 // runs to its verdict and the second, on another job, is refused once the two together pass
 // the cap and ends over budget. (Each worker counting from zero let both run whole.)
 func TestSlurmRunCapIsRunWide(t *testing.T) {
-	slurmUp(t)
-	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := newRun(t, "")
+	paths, r := slurmDemo(t, "")
 	out := filepath.Join(r.home, "run")
 	if r.tare(t, calibrateArgs(paths, paths.Script, out, 2, 1, "--on", "slurm", "--run-max-tokens", "9000")...); r.code != 0 {
 		t.Fatalf("calibrate --on slurm --run-max-tokens exited %d\n%s", r.code, r.stderr)

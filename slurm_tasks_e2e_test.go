@@ -129,12 +129,7 @@ func TestSlurmJudgeNoiseCtrlCCancelsTheJobs(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-waited:
-	case <-time.After(time.Minute):
-		cmd.Process.Kill()
-		t.Fatal("tare did not end after ctrl+c")
-	}
+	slowJob{cmd: cmd, waited: waited}.awaitEnd(t, time.Minute, "ctrl+c")
 	for _, job := range jobs {
 		if s := jobState(t, job); s != "CANCELLED" {
 			t.Errorf("job %s is %q after ctrl+c, want CANCELLED", job, s)

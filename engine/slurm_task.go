@@ -199,18 +199,11 @@ func workTask(ctx context.Context, job slurmJob, x, node string) error {
 			AgentExit: fmt.Sprintf("not started on node %s: %s", node, why), Check: "not checked"}
 		return write()
 	}
-	local, err := os.MkdirTemp("", "tare-worker-")
-	if err != nil {
-		return unfit(fmt.Sprintf("no node-local folder (%v); fix: give the job a writable TMPDIR", err))
+	local, store, why := nodeStart(ctx, job)
+	if why != "" {
+		return unfit(why)
 	}
 	defer os.RemoveAll(local)
-	if err := roomWorks(ctx, job.Config.Bwrap); err != nil {
-		return unfit(err.Error())
-	}
-	store, err := capsule.Open(job.Store)
-	if err != nil {
-		return unfit(fmt.Sprintf("the shared store %s: %v; fix: set [cluster] shared to a folder every node sees", job.Store, err))
-	}
 	in := filepath.Join(local, "in")
 	if err := store.Restore(ctx, job.Spec.Start, in); err != nil {
 		return unfit(fmt.Sprintf("capsule %s could not be restored from %s: %v", job.Spec.Start.ID, job.Store, err))

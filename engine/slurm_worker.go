@@ -67,20 +67,11 @@ func Worker(ctx context.Context, jobFile string) error {
 	}
 	began := time.Now()
 
-	// Node-local disk for the workspace: agents make many small-file operations, slow on a
-	// shared filesystem.
-	local, err := os.MkdirTemp("", "tare-worker-")
-	if err != nil {
-		return unfit(fmt.Sprintf("no node-local folder (%v); fix: give the job a writable TMPDIR", err))
+	local, store, why := nodeStart(ctx, job)
+	if why != "" {
+		return unfit(why)
 	}
 	defer os.RemoveAll(local)
-	if err := roomWorks(ctx, job.Config.Bwrap); err != nil {
-		return unfit(err.Error())
-	}
-	store, err := capsule.Open(job.Store)
-	if err != nil {
-		return unfit(fmt.Sprintf("the shared store %s: %v; fix: set [cluster] shared to a folder every node sees", job.Store, err))
-	}
 	a, err := agent.ByName(spec.Side.Agent)
 	if err != nil {
 		return unfit(err.Error())
@@ -135,6 +126,25 @@ func Worker(ctx context.Context, jobFile string) error {
 		}
 	}
 	return write()
+}
+
+// nodeStart readies the node for a job: a node-local folder for the workspace (agents make
+// many small-file operations, slow on a shared filesystem; the caller removes it), a room
+// that starts, and the store the job's capsules are in. why says what the node lacks.
+func nodeStart(ctx context.Context, job slurmJob) (local string, store *capsule.Store, why string) {
+	local, err := os.MkdirTemp("", "tare-worker-")
+	if err != nil {
+		return "", nil, fmt.Sprintf("no node-local folder (%v); fix: give the job a writable TMPDIR", err)
+	}
+	if err := roomWorks(ctx, job.Config.Bwrap); err != nil {
+		os.RemoveAll(local)
+		return "", nil, err.Error()
+	}
+	if store, err = capsule.Open(job.Store); err != nil {
+		os.RemoveAll(local)
+		return "", nil, fmt.Sprintf("the shared store %s: %v; fix: set [cluster] shared to a folder every node sees", job.Store, err)
+	}
+	return local, store, ""
 }
 
 // roomWorks starts the smallest room there is, with the flags every room uses: a node
