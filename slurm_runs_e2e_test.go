@@ -189,3 +189,60 @@ func TestSlurmRunCapIsRunWide(t *testing.T) {
 		t.Fatalf("tail a-1: %+v (metered %+v), want over budget on the run's cap", second, second.Metered)
 	}
 }
+
+// modelGapScript's second tool call runs 8 s: tare is killed while it does, so the agent's
+// next model call comes when only a resumed tare can answer it.
+const modelGapScript = `
+seed = 3
+final = "Done."
+
+[[turn]]
+text = "Looking."
+shell = "cat greet.sh"
+
+[[turn]]
+text = "Writing."
+shell = '''touch sleeping; sleep 8; printf '#!/bin/sh\necho "hello, tare"\n' > greet.sh'''
+
+[[turn]]
+text = "Running it."
+shell = "sh greet.sh"
+`
+
+// TestSlurmResumeBringsTheModelBack: tare is SIGKILLed while a scripted tail's agent runs a
+// tool on its node, so the model server dies with it; tare resume re-attaches to the job and
+// serves the model again on the address the job's room dials, so the agent's next calls are
+// answered and the tail ends with its verdict and all its tool calls (before, it lost its
+// model and ended without them).
+func TestSlurmResumeBringsTheModelBack(t *testing.T) {
+	paths, r := slurmDemo(t, "")
+	script := filepath.Join(t.TempDir(), "gap.toml")
+	if err := os.WriteFile(script, []byte(modelGapScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(r.home, "run")
+	cmd := exec.Command(tareBin, calibrateArgs(paths, script, out, 1, 1, "--on", "slurm")...)
+	cmd.Env = r.env()
+	waited := startReaped(t, cmd)
+	job := waitRunning(t, out, "a-0", 1)
+	sleeping := filepath.Join(r.tmp, "tare-worker-*", "tail", "work", "sleeping")
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if marked, _ := filepath.Glob(sleeping); len(marked) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the agent's long tool call did not start")
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-waited
+	if r.tare(t, "resume", out); r.code != 0 {
+		t.Fatalf("tare resume exited %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	st := engine.Replay("run", readEvents(out))
+	if tl := st.Tails["a-0"]; tl == nil || tl.Status != engine.StatusPassed || tl.Calls != 3 || tl.Place == nil || tl.Place.Job != job {
+		t.Fatalf("tail a-0: %+v, want passed with its 3 tool calls, from job %s", tl, job)
+	}
+}

@@ -43,18 +43,26 @@ func (b *slurmBackend) reachable(upstream string) (string, string, func(), error
 	if err != nil {
 		return "", "", nil, fmt.Errorf("[cluster] callback_addr %s: listening there for the nodes: %v; fix: give an address of this machine the nodes reach", host, err)
 	}
+	go serveForward(ln, forwardTo(upstream, token))
+	return ln.Addr().String(), token, func() { ln.Close() }, nil
+}
+
+// forwardTo opens each accepted connection's way to upstream: at once without a token, and
+// with one only once the connection has opened with it.
+func forwardTo(upstream, token string) func(net.Conn) (net.Conn, bool) {
 	want := []byte(forwardHello + token)
-	go serveForward(ln, func(c net.Conn) (net.Conn, bool) {
-		got := make([]byte, len(want))
-		_ = c.SetReadDeadline(time.Now().Add(forwardWait))
-		if _, err := io.ReadFull(c, got); err != nil || subtle.ConstantTimeCompare(got, want) != 1 {
-			return nil, false
+	return func(c net.Conn) (net.Conn, bool) {
+		if token != "" {
+			got := make([]byte, len(want))
+			_ = c.SetReadDeadline(time.Now().Add(forwardWait))
+			if _, err := io.ReadFull(c, got); err != nil || subtle.ConstantTimeCompare(got, want) != 1 {
+				return nil, false
+			}
+			_ = c.SetReadDeadline(time.Time{})
 		}
-		_ = c.SetReadDeadline(time.Time{})
 		u, err := net.Dial("tcp", upstream)
 		return u, err == nil
-	})
-	return ln.Addr().String(), token, func() { ln.Close() }, nil
+	}
 }
 
 // nodeForward is the worker's end: a listener on the node's loopback whose connections go
