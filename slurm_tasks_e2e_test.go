@@ -101,10 +101,11 @@ func deref(s [][]*int) [][]int {
 	return out
 }
 
-// TestSlurmJudgeNoiseCtrlCCancelsTheJobs: ctrl+c of a judge-noise --on slurm whose judges
-// wait on a slow model cancels their running jobs: tare ends, and Slurm shows each job
-// cancelled, not left running unseen.
-func TestSlurmJudgeNoiseCtrlCCancelsTheJobs(t *testing.T) {
+// TestSlurmJudgeNoiseKillAndCtrlCCancelTheJobs: with judges waiting on a slow model, a kill of
+// one judgement (as the app and tare kill send it) cancels its job and journals it killed,
+// no verdict, while the other runs on; ctrl+c then cancels the rest: tare ends, and Slurm
+// shows each job cancelled, not left running unseen.
+func TestSlurmJudgeNoiseKillAndCtrlCCancelTheJobs(t *testing.T) {
 	slurmUp(t)
 	page, rubric, script := judgeFiles(t, "[[turn]]\ndelay = \"60s\"\ntext = \"score 6: fine\"\n")
 	r := newRun(t, "")
@@ -113,27 +114,46 @@ func TestSlurmJudgeNoiseCtrlCCancelsTheJobs(t *testing.T) {
 		"--judge", "claude", "--out", out, "--on", "slurm")
 	cmd.Env = r.env()
 	waited := startReaped(t, cmd)
-	var jobs []string
+	jobs := map[string]string{}
 	for deadline := time.Now().Add(2 * time.Minute); len(jobs) < 2; time.Sleep(200 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()
 			t.Fatalf("the judgements' jobs did not both run: %+v", places(readEvents(out)))
 		}
-		jobs = jobs[:0]
-		for _, ps := range places(readEvents(out)) {
+		for id, ps := range places(readEvents(out)) {
 			if p := ps[len(ps)-1]; p.State == "running" {
-				jobs = append(jobs, p.Job)
+				jobs[id] = p.Job
 			}
 		}
+	}
+	if err := engine.RequestKill(out, "p1-1"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		tl := engine.Replay("run", readEvents(out)).Tails["p1-1"]
+		if tl != nil && tl.Status != engine.StatusRunning {
+			if tl.Status != engine.StatusNoVerdict || tl.Reason != engine.ReasonKilled {
+				t.Errorf("judgement p1-1 after its kill: %+v, want no verdict, killed", tl)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the killed judgement did not end")
+		}
+	}
+	if s := jobState(t, jobs["p1-1"]); s != "CANCELLED" {
+		t.Errorf("job %s of the killed judgement is %q, want CANCELLED", jobs["p1-1"], s)
+	}
+	if s := jobState(t, jobs["p1-2"]); s != "RUNNING" {
+		t.Errorf("job %s of the other judgement is %q after the kill of p1-1, want RUNNING", jobs["p1-2"], s)
 	}
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 	slowJob{cmd: cmd, waited: waited}.awaitEnd(t, time.Minute, "ctrl+c")
-	for _, job := range jobs {
-		if s := jobState(t, job); s != "CANCELLED" {
-			t.Errorf("job %s is %q after ctrl+c, want CANCELLED", job, s)
-		}
+	if s := jobState(t, jobs["p1-2"]); s != "CANCELLED" {
+		t.Errorf("job %s is %q after ctrl+c, want CANCELLED", jobs["p1-2"], s)
 	}
 }
 

@@ -320,7 +320,9 @@ func (env *judgeEnv) judgeAll(ctx context.Context, pages []PageJudgements, stage
 				defer func() { <-sem }()
 				stream := fmt.Sprintf("judge-%d-%d", i+1, k+1)
 				env.journal.started(i, k)
-				pages[i].Judgements[k] = env.judgeOnce(ctx, stages[i], stream, len(pages[i].Blocked) > 0)
+				jctx, stop := env.journal.killable(ctx, i, k)
+				defer stop()
+				pages[i].Judgements[k] = env.judgeOnce(jctx, stages[i], stream, len(pages[i].Blocked) > 0)
 				env.journal.finished(i, k, pages[i], pages[i].Judgements[k], scale)
 			}()
 		}
@@ -406,9 +408,14 @@ func (env *judgeEnv) judgeOnce(ctx context.Context, stage, stream string, blocke
 		}
 	}
 	if env.slurm != nil {
-		return env.judgeOnSlurm(ctx, stage, stream, upstream, blocked)
+		j = env.judgeOnSlurm(ctx, stage, stream, upstream, blocked)
+	} else {
+		j = env.judgeIn(ctx, stage, upstream, blocked)
 	}
-	return env.judgeIn(ctx, stage, upstream, blocked)
+	if errors.Is(context.Cause(ctx), errKilled) && j.Score == nil {
+		j.Error = errKilled.Error() + ": " + j.Error
+	}
+	return j
 }
 
 // judgeIn runs one judgement in a fresh room over stage whose judge talks to upstream (""

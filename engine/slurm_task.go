@@ -120,7 +120,7 @@ func (b *slurmBackend) runTask(ctx context.Context, t task) (slurmResult, error)
 	}
 	st, cancelled := b.await(ctx, id, x, func() { t.tick(x) }, t.placed)
 	if cancelled {
-		return slurmResult{}, &taskEnded{reason: ReasonKilled, msg: fmt.Sprintf("stopped (job %s cancelled)", id), started: true}
+		return slurmResult{}, &taskEnded{reason: ReasonKilled, msg: fmt.Sprintf("job %s cancelled", id), started: true}
 	}
 	var wr slurmResult
 	data, rerr := os.ReadFile(filepath.Join(x, "result.json"))
