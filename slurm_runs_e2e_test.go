@@ -135,8 +135,9 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// TestSlurmBadInputOnCliffAndSwap: cliff and swap refuse --on slurm where tails could not run
-// before they record anything: one line naming the fix, exit 2, no run folder.
+// TestSlurmBadInputOnCliffAndSwap: cliff, swap, judge-noise and workshop run refuse --on
+// slurm where jobs could not run before they record anything: one line naming the fix, exit
+// 2, no run folder (for the workshop, nothing in the experiment).
 func TestSlurmBadInputOnCliffAndSwap(t *testing.T) {
 	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
 	if err != nil {
@@ -150,11 +151,22 @@ func TestSlurmBadInputOnCliffAndSwap(t *testing.T) {
 	}
 	r := newRun(t, "")
 	out := filepath.Join(r.home, "run")
+	page, rubric, judge := judgeFiles(t, noiseScript)
+	exp, plan := filepath.Join(r.home, "exp"), filepath.Join(repoDir(), "demo", "workshop")
+	if r.tare(t, "workshop", "prepare", filepath.Join(plan, "plan.toml"), exp); r.code != 0 {
+		t.Fatalf("workshop prepare: %d %s", r.code, r.stderr)
+	}
 	for _, args := range [][]string{
 		{"cliff", "pi", demo.Task, "--check", demo.Check, "--script", paths.CliffScript, "--project", paths.Project, "--out", out, "--on", "slurm"},
 		{"swap", demo.Task, "--a", "pi", "--b", "pi", "--check", demo.Check, "--script", paths.SwapScript, "--project", paths.Project, "--out", out, "--on", "slurm"},
 		{"swap", demo.Task, "--a", "pi", "--b", "pi", "--check", demo.Check, "--project", paths.Project, "--out", out, "--on", "slurmm"},
+		{"judge-noise", page, "--rubric", rubric, "--times", "2", "--script", judge, "--judge", "claude", "--out", out, "--on", "slurm"},
+		{"workshop", "run", exp, "--script", filepath.Join(plan, "writer.toml"), "--on", "slurm"},
 	} {
+		if args[0] == "workshop" {
+			// Nothing written into the experiment either: no cluster folder, no writer started.
+			out = filepath.Join(exp, "cluster.json")
+		}
 		cmd := exec.Command(tareBin, args...)
 		cmd.Env = append(r.env(), "PATH="+noSlurm)
 		msg, err := cmd.CombinedOutput()
