@@ -399,12 +399,8 @@ func (c *Cluster) RunWriter(ctx context.Context, id string, o WriterOptions, ins
 	}
 	// Back into place: stdout and stderr as the node wrote them (hash-checked with the
 	// capsule), then the writer's folder and session, each swapped in whole.
-	for name, dest := range map[string]string{taskEvents: o.Events, taskStderr: o.Stderr} {
-		if data, err := os.ReadFile(filepath.Join(end, name)); err == nil {
-			if err := capsule.WriteFileAtomic(dest, data, 0o644); err != nil {
-				return res, err
-			}
-		}
+	if err := putBackLogs(end, map[string]string{taskEvents: o.Events, taskStderr: o.Stderr}); err != nil {
+		return res, err
 	}
 	for name, dest := range map[string]string{"work": o.Workspace, "session": o.Sessions} {
 		if err := swapIn(filepath.Join(end, name), dest); err != nil {
@@ -412,6 +408,20 @@ func (c *Cluster) RunWriter(ctx context.Context, id string, o WriterOptions, ins
 		}
 	}
 	return res, nil
+}
+
+// putBackLogs writes each file of end named in dests (name -> path) to its path, read as the
+// node sent it, following no link: what came back is data, never a way into this machine's
+// files. A file missing or not regular is left out.
+func putBackLogs(end string, dests map[string]string) error {
+	for name, dest := range dests {
+		if data, err := capsule.ReadFileBeneath(end, name, maxUpload); err == nil {
+			if err := capsule.WriteFileAtomic(dest, data, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // gather puts each folder of parts (name -> folder) below out, through the shared store so
