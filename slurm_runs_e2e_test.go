@@ -164,8 +164,8 @@ func TestSlurmBadInputOnCliffAndSwap(t *testing.T) {
 		{"workshop", "run", exp, "--script", filepath.Join(plan, "writer.toml"), "--on", "slurm"},
 	} {
 		if args[0] == "workshop" {
-			// Nothing written into the experiment either: no cluster folder, no writer started.
-			out = filepath.Join(exp, "cluster.json")
+			// Nothing written into the experiment either: no writer's cluster folder.
+			out = filepath.Join(exp, "records", "codex-gpt-5.1-codex", "cluster.json")
 		}
 		cmd := exec.Command(tareBin, args...)
 		cmd.Env = append(r.env(), "PATH="+noSlurm)

@@ -230,8 +230,11 @@ func TestSlurmWorkshopRunsEachWriterAsAJob(t *testing.T) {
 	if r.tare(t, "workshop", "inspect", onSlurm); r.code != 0 || !strings.Contains(r.stdout, claude) {
 		t.Errorf("inspect: exit %d %s", r.code, r.stderr)
 	}
-	if !exists(filepath.Join(onSlurm, "cluster.json")) || exists(sharedRoot(t, onSlurm)) {
-		t.Errorf("the run's folder below the shared directory is left after the run")
+	for _, id := range []string{claude, codex, pi} {
+		// Each writer's own folder below the shared directory, gone once its job ended.
+		if rec := filepath.Join(onSlurm, "records", id); !exists(filepath.Join(rec, "cluster.json")) || exists(sharedRoot(t, rec)) {
+			t.Errorf("writer %s's folder below the shared directory is left after its job", id)
+		}
 	}
 }
 

@@ -54,7 +54,7 @@ func (c *judgeCluster) close() error {
 	if c == nil {
 		return nil
 	}
-	return (&Cluster{b: c.b}).Close(true)
+	return c.b.release()
 }
 
 // judgeOnSlurm runs one judgement (its draw stream "judge-P-K") as a job.

@@ -278,39 +278,30 @@ func workTask(ctx context.Context, job slurmJob, x, node string) error {
 }
 
 // Cluster runs the workshop's writers as Slurm jobs, one each (tare workshop run --on slurm),
-// through the same backend, exchange and worker as a run's tails.
+// through the same backend, exchange and worker as a run's tails. Each writer has a folder
+// of its own below the shared directory (named in its records folder's cluster.json): two
+// tares running other writers of one experiment at once never share or remove each other's.
 type Cluster struct {
-	b      *slurmBackend
-	runDir string
+	cfg *config.Config
 }
 
-// OpenCluster refuses a Slurm that could not run a job before anything is submitted (as every
-// --on slurm does) and opens the backend of the run kept in runDir.
-func OpenCluster(ctx context.Context, cfg *config.Config, runDir string) (*Cluster, error) {
+// OpenCluster refuses a Slurm that could not run a job before anything is written or
+// submitted, as every --on slurm does.
+func OpenCluster(ctx context.Context, cfg *config.Config) (*Cluster, error) {
 	if err := SlurmPreflight(ctx, cfg, true); err != nil {
 		return nil, err
 	}
-	b, err := newSlurmBackend(cfg, runDir, false)
-	if err != nil {
-		return nil, err
-	}
-	return &Cluster{b: b, runDir: runDir}, nil
+	return &Cluster{cfg: cfg}, nil
 }
 
-// Close lets go of the exchange server; with done (every job collected) it also removes the
-// run's folder below the shared directory.
-func (c *Cluster) Close(done bool) error {
-	if c == nil {
-		return nil
+// release lets go of what the backend holds once its jobs have ended: the exchange server
+// and its folder below the shared directory (job files, exchange folders, shared store).
+func (b *slurmBackend) release() error {
+	if b.http != nil {
+		b.http.close()
 	}
-	if c.b.http != nil {
-		c.b.http.close()
-	}
-	if !done {
-		return nil
-	}
-	if err := os.RemoveAll(c.b.root); err != nil {
-		return fmt.Errorf("the run is done, but its folder below the shared directory could not be removed: %v; fix: remove %s", err, c.b.root)
+	if err := os.RemoveAll(b.root); err != nil {
+		return fmt.Errorf("the jobs are done, but their folder below the shared directory could not be removed: %v; fix: remove %s", err, b.root)
 	}
 	return nil
 }
@@ -320,9 +311,19 @@ func (c *Cluster) Close(done bool) error {
 // agent, and its folder, session, stdout and stderr come back into o's paths (stdout also
 // as it grows), hash-checked. An error means the job did not run; how the agent, or Slurm,
 // ended it is in WriterEnd. id names the writer; placed hears the job's place.
-func (c *Cluster) RunWriter(ctx context.Context, id string, o WriterOptions, inst agent.Install, placed func(Placed)) (WriterEnd, error) {
-	b := c.b
-	staging, err := os.MkdirTemp(filepath.Dir(o.Sessions), ".slurm-")
+func (c *Cluster) RunWriter(ctx context.Context, id string, o WriterOptions, inst agent.Install, placed func(Placed)) (end WriterEnd, err error) {
+	rec := filepath.Dir(o.Sessions)
+	b, err := newSlurmBackend(c.cfg, rec, false)
+	if err != nil {
+		return WriterEnd{}, err
+	}
+	defer func() {
+		// The job has ended or was cancelled: nothing is left to follow.
+		if rerr := b.release(); rerr != nil && end.Error == "" {
+			end.Error = rerr.Error()
+		}
+	}()
+	staging, err := os.MkdirTemp(rec, ".slurm-")
 	if err != nil {
 		return WriterEnd{}, err
 	}
@@ -371,8 +372,8 @@ func (c *Cluster) RunWriter(ctx context.Context, id string, o WriterOptions, ins
 	started := false
 	job := slurmJob{Config: o.Config, Installs: map[string]agent.Install{o.Agent: inst}, Upstream: o.Upstream,
 		Writer: &writerTask{Agent: o.Agent, Model: o.Model, Args: o.Args, ReadOnly: o.ReadOnly, Prompt: o.Prompt, Resume: o.Resume, Timeout: o.Timeout}}
-	end := filepath.Join(staging, "end")
-	wr, err := b.runTask(ctx, task{name: fmt.Sprintf("%s.%d", id, n), what: "writer " + id, runDir: c.runDir, job: job, out: out, end: end,
+	endDir := filepath.Join(staging, "end")
+	wr, err := b.runTask(ctx, task{name: fmt.Sprintf("%s.%d", id, n), what: "writer " + id, runDir: rec, job: job, out: out, end: endDir,
 		tick: follow, placed: func(p Placed) {
 			p.Tail = id
 			if !started && o.Started != nil {
@@ -399,11 +400,11 @@ func (c *Cluster) RunWriter(ctx context.Context, id string, o WriterOptions, ins
 	}
 	// Back into place: stdout and stderr as the node wrote them (hash-checked with the
 	// capsule), then the writer's folder and session, each swapped in whole.
-	if err := putBackLogs(end, map[string]string{taskEvents: o.Events, taskStderr: o.Stderr}); err != nil {
+	if err := putBackLogs(endDir, map[string]string{taskEvents: o.Events, taskStderr: o.Stderr}); err != nil {
 		return res, err
 	}
 	for name, dest := range map[string]string{"work": o.Workspace, "session": o.Sessions} {
-		if err := swapIn(filepath.Join(end, name), dest); err != nil {
+		if err := swapIn(filepath.Join(endDir, name), dest); err != nil {
 			res.Error = firstNonEmpty(res.Error, "the writer's "+name+" could not be put back: "+err.Error())
 		}
 	}

@@ -135,10 +135,9 @@ func Run(ctx context.Context, e *Exp, o RunOptions) (map[string]string, error) {
 		return nil, fmt.Errorf("EXP %s: no auto writer to run; name writers, or run manual ones with tare workshop manual", e.Root)
 	}
 	var err error
-	if o.cluster, err = openCluster(ctx, e, o); err != nil {
+	if o.cluster, err = openCluster(ctx, o); err != nil {
 		return nil, err
 	}
-	defer o.cluster.Close(true)
 	srv, err := startScripts(e, o)
 	if err != nil {
 		return nil, err

@@ -10,14 +10,14 @@ import (
 
 // openCluster is the run's Slurm backend for --on slurm (nil for this machine), refused
 // before anything is written or submitted when Slurm could not run a writer.
-func openCluster(ctx context.Context, e *Exp, o RunOptions) (*engine.Cluster, error) {
+func openCluster(ctx context.Context, o RunOptions) (*engine.Cluster, error) {
 	if err := engine.CheckOn(o.On); err != nil {
 		return nil, err
 	}
 	if o.On != engine.OnSlurm {
 		return nil, nil
 	}
-	return engine.OpenCluster(ctx, o.Config, e.Root)
+	return engine.OpenCluster(ctx, o.Config)
 }
 
 // runWriter runs writer id's session here, or as a Slurm job whose worker runs the same room
