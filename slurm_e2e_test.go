@@ -197,6 +197,25 @@ func waitRunning(t *testing.T, out, tail string, calls int) string {
 	}
 }
 
+// killNineWhen SIGKILLs tare once n files match pattern (markers the rooms on the nodes
+// write, what they mark named by what), and waits for it to be reaped.
+func killNineWhen(t *testing.T, cmd *exec.Cmd, waited <-chan struct{}, pattern string, n int, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if marked, _ := filepath.Glob(pattern); len(marked) == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("%s did not start", what)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-waited
+}
+
 // TestSlurmKillNineThenResumeReattaches: tare is SIGKILLed while its tails run as Slurm jobs.
 // The jobs run on without it; tare resume re-attaches to them (no tail is started again, no
 // job submitted again) and collects their results into the report.
@@ -217,18 +236,7 @@ func TestSlurmKillNineThenResumeReattaches(t *testing.T) {
 	cmd.Env = r.env()
 	waited := startReaped(t, cmd)
 	jobs := []string{waitRunning(t, out, "a-0", 1), waitRunning(t, out, "a-1", 1)}
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if marked, _ := filepath.Glob(checking); len(marked) == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the two checks did not start")
-		}
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-waited
+	killNineWhen(t, cmd, waited, checking, 2, "the two checks")
 	for _, j := range jobs {
 		if s := jobState(t, j); s != "RUNNING" && s != "COMPLETING" && s != "COMPLETED" {
 			t.Fatalf("job %s is %q after tare's kill -9: the job should outlive tare", j, s)

@@ -238,18 +238,7 @@ func TestSlurmResumeBringsTheModelBack(t *testing.T) {
 	waited := startReaped(t, cmd)
 	job := waitRunning(t, out, "a-0", 1)
 	sleeping := filepath.Join(r.tmp, "tare-worker-*", "tail", "work", "sleeping")
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if marked, _ := filepath.Glob(sleeping); len(marked) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the agent's long tool call did not start")
-		}
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-waited
+	killNineWhen(t, cmd, waited, sleeping, 1, "the agent's long tool call")
 	if r.tare(t, "resume", out); r.code != 0 {
 		t.Fatalf("tare resume exited %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
