@@ -102,6 +102,7 @@ func loadExp(arg string) (*workshop.Exp, error) { return workshop.Load(arg) }
 func workshopRunCmd() *cobra.Command {
 	var rf runFlags
 	var jobs int
+	var on string
 	cmd := &cobra.Command{
 		Use:   "run EXP [WRITERS...]",
 		Short: "Run the prepared writers, cheapest tier first, one at a time",
@@ -121,7 +122,7 @@ result is one status per writer on stdout (exit 1 when one did not complete).`,
 			if err != nil {
 				return err
 			}
-			o.Jobs = jobs
+			o.Jobs, o.On = jobs, on
 			res, err := workshop.Run(cmd.Context(), e, o)
 			if err != nil {
 				return err
@@ -139,6 +140,7 @@ result is one status per writer on stdout (exit 1 when one did not complete).`,
 	}
 	rf.add(cmd)
 	cmd.Flags().IntVar(&jobs, "jobs", 1, "writers at once; naming writers keeps your order instead of the cheap-then-premium one")
+	cmd.Flags().StringVar(&on, "on", engine.OnLocal, "where the writers run: local (this machine) or slurm (one sbatch job per writer, as config [cluster] says; README \"Slurm\")")
 	return cmd
 }
 

@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 )
 
 // judgeJournal is a judge-noise run's journal.jsonl, in its folder beside judgements.json,
@@ -60,6 +62,8 @@ func (j *judgeJournal) finished(page, k int, p PageJudgements, jd Judgement, sca
 		Screenshot: p.Screenshot, Out: j.o.Out}
 	f := &TailFinished{ID: judgementID(page, k), Seconds: jd.Seconds, Usage: jd.Usage, Score: jd.Score, Judge: v}
 	switch {
+	case jd.Score == nil && strings.HasPrefix(jd.Error, errKilled.Error()):
+		f.Status, f.Reason, f.Detail = StatusNoVerdict, ReasonKilled, clip(jd.Error, 200)
 	case jd.Score == nil:
 		f.Status, f.Reason, f.Detail = StatusNoVerdict, ReasonCheckError, "no score: "+clip(jd.Error, 200)
 	case j.o.Threshold != nil && float64(*jd.Score) < *j.o.Threshold:
@@ -81,4 +85,18 @@ func (j *judgeJournal) done(report string, err error) {
 	}
 	_ = j.r.emit(Event{RunFinished: f})
 	j.r.close()
+}
+
+// killable is judgement k of page's context, cancelled when the operator kills it (tare kill,
+// the app) as a tail's is; stop ends the watch. Without a journal (tare judge) it is ctx.
+func (j *judgeJournal) killable(ctx context.Context, page, k int) (context.Context, func()) {
+	if j == nil {
+		return ctx, func() {}
+	}
+	jctx, kill := context.WithCancelCause(ctx)
+	stop := watchKill(jctx, j.o.Out, judgementID(page, k), kill)
+	return jctx, func() {
+		stop()
+		kill(nil)
+	}
 }

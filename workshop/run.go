@@ -35,6 +35,10 @@ type RunOptions struct {
 	Config  *config.Config
 	// Progress gets one line as each writer starts and ends: never its words or sizes.
 	Progress io.Writer
+	// On is where the writers run: "" or local on this machine, slurm one Slurm job each
+	// (slurm.go); cluster is that backend while Run runs.
+	On      string
+	cluster *engine.Cluster
 }
 
 // scripted is tare's model servers of a run, one per script file.
@@ -129,6 +133,10 @@ func Run(ctx context.Context, e *Exp, o RunOptions) (map[string]string, error) {
 	}
 	if len(selected) == 0 {
 		return nil, fmt.Errorf("EXP %s: no auto writer to run; name writers, or run manual ones with tare workshop manual", e.Root)
+	}
+	var err error
+	if o.cluster, err = openCluster(ctx, o); err != nil {
+		return nil, err
 	}
 	srv, err := startScripts(e, o)
 	if err != nil {
@@ -257,7 +265,7 @@ func runWriterLocked(ctx context.Context, e *Exp, id string, o RunOptions, srv *
 	}
 	args = append(args, s.Config.Args...)
 	say(o.Progress, "%s [%s/%s] starts writing%s", id, s.Config.Agent, s.Config.Model, again(s))
-	end, err := engine.RunWriter(ctx, engine.WriterOptions{Agent: s.Config.Agent, Model: s.Config.Model, Args: args,
+	end, err := o.runWriter(ctx, id, engine.WriterOptions{Agent: s.Config.Agent, Model: s.Config.Model, Args: args,
 		Workspace: work, ReadOnly: []string{"input", "START.md"}, Sessions: sessions, Prompt: prompt, Resume: resume,
 		Upstream: up, Timeout: o.Timeout, Config: o.Config,
 		Events: filepath.Join(rec, "events.jsonl"), Stderr: filepath.Join(rec, "stderr.log"),
