@@ -94,10 +94,10 @@ func root() *cobra.Command {
 nothing of yours: no global instructions, memories, MCP servers, skills or logins beyond the
 one login copy it declares. Before every run it proves the room clean: "tare: 0.00", or each
 leak with the file it came from.`,
-		Version:       version(),
-		SilenceErrors: true,
-		SilenceUsage:  true,
-		Args:          cobra.NoArgs,
+		Version:           version(),
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		Args:              cobra.NoArgs,
 		PersistentPreRunE: absoluteOut,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := needTerminal(); err != nil {
