@@ -102,7 +102,8 @@ func TestFeedsReachTheViewsOfTheirRun(t *testing.T) {
 	j.Append(&engine.Event{ToolCall: &engine.ToolCall{Tail: "b-2", Tool: "Read", Summary: "go.mod", Calls: 4}})
 	j.Append(&engine.Event{TailFinished: &engine.TailFinished{ID: "a-2", Status: "passed", Passed: true, Detail: "make test ok", Calls: 5}})
 	j.Close()
-	tm.pollNow()
+	tm.w.lastScan = time.Time{}
+	tm.send(tm.w.poll(time.Now())) // the feed's commands read the tail's new calls
 	if n := len(tm.tail.tools); n != 5 || tm.tail.tools[4].Summary != "make test" {
 		t.Fatalf("the tail view has %d calls: %+v", n, tm.tail.tools)
 	}

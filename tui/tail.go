@@ -15,17 +15,20 @@ import (
 // tailView is one tail: its tool calls as they happen, its check result at the end, and the
 // capsule diff of a step on d.
 type tailView struct {
-	env      *env
-	dir, id  string
-	calls    *table
-	tools    []engine.ToolCall
-	seq      int64          // the journal's last event the tool list includes
-	loaded   bool           // the list was read from the journal
-	early    []engine.Event // tool calls that arrived while the journal was being read
-	diff     *viewport.Model
-	diffStep int
-	diffErr  string
-	onDiff   bool // focus is on the diff
+	env     *env
+	dir, id string
+	calls   *table
+	tools   []engine.ToolCall
+	// read is how far into the journal the tool list was read (loadHistory); a scan is
+	// under way while scanning, and again asks for another once it is done (the journal
+	// grew meanwhile).
+	read            int64
+	loaded          bool
+	scanning, again bool
+	diff            *viewport.Model
+	diffStep        int
+	diffErr         string
+	onDiff          bool // focus is on the diff
 	// following is set while the diff is fetched for a selection moved in the list: the
 	// list keeps the focus.
 	following bool
@@ -60,66 +63,64 @@ func newTailView(e *env, dir, id string) *tailView {
 
 func (v *tailView) state() *engine.TailState { return v.env.store.run(v.dir).state.Tails[v.id] }
 
-// tailHistoryMsg is a tail's tool calls as the journal holds them, read off the UI goroutine.
+// tailHistoryMsg is a tail's tool calls as the journal holds them from byte from to byte
+// to, read off the UI goroutine; restart says the tail started over in them.
 type tailHistoryMsg struct {
 	dir, tail string
+	from, to  int64
+	restart   bool
 	tools     []engine.ToolCall
 	seq       int64
 	err       error
 }
 
-// loadHistory reads the tail's tool calls from its run's journal: the store keeps only the
-// last few of a live tail and none of a finished one.
-func loadHistory(dir, id string) tea.Cmd {
-	return func() tea.Msg {
-		events, err := engine.ReadJournal(dir)
-		msg := tailHistoryMsg{dir: dir, tail: id, err: err}
-		for _, e := range events {
-			msg.seq = max(msg.seq, e.Seq)
-			switch {
-			case e.TailStarted != nil && e.TailStarted.ID == id:
-				msg.tools = nil // a retry starts the tail over
-			case e.ToolCall != nil && e.ToolCall.Tail == id:
-				msg.tools = append(msg.tools, *e.ToolCall)
-			}
-		}
-		return msg
+// scan reads the journal on from where the last scan ended, unless one is under way.
+func (v *tailView) scan() tea.Cmd {
+	if v.scanning {
+		v.again = true
+		return nil
 	}
+	v.scanning = true
+	return loadHistory(v.dir, v.id, v.read)
 }
 
-func (v *tailView) history(m tailHistoryMsg) {
+// history takes a scan's tool calls; it reads on when the journal grew while it ran.
+func (v *tailView) history(m tailHistoryMsg) tea.Cmd {
+	v.scanning = false
 	if m.err != nil {
 		v.diffErr = fmt.Sprintf("reading the journal: %v", m.err)
-		return
+		return nil
 	}
-	v.tools, v.seq, v.loaded = m.tools, m.seq, true
-	v.apply(v.early)
-	v.early = nil
+	if m.from == 0 || m.restart {
+		v.tools = m.tools
+	} else {
+		v.tools = append(v.tools, m.tools...)
+	}
+	v.read, v.loaded = m.to, true
 	v.refresh()
+	if v.again {
+		v.again = false
+		return v.scan()
+	}
+	return nil
 }
 
-// apply adds the tail's new events from a feed; it reports whether the tail moved (its
-// detail is then read again).
-func (v *tailView) apply(events []engine.Event) (moved bool) {
-	if !v.loaded {
-		v.early = append(v.early, events...)
-		return false
-	}
+// apply takes the tail's run's new events from a feed: the list is read again from the
+// journal (a feed leaves out tool calls, see skimLines). It reports whether the tail moved
+// (its detail is then read again).
+func (v *tailView) apply(events []engine.Event) (moved bool, scan tea.Cmd) {
 	for _, e := range events {
-		if e.Seq != 0 && e.Seq <= v.seq {
-			continue
-		}
-		v.seq = max(v.seq, e.Seq)
 		switch {
-		case e.TailStarted != nil && e.TailStarted.ID == v.id:
-			v.tools, moved = nil, true
-		case e.ToolCall != nil && e.ToolCall.Tail == v.id:
-			v.tools, moved = append(v.tools, *e.ToolCall), true
-		case e.TailFinished != nil && e.TailFinished.ID == v.id:
+		case e.TailStarted != nil && e.TailStarted.ID == v.id,
+			e.ToolCall != nil && e.ToolCall.Tail == v.id,
+			e.TailFinished != nil && e.TailFinished.ID == v.id:
 			moved = true
 		}
 	}
-	return moved
+	if len(events) > 0 {
+		scan = v.scan()
+	}
+	return moved, scan
 }
 
 // reload asks for the detail again, unless a read is under way.

@@ -134,7 +134,7 @@ func (w *watcher) every(poll time.Duration) time.Duration {
 		return poll
 	}
 	for _, dir := range w.order {
-		if !w.followers[dir].watched && !w.finished[dir] {
+		if fl := w.followers[dir]; fl.more || (!fl.watched && !w.finished[dir]) {
 			return poll
 		}
 	}
@@ -162,6 +162,10 @@ func listRuns(stateDir string) ([]string, error) {
 	sort.Strings(dirs)
 	return dirs, nil
 }
+
+// skimBudget is how long one poll may go on reading a big journal before it sends what it
+// has; the bridge sends it and the next poll reads on.
+const skimBudget = 500 * time.Millisecond
 
 // poll reads what is new: the runs inotify says changed and the runs without a watch; once
 // a second (a scan) also the liveness of unfinished runs, and without watches the tree,
@@ -205,7 +209,7 @@ func (w *watcher) poll(now time.Time) feedMsg {
 		fl := w.followers[dir]
 		var read bool
 		switch {
-		case sweep, fresh[dir], n.runs[dir]:
+		case sweep, fresh[dir], n.runs[dir], fl.more:
 			read = true
 		case !fl.watched:
 			// Polled: an unfinished run at every poll, a finished one at every scan.
@@ -219,6 +223,13 @@ func (w *watcher) poll(now time.Time) feedMsg {
 			continue
 		}
 		events, err := fl.poll()
+		// A big journal is taken in steps of maxSkim; its first read goes on while it takes
+		// less than a frame's worth of budget, so a run of a million events is in at once.
+		for began := time.Now(); err == nil && fl.more && time.Since(began) < skimBudget; {
+			var more []engine.Event
+			more, err = fl.poll()
+			events = append(events, more...)
+		}
 		if err != nil {
 			if !os.IsNotExist(err) && (fl.last == nil || fl.last.Error() != err.Error()) {
 				w.log.Printf("follow %s: %v", dir, err)
@@ -276,6 +287,7 @@ func (w *watcher) scanRuns() map[string]bool {
 		fl := w.followers[d]
 		if fl == nil {
 			fl = newFollower(d)
+			fl.skim = true // the store keeps what a skim gives (skimLines)
 			w.followers[d] = fl
 			w.order = append(w.order, d)
 			fresh[d] = true
