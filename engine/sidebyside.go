@@ -167,10 +167,11 @@ type TailHit struct {
 // SearchTails finds text (case-insensitive) in every tail of a run: each call's input and
 // output and the agent's text before it, and the agent's last words.
 func SearchTails(runDir, text string) ([]TailHit, error) {
-	events, err := ReadJournal(runDir)
+	events, err := ReadJournalOutline(runDir)
 	if err != nil {
 		return nil, err
 	}
+	st := Replay(filepath.Base(runDir), events)
 	q := strings.ToLower(text)
 	var hits []TailHit
 	find := func(tail string, step int, field, s string) {
@@ -180,8 +181,8 @@ func SearchTails(runDir, text string) ([]TailHit, error) {
 			}
 		}
 	}
-	for _, id := range Replay(filepath.Base(runDir), events).Order {
-		d, err := ReadTailDetail(runDir, id)
+	for _, id := range st.Order {
+		d, err := readTailDetail(runDir, st, id)
 		if err != nil {
 			return nil, err
 		}

@@ -35,6 +35,7 @@ type follower struct {
 	// million events is taken in without decoding them; more is set while a poll stopped at
 	// its read limit with more written.
 	skim, more bool
+	buf        []byte
 }
 
 // tailLen is how much of what was read the follower keeps to recognise its journal.
@@ -78,7 +79,19 @@ func (f *follower) poll() ([]engine.Event, error) {
 	}
 	n := min(info.Size()-f.off, limit)
 	f.more = n < info.Size()-f.off
-	buf := make([]byte, n)
+	var buf []byte
+	if f.skim && int64(cap(f.buf)) >= n {
+		buf = f.buf[:n]
+	} else {
+		buf = make([]byte, n)
+	}
+	if f.skim {
+		// A big journal is read through one buffer; a followed one lets go of it.
+		f.buf = nil
+		if f.more {
+			f.buf = buf
+		}
+	}
 	got, err := file.ReadAt(buf, f.off)
 	if err != nil && err != io.EOF {
 		return nil, fmt.Errorf("journal %s: %v", f.path, err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"tare/engine"
 )
@@ -20,11 +21,11 @@ const skimKeep = 200
 // skimmed is one complete line of a journal as a skim left it: a tool call found by its
 // prefix (tail set, not decoded yet), or any other event, decoded.
 type skimmed struct {
-	line []byte
-	seq  int64
-	tail string
-	ev   *engine.Event
-	keep bool
+	start, end int32 // the line is buf[start:end]
+	seq        int64
+	tail       string
+	ev         *engine.Event
+	keep       bool
 }
 
 // skimLines turns the complete lines of buf into the events the store needs, and only
@@ -35,9 +36,14 @@ type skimmed struct {
 // last before its tail starts again or finishes; every other line is decoded and kept, and
 // so is the last line (the run's newest Seq and time). The events returned are a
 // subsequence of the journal's, in order, so RunState.Apply folds them as it folds all.
-// The tail view reads its own tail's calls from the journal (tailCalls).
+// The tail view reads its own tail's calls from the journal (loadHistory).
 func (f *follower) skimLines(buf []byte) []engine.Event {
-	var lines []skimmed
+	if len(buf) > math.MaxInt32 {
+		return f.decodeLines(buf) // one line of gigabytes: its records would not fit int32
+	}
+	// One record per line (a million lines are many records: the slice is made once).
+	lines := make([]skimmed, 0, bytes.Count(buf, []byte{'\n'}))
+	all := buf
 	names := map[string]string{} // one string per tail id, not one per line
 	at := f.off
 	for {
@@ -48,13 +54,14 @@ func (f *follower) skimLines(buf []byte) []engine.Event {
 		line := buf[:i+1]
 		buf = buf[i+1:]
 		at += int64(len(line))
+		start, end := int32(len(all)-len(line)-len(buf)), int32(len(all)-len(buf))
 		if seq, tail, ok := skimToolCall(line); ok {
 			name, seen := names[string(tail)]
 			if !seen {
 				name = string(tail)
 				names[name] = name
 			}
-			lines = append(lines, skimmed{line: line, seq: seq, tail: name})
+			lines = append(lines, skimmed{start: start, end: end, seq: seq, tail: name})
 			continue
 		}
 		var e engine.Event
@@ -64,13 +71,14 @@ func (f *follower) skimLines(buf []byte) []engine.Event {
 			}
 			f.bad++
 			f.last = fmt.Errorf("journal %s: a line at byte %d is not an event (%v); it is left out", f.path, at-int64(len(line)), err)
-			lines = append(lines, skimmed{line: line})
+			lines = append(lines, skimmed{start: start, end: end})
 			continue
 		}
-		lines = append(lines, skimmed{line: line, seq: e.Seq, ev: &e, keep: true})
+		lines = append(lines, skimmed{start: start, end: end, seq: e.Seq, ev: &e, keep: true})
 	}
 	// From the end: which tool calls the store needs.
 	room := map[string]int{}
+	kept := 0
 	for i := len(lines) - 1; i >= 0; i-- {
 		l := &lines[i]
 		switch {
@@ -90,19 +98,23 @@ func (f *follower) skimLines(buf []byte) []engine.Event {
 				room[l.tail] = n - 1
 			}
 		}
+		if l.keep {
+			kept++
+		}
 	}
-	var events []engine.Event
+	events := make([]engine.Event, 0, kept)
 	for _, l := range lines {
-		f.consume(l.line)
+		line := all[l.start:l.end]
+		f.consume(line)
 		if !l.keep || (l.seq != 0 && l.seq <= f.seq) {
 			continue
 		}
 		e := l.ev
 		if e == nil {
 			e = new(engine.Event)
-			if err := json.Unmarshal(l.line, e); err != nil {
+			if err := json.Unmarshal(line, e); err != nil {
 				f.bad++
-				f.last = fmt.Errorf("journal %s: a line at byte %d is not an event (%v); it is left out", f.path, f.off-int64(len(l.line)), err)
+				f.last = fmt.Errorf("journal %s: a line at byte %d is not an event (%v); it is left out", f.path, f.off-int64(len(line)), err)
 				continue
 			}
 		}
