@@ -32,8 +32,10 @@ type skimmed struct {
 // those. Most of a big run's lines are tool calls, and the store keeps of a tool call only
 // its tail's count and usage (from its tail's last call) and the last skimKeep calls of a
 // tail still running; it lets go of them all when the tail finishes. So a tool call is
-// decoded only when it is among the last skimKeep of its tail before the read ends, or the
-// last before its tail starts again or finishes; every other line is decoded and kept, and
+// decoded only when it is among the last skimKeep of its tail before the journal's end, or
+// the last before its tail starts again or finishes, or the last of a read that stopped
+// short of the end (a big journal is read in steps: Tools may then hold fewer than
+// skimKeep, and the tail view reads its calls itself); every other line is decoded and kept, and
 // so is the last line (the run's newest Seq and time). The events returned are a
 // subsequence of the journal's, in order, so RunState.Apply folds them as it folds all.
 // The tail view reads its own tail's calls from the journal (loadHistory).
@@ -76,7 +78,12 @@ func (f *follower) skimLines(buf []byte) []engine.Event {
 		}
 		lines = append(lines, skimmed{start: start, end: end, seq: e.Seq, ev: &e, keep: true})
 	}
-	// From the end: which tool calls the store needs.
+	// From the end: which tool calls the store needs. When more of the journal follows this
+	// read, the next read's calls are the later ones: a tail's last call here is enough.
+	end := skimKeep
+	if f.more {
+		end = 1
+	}
 	room := map[string]int{}
 	kept := 0
 	for i := len(lines) - 1; i >= 0; i-- {
@@ -91,7 +98,7 @@ func (f *follower) skimLines(buf []byte) []engine.Event {
 		case l.tail != "":
 			n, ok := room[l.tail]
 			if !ok {
-				n = skimKeep
+				n = end
 			}
 			if n > 0 || l.tail == "original" || i == len(lines)-1 {
 				l.keep = true

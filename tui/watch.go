@@ -92,6 +92,9 @@ type watcher struct {
 	lastSweep  time.Time
 	// noNotify keeps the watcher polling (the baseline of the idle benchmark).
 	noNotify bool
+	// full has the followers decode every line, as the app did before it skimmed (the
+	// baseline of the huge-run benchmark).
+	full bool
 	// addWatch, when set, replaces inotify's add (tests exhaust the watches with it).
 	addWatch func(string) error
 }
@@ -287,7 +290,7 @@ func (w *watcher) scanRuns() map[string]bool {
 		fl := w.followers[d]
 		if fl == nil {
 			fl = newFollower(d)
-			fl.skim = true // the store keeps what a skim gives (skimLines)
+			fl.skim = !w.full // the store keeps what a skim gives (skimLines)
 			w.followers[d] = fl
 			w.order = append(w.order, d)
 			fresh[d] = true
