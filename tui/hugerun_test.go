@@ -132,3 +132,41 @@ func TestHugeRunOpensWithoutReadingItWhole(t *testing.T) {
 		t.Errorf("opening the run allocated %.1f MB, more than 4 times its journal (%.1f MB): it was decoded whole", float64(used)/(1<<20), float64(size)/(1<<20))
 	}
 }
+
+// f on a run of many tails reads the run's journal once, not once per tail (each tail's
+// detail read it whole before), and shows what the tails' streams hold.
+func TestFindOnABigRunReadsItsJournalOnce(t *testing.T) {
+	stateDir := t.TempDir()
+	dir, size := writeHugeRun(t, stateDir, 100, 200) // 20,151 events
+	stream, err := os.ReadFile(filepath.Join("..", "agent", "testdata", "claude_trail_stream.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tdir := filepath.Join(dir, "tails", "a-25") // side a is claude
+	if err := os.MkdirAll(tdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tdir, "stdout.jsonl"), stream, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tm := newTestModel(t, stateDir, newStub(), 160, 48)
+	selectRow(t, tm.home.runs.t, dir)
+	tm.key("enter")
+
+	before := allocated()
+	tm.key("f")
+	tm.typeText("notes/a.txt")
+	tm.key("enter")
+	used := allocated() - before
+	if tm.page() != readerPage {
+		t.Fatalf("f did not open what it found (status %q):\n%s", tm.status, tm.View())
+	}
+	view := tm.View()
+	if !strings.Contains(view, "a-25") || !strings.Contains(view, "/work/notes/a.txt") || strings.Contains(view, "tails read") {
+		t.Errorf("the search's hits in a-25 are not shown, or it is not done:\n%s", view)
+	}
+	t.Logf("journal %.1f MB; the search allocated %.1f MB", float64(size)/(1<<20), float64(used)/(1<<20))
+	if used > 4*uint64(size) {
+		t.Errorf("the search allocated %.1f MB, more than 4 times the journal (%.1f MB): it read the journal per tail", float64(used)/(1<<20), float64(size)/(1<<20))
+	}
+}

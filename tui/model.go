@@ -271,6 +271,8 @@ func (m *model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			break
 		}
 		return m, loadReading(r)
+	case searchMsg:
+		return m, m.searched(msg)
 	case readerMsg:
 		if msg.err != nil {
 			m.fail(msg.err)
