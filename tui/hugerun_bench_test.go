@@ -130,8 +130,8 @@ func BenchmarkOpenHugeRun(b *testing.B) {
 		tm.key("enter")
 		view := tm.View()
 		tailMs = float64(time.Since(t).Microseconds()) / 1000
-		if len(tm.tail.tools) != 2000 || !strings.Contains(view, "Step2000") {
-			b.Fatalf("the tail shows %d calls:\n%s", len(tm.tail.tools), view)
+		if tm.tail.list.len() != 2000 || !strings.Contains(view, "Step2000") {
+			b.Fatalf("the tail shows %d calls:\n%s", tm.tail.list.len(), view)
 		}
 		for range 500 {
 			frame(keys[r.IntN(len(keys))])
@@ -150,7 +150,7 @@ func BenchmarkOpenHugeRun(b *testing.B) {
 		j.Close()
 		tm.w.lastScan = time.Time{}
 		tm.send(tm.w.poll(time.Now()))
-		if n := len(tm.tail.tools); n != 2001 || !strings.Contains(tm.View(), "check: passed — make test ok") {
+		if n := tm.tail.list.len(); n != 2001 || !strings.Contains(tm.View(), "check: passed — make test ok") {
 			b.Fatalf("the live tail did not follow its journal: %d calls", n)
 		}
 		runtime.KeepAlive(tm)

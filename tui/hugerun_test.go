@@ -119,7 +119,7 @@ func TestHugeRunOpensWithoutReadingItWhole(t *testing.T) {
 			t.Errorf("tail %s: the app has %s after %d calls, the journal %s after %d", id, g.Status, g.Calls, w.Status, w.Calls)
 		}
 	}
-	if n := len(tm.tail.tools); n != 500 || tm.tail.tools[499].Summary != "go test ./cart/... -run Step500" {
+	if n := tm.tail.list.len(); n != 500 || summary(t, tm.tail, 499) != "go test ./cart/... -run Step500" {
 		t.Errorf("tail a-100 shows %d calls, want 500", n)
 	}
 	if !strings.Contains(view, "Step500") {
@@ -168,5 +168,47 @@ func TestFindOnABigRunReadsItsJournalOnce(t *testing.T) {
 	t.Logf("journal %.1f MB; the search allocated %.1f MB", float64(size)/(1<<20), float64(used)/(1<<20))
 	if used > 4*uint64(size) {
 		t.Errorf("the search allocated %.1f MB, more than 4 times the journal (%.1f MB): it read the journal per tail", float64(used)/(1<<20), float64(size)/(1<<20))
+	}
+}
+
+// summary is the i-th call's summary as the tail view has it ("" when out of range).
+func summary(t testing.TB, v *tailView, i int) string {
+	t.Helper()
+	if i >= v.list.len() {
+		return ""
+	}
+	c, err := v.list.call(i)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Summary
+}
+
+// A tail of 50,000 calls opens with only the rows on screen decoded: what opening it
+// allocates is less than its calls' lines (decoding them allocates several times them), and scrolling to its first call shows it.
+func TestTailOfManyCallsDecodesWhatTheScreenShows(t *testing.T) {
+	stateDir := t.TempDir()
+	dir, size := writeHugeRun(t, stateDir, 2, 50_000) // one wave of two tails, still running
+	tm := newTestModel(t, stateDir, newStub(), 160, 48)
+	for i := 0; i < 100 && tm.env.store.run(dir).state.Seq != 100_003; i++ {
+		tm.pollNow()
+	}
+	selectRow(t, tm.home.runs.t, dir)
+	tm.key("enter")
+	selectRow(t, tm.run.tails.t, "b-1")
+	before := allocated()
+	tm.key("enter")
+	view := tm.View()
+	used := allocated() - before
+	if n := tm.tail.list.len(); n != 50_000 || !strings.Contains(view, "Step50000") {
+		t.Fatalf("tail b-1 shows %d calls:\n%s", n, view)
+	}
+	tm.key("g")
+	if view := tm.View(); !strings.Contains(view, "-run Step1 ") {
+		t.Errorf("the first call is not shown at the top:\n%s", view)
+	}
+	t.Logf("journal %.1f MB, the tail's lines %.1f MB; opening the tail allocated %.1f MB", float64(size)/(1<<20), float64(size)/2/(1<<20), float64(used)/(1<<20))
+	if used > uint64(size)/2 {
+		t.Errorf("opening the tail allocated %.1f MB, more than its calls' lines (%.1f MB): they were decoded", float64(used)/(1<<20), float64(size)/2/(1<<20))
 	}
 }

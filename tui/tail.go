@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -18,7 +19,8 @@ type tailView struct {
 	env     *env
 	dir, id string
 	calls   *table
-	tools   []engine.ToolCall
+	// list is the tail's calls, decoded as they are drawn (tailcalls.go).
+	list callList
 	// read is how far into the journal the tool list was read (loadHistory); a scan is
 	// under way while scanning, and again asks for another once it is done (the journal
 	// grew meanwhile).
@@ -54,9 +56,11 @@ func newTailView(e *env, dir, id string) *tailView {
 	}, "no tool calls yet")
 	t.setStyles(e.st)
 	v := &tailView{env: e, dir: dir, id: id, calls: t, detailVP: newDetailPane()}
+	v.list.path = filepath.Join(dir, engine.JournalFile)
 	if ts := v.state(); ts != nil {
-		v.tools = append(v.tools, ts.Tools...)
+		v.list.pre = append(v.list.pre, ts.Tools...)
 	}
+	t.fill = v.list.cells
 	v.refresh()
 	return v
 }
@@ -69,8 +73,7 @@ type tailHistoryMsg struct {
 	dir, tail string
 	from, to  int64
 	restart   bool
-	tools     []engine.ToolCall
-	seq       int64
+	refs      []callRef
 	err       error
 }
 
@@ -91,11 +94,7 @@ func (v *tailView) history(m tailHistoryMsg) tea.Cmd {
 		v.diffErr = fmt.Sprintf("reading the journal: %v", m.err)
 		return nil
 	}
-	if m.from == 0 || m.restart {
-		v.tools = m.tools
-	} else {
-		v.tools = append(v.tools, m.tools...)
-	}
+	v.list.take(m)
 	v.read, v.loaded = m.to, true
 	v.refresh()
 	if v.again {
@@ -153,18 +152,7 @@ func (v *tailView) showDetail() {
 }
 
 func (v *tailView) refresh() {
-	rows := make([]row, len(v.tools))
-	for i, t := range v.tools {
-		took := ""
-		if t.Seconds > 0 {
-			took = fmt.Sprintf("%.1fs", t.Seconds)
-		}
-		step := t.Calls
-		if step == 0 {
-			step = i + 1
-		}
-		rows[i] = row{key: fmt.Sprint(step), cells: []cell{{fmt.Sprint(step), dim}, {t.Tool, accent}, {t.Summary, plain}, {took, dim}}}
-	}
+	rows := v.list.rowsNow()
 	follow := v.calls.cursor >= len(v.calls.rows)-1
 	v.calls.setRows(rows)
 	if follow { // at the bottom, the list follows new calls as they come
@@ -389,11 +377,10 @@ func (v *tailView) update(msg tea.KeyMsg, body rect) (bool, tea.Cmd) {
 
 // selectedStep is the step of the selected tool call, 0 with none.
 func (v *tailView) selectedStep() int {
-	var step int
 	if i := v.calls.cursor; i >= 0 && i < len(v.calls.rows) {
-		fmt.Sscan(v.calls.rows[i].key, &step)
+		return v.list.step(v.calls.rows[i].key)
 	}
-	return step
+	return 0
 }
 
 func (v *tailView) help() []key.Binding {

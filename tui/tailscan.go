@@ -14,17 +14,17 @@ import (
 )
 
 // scanChunk is how much of a journal one read of a tail's scan takes.
-const scanChunk = 4 << 20
+const scanChunk = 1 << 20
 
-// loadHistory reads the tail's tool calls from its run's journal, from byte from on: the
-// store keeps only the last few of a live tail and none of a finished one. Only the tail's
-// own lines are decoded (a skim finds them, see skimToolCall), so a tail of a run of a
-// million events opens without the run being read into memory.
+// loadHistory finds the tail's tool calls in its run's journal, from byte from on: the
+// store keeps only the last few of a live tail and none of a finished one. A skim finds
+// them (skimToolCall) and none is decoded until it is drawn (callList), so a tail of a
+// million calls opens without its calls being read into memory.
 func loadHistory(dir, id string, from int64) tea.Cmd {
 	return func() tea.Msg { return scanTail(dir, id, from) }
 }
 
-// scanTail reads the tail's tool calls from byte from to the journal's last complete line.
+// scanTail finds the tail's tool calls (where each is: none is decoded) from byte from to the journal's last complete line.
 func scanTail(dir, id string, from int64) tailHistoryMsg {
 	path := filepath.Join(dir, engine.JournalFile)
 	msg := tailHistoryMsg{dir: dir, tail: id, from: from, to: from}
@@ -51,12 +51,10 @@ func scanTail(dir, id string, from int64) tailHistoryMsg {
 				break
 			}
 			line := buf[used : used+i+1]
+			at := msg.to
 			if _, tail, ok := skimToolCall(line); ok {
 				if string(tail) == id {
-					var e engine.Event
-					if json.Unmarshal(line, &e) == nil && e.ToolCall != nil {
-						msg.add(e)
-					}
+					msg.refs = append(msg.refs, callRef{at, int32(len(line))})
 				}
 			} else if bytes.Contains(line, []byte(`"tail_started"`)) || bytes.Contains(line, []byte(`"tool_call"`)) {
 				var e engine.Event
@@ -65,7 +63,7 @@ func scanTail(dir, id string, from int64) tailHistoryMsg {
 						return msg // a torn last line: the next scan reads it whole
 					}
 				} else {
-					msg.add(e)
+					msg.add(e, callRef{at, int32(len(line))})
 				}
 			}
 			used += i + 1
@@ -80,14 +78,13 @@ func scanTail(dir, id string, from int64) tailHistoryMsg {
 	}
 }
 
-// add takes one of the journal's events into the scan: the tail's tool calls, and its
-// start (a retry starts its list over).
-func (m *tailHistoryMsg) add(e engine.Event) {
+// add takes one of the journal's events that a skim did not place into the scan: a call of
+// the tail (at ref), or its start (a retry starts its list over).
+func (m *tailHistoryMsg) add(e engine.Event, ref callRef) {
 	switch {
 	case e.TailStarted != nil && e.TailStarted.ID == m.tail:
-		m.tools, m.restart = nil, true
+		m.refs, m.restart = nil, true
 	case e.ToolCall != nil && e.ToolCall.Tail == m.tail:
-		m.tools = append(m.tools, *e.ToolCall)
+		m.refs = append(m.refs, ref)
 	}
-	m.seq = max(m.seq, e.Seq)
 }
