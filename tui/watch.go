@@ -226,8 +226,9 @@ func (w *watcher) poll(now time.Time) feedMsg {
 			continue
 		}
 		events, err := fl.poll()
-		// A big journal is taken in steps of maxSkim; its first read goes on while it takes
-		// less than a frame's worth of budget, so a run of a million events is in at once.
+		// A big journal is taken in steps of maxSkim, read on for up to skimBudget, so a run
+		// of a million events is in at the first poll (the app draws meanwhile: the bridge
+		// reads, not the UI).
 		for began := time.Now(); err == nil && fl.more && time.Since(began) < skimBudget; {
 			var more []engine.Event
 			more, err = fl.poll()
