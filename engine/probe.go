@@ -266,9 +266,10 @@ type twin struct {
 // observe runs the inspection and the agent in one room shape (clean, or a twin) against a
 // fresh model server in probe mode and gathers the evidence. The inspection runs beside the
 // agent where it cannot see anything the agent does: in the clean room (a read-only
-// workspace, and each room its own home), or in look, a twin planted alike in a folder of its
-// own; otherwise (a twin whose agent may write in what the inspection walks) before it.
-func observe(ctx context.Context, p plan, s subject, loopback string, tw *twin, look *aside) (evidence, roomSetup, error) {
+// workspace, and each room its own home), or in the twin look plants alike in a folder of its
+// own (planted beside the agent's run, off its path); otherwise (a twin whose agent may write
+// in what the inspection walks) before it.
+func observe(ctx context.Context, p plan, s subject, loopback string, tw *twin, look func() (*aside, error)) (evidence, roomSetup, error) {
 	srv, err := modelserver.New(modelserver.Options{})
 	if err != nil {
 		return evidence{}, roomSetup{}, err
@@ -283,14 +284,7 @@ func observe(ctx context.Context, p plan, s subject, loopback string, tw *twin, 
 		return evidence{}, roomSetup{}, err
 	}
 	// The inspection runs in a room of the same shape, so it sees what the agent would.
-	lookRoom, lookS, lookTw := room, s, tw
-	beside := tw == nil && p.readOnly && p.runStore == "" && p.sessions == ""
-	if look != nil {
-		if lookRoom, _, err = buildRoom(look.p, srv.Addr(), look.tw); err != nil {
-			return evidence{}, roomSetup{}, err
-		}
-		lookS, lookTw, beside = look.s, look.tw, true
-	}
+	beside := look != nil || tw == nil && p.readOnly && p.runStore == "" && p.sessions == ""
 	lookCtx, stopLook := context.WithCancel(ctx)
 	defer stopLook()
 	var view sandbox.View
@@ -298,6 +292,18 @@ func observe(ctx context.Context, p plan, s subject, loopback string, tw *twin, 
 	looked := make(chan struct{})
 	go func() {
 		defer close(looked)
+		lookRoom, lookS, lookTw := room, s, tw
+		if look != nil {
+			a, err := look()
+			if err == nil {
+				lookRoom, _, err = buildRoom(a.p, srv.Addr(), a.tw)
+			}
+			if err != nil {
+				lookErr = err
+				return
+			}
+			lookS, lookTw = a.s, a.tw
+		}
 		lookErr = inspectRoom(lookCtx, lookRoom, lookS, loopback, lookTw, &view)
 	}()
 	if !beside {
@@ -417,10 +423,12 @@ func control(ctx context.Context, p plan, loopback string) (map[string][]Leak, [
 		return nil, nil, err
 	}
 	var look aside
-	if look.p, look.s, look.tw, err = plantControl(p, filepath.Join(lookDir, "home"), token, loopback); err != nil {
-		return nil, nil, err
+	plantLook := func() (*aside, error) {
+		var err error
+		look.p, look.s, look.tw, err = plantControl(p, filepath.Join(lookDir, "home"), token, loopback)
+		return &look, err
 	}
-	ev, setup, err := observe(ctx, q, s, loopback, tw, &look)
+	ev, setup, err := observe(ctx, q, s, loopback, tw, plantLook)
 	if err != nil {
 		return nil, nil, err
 	}
