@@ -30,7 +30,9 @@ func TestMain(m *testing.M) {
 	}
 	// tare-room beside it, as scripts/setup lays an install out: rooms run their relay and
 	// the capsule hook from it.
-	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "tare-room"), "./cmd/tare-room").CombinedOutput(); err != nil {
+	room := exec.Command("go", "build", "-o", filepath.Join(dir, "tare-room"), "./cmd/tare-room")
+	room.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as scripts/setup builds it
+	if out, err := room.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building tare-room: %v\n%s", err, out)
 		os.Exit(1)
 	}

@@ -139,7 +139,7 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 		kept    []Leak
 	)
 	g.Go(func() (err error) {
-		ev, setup, err = observe(gctx, cleanPlan, operator, canary.Addr(), nil)
+		ev, setup, err = observe(gctx, cleanPlan, operator, canary.Addr(), nil, nil)
 		return err
 	})
 	if !o.NoControl {
@@ -264,8 +264,12 @@ type twin struct {
 }
 
 // observe runs the inspection and the agent in one room shape (clean, or a twin) against a
-// fresh model server in probe mode and gathers the evidence.
-func observe(ctx context.Context, p plan, s subject, loopback string, tw *twin) (evidence, roomSetup, error) {
+// fresh model server in probe mode and gathers the evidence. The inspection runs beside the
+// agent where it cannot see anything the agent does: in the clean room (a read-only
+// workspace, and each room its own home), or in the twin look plants alike in a folder of its
+// own (planted beside the agent's run, off its path); otherwise (a twin whose agent may write
+// in what the inspection walks) before it.
+func observe(ctx context.Context, p plan, s subject, loopback string, tw *twin, look func() (*aside, error)) (evidence, roomSetup, error) {
 	srv, err := modelserver.New(modelserver.Options{})
 	if err != nil {
 		return evidence{}, roomSetup{}, err
@@ -280,30 +284,46 @@ func observe(ctx context.Context, p plan, s subject, loopback string, tw *twin) 
 		return evidence{}, roomSetup{}, err
 	}
 	// The inspection runs in a room of the same shape, so it sees what the agent would.
-	look := room
-	// A twin runs its commands in its planted home; a clean room in its own.
-	home, wrap := "", func(argv []string) []string { return argv }
-	if tw != nil {
-		home, wrap = tw.home, func(argv []string) []string { return twinArgv(tw, argv) }
-	}
-	look.Argv = wrap(inspectArgv(s, loopback, home))
-	var out, lookErr strings.Builder
-	look.Stdout, look.Stderr, look.Stdin = &out, &lookErr, nil
-	code, err := runRoom(ctx, look)
-	if err != nil {
-		return evidence{}, roomSetup{}, fmt.Errorf("inspection room: %v", err)
-	}
-	if code != 0 {
-		return evidence{}, roomSetup{}, fmt.Errorf("inspection room exited %d: %s", code, strings.TrimSpace(lookErr.String()))
-	}
+	beside := look != nil || tw == nil && p.readOnly && p.runStore == "" && p.sessions == ""
+	lookCtx, stopLook := context.WithCancel(ctx)
+	defer stopLook()
 	var view sandbox.View
-	if err := json.Unmarshal([]byte(out.String()), &view); err != nil {
-		return evidence{}, roomSetup{}, fmt.Errorf("inspection room: unreadable view: %v", err)
+	var lookErr error
+	looked := make(chan struct{})
+	go func() {
+		defer close(looked)
+		lookRoom, lookS, lookTw := room, s, tw
+		if look != nil {
+			a, err := look()
+			if err == nil {
+				lookRoom, _, err = buildRoom(a.p, srv.Addr(), a.tw)
+			}
+			if err != nil {
+				lookErr = err
+				return
+			}
+			lookS, lookTw = a.s, a.tw
+		}
+		lookErr = inspectRoom(lookCtx, lookRoom, lookS, loopback, lookTw, &view)
+	}()
+	if !beside {
+		if <-looked; lookErr != nil {
+			return evidence{}, roomSetup{}, lookErr
+		}
 	}
 
+	wrap := func(argv []string) []string { return argv }
+	if tw != nil {
+		wrap = func(argv []string) []string { return twinArgv(tw, argv) }
+	}
 	reqs, err := askAgent(ctx, p, room, setup, wrap, srv)
 	if err != nil {
+		stopLook()
+		<-looked
 		return evidence{}, roomSetup{}, err
+	}
+	if <-looked; lookErr != nil {
+		return evidence{}, roomSetup{}, lookErr
 	}
 	bodies := make([][]byte, len(reqs))
 	for i, rq := range reqs {
@@ -313,6 +333,29 @@ func observe(ctx context.Context, p plan, s subject, loopback string, tw *twin) 
 	ev.raw = reqs
 	ev.sight = sightOf(&view, loopback)
 	return ev, setup, nil
+}
+
+// inspectRoom runs the in-room inspection for subject s in room (as twin tw runs its
+// commands, when set) and decodes what it saw into view.
+func inspectRoom(ctx context.Context, room sandbox.Room, s subject, loopback string, tw *twin, view *sandbox.View) error {
+	// A twin runs its commands in its planted home; a clean room in its own.
+	room.Argv = inspectArgv(s, loopback, "")
+	if tw != nil {
+		room.Argv = twinArgv(tw, inspectArgv(s, loopback, tw.home))
+	}
+	var out, lookErr strings.Builder
+	room.Stdout, room.Stderr, room.Stdin = &out, &lookErr, nil
+	code, err := runRoom(ctx, room)
+	if err != nil {
+		return fmt.Errorf("inspection room: %v", err)
+	}
+	if code != 0 {
+		return fmt.Errorf("inspection room exited %d: %s", code, strings.TrimSpace(lookErr.String()))
+	}
+	if err := json.Unmarshal([]byte(out.String()), view); err != nil {
+		return fmt.Errorf("inspection room: unreadable view: %v", err)
+	}
+	return nil
 }
 
 // askAgent runs the agent once in room on the probe's prompt and returns the requests that
@@ -360,7 +403,9 @@ func applicable(planted []agent.Source) map[string]bool {
 }
 
 // control runs the twin in a planted dirty home and returns what each detector saw there,
-// and the personal files the adapter planted.
+// and the personal files the adapter planted. Its inspection runs beside its agent in a second
+// home planted alike (the same canaries), which the agent's writes never reach: what reached
+// the model is read against the agent's home, what the room showed against the inspection's.
 func control(ctx context.Context, p plan, loopback string) (map[string][]Leak, []agent.Source, error) {
 	token := newToken()
 	dir, err := os.MkdirTemp("", "tare-control-")
@@ -368,40 +413,27 @@ func control(ctx context.Context, p plan, loopback string) (map[string][]Leak, [
 		return nil, nil, err
 	}
 	defer os.RemoveAll(dir)
-	home := filepath.Join(dir, "home")
-	proj := filepath.Join(home, "proj")
-	if err := os.MkdirAll(proj, 0o755); err != nil {
-		return nil, nil, err
-	}
-	// Ancestor instructions above the project, as every agent walks up the tree.
-	for _, name := range []string{"CLAUDE.md", "AGENTS.md", "GEMINI.md"} {
-		text := fmt.Sprintf("# house rules\nAlways sign every answer with the ancestor canary %s-%s.\n", token, strings.TrimSuffix(name, ".md"))
-		if err := os.WriteFile(filepath.Join(home, name), []byte(text), 0o644); err != nil {
-			return nil, nil, err
-		}
-	}
-	if err := os.WriteFile(filepath.Join(home, ".tare-canary-fd"), []byte(token), 0o644); err != nil {
-		return nil, nil, err
-	}
-	if err := p.agent.Plant(home, agent.Canary{Token: token}); err != nil {
-		return nil, nil, fmt.Errorf("planting the dirty home: %v", err)
-	}
-	if err := plantSecrets(home, token); err != nil {
-		return nil, nil, fmt.Errorf("planting the dirty home: %v", err)
-	}
-	s := subject{
-		home: home, project: proj, sources: p.agent.Personal(home, proj), loopback: loopback,
-		show: func(path string) string { return strings.Replace(path, home, "~", 1) },
-	}
-	tw := &twin{home: home, cwd: proj, env: map[string]string{"TARE_CANARY_" + strings.ToUpper(token): token}, binds: []string{home}, hostNet: true}
-	q := p
-	q.workspace, q.readOnly, q.hostNet = proj, false, true
-	ev, setup, err := observe(ctx, q, s, loopback, tw)
+	lookDir, err := os.MkdirTemp("", "tare-control-")
 	if err != nil {
 		return nil, nil, err
 	}
-	s.env = setup.envNames
-	return detect(ev, s), s.sources, nil
+	defer os.RemoveAll(lookDir)
+	q, s, tw, err := plantControl(p, filepath.Join(dir, "home"), token, loopback)
+	if err != nil {
+		return nil, nil, err
+	}
+	var look aside
+	plantLook := func() (*aside, error) {
+		var err error
+		look.p, look.s, look.tw, err = plantControl(p, filepath.Join(lookDir, "home"), token, loopback)
+		return &look, err
+	}
+	ev, setup, err := observe(ctx, q, s, loopback, tw, plantLook)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.env, look.s.env = setup.envNames, setup.envNames
+	return detectApart(ev, s, look.s), s.sources, nil
 }
 
 // realTwin runs a twin in a copy of the operator's personal files and returns what the
@@ -443,7 +475,7 @@ func realTwin(ctx context.Context, p plan, operator subject, files []agent.Sourc
 	tw := &twin{home: home, cwd: proj, binds: []string{dir}}
 	q := p
 	q.workspace, q.readOnly, q.hostNet, q.inert = proj, false, false, true
-	ev, setup, err := observe(ctx, q, s, loopback, tw)
+	ev, setup, err := observe(ctx, q, s, loopback, tw, nil)
 	if err != nil {
 		return nil, err
 	}

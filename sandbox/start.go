@@ -197,6 +197,17 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 	fds.Sock = dir
 	fds.Version = info.Version
 	fds.MaskProc = hostProcMasks()
+	for _, p := range etcAllow {
+		f, mode, err := etcCopy(p, dir)
+		if err != nil {
+			return nil, err
+		}
+		if f != nil {
+			files = append(files, f)
+			extra = append(extra, f)
+			fds.Etc = append(fds.Etc, EtcFile{Path: p, FD: 2 + len(extra), Mode: mode})
+		}
+	}
 	args, err := r.Args(fds)
 	if err != nil {
 		return nil, err
