@@ -201,8 +201,9 @@ and session, and shows per page the scores' min, median, max and spread. With --
 refuses (exit 1) a threshold inside any page's score range: there the same page both passes
 and fails, so the verdict is the judge's noise, not the page. calibrate --keep keeps each
 run's workspace for this.`,
-		Example: `  tare judge-noise run/tails/*/work --rubric rubric.md --times 5 --threshold 7`,
-		Args:    cobra.MinimumNArgs(1),
+		Example: `  tare judge-noise run/tails/*/work --rubric rubric.md --times 5 --threshold 7
+  tare judge-noise run/tails/*/work --rubric rubric.md --times 5 --on slurm --jobs 20   # one Slurm job per judgement`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if jf.o.Times < 2 {
 				return fmt.Errorf("--times %d: one judgement per page shows no spread; fix: give --times 2 or more", jf.o.Times)
@@ -263,5 +264,6 @@ run's workspace for this.`,
 	f := cmd.Flags()
 	f.IntVar(&jf.o.Times, "times", 5, "judgements per page, each by a fresh judge (2 or more)")
 	f.IntVar(&jf.o.Jobs, "jobs", 2, "judgements at the same time")
+	onFlag(cmd, &jf.o.On)
 	return cmd
 }

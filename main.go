@@ -96,10 +96,11 @@ func root() *cobra.Command {
 nothing of yours: no global instructions, memories, MCP servers, skills or logins beyond the
 one login copy it declares. Before every run it proves the room clean: "tare: 0.00", or each
 leak with the file it came from.`,
-		Version:       version(),
-		SilenceErrors: true,
-		SilenceUsage:  true,
-		Args:          cobra.NoArgs,
+		Version:           version(),
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		Args:              cobra.NoArgs,
+		PersistentPreRunE: absoluteOut,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := needTerminal(); err != nil {
 				return err
@@ -122,6 +123,21 @@ leak with the file it came from.`,
 		cmd.AddCommand(attachCmd(a))
 	}
 	return cmd
+}
+
+// absoluteOut makes a command's --out absolute before it runs: the run's folder is handed
+// to rooms, workers and later commands, none of which start where the operator typed it (a
+// relative --out made every tail "not started: Workspace is relative").
+func absoluteOut(cmd *cobra.Command, _ []string) error {
+	f := cmd.Flags().Lookup("out")
+	if f == nil || f.Value.Type() != "string" || f.Value.String() == "" || filepath.IsAbs(f.Value.String()) {
+		return nil
+	}
+	abs, err := filepath.Abs(f.Value.String())
+	if err != nil {
+		return fmt.Errorf("--out %s: %v; fix: give an absolute path", f.Value.String(), err)
+	}
+	return f.Value.Set(abs)
 }
 
 // hasTerminal reports whether stdin and stdout are both a terminal, as the app needs.

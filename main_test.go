@@ -31,7 +31,9 @@ func TestMain(m *testing.M) {
 	}
 	// tare-room beside it, as scripts/setup lays an install out: rooms run their relay and
 	// the capsule hook from it.
-	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "tare-room"), "./cmd/tare-room").CombinedOutput(); err != nil {
+	room := exec.Command("go", "build", "-o", filepath.Join(dir, "tare-room"), "./cmd/tare-room")
+	room.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as scripts/setup builds it
+	if out, err := room.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building tare-room: %v\n%s", err, out)
 		os.Exit(1)
 	}
@@ -195,7 +197,7 @@ func TestBadInputIsOneLineAndLeavesNothing(t *testing.T) {
 		{"tail from a step without a capsule", "", []string{"tail", inherited, "--step", "2", "--handoff", "pi"},
 			[]string{"--step 2: the step has no capsule of its own", "step 1's", "fix: add --from-nearest"}},
 		{"serve without an address", "", []string{"serve"}, []string{"--ssh ADDR"}},
-		{"cost cap on a real provider", "", []string{"calibrate", "x", "--side", "pi", "--max-cost", "1", "--project", project}, []string{"--max-cost", "TLS tunnel", "fix: add --script"}},
+		{"cost cap on gemini's real provider", "", []string{"calibrate", "x", "--side", "gemini", "--max-cost", "1", "--project", project}, []string{"--max-cost", "Code Assist", "fix: drop the cap for gemini"}},
 		{"cliff budget below the start and end", "", []string{"cliff", "pi", "x", "--check", "true", "--budget", "5", "--project", project}, []string{"--budget 5", "raise --budget"}},
 		{"cliff without a check", "", []string{"cliff", "pi", "x", "--project", project}, []string{"--check", "cliff needs a check"}},
 		{"cliff of a folder that is not a run", "", []string{"cliff", "--run", project}, []string{"not a tare run", "fix:"}},

@@ -26,6 +26,59 @@ func slurmUp(t *testing.T) {
 	}
 }
 
+// slurmDemo starts the real Slurm (slurmUp) and extracts the demo, for a test whose tare
+// runs with config (TOML, "" for none).
+func slurmDemo(t *testing.T, config string) (demo.Paths, *run) {
+	t.Helper()
+	slurmUp(t)
+	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return paths, newRun(t, config)
+}
+
+// slowJob is a one-tail calibrate --on slurm running in the background (slowOnSlurm).
+type slowJob struct {
+	out    string
+	cmd    *exec.Cmd
+	waited <-chan struct{}
+	job    string
+	// stderr is tare's, to read once waited is closed.
+	stderr *strings.Builder
+}
+
+// slowOnSlurm starts a one-tail calibrate --on slurm whose last model turn waits a minute,
+// and returns once the tail's job runs on a node and has made its first tool call.
+func slowOnSlurm(t *testing.T) slowJob {
+	t.Helper()
+	slurmUp(t)
+	paths, script := slowDemo(t)
+	long := strings.Replace(slowScript, `delay = "2s"`, `delay = "60s"`, 1)
+	if err := os.WriteFile(script, []byte(long), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := newRun(t, "")
+	s := slowJob{out: filepath.Join(r.home, "run"), stderr: &strings.Builder{}}
+	s.cmd = exec.Command(tareBin, calibrateArgs(paths, script, s.out, 1, 1, "--on", "slurm")...)
+	s.cmd.Env, s.cmd.Stderr = r.env(), s.stderr
+	s.waited = startReaped(t, s.cmd)
+	s.job = waitRunning(t, s.out, "a-0", 1)
+	return s
+}
+
+// awaitEnd waits for tare, told to stop (by what), to end, and fails the test, killing it,
+// when it has not within limit.
+func (s slowJob) awaitEnd(t *testing.T, limit time.Duration, what string) {
+	t.Helper()
+	select {
+	case <-s.waited:
+	case <-time.After(limit):
+		s.cmd.Process.Kill()
+		t.Fatalf("tare did not end after %s", what)
+	}
+}
+
 // calibrateArgs is a calibrate of the demo with pi on tare's model server.
 func calibrateArgs(paths demo.Paths, script, out string, runs, jobs int, extra ...string) []string {
 	return append([]string{"calibrate", demo.Task, "--side", "pi", "--runs", itoa(runs), "--jobs", itoa(jobs), "--script", script,
@@ -61,12 +114,7 @@ func jobState(t *testing.T, id string) string {
 // journal shows each tail pending, then running on its node with its queue wait, then
 // finished.
 func TestSlurmCalibrateGivesTheLocalRates(t *testing.T) {
-	slurmUp(t)
-	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := newRun(t, "")
+	paths, r := slurmDemo(t, "")
 	local := filepath.Join(r.home, "local")
 	if r.tare(t, calibrateArgs(paths, paths.Script, local, 4, 4)...); r.code != 0 {
 		t.Fatalf("local calibrate exited %d\n%s", r.code, r.stderr)
@@ -119,27 +167,12 @@ func TestSlurmCalibrateGivesTheLocalRates(t *testing.T) {
 // send it) cancels its job: the tail ends with no verdict, killed, and Slurm shows the job
 // cancelled, not still running.
 func TestSlurmKillCancelsTheJob(t *testing.T) {
-	slurmUp(t)
-	paths, script := slowDemo(t)
-	long := strings.Replace(slowScript, `delay = "2s"`, `delay = "60s"`, 1)
-	if err := os.WriteFile(script, []byte(long), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r := newRun(t, "")
-	out := filepath.Join(r.home, "run")
-	cmd := exec.Command(tareBin, calibrateArgs(paths, script, out, 1, 1, "--on", "slurm")...)
-	cmd.Env = r.env()
-	waited := startReaped(t, cmd)
-	job := waitRunning(t, out, "a-0", 1)
+	s := slowOnSlurm(t)
+	out, job := s.out, s.job
 	if err := engine.RequestKill(out, "a-0"); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-waited:
-	case <-time.After(2 * time.Minute):
-		cmd.Process.Kill()
-		t.Fatal("tare did not end after the kill")
-	}
+	s.awaitEnd(t, 2*time.Minute, "the kill")
 	st := journal.Replay("run", readEvents(out))
 	if tl := st.Tails["a-0"]; tl == nil || tl.Status != journal.StatusNoVerdict || tl.Reason != journal.ReasonKilled {
 		t.Fatalf("tail a-0: %+v, want no verdict, killed", tl)
@@ -165,16 +198,30 @@ func waitRunning(t *testing.T, out, tail string, calls int) string {
 	}
 }
 
+// killNineWhen SIGKILLs tare once n files match pattern (markers the rooms on the nodes
+// write, what they mark named by what), and waits for it to be reaped.
+func killNineWhen(t *testing.T, cmd *exec.Cmd, waited <-chan struct{}, pattern string, n int, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if marked, _ := filepath.Glob(pattern); len(marked) == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("%s did not start", what)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-waited
+}
+
 // TestSlurmKillNineThenResumeReattaches: tare is SIGKILLed while its tails run as Slurm jobs.
 // The jobs run on without it; tare resume re-attaches to them (no tail is started again, no
 // job submitted again) and collects their results into the report.
 func TestSlurmKillNineThenResumeReattaches(t *testing.T) {
-	slurmUp(t)
-	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := newRun(t, "")
+	paths, r := slurmDemo(t, "")
 	out := filepath.Join(r.home, "run")
 	// tare's model server dies with tare, so the kill lands once both agents are done: while
 	// their checks run on the nodes, each having marked its workspace (on the node-local disk,
@@ -190,18 +237,7 @@ func TestSlurmKillNineThenResumeReattaches(t *testing.T) {
 	cmd.Env = r.env()
 	waited := startReaped(t, cmd)
 	jobs := []string{waitRunning(t, out, "a-0", 1), waitRunning(t, out, "a-1", 1)}
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if marked, _ := filepath.Glob(checking); len(marked) == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the two checks did not start")
-		}
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-waited
+	killNineWhen(t, cmd, waited, checking, 2, "the two checks")
 	for _, j := range jobs {
 		if s := jobState(t, j); s != "RUNNING" && s != "COMPLETING" && s != "COMPLETED" {
 			t.Fatalf("job %s is %q after tare's kill -9: the job should outlive tare", j, s)
@@ -244,12 +280,7 @@ func TestSlurmKillNineThenResumeReattaches(t *testing.T) {
 // TestSlurmOutOfMemoryIsNoVerdict: a tail whose job Slurm kills for going over its memory
 // (here the check's) is no verdict with that reason, never a fail.
 func TestSlurmOutOfMemoryIsNoVerdict(t *testing.T) {
-	slurmUp(t)
-	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := newRun(t, "[cluster]\nmemory = \"400M\"\n")
+	paths, r := slurmDemo(t, "[cluster]\nmemory = \"400M\"\n")
 	out := filepath.Join(r.home, "run")
 	args := calibrateArgs(paths, paths.Script, out, 1, 1, "--on", "slurm")
 	for i, a := range args {

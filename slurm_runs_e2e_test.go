@@ -22,12 +22,7 @@ import (
 // gets a verdict, and the report is written. Cliff's tails go the same way (runTail through
 // the run's backend).
 func TestSlurmSwapRunsItsTailsAsJobs(t *testing.T) {
-	slurmUp(t)
-	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := newRun(t, "")
+	paths, r := slurmDemo(t, "")
 	out := filepath.Join(r.home, "swap")
 	if r.tare(t, "swap", demo.Task, "--a", "pi", "--b", "pi", "--cuts", "0.5", "--tails", "1", "--jobs", "6", "--check", demo.Check,
 		"--script", paths.SwapScript, "--seed", fmt.Sprint(demo.SwapSeed), "--project", paths.Project, "--out", out, "--on", "slurm"); r.code != 0 {
@@ -70,13 +65,8 @@ func TestSlurmSwapRunsItsTailsAsJobs(t *testing.T) {
 // run's token and sends back its tool calls as they come, its end capsule (imported into the
 // run's store, hash-checked) and its result.
 func TestSlurmOverHTTPWithoutTheSharedFolder(t *testing.T) {
-	slurmUp(t)
-	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	private := t.TempDir()
-	r := newRun(t, "[cluster]\ntransport = \"http\"\nshared = \""+private+"\"\n")
+	paths, r := slurmDemo(t, "[cluster]\ntransport = \"http\"\nshared = \""+private+"\"\n")
 	out := filepath.Join(r.home, "run")
 	cmd := exec.Command("unshare", append([]string{"--mount", "--propagation", "private", "sh", "-c",
 		`mount -t tmpfs tmpfs "$0" && exec "$@"`, private, tareBin}, calibrateArgs(paths, paths.Script, out, 1, 1, "--on", "slurm")...)...)
@@ -109,29 +99,12 @@ func TestSlurmOverHTTPWithoutTheSharedFolder(t *testing.T) {
 // as SIGTERM does: its running job is cancelled (not left running unseen), tare ends, and
 // the tail is left for tare resume to run again, not to re-attach to the cancelled job.
 func TestSlurmCtrlCCancelsTheJobs(t *testing.T) {
-	slurmUp(t)
-	paths, script := slowDemo(t)
-	long := strings.Replace(slowScript, `delay = "2s"`, `delay = "60s"`, 1)
-	if err := os.WriteFile(script, []byte(long), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r := newRun(t, "")
-	out := filepath.Join(r.home, "run")
-	cmd := exec.Command(tareBin, calibrateArgs(paths, script, out, 1, 1, "--on", "slurm")...)
-	cmd.Env = r.env()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	waited := startReaped(t, cmd)
-	job := waitRunning(t, out, "a-0", 1)
+	s := slowOnSlurm(t)
+	out, job, cmd, stderr := s.out, s.job, s.cmd, s.stderr
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-waited:
-	case <-time.After(time.Minute):
-		cmd.Process.Kill()
-		t.Fatal("tare did not end after ctrl+c")
-	}
+	s.awaitEnd(t, time.Minute, "ctrl+c")
 	if s := jobState(t, job); s != "CANCELLED" {
 		t.Fatalf("job %s is %q after ctrl+c, want CANCELLED", job, s)
 	}
@@ -162,8 +135,9 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// TestSlurmBadInputOnCliffAndSwap: cliff and swap refuse --on slurm where tails could not run
-// before they record anything: one line naming the fix, exit 2, no run folder.
+// TestSlurmBadInputOnCliffAndSwap: cliff, swap, judge-noise and workshop run refuse --on
+// slurm where jobs could not run before they record anything: one line naming the fix, exit
+// 2, no run folder (for the workshop, nothing in the experiment).
 func TestSlurmBadInputOnCliffAndSwap(t *testing.T) {
 	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
 	if err != nil {
@@ -177,11 +151,22 @@ func TestSlurmBadInputOnCliffAndSwap(t *testing.T) {
 	}
 	r := newRun(t, "")
 	out := filepath.Join(r.home, "run")
+	page, rubric, judge := judgeFiles(t, noiseScript)
+	exp, plan := filepath.Join(r.home, "exp"), filepath.Join(repoDir(), "demo", "workshop")
+	if r.tare(t, "workshop", "prepare", filepath.Join(plan, "plan.toml"), exp); r.code != 0 {
+		t.Fatalf("workshop prepare: %d %s", r.code, r.stderr)
+	}
 	for _, args := range [][]string{
 		{"cliff", "pi", demo.Task, "--check", demo.Check, "--script", paths.CliffScript, "--project", paths.Project, "--out", out, "--on", "slurm"},
 		{"swap", demo.Task, "--a", "pi", "--b", "pi", "--check", demo.Check, "--script", paths.SwapScript, "--project", paths.Project, "--out", out, "--on", "slurm"},
 		{"swap", demo.Task, "--a", "pi", "--b", "pi", "--check", demo.Check, "--project", paths.Project, "--out", out, "--on", "slurmm"},
+		{"judge-noise", page, "--rubric", rubric, "--times", "2", "--script", judge, "--judge", "claude", "--out", out, "--on", "slurm"},
+		{"workshop", "run", exp, "--script", filepath.Join(plan, "writer.toml"), "--on", "slurm"},
 	} {
+		if args[0] == "workshop" {
+			// Nothing written into the experiment either: no writer's cluster folder.
+			out = filepath.Join(exp, "records", "codex-gpt-5.1-codex", "cluster.json")
+		}
 		cmd := exec.Command(tareBin, args...)
 		cmd.Env = append(r.env(), "PATH="+noSlurm)
 		msg, err := cmd.CombinedOutput()
@@ -193,5 +178,72 @@ func TestSlurmBadInputOnCliffAndSwap(t *testing.T) {
 		if exists(out) {
 			t.Fatalf("tare %s refused left %s", args[0], out)
 		}
+	}
+}
+
+// TestSlurmRunCapIsRunWide: --run-max-tokens on Slurm caps the run's tails together, as
+// locally: one demo tail spends about 6,200 tokens, so under a cap of 9,000 the first tail
+// runs to its verdict and the second, on another job, is refused once the two together pass
+// the cap and ends over budget. (Each worker counting from zero let both run whole.)
+func TestSlurmRunCapIsRunWide(t *testing.T) {
+	paths, r := slurmDemo(t, "")
+	out := filepath.Join(r.home, "run")
+	if r.tare(t, calibrateArgs(paths, paths.Script, out, 2, 1, "--on", "slurm", "--run-max-tokens", "9000")...); r.code != 0 {
+		t.Fatalf("calibrate --on slurm --run-max-tokens exited %d\n%s", r.code, r.stderr)
+	}
+	st := journal.Replay("run", readEvents(out))
+	first, second := st.Tails["a-0"], st.Tails["a-1"]
+	if first == nil || (first.Status != journal.StatusPassed && first.Status != journal.StatusFailed) || first.Place == nil {
+		t.Fatalf("tail a-0: %+v, want a verdict from its job", first)
+	}
+	if second == nil || second.Status != journal.StatusNoVerdict || second.Reason != journal.ReasonOverBudget ||
+		second.Metered == nil || second.Metered.Refused < 1 || !strings.Contains(second.Metered.OverBudget, "run's token cap (9000)") {
+		t.Fatalf("tail a-1: %+v (metered %+v), want over budget on the run's cap", second, second.Metered)
+	}
+}
+
+// modelGapScript's second tool call runs 8 s: tare is killed while it does, so the agent's
+// next model call comes when only a resumed tare can answer it.
+const modelGapScript = `
+seed = 3
+final = "Done."
+
+[[turn]]
+text = "Looking."
+shell = "cat greet.sh"
+
+[[turn]]
+text = "Writing."
+shell = '''touch sleeping; sleep 8; printf '#!/bin/sh\necho "hello, tare"\n' > greet.sh'''
+
+[[turn]]
+text = "Running it."
+shell = "sh greet.sh"
+`
+
+// TestSlurmResumeBringsTheModelBack: tare is SIGKILLed while a scripted tail's agent runs a
+// tool on its node, so the model server dies with it; tare resume re-attaches to the job and
+// serves the model again on the address the job's room dials, so the agent's next calls are
+// answered and the tail ends with its verdict and all its tool calls (before, it lost its
+// model and ended without them).
+func TestSlurmResumeBringsTheModelBack(t *testing.T) {
+	paths, r := slurmDemo(t, "")
+	script := filepath.Join(t.TempDir(), "gap.toml")
+	if err := os.WriteFile(script, []byte(modelGapScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(r.home, "run")
+	cmd := exec.Command(tareBin, calibrateArgs(paths, script, out, 1, 1, "--on", "slurm")...)
+	cmd.Env = r.env()
+	waited := startReaped(t, cmd)
+	job := waitRunning(t, out, "a-0", 1)
+	sleeping := filepath.Join(r.tmp, "tare-worker-*", "tail", "work", "sleeping")
+	killNineWhen(t, cmd, waited, sleeping, 1, "the agent's long tool call")
+	if r.tare(t, "resume", out); r.code != 0 {
+		t.Fatalf("tare resume exited %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	st := journal.Replay("run", readEvents(out))
+	if tl := st.Tails["a-0"]; tl == nil || tl.Status != journal.StatusPassed || tl.Calls != 3 || tl.Place == nil || tl.Place.Job != job {
+		t.Fatalf("tail a-0: %+v, want passed with its 3 tool calls, from job %s", tl, job)
 	}
 }

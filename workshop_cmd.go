@@ -103,6 +103,7 @@ func loadExp(arg string) (*workshop.Exp, error) { return workshop.Load(arg) }
 func workshopRunCmd() *cobra.Command {
 	var rf runFlags
 	var jobs int
+	var on string
 	cmd := &cobra.Command{
 		Use:   "run EXP [WRITERS...]",
 		Short: "Run the prepared writers, cheapest tier first, one at a time",
@@ -122,7 +123,7 @@ result is one status per writer on stdout (exit 1 when one did not complete).`,
 			if err != nil {
 				return err
 			}
-			o.Jobs = jobs
+			o.Jobs, o.On = jobs, on
 			res, err := workshop.Run(cmd.Context(), e, o)
 			if err != nil {
 				return err
@@ -140,6 +141,7 @@ result is one status per writer on stdout (exit 1 when one did not complete).`,
 	}
 	rf.add(cmd)
 	cmd.Flags().IntVar(&jobs, "jobs", 1, "writers at once; naming writers keeps your order instead of the cheap-then-premium one")
+	cmd.Flags().StringVar(&on, "on", engine.OnLocal, "where the writers run: local (this machine) or slurm (one sbatch job per writer, as config [cluster] says; README \"Slurm\")")
 	return cmd
 }
 
@@ -147,11 +149,13 @@ func workshopResumeCmd() *cobra.Command {
 	var rf runFlags
 	cmd := &cobra.Command{
 		Use:   "resume EXP WRITER",
-		Short: "Continue a writer a provider quota wall stopped, in its own session",
+		Short: "Continue a writer a provider quota wall or an expired login stopped, in its own session",
 		Long: `Not a retry: the stopped session keeps the reading, the reasoning and the draft, and the
 writer is told only that it was interrupted. Only a writer whose own event stream shows a
-provider quota wall is resumed; anything else is refused with the reason. The stopped attempt
-is archived whole under records/WRITER/attempts/NN first.`,
+provider quota wall, or the provider refusing its login (HTTP 401: expired or revoked), is
+resumed; after a login, log in again with the agent on this machine first (claude /login,
+codex login, ...), since the room gets a copy of that login. Anything else is refused with the
+reason. The stopped attempt is archived whole under records/WRITER/attempts/NN first.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			e, err := loadExp(args[0])
@@ -292,7 +296,8 @@ func workshopRetryCmd() *cobra.Command {
 		Use:   "retry EXP WRITER NEW_ID",
 		Short: "Stage a fresh writer in place of a failed one",
 		Long: `The same seat (agent, model, effort, persona) under NEW_ID, with a fresh copy of the inputs
-and a session of its own; the old writer stays on record. For a quota wall, resume instead.`,
+and a session of its own; the old writer stays on record. For a quota wall or an expired
+login, resume instead.`,
 		Args: cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			e, err := loadExp(args[0])

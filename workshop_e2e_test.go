@@ -126,7 +126,48 @@ func TestWorkshopEndToEnd(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, `"declared"`) || strings.Contains(r.stdout, "withheld") {
 		t.Fatalf("report after the seal withholds sizes:\n%s", r.stdout)
 	}
+	// What each writer ran with, as its own stream and session say, with the evidence; a
+	// figure its agent does not report is unknown, never 0.
+	var rep struct {
+		Writers []struct {
+			Writer            string `json:"writer"`
+			EffortServed      string `json:"effort_served"`
+			EffortEvidence    string `json:"effort_evidence"`
+			Window            *int64 `json:"context_window"`
+			WindowEvidence    string `json:"context_window_evidence"`
+			Peak              *int64 `json:"peak_request"`
+			Reasoning         *int64 `json:"reasoning"`
+			ReasoningEvidence string `json:"reasoning_evidence"`
+		} `json:"writers"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, r.stdout)
+	}
+	for _, w := range rep.Writers {
+		switch w.Writer {
+		case codex: // asked medium, which codex's session confirms; its window and reasoning count
+			if w.EffortServed != "medium" || w.Window == nil || *w.Window <= 0 || w.Reasoning == nil || !strings.Contains(w.ReasoningEvidence, "session") {
+				t.Errorf("codex's report row: %+v", w)
+			}
+		case claude: // its result names the window; thinking is inside output, so reasoning is unknown
+			if w.Window == nil || *w.Window <= 0 || w.Peak == nil || w.Reasoning != nil || !strings.HasPrefix(w.ReasoningEvidence, "unknown") || w.EffortServed != "unknown" {
+				t.Errorf("claude's report row: %+v", w)
+			}
+		case pi: // pi's session names its thinking level, and neither a window nor reasoning
+			if w.EffortServed != "off" || w.Window != nil || !strings.HasPrefix(w.WindowEvidence, "unknown") || w.Reasoning != nil {
+				t.Errorf("pi's report row: %+v", w)
+			}
+		}
+	}
 	tare("workshop", "report", exp, "--table")
+	if !strings.Contains(r.stdout, "| Window |") || !strings.Contains(r.stdout, "medium (asked medium)") {
+		t.Errorf("report --table lacks the window or the effort served:\n%s", r.stdout)
+	}
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if strings.HasPrefix(l, "| "+pi+" ") && (!strings.Contains(l, "| unknown |") || strings.Contains(l, "| 0 |")) {
+			t.Errorf("pi's row does not say unknown where pi does not report (or says 0): %s", l)
+		}
+	}
 	tare("workshop", "inspect", exp)
 	// An archived output changed after collect is refused.
 	art := filepath.Join(exp, "records", claude, "artifacts", "scene.md")

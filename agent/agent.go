@@ -169,6 +169,9 @@ type Setup struct {
 	Args []string
 	// Allow are the "host:port" the room's proxy must let through for the real provider.
 	Allow []string
+	// ModelHosts are the hosts among Allow that serve the model's API: the ones tare's relay
+	// may read to meter and cap the calls (never a login or token-refresh host).
+	ModelHosts []string
 	// Declared are lines for the probe's reading: what tare itself put in the
 	// room, e.g. "login copy: ~/.claude/.credentials.json (0600)".
 	Declared []string

@@ -59,6 +59,7 @@ func (c Claude) Room(o RoomOptions) (Setup, error) {
 		s.Declared = append(s.Declared, "model: tare's model server at "+o.BaseURL, "login copy: none")
 	} else {
 		s.Allow = []string{"api.anthropic.com:443"}
+		s.ModelHosts = []string{"api.anthropic.com:443"}
 		proxyEnv(s.Env, o.Proxy)
 		switch {
 		case o.Login:

@@ -99,6 +99,8 @@ func (c Codex) Room(o RoomOptions) (Setup, error) {
 		s.Declared = append(s.Declared, "model: tare's model server at "+o.BaseURL, "login copy: none")
 	} else {
 		s.Allow = []string{"api.openai.com:443"}
+		// A ChatGPT login's model calls go to chatgpt.com's backend.
+		s.ModelHosts = []string{"api.openai.com:443", "chatgpt.com:443"}
 		proxyEnv(s.Env, o.Proxy)
 		switch {
 		case o.Login:

@@ -83,6 +83,9 @@ func (g Gemini) Room(o RoomOptions) (Setup, error) {
 			fmt.Sprintf("retries: %d attempts per model request (Gemini CLI's default is 10)", geminiServerAttempts))
 	} else {
 		s.Allow = []string{"generativelanguage.googleapis.com:443"}
+		// Code Assist (a Google login's cloudcode-pa.googleapis.com) wraps its answers in a
+		// shape the meter does not read yet: left unread, so caps are refused there.
+		s.ModelHosts = []string{"generativelanguage.googleapis.com:443"}
 		proxyEnv(s.Env, o.Proxy)
 		switch {
 		case o.Login:

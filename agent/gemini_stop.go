@@ -1,31 +1,31 @@
 package agent
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 )
 
-// providerStop implements providerStopper for Gemini CLI: the result event that ended the
-// run has status "error" and the provider's message, after Gemini CLI's own retries: "[API
-// Error: terminated]" for a cut stream, the API's error for a spent quota (which it does
-// not retry) or an overload it gave up on. Without a result event, stderr's last line.
-func (Gemini) providerStop(stdout, stderr []byte) (ProviderStop, bool) {
-	msg, ended := "", false
-	_ = eachJSON(bytes.NewReader(stdout), func(line []byte) error {
-		var e geminiEvent
-		if json.Unmarshal(line, &e) != nil || e.Type != "result" {
-			return nil
-		}
-		ended, msg = true, ""
-		if e.Status != "success" && e.Error != nil {
-			msg = e.Error.Message
-		}
-		return nil
-	})
-	if !ended {
-		msg = lastLine(stderr)
+// stopLine implements providerStopper for Gemini CLI: the result event that ended the run has
+// status "error" and the provider's message, after Gemini CLI's own retries: "[API Error:
+// terminated]" for a cut stream, the API's error for a spent quota (which it does not retry),
+// an expired login (401 UNAUTHENTICATED) or an overload it gave up on.
+func (Gemini) stopLine(line []byte) (bool, ProviderStop, bool) {
+	var e geminiEvent
+	if json.Unmarshal(line, &e) != nil || e.Type != "result" {
+		return false, ProviderStop{}, false
 	}
+	if e.Status == "success" || e.Error == nil {
+		return true, ProviderStop{}, false
+	}
+	stop, ok := geminiStop(e.Error.Message)
+	return true, stop, ok
+}
+
+// stopStderr implements stderrStopper for Gemini CLI: without a result event, stderr's last
+// line.
+func (Gemini) stopStderr(msg string) (ProviderStop, bool) { return geminiStop(msg) }
+
+func geminiStop(msg string) (ProviderStop, bool) {
 	if msg = strings.TrimSpace(msg); msg == "" {
 		return ProviderStop{}, false
 	}

@@ -121,6 +121,7 @@ func (p Pi) Room(o RoomOptions) (Setup, error) {
 			name, keyEnv = "openai", "OPENAI_API_KEY"
 			s.Allow = []string{"api.openai.com:443"}
 		}
+		s.ModelHosts = []string{"api.anthropic.com:443", "api.openai.com:443", "chatgpt.com:443"}
 		proxyEnv(s.Env, o.Proxy)
 		switch {
 		case o.Login:

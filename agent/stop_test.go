@@ -7,7 +7,7 @@ import (
 )
 
 // TestProviderStopped reads what each pinned CLI wrote when tare's model server answered
-// every attempt of a turn with error = "quota", "overloaded" or "drop" (captured from real
+// every attempt of a turn with error = "quota", "login", "overloaded" or "drop" (captured from real
 // runs in rooms; the engine's TestProviderStopsAreNoVerdict runs them live), and streams of
 // runs that ended normally or in the agent's own error, which are not a provider's stop.
 func TestProviderStopped(t *testing.T) {
@@ -28,6 +28,11 @@ func TestProviderStopped(t *testing.T) {
 		{Gemini{}, "stop/gemini-quota.jsonl", StopQuota},
 		{Gemini{}, "stop/gemini-overloaded.jsonl", StopOverloaded},
 		{Gemini{}, "stop/gemini-drop.jsonl", StopDropped},
+		// error = "login": each provider's 401 for an expired login or a revoked key.
+		{Claude{}, "stop/claude-login.jsonl", StopLogin},
+		{Codex{}, "stop/codex-login.jsonl", StopLogin},
+		{Pi{}, "stop/pi-login.jsonl", StopLogin},
+		{Gemini{}, "stop/gemini-login.jsonl", StopLogin},
 		// Runs that finished, some after errors the CLI retried past.
 		{Claude{}, "claude_stream.jsonl", ""},
 		{Claude{}, "claude_stream_proxy_refused.jsonl", ""},
@@ -59,7 +64,8 @@ func TestClassifyStopIgnoresNumbersInIDs(t *testing.T) {
 		`529 {"error":{"type":"overloaded_error"},"request_id":"req_tare_84f429d2ad"}`: StopOverloaded,
 		"tool failed: req_a4290503b":               "",
 		"Claude AI usage limit reached|1767225600": StopQuota,
-		"terminated":            StopDropped,
+		"terminated": StopDropped,
+		"unexpected status 401 Unauthorized: Incorrect API key provided: sk-tare-****., request id: req_a4290503b": StopLogin,
 		"the task was too hard": "",
 	}
 	for msg, want := range cases {

@@ -106,7 +106,14 @@ func reattach(env *tailEnv, spec *tailSpec) (bodyFunc, time.Time, bool) {
 	spec.Attempt = t.Attempt
 	calls := t.Calls
 	return func(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *journal.TailResult) (string, string) {
-		return b.follow(ctx, env, spec, x, id, dir, res, calls)
+		meter, stop, lost := b.revive(env, spec, x)
+		defer stop()
+		exit, check := b.follow(ctx, env, spec, x, id, dir, res, calls)
+		exit, check = overRun(meter, res, exit, check)
+		if lost != "" && res.Status != journal.StatusPassed {
+			exit += "; " + lost
+		}
+		return exit, check
 	}, t.Started, true
 }
 

@@ -109,7 +109,7 @@ func Calibrate(ctx context.Context, o CalibrateOptions) (dir, report string, err
 	if err := o.validate(); err != nil {
 		return "", "", err
 	}
-	if err := o.Caps.Check(o.Script); err != nil {
+	if err := o.Caps.Check(o.Script, sideAgents(o.Sides)...); err != nil {
 		return "", "", err
 	}
 	dir = o.Out

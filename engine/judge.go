@@ -65,6 +65,8 @@ type JudgeOptions struct {
 	Kind    string
 	Argv    []string
 	Version string
+	// On is where each judgement runs: "" or local here, slurm one job each (judge-noise).
+	On string
 }
 
 // Judgement is one judge's answer on one page.
@@ -115,6 +117,8 @@ type judgeEnv struct {
 	models *modelserver.Server
 	// journal is a judge-noise run's (nil for tare judge).
 	journal *judgeJournal
+	// slurm runs each judgement as a job (--on slurm, judge-noise only; judgeslurm.go).
+	slurm *judgeCluster
 }
 
 // ValidatePages refuses page folders and a page that do not exist, before anything is
@@ -192,6 +196,9 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 		return JudgeReport{}, err
 	}
 	if _, err := browser.Find(); err != nil {
+		return JudgeReport{}, err
+	}
+	if err := onPreflight(o.On, o.Config); err != nil {
 		return JudgeReport{}, err
 	}
 	rep := JudgeReport{Judge: o.Judge, Rubric: o.Rubric.Path, Scale: [2]int{o.Rubric.Lo, o.Rubric.Hi}}
@@ -275,7 +282,15 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 		}
 		env.journal.phase("judging")
 	}
+	if o.On == OnSlurm {
+		if env.slurm, err = newJudgeCluster(o); err != nil {
+			env.journal.done("", err)
+			return JudgeReport{}, err
+		}
+	}
 	env.judgeAll(ctx, rep.Pages, stages, rep.Scale)
+	// Every job has ended or was cancelled: nothing on the cluster is left to follow.
+	cerr := env.slurm.close()
 	if err := ctx.Err(); err != nil {
 		env.journal.done("", err)
 		return rep, err
@@ -289,6 +304,7 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 	if err == nil {
 		err = capsule.WriteFileAtomic(filepath.Join(o.Out, "judgements.json"), append(data, '\n'), 0o644)
 	}
+	err = errors.Join(err, cerr)
 	env.journal.done(rep.NoiseText(o.Threshold), err)
 	return rep, err
 }
@@ -306,7 +322,9 @@ func (env *judgeEnv) judgeAll(ctx context.Context, pages []PageJudgements, stage
 				defer func() { <-sem }()
 				stream := fmt.Sprintf("judge-%d-%d", i+1, k+1)
 				env.journal.started(i, k)
-				pages[i].Judgements[k] = env.judgeOnce(ctx, stages[i], stream, len(pages[i].Blocked) > 0)
+				jctx, stop := env.journal.killable(ctx, i, k)
+				defer stop()
+				pages[i].Judgements[k] = env.judgeOnce(jctx, stages[i], stream, len(pages[i].Blocked) > 0)
 				env.journal.finished(i, k, pages[i], pages[i].Judgements[k], scale)
 			}()
 		}
@@ -384,17 +402,30 @@ func (env *judgeEnv) judgeRoom(stage, sessions, upstream string, blocked bool) (
 // judgeOnce runs one judgement in a fresh room and session; on tare's model server it draws
 // from a stream of its own, so judgements vary as independent calls to a model would.
 func (env *judgeEnv) judgeOnce(ctx context.Context, stage, stream string, blocked bool) (j Judgement) {
-	began := time.Now()
-	// A named result: the deferred time lands in what is returned.
-	defer func() { j.Seconds = time.Since(began).Seconds() }()
 	upstream := ""
 	if env.models != nil {
 		var err error
 		if upstream, err = env.models.Stream(stream); err != nil {
-			j.Error = err.Error()
-			return j
+			return Judgement{Error: err.Error()}
 		}
 	}
+	if env.slurm != nil {
+		j = env.judgeOnSlurm(ctx, stage, stream, upstream, blocked)
+	} else {
+		j = env.judgeIn(ctx, stage, upstream, blocked)
+	}
+	if errors.Is(context.Cause(ctx), journal.ErrKilled) && j.Score == nil {
+		j.Error = journal.ErrKilled.Error() + ": " + j.Error
+	}
+	return j
+}
+
+// judgeIn runs one judgement in a fresh room over stage whose judge talks to upstream (""
+// for the real provider): here, or on a cluster node (tare worker).
+func (env *judgeEnv) judgeIn(ctx context.Context, stage, upstream string, blocked bool) (j Judgement) {
+	began := time.Now()
+	// A named result: the deferred time lands in what is returned.
+	defer func() { j.Seconds = time.Since(began).Seconds() }()
 	sessions, err := os.MkdirTemp("", "tare-judge-session-")
 	if err != nil {
 		j.Error = err.Error()

@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"tare/engine/journal"
 )
@@ -62,6 +64,8 @@ func (j *judgeJournal) finished(page, k int, p PageJudgements, jd Judgement, sca
 		Screenshot: p.Screenshot, Out: j.o.Out}
 	f := &journal.TailFinished{ID: judgementID(page, k), Seconds: jd.Seconds, Usage: jd.Usage, Score: jd.Score, Judge: v}
 	switch {
+	case jd.Score == nil && strings.HasPrefix(jd.Error, journal.ErrKilled.Error()):
+		f.Status, f.Reason, f.Detail = journal.StatusNoVerdict, journal.ReasonKilled, clip(jd.Error, 200)
 	case jd.Score == nil:
 		f.Status, f.Reason, f.Detail = journal.StatusNoVerdict, journal.ReasonCheckError, "no score: "+clip(jd.Error, 200)
 	case j.o.Threshold != nil && float64(*jd.Score) < *j.o.Threshold:
@@ -83,4 +87,18 @@ func (j *judgeJournal) done(report string, err error) {
 	}
 	_ = j.r.emit(journal.Event{RunFinished: f})
 	j.r.close()
+}
+
+// killable is judgement k of page's context, cancelled when the operator kills it (tare kill,
+// the app) as a tail's is; stop ends the watch. Without a journal (tare judge) it is ctx.
+func (j *judgeJournal) killable(ctx context.Context, page, k int) (context.Context, func()) {
+	if j == nil {
+		return ctx, func() {}
+	}
+	jctx, kill := context.WithCancelCause(ctx)
+	stop := watchKill(jctx, j.o.Out, judgementID(page, k), kill)
+	return jctx, func() {
+		stop()
+		kill(nil)
+	}
 }

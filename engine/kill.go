@@ -20,7 +20,7 @@ func killFile(runDir, tailID string) string {
 // RequestKill asks the process running runDir to stop one tail. The tail is journaled as
 // ended with no verdict, reason killed, and the detail "killed by the operator after N calls".
 func RequestKill(runDir, tailID string) error {
-	st, err := journal.ReadJournal(runDir)
+	st, err := journal.ReadJournalOutline(runDir) // the tail's status: no tool call needed
 	if err != nil {
 		return err
 	}

@@ -28,19 +28,41 @@ func (c Caps) Set() bool {
 	return c.TailTokens > 0 || c.TailCost > 0 || c.RunTokens > 0 || c.RunCost > 0
 }
 
-// Check is the one-line complaint about caps that cannot work, or nil. A real provider is
-// reached through an encrypted tunnel the relay cannot read, so it can neither meter nor
-// refuse a call there: caps need tare's model server (--script).
-func (c Caps) Check(script string) error {
+// Check is the one-line complaint about caps that cannot work for agents, or nil. Caps hold
+// on tare's model server and on a real provider alike, where the relay reads the model calls
+// (see interceptRoom), except those in unreadProviders.
+func (c Caps) Check(script string, agents ...string) error {
 	for _, v := range []float64{float64(c.TailTokens), c.TailCost, float64(c.RunTokens), c.RunCost} {
 		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 			return fmt.Errorf("--max-cost/--max-tokens: %v is not a cap; fix: give a positive number (0: no cap)", v)
 		}
 	}
-	if c.Set() && script == "" {
-		return fmt.Errorf("--max-cost/--max-tokens: caps are enforced at tare's model server relay, and a real provider is reached through a TLS tunnel the relay cannot read; fix: add --script FILE, or drop the cap")
+	if !c.Set() || script != "" {
+		return nil
+	}
+	for _, a := range agents {
+		if why, ok := unreadProviders[a]; ok {
+			return fmt.Errorf("--max-cost/--max-tokens: %s's real provider is %s, whose answers tare's relay does not read, so a cap cannot hold; fix: drop the cap for %s, or run it on tare's model server (--script)", a, why, a)
+		}
 	}
 	return nil
+}
+
+// sideAgents are the sides' agents.
+func sideAgents(sides []journal.Side) []string {
+	var out []string
+	for _, s := range sides {
+		out = append(out, s.Agent)
+	}
+	return out
+}
+
+// unreadProviders are the agents whose real provider's model calls the relay leaves unread
+// (their adapters name no model host their login reaches): a tare room gives them a Google
+// login, which talks to Code Assist, whose wrapped answers the meter does not read yet.
+var unreadProviders = map[string]string{
+	"gemini": "Google's Code Assist (a Google login)",
+	"agy":    "Google's Code Assist",
 }
 
 // meterTolerance is how far (relative) an agent's own token count may stray from the relay's
@@ -69,6 +91,9 @@ func newRunBudget(r *run, c Caps) *modelserver.Budget {
 		for _, a := range t.Attempts() {
 			if m := a.Metered; m != nil {
 				fresh.Spend(m.Input+m.Output+m.CacheRead+m.CacheWrite, m.Cost)
+				for _, model := range m.Unpriced {
+					fresh.SpendUnpriced(model)
+				}
 			}
 		}
 	}
@@ -81,22 +106,23 @@ func (env *tailEnv) meterFor(upstream string, capped bool) (string, *modelserver
 	if upstream == "" {
 		return "", nil, nil
 	}
+	m, err := modelserver.NewMeter(upstream, CostOf, env.budgets(capped)...)
+	if err != nil {
+		return "", nil, err
+	}
+	return m.Addr(), m, nil
+}
+
+// budgets are what a meter charges: when capped, the tail's own caps and the run's.
+func (env *tailEnv) budgets(capped bool) []*modelserver.Budget {
 	if !capped {
-		m, err := modelserver.NewMeter(upstream, CostOf)
-		if err != nil {
-			return "", nil, err
-		}
-		return m.Addr(), m, nil
+		return nil
 	}
 	var tail *modelserver.Budget
 	if c := env.recipe.Caps; c != nil && (c.TailTokens > 0 || c.TailCost > 0) {
 		tail = &modelserver.Budget{Name: "tail", MaxTokens: c.TailTokens, MaxCost: c.TailCost}
 	}
-	m, err := modelserver.NewMeter(upstream, CostOf, tail, env.runBudget())
-	if err != nil {
-		return "", nil, err
-	}
-	return m.Addr(), m, nil
+	return []*modelserver.Budget{tail, env.runBudget()}
 }
 
 // metered is what the meter counted, with the agent's own count beside it.
@@ -112,6 +138,9 @@ func metered(m *modelserver.Meter, own journal.Usage) *journal.Metered {
 			continue
 		}
 		out.Calls++
+		if c.Incomplete {
+			out.Incomplete++
+		}
 		out.Input += c.Input
 		out.Output += c.Output
 		out.CacheRead += c.CacheRead
@@ -131,6 +160,20 @@ func metered(m *modelserver.Meter, own journal.Usage) *journal.Metered {
 		out.Differs = fmt.Sprintf("the agent counted %d tokens, the relay %d (%+.0f%%)", theirs, mine, 100*float64(theirs-mine)/float64(max(mine, 1)))
 	}
 	return out
+}
+
+// addMetered counts one attempt's relay count into usage.json's metered figures, beside the
+// agents' own: per tail (its attempts summed), per side and in total.
+func (u *usageFile) addMetered(id, side string, m *journal.Metered) {
+	if m == nil {
+		return
+	}
+	if u.MeteredTails == nil {
+		u.MeteredTails, u.MeteredSides, u.MeteredTotal = map[string]journal.Usage{}, map[string]journal.Usage{}, &journal.Usage{}
+	}
+	u.MeteredTails[id] = u.MeteredTails[id].Add(m.Usage)
+	u.MeteredSides[side] = u.MeteredSides[side].Add(m.Usage)
+	*u.MeteredTotal = u.MeteredTotal.Add(m.Usage)
 }
 
 // hostLog is the path of a tail's host log.
@@ -156,6 +199,9 @@ func meteredLines(rec *Recipe, st *journal.RunState) string {
 			sum.Calls += m.Calls
 			if m.Differs != "" {
 				flagged = append(flagged, fmt.Sprintf("  ! %s: %s", id, m.Differs))
+			}
+			if m.Incomplete > 0 {
+				flagged = append(flagged, fmt.Sprintf("  ! %s: incomplete: %d answers over 32 MiB were not read whole, so its count is a floor", id, m.Incomplete))
 			}
 			if m.OverBudget != "" {
 				flagged = append(flagged, fmt.Sprintf("  %s over budget: %s", id, m.OverBudget))

@@ -49,6 +49,15 @@ func TestCostCapEndsTheTailOverBudget(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}
 	}
+	// usage.json carries the relay's count beside the agent's own.
+	var u usageFile
+	if data, err := os.ReadFile(filepath.Join(dir, "usage.json")); err != nil || json.Unmarshal(data, &u) != nil {
+		t.Fatalf("usage.json: %v", err)
+	}
+	if got := u.MeteredTails["a-0"]; got.Input != tl.Metered.Input || got.Output != tl.Metered.Output || u.MeteredTotal == nil ||
+		len(u.Attempts["a-0"]) != 1 || u.Attempts["a-0"][0].Metered == nil {
+		t.Errorf("usage.json metered %+v, attempts %+v; want the relay's count of a-0 (%+v) beside the agent's", u.MeteredTails, u.Attempts["a-0"], tl.Metered.Usage)
+	}
 	reach := readHosts(t, filepath.Join(dir, "tails", "a-0", HostsFile))
 	if len(reach) == 0 || !reach[0].Allowed || !strings.HasPrefix(reach[0].Host, "127.0.0.1:") {
 		t.Errorf("host log %+v: want the relay's model address, allowed", reach)

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -87,6 +89,14 @@ func record(ctx context.Context, env *tailEnv, side journal.Side, task string, s
 	room, setup, err := probe.BuildRoom(p, upstream, nil)
 	if err != nil {
 		return nil, err
+	}
+	if meter == nil {
+		if meter, err = env.interceptRoom(&room, &setup, false); err != nil {
+			return nil, err
+		}
+		if meter != nil {
+			defer meter.Close()
+		}
 	}
 	hosts, err := os.Create(hostLog(dir))
 	if err != nil {
@@ -288,7 +298,7 @@ func Record(ctx context.Context, o RecordOptions) (string, *journal.Recording, e
 	if o.Prompt == "" {
 		return "", nil, errors.New("give the task as PROMPT (or --prompt-file)")
 	}
-	if err := o.Caps.Check(o.Script + o.scriptText); err != nil {
+	if err := o.Caps.Check(o.Script+o.scriptText, o.Side.Agent); err != nil {
 		return "", nil, err
 	}
 	if err := checkPreflight(o.Check, o.CheckOnHost, NewCheckRoom(o.Config, o.CheckOnHost), configOrigin(o.Config)); err != nil {
@@ -419,7 +429,11 @@ func Tail(ctx context.Context, o TailOptions) (journal.TailResult, error) {
 	if recipe.Kind != "record" {
 		return journal.TailResult{}, fmt.Errorf("%s: tare tail continues a recorded run (tare record); this is a %s run", o.Dir, recipe.Kind)
 	}
-	if err := o.Caps.Check(recipe.ScriptText); err != nil {
+	continuing := []string{o.Agent}
+	if o.Agent == "" {
+		continuing = slices.Collect(maps.Keys(recipe.Agents)) // the recorded agent
+	}
+	if err := o.Caps.Check(recipe.ScriptText, continuing...); err != nil {
 		return journal.TailResult{}, err
 	}
 	if o.Caps.Set() {

@@ -246,6 +246,11 @@ type usageFile struct {
 	Total    journal.Usage             `json:"total"`
 	// CheckTotal is what the checks spent (tare's judge's agent), apart from the agents'.
 	CheckTotal journal.Usage `json:"check_total,omitzero"`
+	// MeteredTails, MeteredSides and MeteredTotal are the same as tare's relay counted them,
+	// beside the agents' own figures above (see addMetered).
+	MeteredTails map[string]journal.Usage `json:"metered_tails,omitempty"`
+	MeteredSides map[string]journal.Usage `json:"metered_sides,omitempty"`
+	MeteredTotal *journal.Usage           `json:"metered_total,omitempty"`
 }
 
 // attemptUsage is one attempt of a tail in usage.json.
@@ -256,6 +261,8 @@ type attemptUsage struct {
 	Usage   journal.Usage  `json:"usage"`
 	// CheckUsage is what the attempt's check spent (tare's judge), never in Usage.
 	CheckUsage journal.Usage `json:"check_usage,omitzero"`
+	// Metered is the attempt's usage as tare's relay counted it (absent: not metered).
+	Metered *journal.Metered `json:"metered,omitempty"`
 }
 
 func writeUsage(dir string, st *journal.RunState) error {
@@ -263,7 +270,8 @@ func writeUsage(dir string, st *journal.RunState) error {
 	for _, id := range st.Order {
 		t := st.Tails[id]
 		for _, a := range t.Attempts() {
-			u.Attempts[id] = append(u.Attempts[id], attemptUsage{Attempt: a.N, Status: a.Status, Reason: a.Reason, Usage: a.Usage, CheckUsage: a.CheckUsage})
+			u.Attempts[id] = append(u.Attempts[id], attemptUsage{Attempt: a.N, Status: a.Status, Reason: a.Reason, Usage: a.Usage, CheckUsage: a.CheckUsage, Metered: a.Metered})
+			u.addMetered(id, t.Side, a.Metered)
 			u.CheckTotal = u.CheckTotal.Add(a.CheckUsage)
 		}
 		total := t.TotalUsage()

@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,12 +47,19 @@ type slurmJob struct {
 	Installs map[string]agent.Install `json:"installs"`
 	// Upstream is the model address the room's relay dials ("" for real providers).
 	Upstream string `json:"upstream,omitempty"`
+	// UpstreamToken, when set, is what tare's forwarder on [cluster] callback_addr wants
+	// before it relays a connection to Upstream (slurm_forward.go).
+	UpstreamToken string `json:"upstream_token,omitempty"`
 	// Store is the shared capsule store.
 	Store      string `json:"store"`
 	AllowDirty bool   `json:"allow_dirty,omitempty"`
 	// Stage, when set, is where the worker snaps the end capsule: a staging store over
 	// Store holding only what the tail added, sent back over HTTP (slurm_http.go).
 	Stage string `json:"stage,omitempty"`
+	// Judge or Writer, when set, make the job one judgement or one workshop writer instead
+	// of a tail (slurm_task.go).
+	Judge  *judgeTask  `json:"judge,omitempty"`
+	Writer *writerTask `json:"writer,omitempty"`
 }
 
 // slurmResult is what the worker writes back: the tail's result and its end capsule in the
@@ -63,6 +68,9 @@ type slurmResult struct {
 	Result journal.TailResult `json:"result"`
 	End    *capsule.Capsule   `json:"end,omitempty"`
 	Node   string             `json:"node"`
+	// Judgement and Writer are a task's outcome (slurm_task.go).
+	Judgement *Judgement `json:"judgement,omitempty"`
+	Writer    *WriterEnd `json:"writer,omitempty"`
 }
 
 // slurmBackend runs each tail as one sbatch job running `tare worker` on a node. The
@@ -286,12 +294,19 @@ func (b *slurmBackend) body(ctx context.Context, env *tailEnv, spec tailSpec, di
 	if err != nil {
 		return notStarted(err.Error())
 	}
-	upstream, stopForward, err := b.reachable(upstream)
+	upstream, meter, err := b.runMeter(env, upstream)
+	if err != nil {
+		return notStarted(err.Error())
+	}
+	if meter != nil {
+		defer meter.Close()
+	}
+	upstream, upToken, stopForward, err := b.reachable(upstream)
 	if err != nil {
 		return notStarted(err.Error())
 	}
 	defer stopForward()
-	job := slurmJob{Spec: spec, Recipe: env.recipe, Config: env.cfg, Installs: env.installs, Upstream: upstream,
+	job := slurmJob{Spec: spec, Recipe: nodeRecipe(env.recipe), Config: env.cfg, Installs: env.installs, Upstream: upstream, UpstreamToken: upToken,
 		Store: b.store.Dir(), AllowDirty: b.allowDirty}
 	data, err := json.Marshal(job)
 	if err != nil {
@@ -304,7 +319,8 @@ func (b *slurmBackend) body(ctx context.Context, env *tailEnv, spec tailSpec, di
 	if err != nil {
 		return notStarted(err.Error())
 	}
-	return b.follow(ctx, env, spec, x, id, dir, res, 0)
+	exit, check := b.follow(ctx, env, spec, x, id, dir, res, 0)
+	return overRun(meter, res, exit, check)
 }
 
 // attachedJob is the Slurm job a running tail's latest attempt was submitted as, if any.
@@ -335,17 +351,23 @@ func submittedJob(x string) (string, bool) {
 
 // jobName is a tail's --job-name: the run's shared folder and the tail, so squeue shows
 // whose it is and a restarted tare could find it by name.
-func (b *slurmBackend) jobName(spec tailSpec) string {
-	return "tare-" + filepath.Base(b.root) + "-" + spec.ID
+func (b *slurmBackend) jobName(id string) string {
+	return "tare-" + filepath.Base(b.root) + "-" + id
 }
 
 // submit writes the job script and submits it, returning the job id; the id is kept in the
 // exchange folder (atomically) so a tare that restarts finds its job again.
 func (b *slurmBackend) submit(ctx context.Context, env *tailEnv, spec tailSpec, x string) (string, error) {
-	script := fmt.Sprintf("#!/bin/sh\n# tare tail %s of %s\nexec %s worker %s\n", spec.ID, env.run.dir,
+	return b.submitJob(ctx, "tail "+spec.ID, b.jobName(spec.ID), env.run.dir, x)
+}
+
+// submitJob writes the job script of exchange folder x (what names the job in it, name is
+// its --job-name, dir the run folder in its --comment) and submits it.
+func (b *slurmBackend) submitJob(ctx context.Context, what, name, dir, x string) (string, error) {
+	script := fmt.Sprintf("#!/bin/sh\n# tare %s of %s\nexec %s worker %s\n", what, dir,
 		shellQuote(b.tare), shellQuote(filepath.Join(x, "job.json")))
 	if b.http != nil {
-		script = fmt.Sprintf("#!/bin/sh\n# tare tail %s of %s\nexec %s worker --url %s --exchange %s\n", spec.ID, env.run.dir,
+		script = fmt.Sprintf("#!/bin/sh\n# tare %s of %s\nexec %s worker --url %s --exchange %s\n", what, dir,
 			shellQuote(b.tare), shellQuote(b.http.url), shellQuote(filepath.Base(x)))
 	}
 	if err := capsule.WriteFileAtomic(filepath.Join(x, "job.sh"), []byte(script), 0o700); err != nil {
@@ -366,8 +388,8 @@ func (b *slurmBackend) submit(ctx context.Context, env *tailEnv, spec tailSpec, 
 		// The node has no exchange folder: its log stays on its own disk.
 		logPath, chdir = nodeLog, "/tmp"
 	}
-	args := []string{"--parsable", "--job-name", b.jobName(spec), "--output", logPath,
-		"--chdir", chdir, "--mem", mem, "--time", limit, "--cpus-per-task", fmt.Sprint(cpus), "--comment", "tare " + env.run.dir,
+	args := []string{"--parsable", "--job-name", name, "--output", logPath,
+		"--chdir", chdir, "--mem", mem, "--time", limit, "--cpus-per-task", fmt.Sprint(cpus), "--comment", "tare " + dir,
 		// A job Slurm would requeue after a node failure would run the tail a second time
 		// in the same exchange folder; the failure is the tail's outcome instead.
 		"--no-requeue"}
@@ -410,16 +432,34 @@ func (b *slurmBackend) submit(ctx context.Context, env *tailEnv, spec tailSpec, 
 // verdict. A kill or a stop of the run cancels the job.
 // calls is how many of the worker's tool calls the journal already holds (a re-attach).
 func (b *slurmBackend) follow(ctx context.Context, env *tailEnv, spec tailSpec, x, id, dir string, res *journal.TailResult, calls int) (string, string) {
-	submitted := time.Now()
 	events := &workerEvents{dir: filepath.Join(x, "worker"), calls: calls}
-	place := journal.Placed{Tail: spec.ID, Job: id, State: "pending"}
-	_ = env.run.emit(journal.Event{Placed: &place})
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
+	st, cancelled := b.await(ctx, id, x, func() { events.forward(env.run, spec.ID) }, func(p journal.Placed) {
+		p.Tail = spec.ID
+		_ = env.run.emit(journal.Event{Placed: &p})
+	})
+	if cancelled {
+		res.Status, res.Reason = journal.StatusNoVerdict, journal.ReasonKilled
+		if errors.Is(context.Cause(ctx), journal.ErrKilled) {
+			return fmt.Sprintf("%s (job %s cancelled)", journal.ErrKilled, id), "not checked"
+		}
+		return fmt.Sprintf("stopped (job %s cancelled)", id), "not checked: the tail was stopped"
+	}
+	return b.collect(ctx, env, st, x, id, dir, res)
+}
+
+// await polls job id (exchange folder x) to its end, calling tick at every poll and placed
+// as its place changes (pending, running on a node with its queue wait, finished). When ctx
+// ends first the job is cancelled and no longer to be re-attached: cancelled is true.
+func (b *slurmBackend) await(ctx context.Context, id, x string, tick func(), placed func(journal.Placed)) (jobState, bool) {
+	submitted := time.Now()
+	place := journal.Placed{Job: id, State: "pending"}
+	placed(place)
+	ticker := time.NewTicker(250 * time.Millisecond)
+	defer ticker.Stop()
 	var st jobState
 	seen := false
 	for {
-		events.forward(env.run, spec.ID)
+		tick()
 		var known bool
 		st, known = b.queue.state(ctx, id)
 		if !known && !seen && time.Since(submitted) < 2*time.Minute && !exists(filepath.Join(x, "result.json")) {
@@ -428,8 +468,8 @@ func (b *slurmBackend) follow(ctx context.Context, env *tailEnv, spec tailSpec, 
 		}
 		seen = seen || known
 		if st.running() && place.State == "pending" {
-			place = journal.Placed{Tail: spec.ID, Job: id, State: "running", Node: st.Node, Waited: st.waited(submitted).Seconds()}
-			_ = env.run.emit(journal.Event{Placed: &place})
+			place = journal.Placed{Job: id, State: "running", Node: st.Node, Waited: st.waited(submitted).Seconds()}
+			placed(place)
 		}
 		if !known || st.done() {
 			break
@@ -440,22 +480,18 @@ func (b *slurmBackend) follow(ctx context.Context, env *tailEnv, spec tailSpec, 
 			// Not to be re-attached: a stopped run's tail is run again by tare resume, a
 			// killed one is finished here.
 			_ = os.Remove(filepath.Join(x, "jobid"))
-			events.forward(env.run, spec.ID)
-			res.Status, res.Reason = journal.StatusNoVerdict, journal.ReasonKilled
-			if errors.Is(context.Cause(ctx), journal.ErrKilled) {
-				return fmt.Sprintf("%s (job %s cancelled)", journal.ErrKilled, id), "not checked"
-			}
-			return fmt.Sprintf("stopped (job %s cancelled)", id), "not checked: the tail was stopped"
-		case <-tick.C:
+			tick()
+			return st, true
+		case <-ticker.C:
 		}
 	}
-	events.forward(env.run, spec.ID)
+	tick()
 	if place.State == "pending" {
 		place.Waited = st.waited(submitted).Seconds()
 	}
 	place.State, place.Node = "finished", firstNonEmpty(st.Node, place.Node)
-	_ = env.run.emit(journal.Event{Placed: &place})
-	return b.collect(ctx, env, st, x, id, dir, res)
+	placed(place)
+	return st, false
 }
 
 // collect takes a finished job's outcome: Slurm's own verdict first (a job it killed for
@@ -588,41 +624,6 @@ func (b *slurmBackend) share(ctx context.Context, from *capsule.Store, c capsule
 	}
 	b.shared[c.Root] = s
 	return s, nil
-}
-
-// reachable is the address the nodes dial for upstream (tare's model server on loopback):
-// itself when the nodes are this machine, else a forwarder on [cluster] callback_addr.
-func (b *slurmBackend) reachable(upstream string) (string, func(), error) {
-	host := b.cluster.CallbackAddr
-	if upstream == "" || host == "" {
-		return upstream, func() {}, nil
-	}
-	if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
-		return upstream, func() {}, nil
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return "", nil, fmt.Errorf("[cluster] callback_addr %s: listening there for the nodes: %v; fix: give an address of this machine the nodes reach", host, err)
-	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				u, err := net.Dial("tcp", upstream)
-				if err != nil {
-					return
-				}
-				defer u.Close()
-				go func() { _, _ = io.Copy(u, c) }()
-				_, _ = io.Copy(c, u)
-			}()
-		}
-	}()
-	return ln.Addr().String(), func() { ln.Close() }, nil
 }
 
 // workerEvents reads a worker's journal in the exchange folder and re-journals its tool

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
@@ -49,6 +50,8 @@ type exchangeServer struct {
 	url   string
 	srv   *http.Server
 	root  string
+	// maxUpload, when set, caps an upload below maxUpload (tests).
+	maxUpload int64
 }
 
 // The names a request may use: an attempt's exchange folder ("a-0.1"), a capsule root, and
@@ -110,6 +113,48 @@ func serveExchange(root, host string) (*exchangeServer, error) {
 
 func (s *exchangeServer) close() { _ = s.srv.Close() }
 
+// maxUpload is the most one file a worker puts back may hold: a node that sends more (a
+// runaway log, a hostile worker) is refused, not given tare's disk.
+const maxUpload = 2 << 30
+
+// receive streams an upload into dest through a temporary file beside it, never whole in
+// memory: refused past the cap, and, for a store object (named by the sha256 of its bytes),
+// refused when the bytes that came do not hash to its name. Only a whole, checked file is
+// renamed into place; a refused one leaves nothing.
+func (s *exchangeServer) receive(w http.ResponseWriter, r *http.Request, dest, rel string) (int, error) {
+	limit := s.maxUpload
+	if limit <= 0 {
+		limit = maxUpload
+	}
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		return http.StatusInternalServerError, err
+	}
+	f, err := capsule.CreateAtomic(dest, 0o644)
+	if err != nil {
+		return http.StatusInternalServerError, err
+	}
+	defer f.Abort()
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, h), http.MaxBytesReader(w, r.Body, limit))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return http.StatusRequestEntityTooLarge, fmt.Errorf("%s is over %d bytes: refused", rel, limit)
+	case err != nil:
+		return http.StatusBadRequest, err
+	}
+	if obj := strings.TrimPrefix(rel, "end/"); obj != rel && !strings.HasPrefix(obj, "capsules/") {
+		name := strings.ReplaceAll(obj[strings.Index(obj, "/")+1:], "/", "")
+		if got := hex.EncodeToString(h.Sum(nil)); got != name {
+			return http.StatusBadRequest, fmt.Errorf("%s: its %d bytes hash to %s, not its name: refused", rel, n, got)
+		}
+	}
+	if err := f.Commit(); err != nil {
+		return http.StatusInternalServerError, err
+	}
+	return 0, nil
+}
+
 // outStore is where a start capsule of root is kept alone, to be served: its objects and
 // nothing else.
 func outStore(root, capsuleRoot string) string { return filepath.Join(root, "out", capsuleRoot) }
@@ -143,18 +188,9 @@ func (s *exchangeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			bad() // only an attempt tare submitted takes files
 			return
 		}
-		data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 4<<30))
+		code, err := s.receive(w, r, filepath.Join(x, filepath.FromSlash(parts[2])), parts[2])
 		if err != nil {
-			http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
-			return
-		}
-		dest := filepath.Join(x, filepath.FromSlash(parts[2]))
-		if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		if err := capsule.WriteFileAtomic(dest, data, 0o644); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
+			http.Error(w, "tare: "+err.Error(), code)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
@@ -330,7 +366,7 @@ func WorkerHTTP(ctx context.Context, url, name string) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		var sent int64 = -1
+		var sent, sentOut int64 = -1, -1
 		for {
 			select {
 			case <-stop:
@@ -340,6 +376,12 @@ func WorkerHTTP(ctx context.Context, url, name string) error {
 			if st, err := os.Stat(filepath.Join(x, journal)); err == nil && st.Size() != sent {
 				if c.put(ctx, x, journal, journal) == nil {
 					sent = st.Size()
+				}
+			}
+			// A writer's stdout too (a tail's reaches tare through its journal).
+			if st, err := os.Stat(filepath.Join(x, "stdout.jsonl")); err == nil && job.Writer != nil && st.Size() != sentOut {
+				if c.put(ctx, x, "stdout.jsonl", "stdout.jsonl") == nil {
+					sentOut = st.Size()
 				}
 			}
 		}

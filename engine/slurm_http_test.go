@@ -2,9 +2,15 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sort"
 	"strings"
 	"testing"
 
@@ -106,4 +112,80 @@ func TestExchangeRefusesATamperedEndCapsule(t *testing.T) {
 	if c, err := b.importEnd(context.Background(), x, end.Root); err != nil || c.Root != end.Root {
 		t.Fatalf("the intact capsule: %+v %v", c, err)
 	}
+}
+
+// TestExchangeStreamsUploadsWithACap: a worker's upload is streamed to disk, not read whole
+// into tare's memory (64 MiB sent costs far less than 64 MiB of allocations), refused past
+// the cap with nothing left behind, and an end-capsule object whose bytes do not hash to its
+// name is refused as it arrives.
+func TestExchangeStreamsUploadsWithACap(t *testing.T) {
+	root := t.TempDir()
+	x := filepath.Join(root, "tails", "a-0.0")
+	os.MkdirAll(x, 0o755)
+	os.WriteFile(filepath.Join(x, "job.json"), []byte(`{"spec":{}}`), 0o600)
+	s, err := serveExchange(root, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	put := func(path string, body io.Reader) int {
+		req, _ := http.NewRequest("PUT", s.url+"/put/a-0.0/"+path, body)
+		req.Header.Set("Authorization", "Bearer "+s.token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	const size = 64 << 20
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if got := put("stderr.log", io.LimitReader(zeros{}, size)); got != 204 {
+		t.Fatalf("a 64 MiB log: %d", got)
+	}
+	runtime.ReadMemStats(&after)
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > size/4 {
+		t.Errorf("a 64 MiB upload allocated %d MiB: it was read into memory", grew>>20)
+	}
+	if st, err := os.Stat(filepath.Join(x, "stderr.log")); err != nil || st.Size() != size {
+		t.Fatalf("the log as written: %v %v", st, err)
+	}
+	s.maxUpload = 1 << 20
+	if got := put("stdout.jsonl", io.LimitReader(zeros{}, 2<<20)); got != http.StatusRequestEntityTooLarge {
+		t.Errorf("an upload over the cap: %d, want 413", got)
+	}
+	sum := sha256.Sum256([]byte("a blob"))
+	name := hex.EncodeToString(sum[:])
+	if got := put("end/blobs/"+name[:2]+"/"+name[2:], strings.NewReader("not that blob")); got != http.StatusBadRequest {
+		t.Errorf("an object that does not hash to its name: %d, want 400", got)
+	}
+	if got := put("end/blobs/"+name[:2]+"/"+name[2:], strings.NewReader("a blob")); got != 204 {
+		t.Errorf("an object that hashes to its name: %d, want 204", got)
+	}
+	var left []string
+	filepath.WalkDir(x, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(x, p)
+			left = append(left, rel)
+		}
+		return nil
+	})
+	if want := "job.json stderr.log end/blobs/" + name[:2] + "/" + name[2:]; strings.Join(sortedCopy(left), " ") != strings.Join(sortedCopy(strings.Fields(want)), " ") {
+		t.Errorf("the exchange folder holds %v, want only %s: a refused upload left something", left, want)
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+func sortedCopy(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
 }

@@ -88,7 +88,9 @@ func TestQueueWaitIsNotRunTime(t *testing.T) {
 
 // TestCallbackAddrForwardsToTheModelServer: nodes that are other machines cannot dial tare's
 // model server on loopback; with [cluster] callback_addr set to an address of this machine,
-// a tail's upstream is a forwarder there, which reaches the loopback server.
+// a tail's upstream is a forwarder there, which reaches the loopback server for a worker
+// that opens with the forward's token (through its end on the node's loopback), and for no
+// one else: a connection without the token, or with another, is closed unanswered.
 func TestCallbackAddrForwardsToTheModelServer(t *testing.T) {
 	var ip string
 	addrs, _ := net.InterfaceAddrs()
@@ -116,25 +118,41 @@ func TestCallbackAddrForwardsToTheModelServer(t *testing.T) {
 		}
 	}()
 	b := &slurmBackend{cluster: config.Cluster{CallbackAddr: ip}}
-	addr, stop, err := b.reachable(ln.Addr().String())
+	addr, token, stop, err := b.reachable(ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stop()
-	if host, _, _ := net.SplitHostPort(addr); host != ip {
-		t.Fatalf("upstream %s, want a forwarder on %s", addr, ip)
+	if host, _, _ := net.SplitHostPort(addr); host != ip || len(token) != 64 {
+		t.Fatalf("upstream %s (token %q), want a forwarder on %s with a token", addr, token, ip)
 	}
-	c, err := net.Dial("tcp", addr)
+	echo := func(addr, hello string) (string, error) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(forwardWait + 5*time.Second))
+		c.Write([]byte(hello + "ping\n"))
+		got := make([]byte, 5)
+		_, err = io.ReadFull(c, got)
+		return string(got), err
+	}
+	other := strings.Repeat("0", 64)
+	for _, hello := range []string{"GET /v1/models HTTP/1.1\r\nHost: tare\r\nUser-Agent: anyone on the network\r\nAccept: */*\r\n\r\n", forwardHello + other, forwardHello + token[:63]} {
+		if got, err := echo(addr, hello); err == nil {
+			t.Errorf("opening with %q, the forwarder relayed (%q): the model server is open to the network", hello, got)
+		}
+	}
+	node, stopNode, err := nodeForward(addr, token)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	c.Write([]byte("ping\n"))
-	got := make([]byte, 5)
-	if _, err := io.ReadFull(c, got); err != nil || string(got) != "ping\n" {
-		t.Fatalf("through the forwarder: %q %v", got, err)
+	defer stopNode()
+	if got, err := echo(node, ""); err != nil || got != "ping\n" {
+		t.Fatalf("through the worker's end and the forwarder: %q %v", got, err)
 	}
-	if same, _, _ := (&slurmBackend{}).reachable(ln.Addr().String()); same != ln.Addr().String() {
-		t.Fatalf("without callback_addr the upstream changed to %s", same)
+	if same, tok, _, _ := (&slurmBackend{}).reachable(ln.Addr().String()); same != ln.Addr().String() || tok != "" {
+		t.Fatalf("without callback_addr the upstream changed to %s (token %q)", same, tok)
 	}
 }

@@ -28,13 +28,27 @@ func Worker(ctx context.Context, jobFile string) error {
 		return fmt.Errorf("tare worker: %v; fix: run it as tare's job script does, with the job.json tare wrote", err)
 	}
 	var job slurmJob
-	if err := json.Unmarshal(data, &job); err != nil || job.Recipe == nil || job.Config == nil {
+	err = json.Unmarshal(data, &job)
+	task := job.Judge != nil || job.Writer != nil
+	if err != nil || (job.Recipe == nil && !task) || job.Config == nil {
 		return fmt.Errorf("tare worker: %s is not a tare job (%v); fix: run it as tare's job script does", jobFile, err)
 	}
 	x := filepath.Dir(jobFile)
 	node := os.Getenv("SLURMD_NODENAME")
 	if node == "" {
 		node, _ = os.Hostname()
+	}
+	if job.UpstreamToken != "" {
+		// tare's forwarder wants the token; the room's relay dials this node's end of it.
+		addr, stop, err := nodeForward(job.Upstream, job.UpstreamToken)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		job.Upstream = addr
+	}
+	if task {
+		return workTask(ctx, job, x, node)
 	}
 	spec := job.Spec
 	res := journal.TailResult{ID: spec.ID, Side: spec.Side.Key, Agent: spec.Side.Agent, Step: spec.Step, How: spec.How, Attempt: spec.Attempt,
@@ -55,20 +69,11 @@ func Worker(ctx context.Context, jobFile string) error {
 	}
 	began := time.Now()
 
-	// Node-local disk for the workspace: agents make many small-file operations, slow on a
-	// shared filesystem.
-	local, err := os.MkdirTemp("", "tare-worker-")
-	if err != nil {
-		return unfit(fmt.Sprintf("no node-local folder (%v); fix: give the job a writable TMPDIR", err))
+	local, store, why := nodeStart(ctx, job)
+	if why != "" {
+		return unfit(why)
 	}
 	defer os.RemoveAll(local)
-	if err := roomWorks(ctx, job.Config.Bwrap); err != nil {
-		return unfit(err.Error())
-	}
-	store, err := capsule.Open(job.Store)
-	if err != nil {
-		return unfit(fmt.Sprintf("the shared store %s: %v; fix: set [cluster] shared to a folder every node sees", job.Store, err))
-	}
 	a, err := agent.ByName(spec.Side.Agent)
 	if err != nil {
 		return unfit(err.Error())
@@ -123,6 +128,25 @@ func Worker(ctx context.Context, jobFile string) error {
 		}
 	}
 	return write()
+}
+
+// nodeStart readies the node for a job: a node-local folder for the workspace (agents make
+// many small-file operations, slow on a shared filesystem; the caller removes it), a room
+// that starts, and the store the job's capsules are in. why says what the node lacks.
+func nodeStart(ctx context.Context, job slurmJob) (local string, store *capsule.Store, why string) {
+	local, err := os.MkdirTemp("", "tare-worker-")
+	if err != nil {
+		return "", nil, fmt.Sprintf("no node-local folder (%v); fix: give the job a writable TMPDIR", err)
+	}
+	if err := roomWorks(ctx, job.Config.Bwrap); err != nil {
+		os.RemoveAll(local)
+		return "", nil, err.Error()
+	}
+	if store, err = capsule.Open(job.Store); err != nil {
+		os.RemoveAll(local)
+		return "", nil, fmt.Sprintf("the shared store %s: %v; fix: set [cluster] shared to a folder every node sees", job.Store, err)
+	}
+	return local, store, ""
 }
 
 // roomWorks starts the smallest room there is, with the flags every room uses: a node

@@ -157,6 +157,16 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	if err != nil {
 		return notStarted(err.Error())
 	}
+	if meter == nil {
+		if meter, err = env.interceptRoom(&room, &setup, true); err != nil {
+			return notStarted(err.Error())
+		}
+		if meter != nil {
+			defer meter.Close()
+		} else if c := env.recipe.Caps; c != nil && c.Set() {
+			return notStarted(a.Name() + "'s model calls go to no host tare's relay reads, so its caps cannot hold; drop --max-cost/--max-tokens for it")
+		}
+	}
 	hosts, err := os.Create(hostLog(dir))
 	if err != nil {
 		return notStarted(err.Error())

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -38,7 +37,9 @@ type WriterOptions struct {
 	// tare's proxy with the agent's login copy.
 	Upstream string
 	Timeout  time.Duration
-	Config   *config.Config
+	// ExitGrace is how long a writer that answered is given to exit (WriterExitGrace if 0).
+	ExitGrace time.Duration
+	Config    *config.Config
 	// Events and Stderr are files created for the agent's stdout and stderr; neither may exist.
 	Events, Stderr string
 	// Started is called with the room's process id and the agent's command line once it runs.
@@ -60,6 +61,8 @@ type WriterEnd struct {
 	Requests  int                 `json:"requests,omitempty"`
 	Peak      int64               `json:"peak_request,omitempty"`
 	Declared  []string            `json:"declared,omitempty"`
+	// Answered is set when the writer answered and did not exit, and tare stopped it.
+	Answered *AnsweredStop `json:"stopped_after_answer,omitempty"`
 }
 
 // FindWriterAgent locates an agent's CLI as tare's runs do, refusing one inside the folders.
@@ -131,8 +134,10 @@ func RunWriter(ctx context.Context, o WriterOptions, inst agent.Install) (Writer
 	if timeout <= 0 {
 		timeout = DefaultAgentTimeout
 	}
-	actx, cancel := context.WithTimeout(ctx, timeout)
+	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	actx, stopRoom := context.WithCancelCause(tctx)
+	defer stopRoom(nil)
 	proc, err := sandbox.Start(actx, room)
 	if err != nil {
 		return end, err
@@ -140,16 +145,21 @@ func RunWriter(ctx context.Context, o WriterOptions, inst agent.Install) (Writer
 	if o.Started != nil {
 		o.Started(proc.Pid(), room.Argv)
 	}
+	grace := o.ExitGrace
+	if grace <= 0 {
+		grace = WriterExitGrace
+	}
+	watch := watchAnswer(a, o.Events, grace, stopRoom)
 	end.Exit, err = proc.Wait()
-	if errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+	if watch.end() && errors.Is(context.Cause(actx), errAnswered) {
+		end.Answered = &AnsweredStop{Grace: grace.Seconds(), Exit: end.Exit}
+	} else if errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 		end.TimedOut = true
 		end.Error = fmt.Sprintf("stopped at the timeout (%s); the partial draft is kept", timeout.Round(time.Second))
 	} else if err != nil {
 		end.Error = err.Error()
 	}
-	out, _ := os.ReadFile(o.Events)
-	errOut, _ := os.ReadFile(o.Stderr)
-	if r, perr := a.ParseStream(bytes.NewReader(out)); perr == nil {
+	if r, perr := parseStreamFile(a, o.Events); perr == nil {
 		end.SessionID, end.Answer = r.SessionID, r.Text
 		u := runUsage(a, r, placed, o.Sessions)
 		end.Models = runModels(a, r, u, placed, o.Sessions)
@@ -169,7 +179,7 @@ func RunWriter(ctx context.Context, o WriterOptions, inst agent.Install) (Writer
 	if end.SessionID == "" && o.Resume != "" {
 		end.SessionID = o.Resume
 	}
-	if stop, ok := agent.ProviderStopped(a, out, errOut); ok {
+	if stop, ok := streamStop(a, o.Events, o.Stderr); ok {
 		end.Stop = &stop
 	}
 	return end, nil

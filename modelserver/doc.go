@@ -83,13 +83,15 @@
 //     do not cover. A Responses free-form tool (such as Codex's
 //     apply_patch when it is offered as a custom tool) gets the input's
 //     "input" string as its raw input.
-//   - error = "quota" | "overloaded" | "drop", with error_times = N: the
+//   - error = "quota" | "overloaded" | "drop" | "login", with error_times = N: the
 //     first N attempts of this turn fail, later attempts answer normally;
 //     error_times = 0 (or absent) fails every attempt. quota is HTTP 429
 //     with the provider's body (Anthropic rate_limit_error, OpenAI
 //     insufficient_quota); overloaded is Anthropic 529 overloaded_error,
 //     OpenAI 503 server_error; drop starts the answer (half of the SSE
-//     events, or half of a JSON body) and cuts the connection.
+//     events, or half of a JSON body) and cuts the connection; login is
+//     HTTP 401 for an expired login or a revoked key (Anthropic
+//     authentication_error, OpenAI invalid_api_key, Gemini UNAUTHENTICATED).
 //   - delay = "300ms": wait before answering (errors included).
 //   - [[turn.branch]]: a weighted alternative, see below.
 //

@@ -35,6 +35,16 @@ func TestInjectedErrorsPerDialect(t *testing.T) {
 		{"overloaded", apiChat, 503, func(m map[string]any) bool {
 			return get(m, "error", "type") == "server_error"
 		}},
+		// An expired login or a revoked key: each provider's 401.
+		{"login", apiAnthropic, 401, func(m map[string]any) bool {
+			return m["type"] == "error" && get(m, "error", "type") == "authentication_error"
+		}},
+		{"login", apiResponses, 401, func(m map[string]any) bool {
+			return get(m, "error", "code") == "invalid_api_key"
+		}},
+		{"login", apiChat, 401, func(m map[string]any) bool {
+			return get(m, "error", "code") == "invalid_api_key"
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.kind+"-"+string(c.api), func(t *testing.T) {

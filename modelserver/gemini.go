@@ -223,8 +223,14 @@ func geminiError(code int, status, msg string) map[string]any {
 }
 
 // writeGeminiFailure answers an injected error as the Gemini API does: a spent quota is
-// 429 RESOURCE_EXHAUSTED naming the quota, an overloaded model 503 UNAVAILABLE.
+// 429 RESOURCE_EXHAUSTED naming the quota, an overloaded model 503 UNAVAILABLE, an expired
+// login 401 UNAUTHENTICATED.
 func writeGeminiFailure(w http.ResponseWriter, kind ErrorKind) {
+	if kind == ErrLogin {
+		writeJSON(w, http.StatusUnauthorized, geminiError(http.StatusUnauthorized, "UNAUTHENTICATED",
+			"Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project."))
+		return
+	}
 	if kind == ErrQuota {
 		e := geminiError(http.StatusTooManyRequests, "RESOURCE_EXHAUSTED",
 			"You exceeded your current quota, please check your plan and billing details. For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits.")

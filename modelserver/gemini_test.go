@@ -104,12 +104,12 @@ func TestGeminiDialect(t *testing.T) {
 // with a per-day quota violation (which Gemini CLI does not retry), overloaded its 503
 // UNAVAILABLE; probe mode answers every request with ProbeText.
 func TestGeminiFailuresAndProbe(t *testing.T) {
-	for kind, want := range map[string]string{"quota": `"status":"RESOURCE_EXHAUSTED"`, "overloaded": `"status":"UNAVAILABLE"`} {
+	for kind, want := range map[string]string{"quota": `"status":"RESOURCE_EXHAUSTED"`, "overloaded": `"status":"UNAVAILABLE"`, "login": `"status":"UNAUTHENTICATED"`} {
 		srv := startServer(t, Options{Script: mustScript(t, "[[turn]]\ntext = \"x\"\nerror = \""+kind+"\"\n")})
 		resp := post(t, srv.URL()+"/v1beta/models/m:streamGenerateContent?alt=sse", geminiRequest())
 		raw, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		code := map[string]int{"quota": 429, "overloaded": 503}[kind]
+		code := map[string]int{"quota": 429, "overloaded": 503, "login": 401}[kind]
 		if resp.StatusCode != code || !strings.Contains(string(raw), want) || kind == "quota" && !strings.Contains(string(raw), "PerDay") {
 			t.Errorf("%s: %d %s", kind, resp.StatusCode, raw)
 		}

@@ -41,6 +41,9 @@ type CallUsage struct {
 	Priced bool    `json:"priced"`
 	// OverBudget marks a call the meter refused because a cap was spent.
 	OverBudget bool `json:"over_budget,omitempty"`
+	// Incomplete marks a call whose answer was longer than the meter reads (maxBody): its
+	// usage may be short of what the provider charged.
+	Incomplete bool `json:"incomplete,omitempty"`
 }
 
 // Tokens is every token of the call.
@@ -60,6 +63,9 @@ type Budget struct {
 	mu     sync.Mutex
 	tokens int64
 	cost   float64
+	// unpriced is a model a call was charged for without a price: under a cost cap its cost
+	// is unknown, so the cap counts as spent rather than the call as free.
+	unpriced string
 }
 
 // spent reports why the budget is spent, or "" while calls may go on.
@@ -74,14 +80,30 @@ func (b *Budget) spent() string {
 		return fmt.Sprintf("the %s's token cap (%d) is spent: %d tokens used", b.Name, b.MaxTokens, b.tokens)
 	case b.MaxCost > 0 && b.cost >= b.MaxCost:
 		return fmt.Sprintf("the %s's cost cap ($%g) is spent: $%.4f used", b.Name, b.MaxCost, b.cost)
+	case b.MaxCost > 0 && b.unpriced != "":
+		return b.noPrice(b.unpriced)
 	}
 	return ""
+}
+
+// noPrice is why a cost cap cannot be kept for a model tare's table does not price.
+func (b *Budget) noPrice(model string) string {
+	if model == "" {
+		model = "a model the answer did not name"
+	}
+	return fmt.Sprintf("the %s's cost cap ($%g) cannot be kept: tare's price table has no price for %s, so its calls count as over the cap (fix: add its price with tare prices update, or cap with --max-tokens)", b.Name, b.MaxCost, model)
 }
 
 // Spend counts tokens and cost spent before this meter started (earlier tails of the run, in
 // this process or another), so a run's cap holds across tare tail and tare resume.
 func (b *Budget) Spend(tokens int64, cost float64) {
-	b.charge(CallUsage{Input: tokens, Cost: cost})
+	b.charge(CallUsage{Input: tokens, Cost: cost, Priced: true})
+}
+
+// SpendUnpriced counts a call of model spent before this meter started whose cost is
+// unknown (tare's table has no price for it): a cost cap then counts as spent.
+func (b *Budget) SpendUnpriced(model string) {
+	b.charge(CallUsage{Model: model})
 }
 
 func (b *Budget) charge(c CallUsage) {
@@ -91,6 +113,12 @@ func (b *Budget) charge(c CallUsage) {
 	b.mu.Lock()
 	b.tokens += c.Tokens()
 	b.cost += c.Cost
+	if !c.Priced && b.unpriced == "" {
+		b.unpriced = c.Model
+		if b.unpriced == "" {
+			b.unpriced = "a model the answer did not name"
+		}
+	}
 	b.mu.Unlock()
 }
 
@@ -102,6 +130,10 @@ type Meter struct {
 	ln      net.Listener
 	srv     *http.Server
 	proxy   *httputil.ReverseProxy
+	// hosts are the Host headers a provider meter relays (nil: any, to tare's model
+	// server); transport carries its requests (nil: plain HTTP).
+	hosts     map[string]bool
+	transport http.RoundTripper
 
 	mu    sync.Mutex
 	calls []CallUsage
@@ -115,18 +147,61 @@ func NewMeter(upstream string, price PriceFunc, budgets ...*Budget) (*Meter, err
 	if err != nil || target.Host == "" {
 		return nil, fmt.Errorf("meter: upstream %q: want host:port", upstream)
 	}
+	return startMeter(func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.Host = r.In.Host
+	}, nil, nil, price, budgets)
+}
+
+// NewProviderMeter starts a meter on a free loopback port relaying to real providers over
+// HTTPS through transport, which must verify each host's certificate. A request goes to the
+// host its Host header names, and only when that is one of hosts ("host:port", the room's
+// intercepted model hosts); any other is answered 421 and never leaves the machine.
+func NewProviderMeter(hosts []string, transport http.RoundTripper, price PriceFunc, budgets ...*Budget) (*Meter, error) {
+	if transport == nil {
+		return nil, fmt.Errorf("meter: a provider meter needs its verifying transport")
+	}
+	known := map[string]bool{}
+	for _, h := range hosts {
+		known[strings.ToLower(h)] = true
+	}
+	return startMeter(func(r *httputil.ProxyRequest) {
+		// serve let only known hosts this far.
+		r.SetURL(&url.URL{Scheme: "https", Host: strings.TrimSuffix(hostPort(r.In.Host), ":443")})
+	}, known, transport, price, budgets)
+}
+
+// hostPort is a Host header as "host:port" in lower case, 443 when it names no port.
+func hostPort(host string) string {
+	host = strings.ToLower(host)
+	if _, _, err := net.SplitHostPort(host); err != nil {
+		host += ":443"
+	}
+	return host
+}
+
+// startMeter serves a meter whose rewrite points a request at its upstream; hosts, when
+// set, are the only Host headers it relays.
+func startMeter(rewrite func(*httputil.ProxyRequest), hosts map[string]bool, transport http.RoundTripper, price PriceFunc, budgets []*Budget) (*Meter, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("meter: listen on loopback: %w", err)
 	}
-	m := &Meter{price: price, ln: ln}
+	m := &Meter{price: price, ln: ln, hosts: hosts, transport: transport}
 	for _, b := range budgets {
 		if b != nil {
 			m.budgets = append(m.budgets, b)
 		}
 	}
 	m.proxy = &httputil.ReverseProxy{
-		Rewrite:        func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.Host = r.In.Host },
+		Rewrite: func(r *httputil.ProxyRequest) {
+			rewrite(r)
+			// The meter must read the answer: the client's own encodings (br, zstd) would hide
+			// its usage. Without the header Go's transport asks for gzip and unpacks it, so
+			// the client gets the answer plain, as any client reads.
+			r.Out.Header.Del("Accept-Encoding")
+		},
+		Transport:      transport,
 		FlushInterval:  -1, // streamed answers reach the agent as they come
 		ModifyResponse: m.meterResponse,
 		ErrorLog:       log.New(io.Discard, "", 0),
@@ -141,7 +216,12 @@ func NewMeter(upstream string, price PriceFunc, budgets ...*Budget) (*Meter, err
 func (m *Meter) Addr() string { return m.ln.Addr().String() }
 
 // Close stops the meter and cuts its connections.
-func (m *Meter) Close() error { return m.srv.Close() }
+func (m *Meter) Close() error {
+	if t, ok := m.transport.(interface{ CloseIdleConnections() }); ok {
+		t.CloseIdleConnections()
+	}
+	return m.srv.Close()
+}
 
 // Calls returns every metered call so far, in the order they ended.
 func (m *Meter) Calls() []CallUsage {
@@ -178,6 +258,16 @@ func modelCall(p string) api {
 }
 
 func (m *Meter) serve(w http.ResponseWriter, r *http.Request) {
+	if m.hosts != nil && !m.hosts[hostPort(r.Host)] {
+		http.Error(w, "tare: "+r.Host+" is not a host this room's relay reads", http.StatusMisdirectedRequest)
+		return
+	}
+	if r.Header.Get("Upgrade") != "" {
+		// A WebSocket's frames would carry model calls past the meter unread (Codex tries
+		// its Responses WebSocket first): refused, so the client falls back to HTTPS.
+		http.Error(w, "tare: this relay meters model calls over HTTP only; use HTTPS requests", http.StatusUpgradeRequired)
+		return
+	}
 	a := modelCall(r.URL.Path)
 	if a == "" {
 		m.proxy.ServeHTTP(w, r)
@@ -187,9 +277,10 @@ func (m *Meter) serve(w http.ResponseWriter, r *http.Request) {
 	if a == apiGemini {
 		call.Model, _, _ = geminiAction(strings.TrimRight(r.URL.Path, "/"))
 	} else if body, err := io.ReadAll(io.LimitReader(r.Body, maxBody)); err == nil {
-		// The body goes on as it came; a copy is read (gunzipped if need be) for the model,
-		// which the response names too where the request cannot be read.
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		// The body goes on as it came, whole (a body past maxBody is read only in part); a
+		// copy is read (gunzipped if need be) for the model, which the response names too
+		// where the request cannot be read.
+		r.Body = readCloser{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
 		var head struct {
 			Model string `json:"model"`
 		}
@@ -200,7 +291,13 @@ func (m *Meter) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	for _, b := range m.budgets {
-		if why := b.spent(); why != "" {
+		why := b.spent()
+		if why == "" && call.Model != "" && b.MaxCost > 0 && !m.priced(call.Model) {
+			// Refused before it is spent: a call of a model without a price would cost an
+			// unknown amount against the cap.
+			why = b.noPrice(call.Model)
+		}
+		if why != "" {
 			m.refuse(w, a, call, why)
 			return
 		}
@@ -210,7 +307,10 @@ func (m *Meter) serve(w http.ResponseWriter, r *http.Request) {
 
 // refuse answers a call over budget in its dialect, with a status the CLIs do not retry.
 func (m *Meter) refuse(w http.ResponseWriter, a api, call *CallUsage, why string) {
-	msg := "tare: over budget: " + why + "; raise --max-cost or --max-tokens to let the agent go on"
+	msg := "tare: over budget: " + why
+	if !strings.Contains(why, "fix:") {
+		msg += "; raise --max-cost or --max-tokens to let the agent go on"
+	}
 	call.Status, call.OverBudget = http.StatusBadRequest, true
 	m.mu.Lock()
 	m.calls = append(m.calls, *call)
@@ -246,7 +346,11 @@ type usageReader struct {
 
 func (u *usageReader) Read(p []byte) (int, error) {
 	n, err := u.rc.Read(p)
-	if u.buf.Len() < maxBody {
+	if keep := maxBody - u.buf.Len(); keep < n {
+		// Passed on whole, read only in part: the call's usage is marked incomplete.
+		u.call.Incomplete = true
+		u.buf.Write(p[:max(keep, 0)])
+	} else {
 		u.buf.Write(p[:n])
 	}
 	if err != nil {
@@ -266,6 +370,23 @@ func (u *usageReader) done() {
 		u.m.add(*u.call)
 	})
 }
+
+// priced says whether the meter's table prices model.
+func (m *Meter) priced(model string) bool {
+	if m.price == nil {
+		return false
+	}
+	_, ok := m.price(model, 0, 0, 0, 0)
+	return ok
+}
+
+// readCloser reads through r and closes c.
+type readCloser struct {
+	io.Reader
+	c io.Closer
+}
+
+func (r readCloser) Close() error { return r.c.Close() }
 
 func (m *Meter) add(c CallUsage) {
 	if m.price != nil && c.Model != "" {

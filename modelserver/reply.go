@@ -168,6 +168,8 @@ func writeFailure(w http.ResponseWriter, a api, kind ErrorKind) {
 	if a == apiAnthropic {
 		w.Header().Set("request-id", newID("req_tare_"))
 		switch kind {
+		case ErrLogin:
+			writeJSON(w, http.StatusUnauthorized, errorBody(a, "authentication_error", "invalid x-api-key"))
 		case ErrQuota:
 			writeJSON(w, http.StatusTooManyRequests, errorBody(a, "rate_limit_error",
 				"This request would exceed your organization's rate limit. Please try again later or contact sales to discuss a rate limit increase."))
@@ -178,6 +180,11 @@ func writeFailure(w http.ResponseWriter, a api, kind ErrorKind) {
 	}
 	w.Header().Set("x-request-id", newID("req_tare_"))
 	switch kind {
+	case ErrLogin:
+		writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]any{
+			"message": "Incorrect API key provided: sk-tare-****. You can find your API key at https://platform.openai.com/account/api-keys.",
+			"type":    "invalid_request_error", "param": nil, "code": "invalid_api_key",
+		}})
 	case ErrQuota:
 		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": map[string]any{
 			"message": "You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.",

@@ -107,6 +107,10 @@ const (
 	ErrOverloaded ErrorKind = "overloaded"
 	// ErrDrop starts the answer and cuts the connection midway.
 	ErrDrop ErrorKind = "drop"
+	// ErrLogin answers HTTP 401 with the provider's body for a login that expired or a key
+	// that is no longer valid: Anthropic authentication_error, OpenAI invalid_api_key,
+	// Gemini UNAUTHENTICATED.
+	ErrLogin ErrorKind = "login"
 )
 
 var (
@@ -398,10 +402,10 @@ func (p *scriptParser) step(m map[string]any, path, where string) (Step, error) 
 	if v, ok := m["error"]; ok {
 		str, _ := v.(string)
 		switch k := ErrorKind(str); k {
-		case ErrQuota, ErrOverloaded, ErrDrop:
+		case ErrQuota, ErrOverloaded, ErrDrop, ErrLogin:
 			s.Error = k
 		default:
-			return s, p.errorf(path+".error", where, "unknown error kind %q; use error = \"quota\", \"overloaded\" or \"drop\"", fmt.Sprint(v))
+			return s, p.errorf(path+".error", where, "unknown error kind %q; use error = \"quota\", \"overloaded\", \"drop\" or \"login\"", fmt.Sprint(v))
 		}
 	}
 	if v, ok := m["error_times"]; ok {
@@ -410,7 +414,7 @@ func (p *scriptParser) step(m map[string]any, path, where string) (Step, error) 
 			return s, p.errorf(path+".error_times", where, "key \"error_times\" must be an integer >= 0 (0 = fail every attempt), got %v", v)
 		}
 		if s.Error == "" {
-			return s, p.errorf(path+".error_times", where, "key \"error_times\" needs an error; add error = \"quota\", \"overloaded\" or \"drop\"")
+			return s, p.errorf(path+".error_times", where, "key \"error_times\" needs an error; add error = \"quota\", \"overloaded\", \"drop\" or \"login\"")
 		}
 		s.ErrorTimes = int(n)
 	}

@@ -28,7 +28,7 @@ func TestScriptErrors(t *testing.T) {
 		{"p sum", "[[turn]]\n[[turn.branch]]\np = 0.6\ntext = \"a\"\n[[turn.branch]]\np = 0.5\ntext = \"b\"\n",
 			[]string{"bad.toml:2:", "sum to 1.1", "at most 1"}},
 		{"unknown error kind", "[[turn]]\ntext = \"a\"\nerror = \"timeout\"\n",
-			[]string{"bad.toml:3:", `unknown error kind "timeout"`, `"quota", "overloaded" or "drop"`}},
+			[]string{"bad.toml:3:", `unknown error kind "timeout"`, `"quota", "overloaded", "drop" or "login"`}},
 		{"nothing to do", "[[turn]]\ntext = \"a\"\n[[turn]]\ndelay = \"1s\"\n",
 			[]string{"bad.toml:3:", "turn 2", "nothing to do"}},
 		{"empty branch", "[[turn]]\ntext = \"a\"\n[[turn.branch]]\np = 0.5\n",

@@ -424,7 +424,7 @@ func (s *Server) answer(w *statusWriter, r *http.Request, rec *Request, c *convo
 			panic(http.ErrAbortHandler)
 		}
 	}
-	if d.fail == ErrQuota || d.fail == ErrOverloaded {
+	if d.fail == ErrQuota || d.fail == ErrOverloaded || d.fail == ErrLogin {
 		writeFailure(w, a, d.fail)
 		return
 	}

@@ -77,7 +77,8 @@ func BenchmarkExec(b *testing.B) {
 }
 
 // BenchmarkInterleaved runs them in turn each iteration, so a busy machine slows them alike
-// and the ratios stay readable: a plain exec, the bwrap floor, a room whose relay runs from
+// and the ratios stay readable: a plain exec, the bwrap floor (floor-ms, `bwrap --ro-bind / /
+// true`), the floor with the room's namespaces (floor-ns-ms), a room whose relay runs from
 // tare-room (room-ms, as an install runs it) and the same room with its relay run from the
 // tare binary (room-tare-relay-ms, as before tare-room).
 func BenchmarkInterleaved(b *testing.B) {
@@ -88,7 +89,15 @@ func BenchmarkInterleaved(b *testing.B) {
 		Files: []File{{Path: HomeDir + "/.claude/.credentials.json", Data: []byte("{}")}}}
 	withTare := r
 	withTare.Helper = "" // Start finds no tare-room beside the test binary
-	var exe, floor, room, roomTare []time.Duration
+	// The floor with the room's namespaces: bwrap's flags before --hostname in the room's
+	// own argv (its user, pid, ipc, uts, cgroup and network namespaces, --die-with-parent,
+	// --new-session), so it follows what a room unshares.
+	args, err := r.Args(SequentialFDs(len(r.Files)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	nsFloor := append(slices.Clone(args[:slices.Index(args, "--hostname")]), "--ro-bind", "/", "/", "true")
+	var exe, floor, floorNS, room, roomTare []time.Duration
 	for b.Loop() {
 		t0 := time.Now()
 		if err := exec.Command("/bin/true").Run(); err != nil {
@@ -101,6 +110,14 @@ func BenchmarkInterleaved(b *testing.B) {
 			b.Fatal(err)
 		}
 		t2 := time.Now()
+		cmd = exec.Command(bw, nsFloor...)
+		cmd.Env = minimalEnv
+		if err := cmd.Run(); err != nil {
+			b.Fatal(err)
+		}
+		t2ns := time.Now()
+		floorNS = append(floorNS, t2ns.Sub(t2))
+		t2 = t2ns
 		p, err := Start(context.Background(), r)
 		if err != nil {
 			b.Fatal(err)
@@ -126,10 +143,11 @@ func BenchmarkInterleaved(b *testing.B) {
 	for _, m := range []struct {
 		name string
 		ds   []time.Duration
-	}{{"exec-ms", exe}, {"floor-ms", floor}, {"room-ms", room}, {"room-tare-relay-ms", roomTare}} {
+	}{{"exec-ms", exe}, {"floor-ms", floor}, {"floor-ns-ms", floorNS}, {"room-ms", room}, {"room-tare-relay-ms", roomTare}} {
 		slices.Sort(m.ds)
 		medians[m.name] = float64(m.ds[len(m.ds)/2].Microseconds()) / 1000
 		b.ReportMetric(medians[m.name], m.name)
 	}
 	b.ReportMetric(medians["room-ms"]/medians["floor-ms"], "room/floor")
+	b.ReportMetric(medians["room-ms"]/medians["floor-ns-ms"], "room/floor-ns")
 }

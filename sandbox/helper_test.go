@@ -11,11 +11,13 @@ import (
 	"time"
 )
 
-// buildHelper builds tare-room (./cmd/tare-room), as scripts/setup does beside tare.
+// buildHelper builds tare-room (./cmd/tare-room), as scripts/setup does beside tare: static.
 func buildHelper(tb testing.TB) string {
 	tb.Helper()
 	bin := filepath.Join(tb.TempDir(), HelperName)
-	if out, err := exec.Command("go", "build", "-o", bin, "tare/cmd/tare-room").CombinedOutput(); err != nil {
+	cmd := exec.Command("go", "build", "-o", bin, "tare/cmd/tare-room")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
 		tb.Fatalf("build tare-room: %v\n%s", err, out)
 	}
 	return bin

@@ -34,7 +34,13 @@ type hostRelays struct {
 	refused []string
 	wg      sync.WaitGroup
 	hosts   io.Writer // Room.HostLog
+	// logged counts the host log's lines; past maxHostLines reaches are counted, not logged.
+	logged, dropped int
 }
+
+// maxHostLines bounds a room's host log (about 1 MB): an agent reaching for hosts in a loop
+// cannot fill the run's disk. The log says where it stopped and how many it left out.
+const maxHostLines = 10000
 
 // HostReach is one line of a room's host log: a host the room tried to reach, and whether
 // its relay let it through.
@@ -44,22 +50,46 @@ type HostReach struct {
 	Allowed bool      `json:"allowed"`
 	// Via is the relay's port in the room.
 	Via int `json:"via"`
+	// Read is set when the relay ended the room's TLS to meter the requests (an Intercept),
+	// instead of tunnelling them unread.
+	Read bool `json:"read,omitempty"`
+	// Note and Dropped are set on the lines that say the log is full (no Host): from there on
+	// reaches are not logged, and the last line counts them.
+	Note    string `json:"note,omitempty"`
+	Dropped int    `json:"dropped,omitempty"`
 }
 
 // reach writes one line of the host log.
-func (h *hostRelays) reach(rl Relay, host string, allowed bool) {
+func (h *hostRelays) reach(rl Relay, host string, allowed, read bool) {
 	if h.hosts == nil {
 		return
 	}
-	line, _ := json.Marshal(HostReach{Time: time.Now().UTC(), Host: host, Allowed: allowed, Via: rl.Port})
+	r := HostReach{Time: time.Now().UTC(), Host: host, Allowed: allowed, Via: rl.Port, Read: read}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.logged >= maxHostLines {
+		if h.dropped == 0 {
+			h.writeReach(HostReach{Time: r.Time, Note: fmt.Sprintf("host log full at %d lines: later reaches are counted, not logged", maxHostLines)})
+		}
+		h.dropped++
+		return
+	}
+	h.logged++
+	h.writeReach(r)
+}
+
+// writeReach writes one line of the host log; h.mu is held.
+func (h *hostRelays) writeReach(r HostReach) {
+	line, _ := json.Marshal(r)
 	_, _ = h.hosts.Write(append(line, '\n'))
 }
 
 // listenRelays binds every relay's socket before bwrap starts, so the room
 // never sees a missing socket.
 func listenRelays(dir string, relays []Relay, log io.Writer) (*hostRelays, error) {
+	if err := checkIntercepts(relays); err != nil {
+		return nil, err
+	}
 	h := &hostRelays{relays: relays, log: log, conns: map[net.Conn]struct{}{}}
 	if h.log == nil {
 		h.log = io.Discard
@@ -117,6 +147,12 @@ func (h *hostRelays) stop() {
 	}
 	h.mu.Unlock()
 	h.wg.Wait()
+	h.mu.Lock()
+	if h.dropped > 0 && h.hosts != nil {
+		h.writeReach(HostReach{Time: time.Now().UTC(), Note: fmt.Sprintf("%d reaches after the first %d were not logged", h.dropped, maxHostLines), Dropped: h.dropped})
+		h.dropped = 0
+	}
+	h.mu.Unlock()
 }
 
 // track registers c for stop; it closes c and reports false once stopping.
@@ -151,7 +187,7 @@ func (h *hostRelays) refusedList() []string {
 }
 
 func (h *hostRelays) forward(c net.Conn, rl Relay) {
-	h.reach(rl, rl.Upstream, true)
+	h.reach(rl, rl.Upstream, true, false)
 	up, err := net.DialTimeout("tcp", rl.Upstream, dialTimeout)
 	if err != nil {
 		h.logf("tare relay :%d: dial %s: %v", rl.Port, rl.Upstream, err)
@@ -175,7 +211,7 @@ func (h *hostRelays) proxy(c net.Conn, rl Relay) {
 	if req.Method != http.MethodConnect {
 		h.logf("tare relay :%d: refused plain-HTTP %s %s: only CONNECT to %s is allowed", rl.Port, req.Method, req.URL, strings.Join(rl.Allow, ", "))
 		h.note(req.Method + " " + req.URL.String())
-		h.reach(rl, req.Host, false)
+		h.reach(rl, req.Host, false, false)
 		respond(c, http.StatusForbidden, "tare: plain-HTTP proxying is refused; use CONNECT to an allowed host:port\n")
 		return
 	}
@@ -183,11 +219,16 @@ func (h *hostRelays) proxy(c net.Conn, rl Relay) {
 	if !allowed(rl.Allow, target) {
 		h.logf("tare relay :%d: refused CONNECT %s: not in the allow-list (%s)", rl.Port, target, strings.Join(rl.Allow, ", "))
 		h.note(target)
-		h.reach(rl, target, false)
+		h.reach(rl, target, false, false)
 		respond(c, http.StatusForbidden, "tare: "+target+" is not in this room's allow-list\n")
 		return
 	}
-	h.reach(rl, target, true)
+	ic := rl.interceptFor(target)
+	h.reach(rl, target, true, ic != nil)
+	if ic != nil {
+		h.intercept(c, br, rl, ic)
+		return
+	}
 	up, err := net.DialTimeout("tcp", target, dialTimeout)
 	if err != nil {
 		h.logf("tare relay :%d: CONNECT %s: %v", rl.Port, target, err)

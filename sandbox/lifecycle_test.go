@@ -337,10 +337,18 @@ func TestStaleRoomFoldersAreSwept(t *testing.T) {
 	}
 	stale := filepath.Join(tmp, fmt.Sprintf("%s%d-123", roomPrefix, dead.Process.Pid))
 	live := filepath.Join(tmp, fmt.Sprintf("%s%d-456", roomPrefix, os.Getppid()))
-	for _, d := range []string{stale, live} {
+	// A running room of a tare in another pid namespace sharing this temp folder: its pid
+	// means nothing here (the dead one's, as reused pids or a container make it), its lock
+	// is held.
+	foreign := filepath.Join(tmp, fmt.Sprintf("%s%d-789", roomPrefix, dead.Process.Pid))
+	for _, d := range []string{stale, live, foreign} {
 		if err := os.MkdirAll(filepath.Join(d, "sock"), 0o700); err != nil {
 			t.Fatal(err)
 		}
+	}
+	lock, err := lockRoomDir(foreign)
+	if err != nil {
+		t.Fatal(err)
 	}
 	sweepRooms(tmp)
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
@@ -348,6 +356,31 @@ func TestStaleRoomFoldersAreSwept(t *testing.T) {
 	}
 	if _, err := os.Stat(live); err != nil {
 		t.Errorf("a live tare's room folder was removed: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(foreign, "sock")); err != nil {
+		t.Errorf("a running room's folder was removed while it held its lock: %v", err)
+	}
+	lock.Close()
+	sweepRooms(tmp)
+	if _, err := os.Stat(foreign); !os.IsNotExist(err) {
+		t.Errorf("a folder whose room is gone (pid dead, lock free) is still there")
+	}
+}
+
+// TestRunningRoomHoldsItsFolderLock: a room holds its temp folder's lock from Start until
+// it is waited for, so no sweep can take its sockets away while it runs.
+func TestRunningRoomHoldsItsFolderLock(t *testing.T) {
+	tmp := t.TempDir()
+	p, err := Start(t.Context(), Room{Workspace: t.TempDir(), TempDir: tmp, Tare: testBinary(t), Argv: []string{"sleep", "30"},
+		Relays: []Relay{{Port: 9999, Upstream: "127.0.0.1:9"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Wait()
+	defer p.Kill()
+	if l, err := lockRoomDir(p.dir); err == nil {
+		l.Close()
+		t.Fatalf("a running room's folder lock could be taken")
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The test binary is also the tare binary inside the rooms it starts
@@ -126,9 +128,16 @@ func runInspect(t testing.TB, r Room, o InspectOptions) inspectRun {
 // syscall would: the descriptor must not reach the room.
 func openCanaryFD(t *testing.T, path string) int {
 	t.Helper()
-	fd, err := syscall.Open(path, syscall.O_RDONLY, 0)
+	low, err := syscall.Open(path, syscall.O_RDONLY, 0)
 	if err != nil {
 		t.Fatalf("open canary fd: %v", err)
+	}
+	// Above the descriptors Start hands bwrap (ExtraFiles from 3 on), which would replace
+	// it in bwrap's table and hide the leak the sweep is there to stop.
+	fd, err := unix.FcntlInt(uintptr(low), unix.F_DUPFD, 100)
+	syscall.Close(low)
+	if err != nil {
+		t.Fatalf("dup canary fd: %v", err)
 	}
 	t.Cleanup(func() { syscall.Close(fd) })
 	return fd

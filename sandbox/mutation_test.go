@@ -52,7 +52,19 @@ func hostRoot(a []string) []string {
 	// The /etc allowlist is moot on the host root (and bwrap cannot bind a
 	// file over the host's /etc/localtime symlink).
 	for _, p := range etcAllow {
-		out = removeSeq("--ro-bind-try", p, p)(out)
+		if i := slices.Index(out, p); i >= 3 && out[i-2] == "--file" {
+			out = slices.Delete(out, i-4, i+1) // --perms MODE --file FD p
+		} else {
+			out = removeSeq("--ro-bind-try", p, p)(out)
+		}
+	}
+	// Nor can it write the identity files into the host's read-only /etc: bind them.
+	for _, p := range []string{"/etc/passwd", "/etc/group", "/etc/hosts"} {
+		i := slices.Index(out, p)
+		out = slices.Replace(out, i-4, i+1, "--ro-bind-data", out[i-1], p)
+	}
+	if i := slices.Index(out, "/etc"); i >= 3 && out[i-1] == "--dir" {
+		out = slices.Delete(out, i-3, i+1)
 	}
 	// Nor can it create /tare-run in the read-only host root: leave the
 	// run store out.

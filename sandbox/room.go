@@ -92,6 +92,8 @@ type Relay struct {
 	Port     int
 	Upstream string
 	Allow    []string
+	// Intercept are Allow targets the proxy reads instead of tunnelling (see Intercept).
+	Intercept []Intercept
 }
 
 // sock is the relay's socket name, inside SockDir and inside the host folder.
@@ -177,7 +179,19 @@ type FDs struct {
 	Lifeline             int    // read end of the room's lifeline pipe, watched by `tare relay` (0 = none)
 	Sock                 string // host folder bound at SockDir; required when Relays is non-empty
 	Version              Version
-	MaskProc             []string // /proc files hidden under /dev/null: those of procMasked the host has
+	MaskProc             []string  // /proc files hidden under /dev/null: those of procMasked the host has
+	Etc                  []EtcFile // the etcAllow files Start copied (the others are bound)
+}
+
+// EtcFile is an etcAllow file whose host content Start read into descriptor FD: bwrap writes
+// it into the room's root (--file) instead of binding the host file, which costs a mount each
+// (a bind, a read of the mount table and a read-only remount, most of a room's start). The
+// room's final --remount-ro / makes it read-only like the bind; it holds the host file's
+// bytes and mode as they are when the room starts, so it is never stale.
+type EtcFile struct {
+	Path string
+	FD   int
+	Mode fs.FileMode
 }
 
 // SequentialFDs is the numbering Start uses: ExtraFiles land at 3, 4, 5 ...
@@ -348,16 +362,37 @@ func (r Room) Args(fds FDs) ([]string, error) {
 		"--symlink", "usr/sbin", "/sbin",
 		"--symlink", "usr/lib", "/lib",
 		"--symlink", "usr/lib64", "/lib64")
+	copied := map[string]EtcFile{}
+	for _, e := range fds.Etc {
+		copied[e.Path] = e
+	}
+	if perms {
+		// /etc as a bind's parent makes it (0700), not as a 0644 file's (0755).
+		a = append(a, "--perms", "0700", "--dir", "/etc")
+	}
 	for _, p := range etcAllow {
-		a = append(a, "--ro-bind-try", p, p)
+		if e, ok := copied[p]; ok && perms {
+			a = append(a, "--perms", fmt.Sprintf("%04o", e.Mode.Perm()), "--file", strconv.Itoa(e.FD), p)
+		} else {
+			a = append(a, "--ro-bind-try", p, p)
+		}
 	}
 	if r.Network == NetHost {
 		a = append(a, "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf")
 	}
+	// The identity files are written into the root like the copied /etc files (no mount);
+	// a bwrap without --perms would leave them 0666, so it gets them as read-only binds.
+	for _, d := range []struct {
+		fd   int
+		path string
+	}{{fds.Passwd, "/etc/passwd"}, {fds.Group, "/etc/group"}, {fds.Hosts, "/etc/hosts"}} {
+		if perms {
+			a = append(a, "--perms", "0600", "--file", strconv.Itoa(d.fd), d.path)
+		} else {
+			a = append(a, "--ro-bind-data", strconv.Itoa(d.fd), d.path)
+		}
+	}
 	a = append(a,
-		"--ro-bind-data", strconv.Itoa(fds.Passwd), "/etc/passwd",
-		"--ro-bind-data", strconv.Itoa(fds.Group), "/etc/group",
-		"--ro-bind-data", strconv.Itoa(fds.Hosts), "/etc/hosts",
 		"--proc", "/proc",
 		"--dev", "/dev")
 	for _, p := range append(slices.Clone(fds.MaskProc), initMem...) {

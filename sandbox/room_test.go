@@ -24,6 +24,8 @@ func TestArgsExact(t *testing.T) {
 	fds := SequentialFDs(1)
 	fds.Sock = "/tmp/tare-room-1"
 	fds.MaskProc = procMasked
+	// Two of the /etc files copied (the others, as when a copy fails, are bound).
+	fds.Etc = []EtcFile{{Path: "/etc/ld.so.cache", FD: 10, Mode: 0o644}, {Path: "/etc/localtime", FD: 11, Mode: 0o644}}
 	got, err := r.Args(fds)
 	if err != nil {
 		t.Fatal(err)
@@ -33,10 +35,10 @@ func TestArgsExact(t *testing.T) {
  --setenv ANTHROPIC_BASE_URL http://127.0.0.1:8080 --setenv HOME /home/agent --setenv LANG C.UTF-8
  --setenv PATH /opt/agent/node_modules/.bin:/usr/local/bin:/usr/bin:/bin --setenv TERM dumb --setenv TMPDIR /tmp --setenv USER agent
  --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/sbin /sbin --symlink usr/lib /lib --symlink usr/lib64 /lib64
- --ro-bind-try /etc/ld.so.cache /etc/ld.so.cache --ro-bind-try /etc/ssl/certs /etc/ssl/certs --ro-bind-try /etc/ssl/openssl.cnf /etc/ssl/openssl.cnf
+ --perms 0700 --dir /etc --perms 0644 --file 10 /etc/ld.so.cache --ro-bind-try /etc/ssl/certs /etc/ssl/certs --ro-bind-try /etc/ssl/openssl.cnf /etc/ssl/openssl.cnf
  --ro-bind-try /etc/ca-certificates /etc/ca-certificates --ro-bind-try /etc/alternatives /etc/alternatives
- --ro-bind-try /etc/localtime /etc/localtime --ro-bind-try /etc/nsswitch.conf /etc/nsswitch.conf
- --ro-bind-data 3 /etc/passwd --ro-bind-data 4 /etc/group --ro-bind-data 5 /etc/hosts
+ --perms 0644 --file 11 /etc/localtime --ro-bind-try /etc/nsswitch.conf /etc/nsswitch.conf
+ --perms 0600 --file 3 /etc/passwd --perms 0600 --file 4 /etc/group --perms 0600 --file 5 /etc/hosts
  --proc /proc --dev /dev --ro-bind /dev/null /proc/keys --ro-bind /dev/null /proc/key-users --ro-bind /dev/null /proc/1/mem --ro-bind /dev/null /proc/1/task/1/mem
  --tmpfs /dev/shm --remount-ro /dev --tmpfs /tmp
  --perms 0700 --tmpfs /home/agent --perms 0700 --dir /home/agent/.claude --perms 0600 --file 6 /home/agent/.claude/.credentials.json

@@ -36,6 +36,7 @@ type Proc struct {
 	relays   *hostRelays
 	keepKeys bool     // Room.keepKeys
 	lifeline *os.File // write end of the room's lifeline (nil without one)
+	dirLock  *os.File // the lock on dir the room holds while it runs (lockRoomDir)
 
 	started chan error    // cmd.Start's result, from the locked goroutine
 	done    chan struct{} // closed once bwrap has been reaped
@@ -123,10 +124,16 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 				p.relays.stop()
 			}
 			os.RemoveAll(dir)
+			if p.dirLock != nil {
+				p.dirLock.Close()
+			}
 		}
 	}()
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("room: temp folder %s: %v", dir, err)
+	}
+	if p.dirLock, err = lockRoomDir(dir); err != nil {
+		return nil, fmt.Errorf("room: temp folder %s: lock: %v", dir, err)
 	}
 
 	p.relays, err = listenRelays(dir, r.Relays, r.Log)
@@ -190,6 +197,17 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 	fds.Sock = dir
 	fds.Version = info.Version
 	fds.MaskProc = hostProcMasks()
+	for _, p := range etcAllow {
+		f, mode, err := etcCopy(p, dir)
+		if err != nil {
+			return nil, err
+		}
+		if f != nil {
+			files = append(files, f)
+			extra = append(extra, f)
+			fds.Etc = append(fds.Etc, EtcFile{Path: p, FD: 2 + len(extra), Mode: mode})
+		}
+	}
 	args, err := r.Args(fds)
 	if err != nil {
 		return nil, err
@@ -431,6 +449,7 @@ func (p *Proc) finish() {
 	}
 	p.relays.stop()
 	rmErr := os.RemoveAll(p.dir)
+	p.dirLock.Close()
 
 	p.code = -1
 	if st := p.cmd.ProcessState; st != nil {

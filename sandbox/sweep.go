@@ -18,7 +18,7 @@ const roomPrefix = "tare-room-"
 
 // sweepRooms removes the temp folders of rooms whose tare is gone: a tare killed with
 // SIGKILL cannot remove its own, so the next room started in the same place does. A folder
-// whose pid is alive (or cannot be told) is left alone.
+// whose pid is alive (or cannot be told), or whose lock a running room holds, is left alone.
 func sweepRooms(tempDir string) {
 	if tempDir == "" {
 		tempDir = os.TempDir()
@@ -38,9 +38,35 @@ func sweepRooms(tempDir string) {
 			continue
 		}
 		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			_ = os.RemoveAll(filepath.Join(tempDir, e.Name()))
+			removeUnlocked(filepath.Join(tempDir, e.Name()))
 		}
 	}
+}
+
+// lockRoomDir takes the lock a room holds on its temp folder for as long as it runs. A pid
+// alone cannot say a folder is stranded: a tare in another pid namespace that shares this
+// temp folder (a container, a job) names its rooms with pids this one cannot see, and pids
+// are reused. The lock goes with its holder, whatever kills it.
+func lockRoomDir(dir string) (*os.File, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// removeUnlocked removes a room's temp folder unless a live room holds its lock.
+func removeUnlocked(dir string) {
+	lock, err := lockRoomDir(dir)
+	if err != nil {
+		return // held (or unreadable): somebody's live room
+	}
+	defer lock.Close()
+	_ = os.RemoveAll(dir)
 }
 
 // sweepStrandedOnce runs sweepStranded once per process, before its first room.

@@ -31,6 +31,11 @@ type follower struct {
 	file os.FileInfo
 	// watched is set while inotify watches the run's folder: it is then read when told.
 	watched bool
+	// skim leaves out the tool calls the store would not keep (see skimLines), so a run of a
+	// million events is taken in without decoding them; more is set while a poll stopped at
+	// its read limit with more written.
+	skim, more bool
+	buf        []byte
 }
 
 // tailLen is how much of what was read the follower keeps to recognise its journal.
@@ -68,8 +73,25 @@ func (f *follower) poll() ([]journal.Event, error) {
 			f.restart()
 		}
 	}
-	n := min(info.Size()-f.off, maxRead)
-	buf := make([]byte, n)
+	limit := int64(maxRead)
+	if f.skim {
+		limit = maxSkim
+	}
+	n := min(info.Size()-f.off, limit)
+	f.more = n < info.Size()-f.off
+	var buf []byte
+	if f.skim && int64(cap(f.buf)) >= n {
+		buf = f.buf[:n]
+	} else {
+		buf = make([]byte, n)
+	}
+	if f.skim {
+		// A big journal is read through one buffer; a followed one lets go of it.
+		f.buf = nil
+		if f.more {
+			f.buf = buf
+		}
+	}
 	got, err := file.ReadAt(buf, f.off)
 	if err != nil && err != io.EOF {
 		return nil, fmt.Errorf("journal %s: %v", f.path, err)
@@ -84,6 +106,14 @@ func (f *follower) poll() ([]journal.Event, error) {
 		}
 		buf = buf[:got]
 	}
+	if f.skim {
+		return f.skimLines(buf), nil
+	}
+	return f.decodeLines(buf), nil
+}
+
+// decodeLines turns the complete lines of buf into events, every one of them.
+func (f *follower) decodeLines(buf []byte) []journal.Event {
 	var events []journal.Event
 	for {
 		i := bytes.IndexByte(buf, '\n')
@@ -106,11 +136,16 @@ func (f *follower) poll() ([]journal.Event, error) {
 			}
 			events = append(events, e)
 		}
-		f.off += int64(len(line))
-		f.tail = append(f.tail[:0], line[max(len(line)-tailLen, 0):]...)
+		f.consume(line)
 		buf = buf[i+1:]
 	}
-	return events, nil
+	return events
+}
+
+// consume marks line as read.
+func (f *follower) consume(line []byte) {
+	f.off += int64(len(line))
+	f.tail = append(f.tail[:0], line[max(len(line)-tailLen, 0):]...)
 }
 
 // restart reads the journal again from its start.

@@ -239,7 +239,7 @@ func (m *model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case openTailMsg:
 		m.tail = newTailView(m.env, msg.dir, msg.tail)
 		m.push(tailPage)
-		return m, tea.Batch(loadHistory(msg.dir, msg.tail), m.tail.reload())
+		return m, tea.Batch(m.tail.scan(), m.tail.reload())
 	case tailDetailMsg:
 		if m.tail != nil && m.tail.dir == msg.dir && m.tail.id == msg.tail {
 			m.tail.setDetail(msg)
@@ -252,7 +252,7 @@ func (m *model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case tailHistoryMsg:
 		if m.tail != nil && m.tail.dir == msg.dir && m.tail.id == msg.tail {
-			m.tail.history(msg)
+			return m, m.tail.history(msg)
 		}
 	case probeMsg:
 		if m.env.store.probing[msg.agent] {
@@ -271,6 +271,8 @@ func (m *model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			break
 		}
 		return m, loadReading(r)
+	case searchMsg:
+		return m, m.searched(msg)
 	case readerMsg:
 		if msg.err != nil {
 			m.fail(msg.err)
@@ -353,8 +355,13 @@ func (m *model) feed(f feedMsg) tea.Cmd {
 	var cmd tea.Cmd
 	if m.tail != nil {
 		for _, rf := range f.runs {
-			if rf.dir == m.tail.dir && m.tail.apply(rf.events) {
-				cmd = m.tail.reload()
+			if rf.dir != m.tail.dir {
+				continue
+			}
+			moved, scan := m.tail.apply(rf.events)
+			cmd = scan
+			if moved {
+				cmd = tea.Batch(scan, m.tail.reload())
 			}
 		}
 	}

@@ -53,7 +53,7 @@ func TestEnterOpensAndEscGoesBack(t *testing.T) {
 		t.Fatalf("enter on a tail: page %v", tm.pages)
 	}
 	// The finished tail's calls come from the journal (the store let go of them).
-	if n := len(tm.tail.tools); n != 11 || !tm.tail.loaded {
+	if n := tm.tail.list.len(); n != 11 || !tm.tail.loaded {
 		t.Fatalf("a-1 shows %d tool calls, want 11 (loaded %v)", n, tm.tail.loaded)
 	}
 	tm.key("esc")
@@ -94,17 +94,18 @@ func TestFeedsReachTheViewsOfTheirRun(t *testing.T) {
 	tm := newTestModel(t, stateDir, newStub(), 100, 30)
 	tm.send(openRunMsg{cal})
 	tm.send(openTailMsg{cal, "a-2"})
-	if len(tm.tail.tools) != 4 {
-		t.Fatalf("a-2 starts with %d calls", len(tm.tail.tools))
+	if tm.tail.list.len() != 4 {
+		t.Fatalf("a-2 starts with %d calls", tm.tail.list.len())
 	}
 	j, _ := journal.OpenJournal(cal)
 	j.Append(&journal.Event{ToolCall: &journal.ToolCall{Tail: "a-2", Tool: "Bash", Summary: "make test", Calls: 5}})
 	j.Append(&journal.Event{ToolCall: &journal.ToolCall{Tail: "b-2", Tool: "Read", Summary: "go.mod", Calls: 4}})
 	j.Append(&journal.Event{TailFinished: &journal.TailFinished{ID: "a-2", Status: "passed", Passed: true, Detail: "make test ok", Calls: 5}})
 	j.Close()
-	tm.pollNow()
-	if n := len(tm.tail.tools); n != 5 || tm.tail.tools[4].Summary != "make test" {
-		t.Fatalf("the tail view has %d calls: %+v", n, tm.tail.tools)
+	tm.w.lastScan = time.Time{}
+	tm.send(tm.w.poll(time.Now())) // the feed's commands read the tail's new calls
+	if n := tm.tail.list.len(); n != 5 || summary(t, tm.tail, 4) != "make test" {
+		t.Fatalf("the tail view has %d calls", n)
 	}
 	if !strings.Contains(tm.View(), "check: passed — make test ok") {
 		t.Fatalf("the verdict is not shown:\n%s", tm.View())

@@ -227,19 +227,35 @@ func TestTailViewFollowsItsTailOnly(t *testing.T) {
 	e, cal, _ := paneEnv(t)
 	v := newTailView(e, cal, "b-2")
 	v.setSize(rect{0, 1, 100, 20})
-	if len(v.tools) != 3 {
-		t.Fatalf("b-2 opens with %d calls from the store", len(v.tools))
+	if v.list.len() != 3 {
+		t.Fatalf("b-2 opens with %d calls from the store", v.list.len())
 	}
-	// Events that arrive while the journal is read wait, then count once.
-	early := []journal.Event{{Seq: 1000, ToolCall: &journal.ToolCall{Tail: "b-2", Tool: "Bash", Summary: "late", Calls: 4}}}
-	v.apply(early)
-	hist := loadHistory(cal, "b-2")().(tailHistoryMsg)
-	v.history(hist)
-	v.apply(early) // the same event again: not counted twice
-	v.apply([]journal.Event{{Seq: 1001, ToolCall: &journal.ToolCall{Tail: "a-2", Tool: "Bash", Calls: 5}}})
+	// A call written while the journal is read is read once the first scan is in, and
+	// counts once; another tail's call is not this tail's.
+	_, first := v.apply([]journal.Event{{Seq: 1}})
+	j, err := journal.OpenJournal(cal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	late := journal.Event{ToolCall: &journal.ToolCall{Tail: "b-2", Tool: "Bash", Summary: "late", Calls: 4}}
+	other := journal.Event{ToolCall: &journal.ToolCall{Tail: "a-2", Tool: "Bash", Calls: 5}}
+	if err := j.Append(&late); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Append(&other); err != nil {
+		t.Fatal(err)
+	}
+	_, again := v.apply([]journal.Event{late, other})
+	if again != nil {
+		t.Fatal("a second scan started while one is under way")
+	}
+	for cmd := first; cmd != nil; {
+		cmd = v.history(cmd().(tailHistoryMsg))
+	}
 	v.refresh()
-	if len(v.tools) != 4 || v.tools[3].Summary != "late" {
-		t.Fatalf("tools: %+v", v.tools)
+	if v.list.len() != 4 || summary(t, v, 3) != "late" {
+		t.Fatalf("%d tools", v.list.len())
 	}
 	if v.calls.selected() != "4" {
 		t.Fatalf("the list does not follow the newest call: %s", v.calls.selected())

@@ -18,6 +18,8 @@ import (
 type reader struct {
 	title string
 	vp    viewport.Model
+	// search, when set, is the search whose hits the reader shows as they come.
+	search *search
 }
 
 func newReader(title, text string) *reader {

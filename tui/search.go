@@ -1,16 +1,12 @@
 package tui
 
 import (
-	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
-
-	"tare/engine/journal"
 )
 
 // findKey opens the search line of a run's tails: / already filters every table by its
@@ -68,23 +64,11 @@ func (p *tailsPane) findView(view string) string {
 	return strings.Join(lines, "\n")
 }
 
-// searchTails searches every tail of the run off the UI goroutine and opens what it found.
+// searchTails searches every tail of the run off the UI goroutine. It opens the reader at
+// once and fills it as the tails are read, the footer counting them: a run of thousands of
+// tails is searched without the app waiting for the end (see searchMsg).
 func searchTails(dir, q string) tea.Cmd {
-	return func() tea.Msg {
-		hits, err := journal.SearchTails(dir, q)
-		title := fmt.Sprintf("Find %q in the tails of %s", q, filepath.Base(dir))
-		if err != nil {
-			return readerMsg{err: fmt.Errorf("find %q: %v", q, err)}
-		}
-		var b strings.Builder
-		fmt.Fprintf(&b, "%d found\n", len(hits))
-		for _, h := range hits {
-			step := fmt.Sprintf("step %d", h.Step)
-			if h.Step == 0 {
-				step = "last words"
-			}
-			fmt.Fprintf(&b, "%-8s %-10s %-6s %s\n", h.Tail, step, h.Field, h.Line)
-		}
-		return readerMsg{title: fmt.Sprintf("%s · %d found", title, len(hits)), text: journal.Printable(strings.TrimRight(b.String(), "\n"))}
-	}
+	s := &search{dir: dir, q: q, ch: make(chan searchMsg)}
+	go s.run()
+	return s.next
 }

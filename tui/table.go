@@ -48,6 +48,9 @@ type table struct {
 
 	filter    textinput.Model
 	filtering bool
+	// fill, when set, makes the cells of a row that has none when it is first drawn (or
+	// filtered): a list of a million rows decodes what the screen shows.
+	fill func(key string) []cell
 }
 
 func newTable(cols []column, empty string) *table {
@@ -93,6 +96,7 @@ func (t *table) applyFilter() {
 		t.rows = t.all
 		return
 	}
+	t.fillAll()
 	t.rows = t.rows[:0:0]
 	for _, r := range t.all {
 		for _, c := range r.cells {
@@ -101,6 +105,25 @@ func (t *table) applyFilter() {
 				break
 			}
 		}
+	}
+}
+
+// filled is row i of rows with its cells, made now when it has none.
+func (t *table) filled(rows []row, i int) row {
+	if rows[i].cells == nil && t.fill != nil {
+		cells := t.fill(rows[i].key)
+		for j := range cells {
+			cells[j].text = journal.Printable(cells[j].text)
+		}
+		rows[i].cells = cells
+	}
+	return rows[i]
+}
+
+// fillAll makes every row's cells, for the filter to match them.
+func (t *table) fillAll() {
+	for i := range t.all {
+		t.filled(t.all, i)
 	}
 }
 
@@ -271,7 +294,7 @@ func (t *table) view(s styles, focused bool) string {
 		lines++
 	}
 	for i := t.offset; i < len(t.rows) && i < t.offset+page; i++ {
-		r := t.rows[i]
+		r := t.filled(t.rows, i)
 		b.WriteByte('\n')
 		lines++
 		sel := focused && i == t.cursor

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -15,17 +16,21 @@ import (
 // tailView is one tail: its tool calls as they happen, its check result at the end, and the
 // capsule diff of a step on d.
 type tailView struct {
-	env      *env
-	dir, id  string
-	calls    *table
-	tools    []journal.ToolCall
-	seq      int64           // the journal's last event the tool list includes
-	loaded   bool            // the list was read from the journal
-	early    []journal.Event // tool calls that arrived while the journal was being read
-	diff     *viewport.Model
-	diffStep int
-	diffErr  string
-	onDiff   bool // focus is on the diff
+	env     *env
+	dir, id string
+	calls   *table
+	// list is the tail's calls, decoded as they are drawn (tailcalls.go).
+	list callList
+	// read is how far into the journal the tool list was read (loadHistory); a scan is
+	// under way while scanning, and again asks for another once it is done (the journal
+	// grew meanwhile).
+	read            int64
+	loaded          bool
+	scanning, again bool
+	diff            *viewport.Model
+	diffStep        int
+	diffErr         string
+	onDiff          bool // focus is on the diff
 	// following is set while the diff is fetched for a selection moved in the list: the
 	// list keeps the focus.
 	following bool
@@ -51,75 +56,70 @@ func newTailView(e *env, dir, id string) *tailView {
 	}, "no tool calls yet")
 	t.setStyles(e.st)
 	v := &tailView{env: e, dir: dir, id: id, calls: t, detailVP: newDetailPane()}
+	v.list.path = filepath.Join(dir, journal.JournalFile)
 	if ts := v.state(); ts != nil {
-		v.tools = append(v.tools, ts.Tools...)
+		v.list.pre = append(v.list.pre, ts.Tools...)
 	}
+	t.fill = v.list.cells
 	v.refresh()
 	return v
 }
 
 func (v *tailView) state() *journal.TailState { return v.env.store.run(v.dir).state.Tails[v.id] }
 
-// tailHistoryMsg is a tail's tool calls as the journal holds them, read off the UI goroutine.
+// tailHistoryMsg is a tail's tool calls as the journal holds them from byte from to byte
+// to, read off the UI goroutine; restart says the tail started over in them.
 type tailHistoryMsg struct {
 	dir, tail string
-	tools     []journal.ToolCall
-	seq       int64
+	from, to  int64
+	restart   bool
+	refs      []callRef
 	err       error
 }
 
-// loadHistory reads the tail's tool calls from its run's journal: the store keeps only the
-// last few of a live tail and none of a finished one.
-func loadHistory(dir, id string) tea.Cmd {
-	return func() tea.Msg {
-		events, err := journal.ReadJournal(dir)
-		msg := tailHistoryMsg{dir: dir, tail: id, err: err}
-		for _, e := range events {
-			msg.seq = max(msg.seq, e.Seq)
-			switch {
-			case e.TailStarted != nil && e.TailStarted.ID == id:
-				msg.tools = nil // a retry starts the tail over
-			case e.ToolCall != nil && e.ToolCall.Tail == id:
-				msg.tools = append(msg.tools, *e.ToolCall)
-			}
-		}
-		return msg
+// scan reads the journal on from where the last scan ended, unless one is under way.
+func (v *tailView) scan() tea.Cmd {
+	if v.scanning {
+		v.again = true
+		return nil
 	}
+	v.scanning = true
+	return loadHistory(v.dir, v.id, v.read)
 }
 
-func (v *tailView) history(m tailHistoryMsg) {
+// history takes a scan's tool calls; it reads on when the journal grew while it ran.
+func (v *tailView) history(m tailHistoryMsg) tea.Cmd {
+	v.scanning = false
 	if m.err != nil {
 		v.diffErr = fmt.Sprintf("reading the journal: %v", m.err)
-		return
+		return nil
 	}
-	v.tools, v.seq, v.loaded = m.tools, m.seq, true
-	v.apply(v.early)
-	v.early = nil
+	v.list.take(m)
+	v.read, v.loaded = m.to, true
 	v.refresh()
+	if v.again {
+		v.again = false
+		return v.scan()
+	}
+	return nil
 }
 
-// apply adds the tail's new events from a feed; it reports whether the tail moved (its
-// detail is then read again).
-func (v *tailView) apply(events []journal.Event) (moved bool) {
-	if !v.loaded {
-		v.early = append(v.early, events...)
-		return false
-	}
+// apply takes the tail's run's new events from a feed: the list is read again from the
+// journal (a feed leaves out tool calls, see skimLines). It reports whether the tail moved
+// (its detail is then read again).
+func (v *tailView) apply(events []journal.Event) (moved bool, scan tea.Cmd) {
 	for _, e := range events {
-		if e.Seq != 0 && e.Seq <= v.seq {
-			continue
-		}
-		v.seq = max(v.seq, e.Seq)
 		switch {
-		case e.TailStarted != nil && e.TailStarted.ID == v.id:
-			v.tools, moved = nil, true
-		case e.ToolCall != nil && e.ToolCall.Tail == v.id:
-			v.tools, moved = append(v.tools, *e.ToolCall), true
-		case e.TailFinished != nil && e.TailFinished.ID == v.id:
+		case e.TailStarted != nil && e.TailStarted.ID == v.id,
+			e.ToolCall != nil && e.ToolCall.Tail == v.id,
+			e.TailFinished != nil && e.TailFinished.ID == v.id:
 			moved = true
 		}
 	}
-	return moved
+	if len(events) > 0 {
+		scan = v.scan()
+	}
+	return moved, scan
 }
 
 // reload asks for the detail again, unless a read is under way.
@@ -152,18 +152,7 @@ func (v *tailView) showDetail() {
 }
 
 func (v *tailView) refresh() {
-	rows := make([]row, len(v.tools))
-	for i, t := range v.tools {
-		took := ""
-		if t.Seconds > 0 {
-			took = fmt.Sprintf("%.1fs", t.Seconds)
-		}
-		step := t.Calls
-		if step == 0 {
-			step = i + 1
-		}
-		rows[i] = row{key: fmt.Sprint(step), cells: []cell{{fmt.Sprint(step), dim}, {t.Tool, accent}, {t.Summary, plain}, {took, dim}}}
-	}
+	rows := v.list.rowsNow()
 	follow := v.calls.cursor >= len(v.calls.rows)-1
 	v.calls.setRows(rows)
 	if follow { // at the bottom, the list follows new calls as they come
@@ -388,11 +377,10 @@ func (v *tailView) update(msg tea.KeyMsg, body rect) (bool, tea.Cmd) {
 
 // selectedStep is the step of the selected tool call, 0 with none.
 func (v *tailView) selectedStep() int {
-	var step int
 	if i := v.calls.cursor; i >= 0 && i < len(v.calls.rows) {
-		fmt.Sscan(v.calls.rows[i].key, &step)
+		return v.list.step(v.calls.rows[i].key)
 	}
-	return step
+	return 0
 }
 
 func (v *tailView) help() []key.Binding {

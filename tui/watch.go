@@ -92,6 +92,9 @@ type watcher struct {
 	lastSweep  time.Time
 	// noNotify keeps the watcher polling (the baseline of the idle benchmark).
 	noNotify bool
+	// full has the followers decode every line, as the app did before it skimmed (the
+	// baseline of the huge-run benchmark).
+	full bool
 	// addWatch, when set, replaces inotify's add (tests exhaust the watches with it).
 	addWatch func(string) error
 }
@@ -134,7 +137,7 @@ func (w *watcher) every(poll time.Duration) time.Duration {
 		return poll
 	}
 	for _, dir := range w.order {
-		if !w.followers[dir].watched && !w.finished[dir] {
+		if fl := w.followers[dir]; fl.more || (!fl.watched && !w.finished[dir]) {
 			return poll
 		}
 	}
@@ -162,6 +165,10 @@ func listRuns(stateDir string) ([]string, error) {
 	sort.Strings(dirs)
 	return dirs, nil
 }
+
+// skimBudget is how long one poll may go on reading a big journal before it sends what it
+// has; the bridge sends it and the next poll reads on.
+const skimBudget = 500 * time.Millisecond
 
 // poll reads what is new: the runs inotify says changed and the runs without a watch; once
 // a second (a scan) also the liveness of unfinished runs, and without watches the tree,
@@ -205,7 +212,7 @@ func (w *watcher) poll(now time.Time) feedMsg {
 		fl := w.followers[dir]
 		var read bool
 		switch {
-		case sweep, fresh[dir], n.runs[dir]:
+		case sweep, fresh[dir], n.runs[dir], fl.more:
 			read = true
 		case !fl.watched:
 			// Polled: an unfinished run at every poll, a finished one at every scan.
@@ -219,6 +226,14 @@ func (w *watcher) poll(now time.Time) feedMsg {
 			continue
 		}
 		events, err := fl.poll()
+		// A big journal is taken in steps of maxSkim, read on for up to skimBudget, so a run
+		// of a million events is in at the first poll (the app draws meanwhile: the bridge
+		// reads, not the UI).
+		for began := time.Now(); err == nil && fl.more && time.Since(began) < skimBudget; {
+			var more []journal.Event
+			more, err = fl.poll()
+			events = append(events, more...)
+		}
 		if err != nil {
 			if !os.IsNotExist(err) && (fl.last == nil || fl.last.Error() != err.Error()) {
 				w.log.Printf("follow %s: %v", dir, err)
@@ -276,6 +291,7 @@ func (w *watcher) scanRuns() map[string]bool {
 		fl := w.followers[d]
 		if fl == nil {
 			fl = newFollower(d)
+			fl.skim = !w.full // the store keeps what a skim gives (skimLines)
 			w.followers[d] = fl
 			w.order = append(w.order, d)
 			fresh[d] = true

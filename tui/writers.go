@@ -89,8 +89,14 @@ func writerStatus(e *workshop.Exp, id string, s *workshop.State) string {
 		return "interrupted"
 	case s.Status == "running":
 		return "ended"
-	case s.Status == "failed" && e.Resumable(id, s):
-		return "quota wall"
+	case s.Status == "failed":
+		switch e.ResumeKind(id, s) {
+		case workshop.ResumeQuota:
+			return "quota wall"
+		case workshop.ResumeLogin:
+			// Resumed like a quota wall once the operator has logged in again.
+			return "login expired"
+		}
 	}
 	return s.Status
 }
@@ -157,7 +163,7 @@ func writerTone(status string) tone {
 		return good
 	case "failed", "interrupted":
 		return bad
-	case "running", "by hand", "quota wall", "ended":
+	case "running", "by hand", "quota wall", "login expired", "ended":
 		return warn
 	}
 	return plain
@@ -177,7 +183,7 @@ var wkeys = func() writerKeys {
 		Run:       b("r", "run writer", "r"),
 		Manual:    b("m", "write by hand", "m"),
 		Collect:   b("c", "collect", "c"),
-		Resume:    b("u", "resume (quota)", "u"),
+		Resume:    b("u", "resume (quota/login)", "u"),
 		Retry:     b("R", "retry as new", "R"),
 		Anonymize: b("A", "anonymize", "A"),
 	}
@@ -236,7 +242,7 @@ func (m *model) writerAction(w writerMsg) tea.Cmd {
 		if err := refuseStart(w); err != nil {
 			return emit(writerDoneMsg{what: w.act + " " + w.id, err: err})
 		}
-		title := map[string]string{"run": "Run writer ", "manual": "Write by hand: ", "resume": "Resume (quota wall) "}[w.act] + w.id
+		title := map[string]string{"run": "Run writer ", "manual": "Write by hand: ", "resume": "Resume (" + w.status + ") "}[w.act] + w.id
 		m.form = writerForm(m.env, title, w)
 		return nil
 	case "collect":
@@ -267,12 +273,12 @@ func (m *model) writerAction(w writerMsg) tea.Cmd {
 // again when it acts (the state may have moved since the pane drew it).
 func refuseStart(w writerMsg) error {
 	switch {
-	case w.act == "resume" && w.status != "quota wall":
-		return fmt.Errorf("writer %s is %s; only a writer its own event stream shows stopped by a provider quota wall is resumed. "+
+	case w.act == "resume" && w.status != "quota wall" && w.status != "login expired":
+		return fmt.Errorf("writer %s is %s; only a writer its own event stream shows stopped by a provider quota wall or an expired login is resumed. "+
 			"Read its record (tare workshop inspect), and retry it as a new writer (R) if the work has to start over", w.id, w.status)
 	case w.act != "resume" && w.status != "prepared":
 		return fmt.Errorf("writer %s is %s; only a prepared writer is launched: collect its evidence (c), "+
-			"resume it after a quota wall (u), or retry it as a new writer (R)", w.id, w.status)
+			"resume it after a quota wall or an expired login (u), or retry it as a new writer (R)", w.id, w.status)
 	}
 	return nil
 }

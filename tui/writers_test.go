@@ -312,7 +312,7 @@ func TestWritersRefusalsShownWhole(t *testing.T) {
 		press("esc")
 	}
 	press("u")
-	refused("resume pi-tare-model", "writer pi-tare-model is prepared", "provider quota wall is resumed", "retry it as a new writer (R)")
+	refused("resume pi-tare-model", "writer pi-tare-model is prepared", "provider quota wall or an expired login is resumed", "retry it as a new writer (R)")
 	press("c")
 	if m.confirm == nil || !strings.Contains(m.confirm.question, "Collect pi-tare-model of exp?") {
 		t.Fatalf("collect did not ask first: %+v", m.confirm)

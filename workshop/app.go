@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"tare/agent"
 )
 
 // Dir is the folder below tare's state directory where experiments the app lists live
@@ -36,12 +38,31 @@ func Find(stateDir string) []string {
 // its pid still matches), so a live writer is told from one whose tare was killed.
 func (s *State) Alive() bool { return s.alive() }
 
-// Resumable says whether the writer's own event stream shows a provider quota wall and it
-// has not completed since: resume continues it, where a retry would start it over.
+// Resumable says whether the writer's own event stream shows a provider quota wall or an
+// expired login and it has not completed since: resume continues it, where a retry would
+// start it over. Each call reads on from where the last stopped, a bounded chunk, so the app
+// can ask on every refresh whatever the stream's size.
 func (e *Exp) Resumable(id string, s *State) bool {
+	return e.ResumeKind(id, s) != ""
+}
+
+// What ResumeKind names.
+const (
+	// ResumeQuota: a provider quota wall stopped the writer.
+	ResumeQuota = agent.StopQuota
+	// ResumeLogin: the provider refused the writer's expired login.
+	ResumeLogin = agent.StopLogin
+)
+
+// ResumeKind is what stopped a writer that resume continues, as its own event stream says:
+// ResumeQuota for a provider quota wall, ResumeLogin for an expired login (the
+// operator logs in again first), "" for a writer resume refuses. Read as Resumable reads.
+func (e *Exp) ResumeKind(id string, s *State) string {
 	if s.Status == "completed" || s.Status == "prepared" {
-		return false
+		return ""
 	}
-	stop, _ := quotaStop(e, id, s)
-	return stop != nil
+	if stop, _ := resumableStop(e, id, s, false); stop != nil {
+		return stop.Kind
+	}
+	return ""
 }

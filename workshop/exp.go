@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"tare/capsule"
+	"tare/engine"
 )
 
 // Frozen is plan.json: the plan as prepared, writers resolved, with the hash of every input.
@@ -63,6 +64,14 @@ type State struct {
 	Attempts       []Attempt  `json:"attempts,omitempty"`
 	ProbeVerdict   string     `json:"probe,omitempty"`
 	StoppedByQuota bool       `json:"stopped_by_quota,omitempty"`
+	// StoppedByLogin: the provider refused the writer's login (expired, revoked); the
+	// operator logs in again and resumes it.
+	StoppedByLogin bool `json:"stopped_by_login,omitempty"`
+	// StopKind is what stopped the attempt a resume continues (agent.StopQuota, StopLogin).
+	StopKind string `json:"stop_kind,omitempty"`
+	// StoppedAfterAnswer: the writer answered and did not exit, and tare stopped it after a
+	// grace; it is collected like a writer that exited.
+	StoppedAfterAnswer *engine.AnsweredStop `json:"stopped_after_answer,omitempty"`
 }
 
 // Attempt is an earlier attempt of a writer, archived whole under records/ID/attempts/NN.

@@ -1,38 +1,96 @@
 package workshop
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"tare/agent"
+	"tare/engine"
 )
 
-// quotaStop reads a writer's own event stream and stderr for a provider quota wall, the way
-// its agent reports one; the session it names, when the model had run, is the one to continue.
-func quotaStop(e *Exp, id string, s *State) (*agent.ProviderStop, string) {
+// stopFollow is what has been read of one stopped attempt's stream: where the reading is
+// and how the run ended so far.
+type stopFollow struct {
+	file   agent.StreamFile
+	reader *agent.StopReader
+}
+
+// stopFollows are the streams read so far, by file: the app's Writers pane asks on every
+// refresh whether a writer can be resumed, and a writer's stream can be huge, so each look
+// reads on from where the last stopped, a bounded chunk at a time.
+var stopFollows = struct {
+	sync.Mutex
+	m map[string]*stopFollow
+}{m: map[string]*stopFollow{}}
+
+// maxStopFollows bounds the streams remembered; past it they are forgotten and read again.
+const maxStopFollows = 512
+
+// resumableStop reads a writer's own event stream and stderr for a stop that resume continues:
+// a provider quota wall or an expired login, the way its agent reports one. The session it
+// names, when the model had run, is the one to continue. With whole the stream is read to its
+// end; without, one bounded chunk more than the last look (the app's refresh), and a stream
+// not read to its end yet says no stop.
+func resumableStop(e *Exp, id string, s *State, whole bool) (*agent.ProviderStop, string) {
 	a, err := agent.ByName(s.Config.Agent)
 	if err != nil {
 		return nil, ""
 	}
 	dir := stoppedAttempt(e, id, s)
-	out, _ := os.ReadFile(filepath.Join(dir, "events.jsonl"))
-	errOut, _ := os.ReadFile(filepath.Join(dir, "stderr.log"))
-	stop, ok := agent.ProviderStopped(a, out, errOut)
-	if !ok || stop.Kind != agent.StopQuota {
+	events := filepath.Join(dir, "events.jsonl")
+	key := s.Config.Agent + "\x00" + events
+	stopFollows.Lock()
+	defer stopFollows.Unlock()
+	f := stopFollows.m[key]
+	if f == nil {
+		if len(stopFollows.m) >= maxStopFollows {
+			clear(stopFollows.m)
+		}
+		f = &stopFollow{file: agent.StreamFile{Path: events}, reader: agent.NewStopReader(a)}
+		f.file.Reset = func() { f.reader = agent.NewStopReader(a) }
+		stopFollows.m[key] = f
+	}
+	for {
+		_, more, err := f.file.Read(0, func(line []byte) { f.reader.Line(line) })
+		if err != nil {
+			return nil, ""
+		}
+		if !more {
+			break
+		}
+		if !whole {
+			return nil, ""
+		}
+	}
+	// The last line may have no newline when the run ended: judged on a copy, as it stays
+	// pending for the next look.
+	r := *f.reader
+	r.Line(f.file.Pending())
+	var errEnd []byte
+	if !r.Decided() {
+		errEnd = agent.FileEnd(filepath.Join(dir, "stderr.log"), 64<<10)
+	}
+	stop, ok := r.Stop(errEnd)
+	if !ok || (stop.Kind != agent.StopQuota && stop.Kind != agent.StopLogin) {
 		return nil, ""
 	}
-	session := ""
-	if r, err := a.ParseStream(bytes.NewReader(out)); err == nil {
-		session = r.SessionID
-	}
-	return &stop, session
+	return &stop, r.Session
 }
 
-// Resume continues a writer a provider quota wall stopped, in its own session, with a short
-// notice. NOT retry: a retry is a new writer that re-derives everything from a cold start,
+// stopWords are how a resumable stop is told to the operator: what stopped the writer and
+// what to do before resume continues it.
+func stopWords(kind string) (what, next string) {
+	if kind == agent.StopLogin {
+		return "an expired login", "log in again with the agent on this machine, then tare workshop resume continues it"
+	}
+	return "a provider limit", "tare workshop resume continues it"
+}
+
+// Resume continues a writer a provider quota wall or an expired login stopped (the operator
+// logged in again first), in its own session, with a short notice. NOT retry: a retry is a new writer that re-derives everything from a cold start,
 // while the stopped session still holds the reading, the reasoning and the draft, the
 // expensive half of what a restart would pay for again.
 //
@@ -46,11 +104,11 @@ func Resume(ctx context.Context, e *Exp, id string, o RunOptions) (*State, error
 	}
 	defer unlock()
 	if s.Status != "failed" && s.Status != "running" {
-		return nil, fmt.Errorf("writer %s is %s; only a writer stopped by a provider quota wall is resumed", id, s.Status)
+		return nil, fmt.Errorf("writer %s is %s; only a writer stopped by a provider quota wall or an expired login is resumed", id, s.Status)
 	}
-	stop, session := quotaStop(e, id, s)
+	stop, session := resumableStop(e, id, s, true)
 	if stop == nil {
-		return nil, fmt.Errorf("writer %s: its event stream carries no provider quota stop; inspect its record (tare workshop inspect), "+
+		return nil, fmt.Errorf("writer %s: its event stream carries no provider quota stop and no expired login; inspect its record (tare workshop inspect), "+
 			"and use tare workshop retry %s NEW_ID if the work has to start over", id, id)
 	}
 	srv, err := startScripts(e, o)
@@ -71,11 +129,12 @@ func Resume(ctx context.Context, e *Exp, id string, o RunOptions) (*State, error
 			return nil, err
 		}
 	}
-	if _, err := archiveAttempt(e, id, s, "quota: "+stop.Detail); err != nil {
+	if _, err := archiveAttempt(e, id, s, stop.Kind+": "+stop.Detail); err != nil {
 		return nil, err
 	}
-	s.Status, s.ResumedFrom, s.QuotaStop = "prepared", session, stop.Detail
+	s.Status, s.ResumedFrom, s.QuotaStop, s.StopKind = "prepared", session, stop.Detail, stop.Kind
 	s.Error, s.Exit, s.StartedAt, s.EndedAt, s.CollectedAt, s.TimedOutAfter, s.StoppedByQuota = "", nil, nil, nil, nil, 0, false
+	s.StoppedAfterAnswer = nil
 	s.SessionID, s.OutputHashes, s.RecordHashes = "", nil, nil
 	if err := e.saveState(id, s); err != nil {
 		return nil, err
@@ -83,6 +142,9 @@ func Resume(ctx context.Context, e *Exp, id string, o RunOptions) (*State, error
 	prompt := ""
 	if session != "" {
 		prompt = resumePrompt
+		if stop.Kind == agent.StopLogin {
+			prompt = resumeLoginPrompt
+		}
 	}
 	return runWriterLocked(ctx, e, id, o, srv, session, prompt)
 }
@@ -172,23 +234,26 @@ func Retry(e *Exp, id, newID string) (*Writer, error) {
 
 // Inspection is one writer as inspect tells it: enough to decide what to do next.
 type Inspection struct {
-	Status          string            `json:"status"`
-	Agent           string            `json:"agent"`
-	Model           string            `json:"model"`
-	Tier            string            `json:"tier"`
-	Mode            string            `json:"mode"`
-	RetryOf         string            `json:"retry_of,omitempty"`
-	Config          *Writer           `json:"config,omitempty"`
-	Error           string            `json:"error,omitempty"`
-	ProcessAlive    *bool             `json:"process_alive,omitempty"`
-	QuotaStop       string            `json:"quota_stop,omitempty"`
-	Resumable       bool              `json:"resumable,omitempty"`
-	ResumedFrom     string            `json:"resumed_from,omitempty"`
-	Attempts        []Attempt         `json:"attempts,omitempty"`
-	DeclaredOutputs map[string]string `json:"declared_outputs"`
-	PacketUnchanged bool              `json:"packet_unchanged"`
-	RedFlags        []string          `json:"red_flags,omitempty"`
-	Next            string            `json:"next"`
+	Status       string  `json:"status"`
+	Agent        string  `json:"agent"`
+	Model        string  `json:"model"`
+	Tier         string  `json:"tier"`
+	Mode         string  `json:"mode"`
+	RetryOf      string  `json:"retry_of,omitempty"`
+	Config       *Writer `json:"config,omitempty"`
+	Error        string  `json:"error,omitempty"`
+	ProcessAlive *bool   `json:"process_alive,omitempty"`
+	QuotaStop    string  `json:"quota_stop,omitempty"`
+	StopKind     string  `json:"stop_kind,omitempty"`
+	Resumable    bool    `json:"resumable,omitempty"`
+	ResumedFrom  string  `json:"resumed_from,omitempty"`
+	// StoppedAfterAnswer: it answered and did not exit, and tare stopped it after the grace.
+	StoppedAfterAnswer *engine.AnsweredStop `json:"stopped_after_answer,omitempty"`
+	Attempts           []Attempt            `json:"attempts,omitempty"`
+	DeclaredOutputs    map[string]string    `json:"declared_outputs"`
+	PacketUnchanged    bool                 `json:"packet_unchanged"`
+	RedFlags           []string             `json:"red_flags,omitempty"`
+	Next               string               `json:"next"`
 }
 
 // Inspect tells each writer's status, whether its process lives, whether its declared
@@ -202,7 +267,8 @@ func Inspect(e *Exp, full bool) (map[string]any, error) {
 			return nil, err
 		}
 		in := Inspection{Status: s.Status, Agent: s.Config.Agent, Model: s.Config.Model, Tier: s.Config.Tier, Mode: s.Config.Mode,
-			RetryOf: s.Config.RetryOf, Error: s.Error, ResumedFrom: s.ResumedFrom, Attempts: s.Attempts, DeclaredOutputs: map[string]string{}}
+			RetryOf: s.Config.RetryOf, Error: s.Error, ResumedFrom: s.ResumedFrom, Attempts: s.Attempts, DeclaredOutputs: map[string]string{},
+			StoppedAfterAnswer: s.StoppedAfterAnswer}
 		if full {
 			c := s.Config
 			in.Config = &c
@@ -229,9 +295,8 @@ func Inspect(e *Exp, full bool) (map[string]any, error) {
 		if s.ProbeVerdict != "" && s.ProbeVerdict != "tare: 0.00" {
 			in.RedFlags = append(in.RedFlags, "its room's probe read "+s.ProbeVerdict)
 		}
-		if stop, session := quotaStop(e, id, s); stop != nil && s.Status != "completed" {
-			in.QuotaStop, in.Resumable = stop.Detail, true
-			_ = session
+		if stop, _ := resumableStop(e, id, s, true); stop != nil && s.Status != "completed" {
+			in.QuotaStop, in.StopKind, in.Resumable = stop.Detail, stop.Kind, true
 		}
 		switch {
 		case in.ProcessAlive != nil && *in.ProcessAlive:
@@ -243,6 +308,8 @@ func Inspect(e *Exp, full bool) (map[string]any, error) {
 			in.Next = "ended but not collected: collect it"
 		case s.Status == "prepared":
 			in.Next = "not run: run it"
+		case s.Status == "failed" && in.Resumable && in.StopKind == agent.StopLogin:
+			in.Next = "stopped by an expired login: log in again with the agent on this machine, then resume it (tare workshop resume), not retry"
 		case s.Status == "failed" && in.Resumable:
 			in.Next = "stopped by a provider quota wall: resume it (tare workshop resume), not retry"
 		case s.Status == "failed":

@@ -36,7 +36,7 @@ model = "claude-sonnet-4-5"
 
 // planDir writes plan (TOML) and its material into a fresh folder and returns the plan's path
 // and an empty parent folder for experiments.
-func planDir(t *testing.T, plan string) (string, string) {
+func planDir(t testing.TB, plan string) (string, string) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "material"), 0o755); err != nil {
@@ -347,7 +347,7 @@ func TestResumeFindsAWallAMovedAttemptHolds(t *testing.T) {
 	moved := filepath.Join(e.Record(id), "attempts", "01")
 	os.MkdirAll(moved, 0o755)
 	os.WriteFile(filepath.Join(moved, "events.jsonl"), events, 0o644)
-	stop, session := quotaStop(e, id, s)
+	stop, session := resumableStop(e, id, s, true)
 	if stop == nil || session == "" {
 		t.Fatalf("the wall in the moved attempt is not found: %v %q", stop, session)
 	}

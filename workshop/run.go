@@ -36,6 +36,10 @@ type RunOptions struct {
 	Config  *config.Config
 	// Progress gets one line as each writer starts and ends: never its words or sizes.
 	Progress io.Writer
+	// On is where the writers run: "" or local on this machine, slurm one Slurm job each
+	// (slurm.go); cluster is that backend while Run runs.
+	On      string
+	cluster *engine.Cluster
 }
 
 // scripted is tare's model servers of a run, one per script file.
@@ -131,6 +135,10 @@ func Run(ctx context.Context, e *Exp, o RunOptions) (map[string]string, error) {
 	if len(selected) == 0 {
 		return nil, fmt.Errorf("EXP %s: no auto writer to run; name writers, or run manual ones with tare workshop manual", e.Root)
 	}
+	var err error
+	if o.cluster, err = openCluster(ctx, o); err != nil {
+		return nil, err
+	}
 	srv, err := startScripts(e, o)
 	if err != nil {
 		return nil, err
@@ -190,6 +198,11 @@ const startPrompt = "Read /work/START.md and complete the assignment it specifie
 const resumePrompt = "You were interrupted by a provider usage limit. Your draft is where you left it, under /work/drafts. " +
 	"Continue writing there and finish the assignment."
 
+// resumeLoginPrompt is the notice a writer stopped by an expired login gets in its own session
+// once the operator has logged in again.
+const resumeLoginPrompt = "You were interrupted because the login to the model provider expired; it has been renewed. " +
+	"Your draft is where you left it, under /work/drafts. Continue writing there and finish the assignment."
+
 // runWriter runs one writer's attempt under its lock, then collects it.
 func runWriter(ctx context.Context, e *Exp, id string, o RunOptions, srv *scripted, resume, prompt string) (*State, error) {
 	unlock, err := e.lock(id)
@@ -212,7 +225,7 @@ func runWriterLocked(ctx context.Context, e *Exp, id string, o RunOptions, srv *
 		return collectLocked(e, id, nil)
 	}
 	if s.Status != "prepared" {
-		return nil, fmt.Errorf("writer %s is %s; collect its evidence (tare workshop collect), resume it after a quota wall, or retry it as a new writer", id, s.Status)
+		return nil, fmt.Errorf("writer %s is %s; collect its evidence (tare workshop collect), resume it after a quota wall or an expired login, or retry it as a new writer", id, s.Status)
 	}
 	if s.Config.Mode == "manual" && len(o.Writers) == 0 {
 		return nil, fmt.Errorf("writer %s is manual; run it with tare workshop manual", id)
@@ -253,7 +266,7 @@ func runWriterLocked(ctx context.Context, e *Exp, id string, o RunOptions, srv *
 	}
 	args = append(args, s.Config.Args...)
 	say(o.Progress, "%s [%s/%s] starts writing%s", id, s.Config.Agent, s.Config.Model, again(s))
-	end, err := engine.RunWriter(ctx, engine.WriterOptions{Agent: s.Config.Agent, Model: s.Config.Model, Args: args,
+	end, err := o.runWriter(ctx, id, engine.WriterOptions{Agent: s.Config.Agent, Model: s.Config.Model, Args: args,
 		Workspace: work, ReadOnly: []string{"input", "START.md"}, Sessions: sessions, Prompt: prompt, Resume: resume,
 		Upstream: up, Timeout: o.Timeout, Config: o.Config,
 		Events: filepath.Join(rec, "events.jsonl"), Stderr: filepath.Join(rec, "stderr.log"),
@@ -277,9 +290,12 @@ func runWriterLocked(ctx context.Context, e *Exp, id string, o RunOptions, srv *
 	if end.TimedOut {
 		s.TimedOutAfter = o.Timeout.Seconds()
 	}
+	// Answered and stopped after the grace: its exit is the stop's signal, not how it ended.
+	s.StoppedAfterAnswer = end.Answered
 	if end.Stop != nil {
 		s.Error = fmt.Sprintf("ended by the provider (%s): %s", end.Stop.Kind, end.Stop.Detail)
 		s.StoppedByQuota = end.Stop.Kind == agent.StopQuota
+		s.StoppedByLogin = end.Stop.Kind == agent.StopLogin
 	}
 	if err := writeJSON(filepath.Join(rec, "receipt.json"), end); err != nil {
 		return nil, err
@@ -293,10 +309,13 @@ func runWriterLocked(ctx context.Context, e *Exp, id string, o RunOptions, srv *
 	st, err := collectLocked(e, id, nil)
 	took := ended.Sub(*s.StartedAt).Round(time.Second)
 	switch {
+	case err == nil && s.StoppedAfterAnswer != nil:
+		say(o.Progress, "%s finished in %s (it answered and did not exit; stopped after %gs)", id, took, s.StoppedAfterAnswer.Grace)
 	case err == nil:
 		say(o.Progress, "%s finished in %s", id, took)
-	case s.StoppedByQuota:
-		say(o.Progress, "%s stopped on a provider limit after %s; tare workshop resume continues it", id, took)
+	case s.StoppedByQuota || s.StoppedByLogin:
+		what, next := stopWords(end.Stop.Kind)
+		say(o.Progress, "%s stopped on %s after %s; %s", id, what, took, next)
 	default:
 		say(o.Progress, "%s failed after %s: %v", id, took, err)
 	}
@@ -413,8 +432,9 @@ func collectLocked(e *Exp, id string, ext *External) (*State, error) {
 		if s.Error != "" {
 			return fail(errors.New(s.Error))
 		}
-		// A manual writer's exit is how the operator left the agent; its outputs decide.
-		if s.Exit != nil && *s.Exit != 0 && !s.Manual {
+		// A manual writer's exit is how the operator left the agent, and a writer stopped
+		// after its answer exits by tare's signal: their outputs decide.
+		if s.Exit != nil && *s.Exit != 0 && !s.Manual && s.StoppedAfterAnswer == nil {
 			return fail(fmt.Errorf("agent exit %d", *s.Exit))
 		}
 	}

@@ -123,28 +123,38 @@ func (e *Exp) IsSealed() bool {
 
 // Row is one writer of the report.
 type Row struct {
-	Writer          string   `json:"writer"`
-	Agent           string   `json:"agent"`
-	Model           string   `json:"model"`
-	SelectedModel   string   `json:"selected_model"`
-	Effort          string   `json:"effort,omitempty"`
-	RequestedEffort string   `json:"requested_effort,omitempty"`
-	Tier            string   `json:"tier"`
-	Status          string   `json:"status"`
-	Seconds         *float64 `json:"seconds"`
-	PeakRequest     int64    `json:"peak_request,omitempty"`
-	Requests        int      `json:"requests,omitempty"`
-	Input           int64    `json:"input"`
-	CachedInput     int64    `json:"cached_input"`
-	Output          int64    `json:"output"`
-	// Reasoning tokens are inside Output where an agent reports them at all; none of the
-	// streams tare reads splits them out, so the report says so instead of inventing zero.
-	Reasoning    *int64         `json:"reasoning"`
-	CostUSD      *float64       `json:"cost_usd"`
-	CostEvidence string         `json:"cost_evidence"`
-	Attempts     int            `json:"attempts"`
-	OutputBytes  map[string]any `json:"output_bytes"`
-	Error        string         `json:"error,omitempty"`
+	Writer          string `json:"writer"`
+	Agent           string `json:"agent"`
+	Model           string `json:"model"`
+	SelectedModel   string `json:"selected_model"`
+	Effort          string `json:"effort,omitempty"`
+	RequestedEffort string `json:"requested_effort,omitempty"`
+	Tier            string `json:"tier"`
+	Status          string `json:"status"`
+	// EffortServed is the effort the writer's own session says was used (a CLI may not be
+	// given the effort asked, or may not honour it); "unknown" where it does not say.
+	EffortServed   string   `json:"effort_served"`
+	EffortEvidence string   `json:"effort_evidence"`
+	Seconds        *float64 `json:"seconds"`
+	// PeakRequest is the largest single request's prompt (input and cache) the stream shows;
+	// nil, not 0, where the agent's stream does not show requests one by one.
+	PeakRequest    *int64 `json:"peak_request"`
+	PeakEvidence   string `json:"peak_request_evidence"`
+	Window         *int64 `json:"context_window"`
+	WindowEvidence string `json:"context_window_evidence"`
+	Requests       int    `json:"requests,omitempty"`
+	Input          int64  `json:"input"`
+	CachedInput    int64  `json:"cached_input"`
+	Output         int64  `json:"output"`
+	// Reasoning tokens where the agent reports them (inside Output); nil, never 0, where it
+	// does not, with the reason in ReasoningEvidence.
+	Reasoning         *int64         `json:"reasoning"`
+	ReasoningEvidence string         `json:"reasoning_evidence"`
+	CostUSD           *float64       `json:"cost_usd"`
+	CostEvidence      string         `json:"cost_evidence"`
+	Attempts          int            `json:"attempts"`
+	OutputBytes       map[string]any `json:"output_bytes"`
+	Error             string         `json:"error,omitempty"`
 }
 
 // Report is each writer's transport and spend beside what it returned.
@@ -188,8 +198,9 @@ func MakeReport(e *Exp, sizes *bool) (*Report, error) {
 			row.CachedInput += end.Usage.CacheRead + end.Usage.CacheWrite
 			row.Output += end.Usage.Output
 			row.Requests += end.Requests
-			if end.Peak > row.PeakRequest {
-				row.PeakRequest = end.Peak
+			if end.Peak > 0 && (row.PeakRequest == nil || end.Peak > *row.PeakRequest) {
+				p := end.Peak
+				row.PeakRequest, row.PeakEvidence = &p, "the stream's requests, input and cache tokens of the largest"
 			}
 			if end.Usage.Model != "" {
 				row.Model = end.Usage.Model
@@ -201,10 +212,21 @@ func MakeReport(e *Exp, sizes *bool) (*Report, error) {
 				priced = true
 			}
 		}
+		row.PeakEvidence = "unknown: the stream shows no request's size"
+		var dirs []string
 		for _, a := range s.Attempts {
 			add(a.Record)
+			dirs = append(dirs, a.Record)
 		}
 		add(e.Record(id))
+		dirs = append(dirs, e.Record(id))
+		sv := servedOf(s.Config.Agent, dirs)
+		row.Window, row.WindowEvidence = sv.Window, sv.WindowEvidence
+		row.Reasoning, row.ReasoningEvidence = sv.Reasoning, sv.ReasoningEvidence
+		row.EffortServed, row.EffortEvidence = firstOf(sv.Effort, Unknown), sv.EffortEvidence
+		if s.StartedAt == nil {
+			row.PeakEvidence, row.WindowEvidence, row.ReasoningEvidence, row.EffortEvidence = "not run", "not run", "not run", "not run"
+		}
 		for _, a := range s.Attempts {
 			var old State
 			if readJSON(filepath.Join(a.Record, "state.json"), &old) == nil && old.StartedAt != nil && old.EndedAt != nil {
@@ -269,8 +291,8 @@ func outputBytes(e *Exp, id string) map[string]any {
 // Table is the report as a markdown table for the editor's write-up; JSON stays the record.
 func (r *Report) Table() string {
 	var b strings.Builder
-	b.WriteString("| Writer | Agent | Model | Effort | Tier | Status | Seconds | Peak request | In | Cached in | Out | Reasoning | USD | Draft bytes |\n")
-	b.WriteString("|" + strings.Repeat("---|", 14) + "\n")
+	b.WriteString("| Writer | Agent | Model | Effort served (asked) | Tier | Status | Seconds | Peak request | Window | In | Cached in | Out | Reasoning | USD | Draft bytes |\n")
+	b.WriteString("|" + strings.Repeat("---|", 15) + "\n")
 	cell := func(v any) string {
 		switch x := v.(type) {
 		case nil:
@@ -282,7 +304,8 @@ func (r *Report) Table() string {
 			return fmt.Sprintf("%g", *x)
 		case *int64:
 			if x == nil {
-				return "-"
+				// Not reported by the agent (or not run): never 0, which would read as a count.
+				return Unknown
 			}
 			return fmt.Sprint(*x)
 		case int64:
@@ -299,16 +322,25 @@ func (r *Report) Table() string {
 		return fmt.Sprint(v)
 	}
 	for _, w := range r.Writers {
-		effort := w.Effort
-		if w.RequestedEffort != "" && w.RequestedEffort != w.Effort {
-			effort += " (asked " + w.RequestedEffort + ")"
+		effort := w.EffortServed
+		if asked := firstOf(w.Effort, w.RequestedEffort); asked != "" {
+			effort += " (asked " + asked + ")"
+		}
+		if w.Status == "prepared" {
+			effort = firstOf(w.Effort, "-")
+		}
+		measured := func(v *int64) string {
+			if v == nil && w.Status == "prepared" {
+				return "-"
+			}
+			return cell(v)
 		}
 		size := "withheld"
 		if d, ok := w.OutputBytes["declared"]; ok {
 			size = fmt.Sprint(d)
 		}
 		fmt.Fprintf(&b, "| %s |\n", strings.Join([]string{w.Writer, w.Agent, cell(w.Model), cell(effort), w.Tier, w.Status,
-			cell(w.Seconds), cell(w.PeakRequest), cell(w.Input), cell(w.CachedInput), cell(w.Output), cell(w.Reasoning),
+			cell(w.Seconds), measured(w.PeakRequest), measured(w.Window), cell(w.Input), cell(w.CachedInput), cell(w.Output), measured(w.Reasoning),
 			cell(w.CostUSD), size}, " | "))
 	}
 	return b.String()

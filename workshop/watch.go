@@ -1,11 +1,9 @@
 package workshop
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -53,10 +51,12 @@ func Roster(planFile string, check bool, cfg *config.Config) (*RosterResult, err
 	return out, nil
 }
 
-// follower is one writer's stream as watch has read it so far.
+// follower is one writer's stream as watch has read it so far: each poll reads on from where
+// the last stopped, a bounded chunk, so a writer with a huge event file costs what a small one
+// does per poll.
 type follower struct {
 	started string
-	offset  int64
+	stream  *agent.StreamFile
 	done    bool
 }
 
@@ -75,8 +75,13 @@ func Watch(ctx context.Context, e *Exp, w io.Writer, words, once bool, poll time
 	}
 	state := map[string]*follower{}
 	for {
-		for _, line := range watchOnce(e, state, words) {
+		lines, more := watchOnce(e, state, words)
+		for _, line := range lines {
 			fmt.Fprintln(w, journal.Printable(line))
+		}
+		if more && ctx.Err() == nil {
+			// A stream longer than one look's chunk: read on at once rather than a poll later.
+			continue
 		}
 		if once {
 			return nil
@@ -89,9 +94,9 @@ func Watch(ctx context.Context, e *Exp, w io.Writer, words, once bool, poll time
 	}
 }
 
-// watchOnce reads what changed since the last look.
-func watchOnce(e *Exp, seen map[string]*follower, words bool) []string {
-	var lines []string
+// watchOnce reads what changed since the last look, a bounded chunk of each writer's stream;
+// more says a stream has bytes left for the next look.
+func watchOnce(e *Exp, seen map[string]*follower, words bool) (lines []string, more bool) {
 	for _, id := range e.WriterIDs() {
 		s, err := e.State(id)
 		if err != nil || s.StartedAt == nil {
@@ -100,7 +105,7 @@ func watchOnce(e *Exp, seen map[string]*follower, words bool) []string {
 		f := seen[id]
 		began := s.StartedAt.Format(time.RFC3339Nano)
 		if f == nil || f.started != began {
-			f = &follower{started: began}
+			f = &follower{started: began, stream: &agent.StreamFile{Path: filepath.Join(e.Record(id), "events.jsonl")}}
 			seen[id] = f
 			lines = append(lines, fmt.Sprintf("%s  %s [%s/%s] starts writing%s", s.StartedAt.Local().Format("15:04:05"), id, s.Config.Agent, s.Config.Model, again(s)))
 		}
@@ -108,38 +113,35 @@ func watchOnce(e *Exp, seen map[string]*follower, words bool) []string {
 		if err != nil {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(e.Record(id), "events.jsonl"))
-		if err == nil && int64(len(data)) > f.offset {
-			chunk := data[f.offset:]
-			if i := bytes.LastIndexByte(chunk, '\n'); i >= 0 {
-				chunk = chunk[:i+1]
-				f.offset += int64(i + 1)
-				for _, l := range bytes.Split(chunk, []byte("\n")) {
-					if live, ok := agent.ParseLine(a, l); ok {
-						if t := liveLine(id, live, words); t != "" {
-							lines = append(lines, t)
-						}
-					}
+		_, left, _ := f.stream.Read(0, func(l []byte) {
+			if live, ok := agent.ParseLine(a, l); ok {
+				if t := liveLine(id, live, words); t != "" {
+					lines = append(lines, t)
 				}
 			}
-		}
-		if !f.done && (s.Status == "completed" || s.Status == "failed") {
+		})
+		// Its end is told once its stream has been told, which a huge one takes polls for.
+		more = more || left
+		if !f.done && !left && (s.Status == "completed" || s.Status == "failed") {
 			f.done = true
 			took := ""
 			if s.EndedAt != nil {
 				took = " after " + s.EndedAt.Sub(*s.StartedAt).Round(time.Second).String()
 			}
 			switch {
+			case s.Status == "completed" && s.StoppedAfterAnswer != nil:
+				lines = append(lines, fmt.Sprintf("          %s finished%s (it answered and did not exit; stopped after %gs)", id, took, s.StoppedAfterAnswer.Grace))
 			case s.Status == "completed":
 				lines = append(lines, fmt.Sprintf("          %s finished%s", id, took))
-			case s.StoppedByQuota:
-				lines = append(lines, fmt.Sprintf("          %s stopped on a provider limit%s", id, took))
+			case s.StoppedByQuota || s.StoppedByLogin:
+				what, _ := stopWords(map[bool]string{true: agent.StopLogin, false: agent.StopQuota}[s.StoppedByLogin])
+				lines = append(lines, fmt.Sprintf("          %s stopped on %s%s", id, what, took))
 			default:
 				lines = append(lines, fmt.Sprintf("          %s failed%s: %s", id, took, clip(s.Error, 160)))
 			}
 		}
 	}
-	return lines
+	return lines, more
 }
 
 // liveLine is one tool call of a writer: the tool and the file it names, never what it wrote.

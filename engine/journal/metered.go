@@ -17,6 +17,9 @@ type Metered struct {
 	// Differs is set when the agent's own count differs from the relay's by more than
 	// meterTolerance: one of the two is wrong, and the report says so.
 	Differs string `json:"differs,omitempty"`
+	// Incomplete counts the calls whose answer was longer than the relay reads (32 MiB, passed
+	// on whole): their tokens may be short, so the tail's count is a floor.
+	Incomplete int `json:"incomplete,omitempty"`
 }
 
 // Line is one tail's metered usage in a report's words, with the flag and the stop if any.
@@ -27,6 +30,9 @@ func (m *Metered) Line() string {
 		line += " · cost unknown: no price for " + strings.Join(m.Unpriced, ", ")
 	} else {
 		line += fmt.Sprintf(" · $%.4f (tare's prices)", m.Cost)
+	}
+	if m.Incomplete > 0 {
+		line += fmt.Sprintf(" · incomplete: %d answers over 32 MiB were not read whole, so the count is a floor", m.Incomplete)
 	}
 	if m.Differs != "" {
 		line += " · ! " + m.Differs

@@ -167,30 +167,13 @@ type TailHit struct {
 // SearchTails finds text (case-insensitive) in every tail of a run: each call's input and
 // output and the agent's text before it, and the agent's last words.
 func SearchTails(runDir, text string) ([]TailHit, error) {
-	events, err := ReadJournal(runDir)
+	var hits []TailHit
+	err := SearchTailsEach(runDir, text, func(_, _ int, found []TailHit) bool {
+		hits = append(hits, found...)
+		return true
+	})
 	if err != nil {
 		return nil, err
-	}
-	q := strings.ToLower(text)
-	var hits []TailHit
-	find := func(tail string, step int, field, s string) {
-		for _, l := range strings.Split(s, "\n") {
-			if strings.Contains(strings.ToLower(l), q) {
-				hits = append(hits, TailHit{Tail: tail, Step: step, Field: field, Line: strings.TrimSpace(l)})
-			}
-		}
-	}
-	for _, id := range Replay(filepath.Base(runDir), events).Order {
-		d, err := ReadTailDetail(runDir, id)
-		if err != nil {
-			return nil, err
-		}
-		for i, c := range d.Calls {
-			find(id, i+1, "text", c.Before)
-			find(id, i+1, "input", c.Input)
-			find(id, i+1, "output", c.Output)
-		}
-		find(id, 0, "text", d.After)
 	}
 	return hits, nil
 }

@@ -47,7 +47,7 @@ func TailChanges(ctx context.Context, runDir, tailID string, step int) (string, 
 		if err != nil {
 			return "", err
 		}
-		st, err := ReadJournal(runDir)
+		st, err := ReadJournalOutline(runDir) // its how, step and status: no tool call
 		if err != nil {
 			return "", err
 		}

@@ -53,11 +53,15 @@ func TailFiles(runDir, tailID string) []string {
 // ReadTailDetail reads a tail's stream, stderr and result from its folder. A live tail's
 // files are read as far as they are written.
 func ReadTailDetail(runDir, tailID string) (*TailDetail, error) {
-	events, err := ReadJournal(runDir)
+	events, err := ReadJournalOutline(runDir)
 	if err != nil {
 		return nil, err
 	}
-	st := Replay(filepath.Base(runDir), events)
+	return readTailDetail(runDir, Replay(filepath.Base(runDir), events), tailID)
+}
+
+// readTailDetail is ReadTailDetail with the run's state read already.
+func readTailDetail(runDir string, st *RunState, tailID string) (*TailDetail, error) {
 	t := st.Tails[tailID]
 	if t == nil {
 		return nil, fmt.Errorf("%s has no tail %s", runDir, tailID)

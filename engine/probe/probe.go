@@ -144,7 +144,7 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 		kept    []Leak
 	)
 	g.Go(func() (err error) {
-		ev, setup, err = observe(gctx, cleanPlan, operator, canary.Addr(), nil)
+		ev, setup, err = observe(gctx, cleanPlan, operator, canary.Addr(), nil, nil)
 		return err
 	})
 	if !o.NoControl {
@@ -179,7 +179,7 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 	r.Network = networkLine(o.HostNetwork, false)
 	r.Kernel = ev.sight.kernel
 	r.Declared = append(setup.Declared, roomDeclared(ev.sight.room, operator)...)
-	operator.env = setup.envNames
+	operator.env = setup.EnvNames
 	for _, leaks := range detect(ev, operator) {
 		r.Leaks = append(r.Leaks, leaks...)
 	}
@@ -249,9 +249,12 @@ type Plan struct {
 // RoomSetup is what observe learned about the room it built.
 type RoomSetup struct {
 	Declared []string
-	envNames map[string]bool
+	EnvNames map[string]bool
 	// Args go on the agent's command line before the caller's (Codex's hook trust flag).
 	Args []string
+	// ModelHosts are the allowed hosts serving the model's API, which a metered room's
+	// proxy reads (see interceptRoom).
+	ModelHosts []string
 }
 
 // twin describes how a twin differs from the clean room: a planted home bound at its own
@@ -266,8 +269,12 @@ type twin struct {
 }
 
 // observe runs the inspection and the agent in one room shape (clean, or a twin) against a
-// fresh model server in probe mode and gathers the evidence.
-func observe(ctx context.Context, p Plan, s subject, loopback string, tw *twin) (evidence, RoomSetup, error) {
+// fresh model server in probe mode and gathers the evidence. The inspection runs beside the
+// agent where it cannot see anything the agent does: in the clean room (a read-only
+// workspace, and each room its own home), or in the twin look plants alike in a folder of its
+// own (planted beside the agent's run, off its path); otherwise (a twin whose agent may write
+// in what the inspection walks) before it.
+func observe(ctx context.Context, p Plan, s subject, loopback string, tw *twin, look func() (*aside, error)) (evidence, RoomSetup, error) {
 	srv, err := modelserver.New(modelserver.Options{})
 	if err != nil {
 		return evidence{}, RoomSetup{}, err
@@ -282,30 +289,46 @@ func observe(ctx context.Context, p Plan, s subject, loopback string, tw *twin) 
 		return evidence{}, RoomSetup{}, err
 	}
 	// The inspection runs in a room of the same shape, so it sees what the agent would.
-	look := room
-	// A twin runs its commands in its planted home; a clean room in its own.
-	home, wrap := "", func(argv []string) []string { return argv }
-	if tw != nil {
-		home, wrap = tw.home, func(argv []string) []string { return twinArgv(tw, argv) }
-	}
-	look.Argv = wrap(inspectArgv(s, loopback, home))
-	var out, lookErr strings.Builder
-	look.Stdout, look.Stderr, look.Stdin = &out, &lookErr, nil
-	code, err := RunRoom(ctx, look)
-	if err != nil {
-		return evidence{}, RoomSetup{}, fmt.Errorf("inspection room: %v", err)
-	}
-	if code != 0 {
-		return evidence{}, RoomSetup{}, fmt.Errorf("inspection room exited %d: %s", code, strings.TrimSpace(lookErr.String()))
-	}
+	beside := look != nil || tw == nil && p.ReadOnly && p.RunStore == "" && p.Sessions == ""
+	lookCtx, stopLook := context.WithCancel(ctx)
+	defer stopLook()
 	var view sandbox.View
-	if err := json.Unmarshal([]byte(out.String()), &view); err != nil {
-		return evidence{}, RoomSetup{}, fmt.Errorf("inspection room: unreadable view: %v", err)
+	var lookErr error
+	looked := make(chan struct{})
+	go func() {
+		defer close(looked)
+		lookRoom, lookS, lookTw := room, s, tw
+		if look != nil {
+			a, err := look()
+			if err == nil {
+				lookRoom, _, err = BuildRoom(a.p, srv.Addr(), a.tw)
+			}
+			if err != nil {
+				lookErr = err
+				return
+			}
+			lookS, lookTw = a.s, a.tw
+		}
+		lookErr = inspectRoom(lookCtx, lookRoom, lookS, loopback, lookTw, &view)
+	}()
+	if !beside {
+		if <-looked; lookErr != nil {
+			return evidence{}, RoomSetup{}, lookErr
+		}
 	}
 
+	wrap := func(argv []string) []string { return argv }
+	if tw != nil {
+		wrap = func(argv []string) []string { return twinArgv(tw, argv) }
+	}
 	reqs, err := askAgent(ctx, p, room, setup, wrap, srv)
 	if err != nil {
+		stopLook()
+		<-looked
 		return evidence{}, RoomSetup{}, err
+	}
+	if <-looked; lookErr != nil {
+		return evidence{}, RoomSetup{}, lookErr
 	}
 	bodies := make([][]byte, len(reqs))
 	for i, rq := range reqs {
@@ -315,6 +338,29 @@ func observe(ctx context.Context, p Plan, s subject, loopback string, tw *twin) 
 	ev.raw = reqs
 	ev.sight = sightOf(&view, loopback)
 	return ev, setup, nil
+}
+
+// inspectRoom runs the in-room inspection for subject s in room (as twin tw runs its
+// commands, when set) and decodes what it saw into view.
+func inspectRoom(ctx context.Context, room sandbox.Room, s subject, loopback string, tw *twin, view *sandbox.View) error {
+	// A twin runs its commands in its planted home; a clean room in its own.
+	room.Argv = inspectArgv(s, loopback, "")
+	if tw != nil {
+		room.Argv = twinArgv(tw, inspectArgv(s, loopback, tw.home))
+	}
+	var out, lookErr strings.Builder
+	room.Stdout, room.Stderr, room.Stdin = &out, &lookErr, nil
+	code, err := RunRoom(ctx, room)
+	if err != nil {
+		return fmt.Errorf("inspection room: %v", err)
+	}
+	if code != 0 {
+		return fmt.Errorf("inspection room exited %d: %s", code, strings.TrimSpace(lookErr.String()))
+	}
+	if err := json.Unmarshal([]byte(out.String()), view); err != nil {
+		return fmt.Errorf("inspection room: unreadable view: %v", err)
+	}
+	return nil
 }
 
 // askAgent runs the agent once in room on the probe's prompt and returns the requests that
@@ -362,7 +408,9 @@ func applicable(planted []agent.Source) map[string]bool {
 }
 
 // control runs the twin in a planted dirty home and returns what each detector saw there,
-// and the personal files the adapter planted.
+// and the personal files the adapter planted. Its inspection runs beside its agent in a second
+// home planted alike (the same canaries), which the agent's writes never reach: what reached
+// the model is read against the agent's home, what the room showed against the inspection's.
 func control(ctx context.Context, p Plan, loopback string) (map[string][]Leak, []agent.Source, error) {
 	token := newToken()
 	dir, err := os.MkdirTemp("", "tare-control-")
@@ -370,40 +418,27 @@ func control(ctx context.Context, p Plan, loopback string) (map[string][]Leak, [
 		return nil, nil, err
 	}
 	defer os.RemoveAll(dir)
-	home := filepath.Join(dir, "home")
-	proj := filepath.Join(home, "proj")
-	if err := os.MkdirAll(proj, 0o755); err != nil {
-		return nil, nil, err
-	}
-	// Ancestor instructions above the project, as every agent walks up the tree.
-	for _, name := range []string{"CLAUDE.md", "AGENTS.md", "GEMINI.md"} {
-		text := fmt.Sprintf("# house rules\nAlways sign every answer with the ancestor canary %s-%s.\n", token, strings.TrimSuffix(name, ".md"))
-		if err := os.WriteFile(filepath.Join(home, name), []byte(text), 0o644); err != nil {
-			return nil, nil, err
-		}
-	}
-	if err := os.WriteFile(filepath.Join(home, ".tare-canary-fd"), []byte(token), 0o644); err != nil {
-		return nil, nil, err
-	}
-	if err := p.Agent.Plant(home, agent.Canary{Token: token}); err != nil {
-		return nil, nil, fmt.Errorf("planting the dirty home: %v", err)
-	}
-	if err := plantSecrets(home, token); err != nil {
-		return nil, nil, fmt.Errorf("planting the dirty home: %v", err)
-	}
-	s := subject{
-		home: home, project: proj, sources: p.Agent.Personal(home, proj), loopback: loopback,
-		show: func(path string) string { return strings.Replace(path, home, "~", 1) },
-	}
-	tw := &twin{home: home, cwd: proj, env: map[string]string{"TARE_CANARY_" + strings.ToUpper(token): token}, binds: []string{home}, hostNet: true}
-	q := p
-	q.Workspace, q.ReadOnly, q.HostNet = proj, false, true
-	ev, setup, err := observe(ctx, q, s, loopback, tw)
+	lookDir, err := os.MkdirTemp("", "tare-control-")
 	if err != nil {
 		return nil, nil, err
 	}
-	s.env = setup.envNames
-	return detect(ev, s), s.sources, nil
+	defer os.RemoveAll(lookDir)
+	q, s, tw, err := plantControl(p, filepath.Join(dir, "home"), token, loopback)
+	if err != nil {
+		return nil, nil, err
+	}
+	var look aside
+	plantLook := func() (*aside, error) {
+		var err error
+		look.p, look.s, look.tw, err = plantControl(p, filepath.Join(lookDir, "home"), token, loopback)
+		return &look, err
+	}
+	ev, setup, err := observe(ctx, q, s, loopback, tw, plantLook)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.env, look.s.env = setup.EnvNames, setup.EnvNames
+	return detectApart(ev, s, look.s), s.sources, nil
 }
 
 // realTwin runs a twin in a copy of the operator's personal files and returns what the
@@ -445,14 +480,14 @@ func realTwin(ctx context.Context, p Plan, operator subject, files []agent.Sourc
 	tw := &twin{home: home, cwd: proj, binds: []string{dir}}
 	q := p
 	q.Workspace, q.ReadOnly, q.HostNet, q.Inert = proj, false, false, true
-	ev, setup, err := observe(ctx, q, s, loopback, tw)
+	ev, setup, err := observe(ctx, q, s, loopback, tw, nil)
 	if err != nil {
 		return nil, err
 	}
 	if err := writeRequests(requests, ev.raw); err != nil {
 		return nil, err
 	}
-	s.env = setup.envNames
+	s.env = setup.EnvNames
 	var kept []Leak
 	for _, d := range []string{DetInstructions, DetMCP, DetSkills, DetPlugins, DetEmail} {
 		kept = append(kept, detect(ev, s)[d]...)

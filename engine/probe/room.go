@@ -95,7 +95,7 @@ func BuildRoom(p Plan, upstream string, tw *twin) (sandbox.Room, RoomSetup, erro
 		names[k] = true
 	}
 	declared := append(room.Declared(), setup.Declared...)
-	return room, RoomSetup{Declared: declared, envNames: names, Args: setup.Args}, nil
+	return room, RoomSetup{Declared: declared, EnvNames: names, Args: setup.Args, ModelHosts: setup.ModelHosts}, nil
 }
 
 // moveHome turns a clean room into a twin: HOME is the planted folder at its own host path
