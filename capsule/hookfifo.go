@@ -58,7 +58,10 @@ const hookInputFD = 9
 func hookDir(socket string) string { return socket + ".d" }
 
 // hookLine is the shell a hook runs before falling back to tare snap: claim a slot, ask,
-// wait for "ok". Builtins only ([ read printf true exit); it prints nothing.
+// wait for "ok". Builtins only ([ read printf true exit); it prints nothing. The slot's
+// FIFO is opened for reading before asking: the watcher holds it open for writing, so if
+// the watcher dies the read ends (EOF) and the hook falls back instead of waiting for ever;
+// a watcher gone before (its pid no longer in /proc) is not asked at all.
 func hookLine(dir string) string {
 	slots := make([]string, hookSlots)
 	for i := range slots {
@@ -66,7 +69,7 @@ func hookLine(dir string) string {
 	}
 	return "d=" + shellQuote(dir) + `; exec 9<&0; if [ -p "$d/req" ] && read -r w <"$d/pid" && [ -d "/proc/$w" ]; then set -C; ` +
 		"for i in " + strings.Join(slots, " ") + `; do if true 2>/dev/null >"$d/c$i"; then ` +
-		`printf '%s %s\n' "$i" "$$" 1<>"$d/req" && read -r a 0<>"$d/r$i" && [ "$a" = ok ] && exit 0; break; fi; done; fi; `
+		`{ printf '%s %s\n' "$i" "$$" 1<>"$d/req" && read -r a && [ "$a" = ok ] && exit 0; } <"$d/r$i"; break; fi; done; fi; `
 }
 
 // hookServer serves the FIFO folder of one watcher.

@@ -139,3 +139,56 @@ func checkLast(t *testing.T, s *Store, ws, id string) {
 		t.Fatalf("last capsule %s (walk %s, root %s), want %s by the watcher with root %s", last.Name(), last.Walk, last.Root, id, full.Root)
 	}
 }
+
+// TestHookFallsBackWhenTheWatcherDied: a watcher killed leaves its FIFOs behind; a hook then
+// does not wait for an answer that cannot come but takes the capsule with tare snap.
+func TestHookFallsBackWhenTheWatcherDied(t *testing.T) {
+	bin := buildHelper(t)
+	ws, dir := t.TempDir(), t.TempDir()
+	write(t, filepath.Join(ws, "a.txt"), "one\n", 0o644)
+	base, stage, sock := filepath.Join(dir, "store"), filepath.Join(dir, "stage"), filepath.Join(dir, "snap.sock")
+	s, err := Open(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap(t, s, ws, "start")
+	if err := os.Mkdir(stage, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	watch := exec.Command(bin, "snap-watch", "--store", stage, "--base", base, "--work", ws, "--socket", sock, "--", "sleep", "60")
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	until := time.Now().Add(10 * time.Second)
+	for _, err := os.Stat(filepath.Join(hookDir(sock), "pid")); err != nil; _, err = os.Stat(filepath.Join(hookDir(sock), "pid")) {
+		if time.Now().After(until) {
+			t.Fatal("the watcher made no FIFOs")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	watch.Process.Kill()
+	watch.Wait()
+	write(t, filepath.Join(ws, "a.txt"), "two\n", 0o644)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", HookCommand(bin, stage, base, ws, sock))
+	cmd.Stdin = strings.NewReader(`{"hook_event_name":"PostToolUse","tool_use_id":"toolu_after"}`)
+	if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
+		t.Fatalf("hook with its watcher dead: %v: %s", err, out)
+	}
+	st, err := OpenStage(stage, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := st.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := openStore(t).Snap(context.Background(), ws, "full")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := list[len(list)-1]; last.ID != "toolu_after" || last.Root != full.Root {
+		t.Fatalf("last capsule %s (root %s), want toolu_after with root %s", last.Name(), last.Root, full.Root)
+	}
+}
