@@ -16,8 +16,9 @@ import (
 
 // BenchmarkHookStep is one step of a recorded run as the agent waits for it: a file of the
 // 10,000-file / 100 MB workspace changed, then the agent's after-tool hook run the way its
-// settings run it (HookCommand through sh -c, the hook's JSON on stdin, a fresh process per
-// step) against a snap-watch serving the workspace, as in a room. Each step also tars the
+// settings run it (HookCommand through sh -c, the hook's JSON on stdin, a fresh shell per
+// step, which asks over the watcher's FIFOs with builtins) against a snap-watch serving the
+// workspace, as in a room. Each step also tars the
 // whole workspace with tar(1), the per-step copy this replaces, so both are timed in the
 // same run:
 //

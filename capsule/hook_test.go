@@ -11,7 +11,7 @@ import (
 )
 
 // TestHookCapsulesMatchFullWalk is the fast path's property: the capsule the agent's hook
-// takes (HookCommand through sh -c, tare-room snap asking a tare-room snap-watch, which
+// takes (HookCommand through sh -c asking a tare-room snap-watch over its FIFOs, which
 // snapshots only what inotify saw change) has the same root hash as a full walk of the
 // workspace into a fresh store, step after step of random edits: contents rewritten (to
 // the same size too, and twice within a step), files and folders created, deleted and

@@ -70,6 +70,22 @@ func serveSnaps(storeDir, base, work, socket string) (stop func(), err error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex // one capsule at a time: each builds on the one before
+	snapID := func(id string) error {
+		mu.Lock()
+		_, err := s.SnapWatched(ctx, w, id)
+		mu.Unlock()
+		if err == nil {
+			// The files of the next capsule are made now, while the agent goes on.
+			s.spares.refillLater()
+		}
+		return err
+	}
+	// Hooks ask through FIFOs first (hookfifo.go); without them they come to the socket.
+	stopHooks, err := serveHooks(hookDir(socket), snapID)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "tare snap-watch: %v; each hook starts tare snap to ask\n", err)
+		stopHooks = func() {}
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -87,21 +103,17 @@ func serveSnaps(storeDir, base, work, socket string) (stop func(), err error) {
 				if err != nil {
 					return
 				}
-				mu.Lock()
-				_, err = s.SnapWatched(ctx, w, strings.TrimSpace(id))
-				mu.Unlock()
-				if err != nil {
+				if err := snapID(strings.TrimSpace(id)); err != nil {
 					fmt.Fprintf(conn, "error %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
 					return
 				}
 				fmt.Fprintln(conn, "ok")
-				// The files of the next capsule are made now, while the agent goes on.
-				s.spares.refillLater()
 			}()
 		}
 	}()
 	return func() {
 		ln.Close()
+		stopHooks()
 		cancel()
 		wg.Wait()
 		w.Close()

@@ -87,12 +87,14 @@ func openLayered(dir, base string) (*Store, error) {
 }
 
 // HookCommand is the command line an agent's after-tool hook runs (through its shell, with
-// the hook's JSON on stdin) to take a capsule: bin's snap with the staging store, the run's
-// store it stages over, the workspace, and the socket of the snap-watch serving it. The
+// the hook's JSON on stdin) to take a capsule. It asks the snap-watch serving socket with
+// shell builtins first (hookLine: no program starts but the shell the agent runs anyway);
+// failing that, it runs bin's snap with the staging store, the run's store it stages over,
+// the workspace and the socket, which asks the watcher over the socket, then walks. The
 // engine puts it in the agent's settings; BenchmarkHookStep runs this very line.
 func HookCommand(bin, store, base, work, socket string) string {
-	return strings.Join([]string{shellQuote(bin), "snap", "--store", shellQuote(store), "--base", shellQuote(base),
-		"--work", shellQuote(work), "--socket", shellQuote(socket)}, " ")
+	return hookLine(hookDir(socket)) + "exec " + strings.Join([]string{shellQuote(bin), "snap", "--store", shellQuote(store), "--base", shellQuote(base),
+		"--work", shellQuote(work), "--socket", shellQuote(socket), "9<&-"}, " ")
 }
 
 // shellQuote quotes s for sh when it holds anything but path characters.

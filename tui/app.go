@@ -105,6 +105,7 @@ func runProgram(ctx context.Context, p *tea.Program, m *model, b *bridge) (*mode
 		defer close(done)
 		b.run(bctx)
 	}()
+	m.clock.pace = newPacer(p)
 	_, err := p.Run()
 	cancel()
 	<-done

@@ -158,8 +158,8 @@ func TestPollingLeavesFinishedRunsToTheScan(t *testing.T) {
 	}
 }
 
-// An app whose runs are all finished ticks every 10 s, not every second; a run that goes
-// live starts the one-second clock at once, and the tick chain it replaced is dropped.
+// An app whose runs are all finished does not tick every second; a run that goes live
+// starts the one-second clock at once, and the tick chain it replaced is dropped.
 func TestClockIsSlowWhileNothingIsLive(t *testing.T) {
 	stateDir := t.TempDir()
 	done := startedRun(t, stateDir, "done")

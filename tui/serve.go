@@ -135,6 +135,7 @@ func sessionProgram(o ServeOptions) bubbletea.ProgramHandler {
 		// network's own delay.
 		opts := append(bubbletea.MakeOptions(s), tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithContext(ctx), tea.WithFPS(sessionFPS))
 		p := tea.NewProgram(m, opts...)
+		m.clock.pace = newPacer(p)
 		var alive func(string) bool
 		if o.Engine != nil {
 			alive = o.Engine.Alive
