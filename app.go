@@ -8,12 +8,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"tare/agent"
 	"tare/config"
 	"tare/engine"
+	"tare/engine/journal"
+	"tare/engine/probe"
 	"tare/tui"
 )
 
@@ -45,11 +46,11 @@ func (e *appEngine) Probe(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	r, err := engine.Probe(ctx, engine.ProbeOptions{Agent: a, Project: e.project, Config: e.cfg})
+	r, err := probe.Probe(ctx, probe.ProbeOptions{Agent: a, Project: e.project, Config: e.cfg})
 	if err != nil {
 		return err
 	}
-	return engine.StoreReading(e.cfg.StateDir, r)
+	return probe.StoreReading(e.cfg.StateDir, r)
 }
 
 // Resume continues a crashed run in a process of its own, as tare resume DIR.
@@ -83,7 +84,7 @@ func (e *appEngine) Delete(ctx context.Context, dir string) error {
 	if err != nil || strings.Count(rel, string(filepath.Separator)) != 1 || strings.HasPrefix(rel, "..") {
 		return fmt.Errorf("%s is not a run of the state directory %s: only runs tare keeps there are deleted from the app", dir, state)
 	}
-	if _, err := os.Stat(filepath.Join(dir, engine.JournalFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, journal.JournalFile)); err != nil {
 		return fmt.Errorf("%s has no journal: not a run; delete it by hand if it is yours", dir)
 	}
 	gone := filepath.Join(state, "."+strings.ReplaceAll(rel, string(filepath.Separator), "-")+".deleting")
@@ -124,31 +125,20 @@ func (e *appEngine) StartCalibrate(ctx context.Context, c tui.Calibrate) (string
 	for _, s := range c.Sides {
 		args = append(args, "--side", s)
 	}
-	log, err := e.start(args...)
+	l, err := engine.Launch(e.exe, e.cfg.StateDir, e.project, args...)
 	if err != nil {
 		return "", err
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, engine.JournalFile)); err == nil {
-			return dir, nil
-		}
-		if log.exited() || time.Now().After(deadline) {
-			// The log's line is tare's own ("tare: --side ..."): one prefix is enough.
-			return "", fmt.Errorf("tare calibrate did not start: %s", strings.TrimPrefix(log.tail(), "tare: "))
-		}
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
+	if err := l.WaitForJournal(ctx, dir, time.Minute); err != nil {
+		return "", err
 	}
+	return dir, nil
 }
 
 // CapsuleDiff is what a tail changed (for the recorded trail: what step's tool call
 // changed), as a unified diff with content.
 func (e *appEngine) CapsuleDiff(ctx context.Context, dir, tail string, step int) (string, error) {
-	return engine.TailChanges(ctx, dir, tail, step)
+	return journal.TailChanges(ctx, dir, tail, step)
 }
 
 // Alive reports whether a process owns the run.
@@ -179,53 +169,8 @@ func (e *appEngine) Attach(req tui.AttachRequest) (*exec.Cmd, error) {
 
 // detach starts tare with args in a session of its own and returns once it runs.
 func (e *appEngine) detach(args ...string) error {
-	_, err := e.start(args...)
+	_, err := engine.Launch(e.exe, e.cfg.StateDir, e.project, args...)
 	return err
-}
-
-// startedLog is a detached tare's log file, and whether it has exited.
-type startedLog struct {
-	path string
-	done chan struct{}
-}
-
-func (l *startedLog) exited() bool {
-	select {
-	case <-l.done:
-		return true
-	default:
-		return false
-	}
-}
-
-func (l *startedLog) tail() string {
-	data, _ := os.ReadFile(l.path)
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	return lines[len(lines)-1]
-}
-
-func (e *appEngine) start(args ...string) (*startedLog, error) {
-	logs := filepath.Join(e.cfg.StateDir, "logs")
-	if err := os.MkdirAll(logs, 0o755); err != nil {
-		return nil, err
-	}
-	path := filepath.Join(logs, fmt.Sprintf("%s-%s.log", time.Now().Format("20060102-150405.000"), args[0]))
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(e.exe, args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Dir = e.project
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return nil, err
-	}
-	f.Close()
-	l := &startedLog{path: path, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(l.done) }() // reaped here; the run outlives the app
-	return l, nil
 }
 
 // errNoRun is returned by tare watch for a folder without a journal.

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"tare/demo"
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // The app end to end: the real binary on a real terminal (a detached tmux session), driven
@@ -276,7 +276,7 @@ func TestAppInTmux(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	st := engine.Replay(name, events)
+	st := journal.Replay(name, events)
 	// Each tail said when its check started, before its verdict (the app's "checking").
 	for id := range st.Tails {
 		checking, finished := -1, -1

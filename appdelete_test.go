@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"tare/config"
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // The app's delete removes a run of the state directory, whole, and refuses any other folder.
@@ -17,14 +17,14 @@ func TestAppDeleteRemovesOnlyRuns(t *testing.T) {
 	e := &appEngine{cfg: &config.Config{StateDir: state}}
 	dir := filepath.Join(state, "calibrate", "calibrate-x")
 	os.MkdirAll(filepath.Join(dir, "tails", "a-0"), 0o755)
-	j, err := engine.OpenJournal(dir)
+	j, err := journal.OpenJournal(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	j.Append(&engine.Event{RunFinished: &engine.RunFinished{Report: "r"}})
+	j.Append(&journal.Event{RunFinished: &journal.RunFinished{Report: "r"}})
 	j.Close()
 	other := t.TempDir()
-	os.WriteFile(filepath.Join(other, engine.JournalFile), []byte("{}\n"), 0o644)
+	os.WriteFile(filepath.Join(other, journal.JournalFile), []byte("{}\n"), 0o644)
 	if err := e.Delete(context.Background(), other); err == nil || !strings.Contains(err.Error(), "not a run of the state directory") {
 		t.Errorf("a folder outside the state directory: %v", err)
 	}

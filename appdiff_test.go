@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"tare/capsule"
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // The app's d shows what a tail changed with the content, as a unified diff: before, the
@@ -30,14 +30,14 @@ func TestAppDiffHasContent(t *testing.T) {
 	if _, err := store.Snap(ctx, ws, "a-0-end"); err != nil {
 		t.Fatal(err)
 	}
-	j, err := engine.OpenJournal(dir)
+	j, err := journal.OpenJournal(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range []engine.Event{
-		{RunStarted: &engine.RunStarted{Kind: "calibrate", Budget: 1, Jobs: 1, Sides: []engine.Side{{Key: "a", Agent: "pi"}}}},
-		{TailStarted: &engine.TailStarted{ID: "a-0", Side: "a", How: "fresh"}},
-		{TailFinished: &engine.TailFinished{ID: "a-0", Status: engine.StatusPassed, Passed: true}},
+	for _, e := range []journal.Event{
+		{RunStarted: &journal.RunStarted{Kind: "calibrate", Budget: 1, Jobs: 1, Sides: []journal.Side{{Key: "a", Agent: "pi"}}}},
+		{TailStarted: &journal.TailStarted{ID: "a-0", Side: "a", How: "fresh"}},
+		{TailFinished: &journal.TailFinished{ID: "a-0", Status: journal.StatusPassed, Passed: true}},
 	} {
 		j.Append(&e)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"tare/demo"
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 // TestUntilSeparatedBadInput: --until-separated beside --runs, --max-runs below 2 or without
@@ -91,7 +92,7 @@ func TestKillNineDuringUntilSeparatedThenResume(t *testing.T) {
 			t.Errorf("%s finished before the kill but is neither paired nor after the stop: %+v", id, sep)
 		}
 	}
-	st := engine.Replay("run", readEvents(out))
+	st := journal.Replay("run", readEvents(out))
 	if started := len(st.Tails); started > 2*(sep.Pairs+2) {
 		t.Errorf("%d runs started for a stop at pair %d with 2 jobs", started, sep.Pairs)
 	}

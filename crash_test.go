@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"tare/demo"
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // slowScript is the demo's model with a pause before the last turn, so a kill lands while
@@ -57,7 +57,7 @@ func TestKillNineThenResume(t *testing.T) {
 	// Kill once one tail has finished and another is running.
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		st := engine.Replay("run", readEvents(out))
+		st := journal.Replay("run", readEvents(out))
 		done, running, _ := st.Counts()
 		if done >= 1 && running >= 1 {
 			break
@@ -71,7 +71,7 @@ func TestKillNineThenResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-waited
-	before := engine.Replay("run", readEvents(out))
+	before := journal.Replay("run", readEvents(out))
 
 	waitGone(t, marker) // the rooms die with tare
 
@@ -156,8 +156,8 @@ func waitGone(t *testing.T, marker string) {
 	}
 }
 
-func readEvents(dir string) []engine.Event {
-	events, _ := engine.ReadJournal(dir)
+func readEvents(dir string) []journal.Event {
+	events, _ := journal.ReadJournal(dir)
 	return events
 }
 
@@ -269,7 +269,7 @@ func TestKillNineDuringRecordThenResume(t *testing.T) {
 	cmd.Env = r.env()
 	waited = startReaped(t, cmd)
 	const id = "native-2-codex-0"
-	for deadline = time.Now().Add(time.Minute); engine.Replay("run", readEvents(out)).Tails[id] == nil; {
+	for deadline = time.Now().Add(time.Minute); journal.Replay("run", readEvents(out)).Tails[id] == nil; {
 		if time.Now().After(deadline) {
 			t.Fatal("tare tail --step 2 started no tail")
 		}
@@ -277,13 +277,13 @@ func TestKillNineDuringRecordThenResume(t *testing.T) {
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	<-waited
-	if st := engine.Replay("run", readEvents(out)).Tails[id]; st.Status != "running" {
+	if st := journal.Replay("run", readEvents(out)).Tails[id]; st.Status != "running" {
 		t.Fatalf("tail %s is %s after the kill, want running", id, st.Status)
 	}
 	if again := r.tare(t, "resume", out); again.code != 0 {
 		t.Fatalf("second tare resume exited %d: %s", again.code, again.stderr)
 	}
-	if st := engine.Replay("run", readEvents(out)).Tails[id]; st.Status != engine.StatusNoVerdict || st.Reason != engine.ReasonInterrupted ||
+	if st := journal.Replay("run", readEvents(out)).Tails[id]; st.Status != journal.StatusNoVerdict || st.Reason != journal.ReasonInterrupted ||
 		!strings.Contains(st.Detail, "run it again with tare tail") {
 		t.Errorf("the killed tail after resume: %s (%s), %q; want no verdict, interrupted, saying to run it again", st.Status, st.Reason, st.Detail)
 	}
@@ -319,12 +319,12 @@ func TestKillNineDuringCliffThenResume(t *testing.T) {
 // killWhileTailsRun starts cmd and SIGKILLs it once one tail whose id has prefix has finished
 // while another runs; it waits until the run's rooms (whose agents carry marker) are gone and
 // returns the run's state at the kill.
-func killWhileTailsRun(t *testing.T, cmd *exec.Cmd, out, marker, prefix string) *engine.RunState {
+func killWhileTailsRun(t *testing.T, cmd *exec.Cmd, out, marker, prefix string) *journal.RunState {
 	t.Helper()
 	waited := startReaped(t, cmd)
 	deadline := time.Now().Add(4 * time.Minute)
 	for {
-		st := engine.Replay("run", readEvents(out))
+		st := journal.Replay("run", readEvents(out))
 		done, running := 0, 0
 		for id, tl := range st.Tails {
 			switch {
@@ -347,7 +347,7 @@ func killWhileTailsRun(t *testing.T, cmd *exec.Cmd, out, marker, prefix string) 
 		t.Fatal(err)
 	}
 	<-waited
-	before := engine.Replay("run", readEvents(out))
+	before := journal.Replay("run", readEvents(out))
 	waitGone(t, marker)
 	return before
 }
@@ -355,7 +355,7 @@ func killWhileTailsRun(t *testing.T, cmd *exec.Cmd, out, marker, prefix string) 
 // checkResumed: after tare resume, every tail that had finished before the kill was started
 // once, and every tail that was running was rerun (the journal says so), its interrupted
 // attempt kept beside it.
-func checkResumed(t *testing.T, out string, before *engine.RunState) {
+func checkResumed(t *testing.T, out string, before *journal.RunState) {
 	t.Helper()
 	started := map[string]int{}
 	var rerun []string

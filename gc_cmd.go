@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 func gcCmd() *cobra.Command {
@@ -50,10 +51,10 @@ locked from the mark to the end of the sweep, and a run a tare is running is lef
 			}
 			fmt.Println()
 			for _, dir := range res.Busy {
-				fmt.Printf("tare gc: %s is being run by another tare: left alone; run tare gc again once it finished\n", engine.Printable(dir))
+				fmt.Printf("tare gc: %s is being run by another tare: left alone; run tare gc again once it finished\n", journal.Printable(dir))
 			}
 			for _, err := range res.Failed {
-				fmt.Fprintf(os.Stderr, "tare gc: %s\n", engine.Printable(strings.ReplaceAll(err.Error(), "\n", " ")))
+				fmt.Fprintf(os.Stderr, "tare gc: %s\n", journal.Printable(strings.ReplaceAll(err.Error(), "\n", " ")))
 			}
 			if len(res.Failed) > 0 {
 				return exitError{1}

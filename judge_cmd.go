@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 // judgeFlags are the flags tare judge and tare judge-noise share.
@@ -177,7 +178,7 @@ the judge's cost (as check usage) land in the run's report.`,
 			switch {
 			case j.Score == nil:
 				if jf.json {
-					fmt.Fprintf(os.Stderr, "tare judge: no score: %s\n", engine.Printable(j.Error))
+					fmt.Fprintf(os.Stderr, "tare judge: no score: %s\n", journal.Printable(j.Error))
 				}
 				return exitError{2}
 			case float64(*j.Score) < jf.threshold:
@@ -250,7 +251,7 @@ run's workspace for this.`,
 			// A page with fewer than 2 scores has an unknown spread: the run measured nothing
 			// there, and no threshold is settled over it.
 			if bad := rep.Unmeasured(); len(bad) > 0 {
-				fmt.Fprintf(os.Stderr, "tare judge-noise: not measured enough: %s; fix: see why the judgements failed above, then run again (or with more --times)\n", engine.Printable(engine.UnmeasuredText(bad)))
+				fmt.Fprintf(os.Stderr, "tare judge-noise: not measured enough: %s; fix: see why the judgements failed above, then run again (or with more --times)\n", journal.Printable(engine.UnmeasuredText(bad)))
 				return exitError{2}
 			}
 			if len(refused) > 0 {

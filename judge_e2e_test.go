@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // judgeFiles writes a page that loads a script from the network, a rubric on a 1-10 scale
@@ -357,18 +357,18 @@ shell = "ln -s ` + canary + ` style.css"`, "judge score 7", true},
 }
 
 // judgeFinished is the one finished tail in a run's journal.
-func judgeFinished(t *testing.T, dir string) engine.TailFinished {
+func judgeFinished(t *testing.T, dir string) journal.TailFinished {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, engine.JournalFile))
+	data, err := os.ReadFile(filepath.Join(dir, journal.JournalFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range strings.Split(string(data), "\n") {
-		var e engine.Event
+		var e journal.Event
 		if json.Unmarshal([]byte(l), &e) == nil && e.TailFinished != nil {
 			return *e.TailFinished
 		}
 	}
 	t.Fatalf("no finished tail in %s", data)
-	return engine.TailFinished{}
+	return journal.TailFinished{}
 }

@@ -24,6 +24,8 @@ import (
 	"tare/config"
 	"tare/demo"
 	"tare/engine"
+	"tare/engine/journal"
+	"tare/engine/probe"
 	"tare/modelserver"
 	"tare/prices"
 	"tare/tui"
@@ -38,7 +40,7 @@ func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 func main() {
 	// The in-room entry points run as /opt/tare/tare inside a room: before cobra and config.
-	if code, ok := engine.InRoom(os.Args[1:]); ok {
+	if code, ok := probe.InRoom(os.Args[1:]); ok {
 		os.Exit(code)
 	}
 	// ctrl+c in line mode stops a run as SIGTERM does: its tails are stopped (Slurm jobs
@@ -59,7 +61,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "tare: stopped by a signal; a run it stopped is finished with tare resume DIR")
 		os.Exit(130)
 	default:
-		fmt.Fprintf(os.Stderr, "tare: %s\n", engine.Printable(err.Error()))
+		fmt.Fprintf(os.Stderr, "tare: %s\n", journal.Printable(err.Error()))
 		os.Exit(2)
 	}
 }
@@ -190,7 +192,7 @@ func projectDir(p string, allowDirty bool) (string, error) {
 	}
 	if !allowDirty {
 		home, _ := os.UserHomeDir()
-		if err := engine.CheckProject(abs, home); err != nil {
+		if err := probe.CheckProject(abs, home); err != nil {
 			return "", err
 		}
 	}
@@ -231,7 +233,7 @@ hosts). A control twin in a planted dirty home must show each of these, or the r
 			if err != nil {
 				return err
 			}
-			opts := engine.ProbeOptions{Agent: a, Project: dir, Config: cfg, Progress: os.Stderr, AllowDirty: allowDirty}
+			opts := probe.ProbeOptions{Agent: a, Project: dir, Config: cfg, Progress: os.Stderr, AllowDirty: allowDirty}
 			if requests != "" {
 				f, err := os.OpenFile(requests, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 				if err != nil {
@@ -240,11 +242,11 @@ hosts). A control twin in a planted dirty home must show each of these, or the r
 				defer f.Close()
 				opts.Requests = f
 			}
-			reading, err := engine.Probe(cmd.Context(), opts)
+			reading, err := probe.Probe(cmd.Context(), opts)
 			if err != nil {
 				return err
 			}
-			if err := engine.StoreReading(cfg.StateDir, reading); err != nil {
+			if err := probe.StoreReading(cfg.StateDir, reading); err != nil {
 				fmt.Fprintf(os.Stderr, "tare probe: the reading was not kept for the app: %v\n", err)
 			}
 			if asJSON {
@@ -252,7 +254,7 @@ hosts). A control twin in a planted dirty home must show each of these, or the r
 					return err
 				}
 			} else {
-				fmt.Print(engine.Printable(reading.Render()))
+				fmt.Print(journal.Printable(reading.Render()))
 			}
 			if !reading.Zero() {
 				return exitError{1}
@@ -293,6 +295,7 @@ hosts in the config's network.allow; --offline points it at tare's own model ser
 				}
 			}
 			opts.Agent, opts.Project, opts.Config, opts.Args = a, dir, cfg, args
+			opts.Terminal = tui.OnTerminal(os.Stdin, os.Stdout)
 			code, err := engine.Attach(cmd.Context(), opts)
 			if err != nil {
 				return err
@@ -410,7 +413,7 @@ func separateFlags(cmd *cobra.Command, o engine.CalibrateOptions) error {
 // line per event on stderr otherwise; then the report on stdout.
 func calibrate(ctx context.Context, o engine.CalibrateOptions, asJSON bool) error {
 	warnCheckOnHost(o.CheckOnHost && o.Check != "")
-	o.Bus = engine.NewBus()
+	o.Bus = journal.NewBus()
 	if o.Out == "" {
 		o.Out = engine.FreeRunDir(filepath.Join(o.Config.StateDir, "calibrate"), o.Project, time.Now())
 	}
@@ -435,7 +438,7 @@ func calibrate(ctx context.Context, o engine.CalibrateOptions, asJSON bool) erro
 // printReport prints a run's report on stdout: its text, or report.json with asJSON.
 func printReport(dir, text string, asJSON bool) error {
 	if !asJSON {
-		fmt.Print(engine.Printable(text))
+		fmt.Print(journal.Printable(text))
 		return nil
 	}
 	data, err := os.ReadFile(filepath.Join(dir, engine.ReportFile))
@@ -450,7 +453,7 @@ func printReport(dir, text string, asJSON bool) error {
 // are a terminal (quitting it with ctrl+c stops the run, which tare resume finishes later; q
 // leaves it running with plain lines), one line per event on stderr otherwise. run is told
 // which, so it can print its own progress lines only where they do not break the view.
-func showRun(ctx context.Context, cfg *config.Config, dir string, bus *engine.Bus, run func(ctx context.Context, lines bool) error) error {
+func showRun(ctx context.Context, cfg *config.Config, dir string, bus *journal.Bus, run func(ctx context.Context, lines bool) error) error {
 	if !term.IsTerminal(int(os.Stdout.Fd())) || !term.IsTerminal(int(os.Stdin.Fd())) {
 		stop := follow(ctx, bus)
 		err := run(ctx, true)
@@ -482,13 +485,13 @@ func showRun(ctx context.Context, cfg *config.Config, dir string, bus *engine.Bu
 }
 
 // follow prints a run's events as lines on stderr until stop is called.
-func follow(ctx context.Context, bus *engine.Bus) (stop func()) {
+func follow(ctx context.Context, bus *journal.Bus) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	sub := bus.Subscribe(ctx, 256)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tui.PrintLines(ctx, sub, os.Stderr)
+		_ = tui.PrintLines(ctx, sub.C(), os.Stderr) // stderr gone: nothing left to tell
 	}()
 	return func() {
 		cancel() // the printer then prints what is still queued
@@ -528,7 +531,7 @@ continues it from any step in a fresh room, natively or by handoff to any agent.
 				o.Out = engine.FreeRunDir(filepath.Join(o.Config.StateDir, "record"), o.Project, time.Now())
 			}
 			warnCheckOnHost(o.CheckOnHost && o.Check != "")
-			o.Bus = engine.NewBus()
+			o.Bus = journal.NewBus()
 			var dir string
 			err = showRun(cmd.Context(), o.Config, o.Out, o.Bus, func(ctx context.Context, lines bool) error {
 				if lines {
@@ -545,7 +548,7 @@ continues it from any step in a fresh room, natively or by handoff to any agent.
 				return err
 			}
 			report, err := os.ReadFile(filepath.Join(dir, "report.txt"))
-			fmt.Print(engine.Printable(string(report)))
+			fmt.Print(journal.Printable(string(report)))
 			return err
 		},
 	}
@@ -681,8 +684,8 @@ capsule, which the tail then names.`,
 				o.How, o.Agent, o.Args = "handoff", sides[0].Agent, sides[0].Args
 			}
 			warnRecordedCheck(o.Dir, o.CheckOnHost)
-			o.Bus = engine.NewBus()
-			var res engine.TailResult
+			o.Bus = journal.NewBus()
+			var res journal.TailResult
 			err = showRun(cmd.Context(), cfg, o.Dir, o.Bus, func(ctx context.Context, _ bool) error {
 				var err error
 				res, err = engine.Tail(ctx, o)
@@ -696,12 +699,12 @@ capsule, which the tail then names.`,
 				from += fmt.Sprintf(" (no capsule of its own: started from step %d's)", *res.CapsuleFrom)
 			}
 			outcome := res.Status
-			if res.Status == engine.StatusNoVerdict {
+			if res.Status == journal.StatusNoVerdict {
 				outcome = "no verdict (" + res.Reason.Label() + ")"
 			}
-			fmt.Print(engine.Printable(fmt.Sprintf("tail %s from %s: %s (%s; %s)\n", res.ID, from, outcome, res.AgentExit, res.Check)))
+			fmt.Print(journal.Printable(fmt.Sprintf("tail %s from %s: %s (%s; %s)\n", res.ID, from, outcome, res.AgentExit, res.Check)))
 			if res.Metered != nil {
-				fmt.Print(engine.Printable("  " + res.Metered.Line() + "; hosts reached: " + filepath.Join(o.Dir, "tails", res.ID, engine.HostsFile) + "\n"))
+				fmt.Print(journal.Printable("  " + res.Metered.Line() + "; hosts reached: " + filepath.Join(o.Dir, "tails", res.ID, engine.HostsFile) + "\n"))
 			}
 			if !res.Passed {
 				return exitError{1}
@@ -741,7 +744,7 @@ start capsule (the first attempt kept as original.attempt-1), and a tail that wa
 				return err
 			}
 			warnRecordedCheck(args[0], false)
-			bus := engine.NewBus()
+			bus := journal.NewBus()
 			var report string
 			err = showRun(cmd.Context(), cfg, args[0], bus, func(ctx context.Context, _ bool) error {
 				var err error
@@ -769,7 +772,7 @@ func watchCmd() *cobra.Command {
 				return watchWorkshop(cmd.Context(), exps, err)
 			}
 			for _, d := range args {
-				if _, err := os.Stat(filepath.Join(d, engine.JournalFile)); err != nil {
+				if _, err := os.Stat(filepath.Join(d, journal.JournalFile)); err != nil {
 					return fmt.Errorf("%s: %w", d, errNoRun)
 				}
 			}
@@ -823,7 +826,7 @@ func cliff(ctx context.Context, o engine.CliffOptions, asJSON bool) error {
 	if o.Run != "" {
 		watch = o.Run
 	}
-	o.Bus = engine.NewBus()
+	o.Bus = journal.NewBus()
 	return analysis(ctx, o.Config, watch, o.Bus, asJSON, func(ctx context.Context, progress io.Writer) (string, any, error) {
 		o.Progress = progress
 		dir, res, err := engine.Cliff(ctx, o)
@@ -836,7 +839,7 @@ func cliff(ctx context.Context, o engine.CliffOptions, asJSON bool) error {
 
 // analysis runs one analysis under showRun and prints what it found: the report.txt it
 // wrote, or its result as JSON.
-func analysis(ctx context.Context, cfg *config.Config, watch string, bus *engine.Bus, asJSON bool,
+func analysis(ctx context.Context, cfg *config.Config, watch string, bus *journal.Bus, asJSON bool,
 	run func(ctx context.Context, progress io.Writer) (string, any, error)) error {
 	var dir string
 	var res any
@@ -858,7 +861,7 @@ func analysis(ctx context.Context, cfg *config.Config, watch string, bus *engine
 		return enc.Encode(res)
 	}
 	report, err := os.ReadFile(filepath.Join(dir, "report.txt"))
-	fmt.Print(engine.Printable(string(report)))
+	fmt.Print(journal.Printable(string(report)))
 	return err
 }
 
@@ -978,7 +981,7 @@ as a control and makes no calls.`,
 
 // swap runs a swap analysis and shows it, as cliff does.
 func swap(ctx context.Context, o engine.SwapOptions, asJSON bool) error {
-	o.Bus = engine.NewBus()
+	o.Bus = journal.NewBus()
 	return analysis(ctx, o.Config, o.Out, o.Bus, asJSON, func(ctx context.Context, progress io.Writer) (string, any, error) {
 		o.Progress = progress
 		dir, res, err := engine.Swap(ctx, o)
@@ -1014,7 +1017,7 @@ intervals corrected for three calls, not always of those corrected for six.`, de
 			if err != nil {
 				return err
 			}
-			o.A, o.B, o.Out = engine.Side{Agent: "claude"}, engine.Side{Agent: "codex"}, filepath.Join(o.Config.StateDir, "swap", name)
+			o.A, o.B, o.Out = journal.Side{Agent: "claude"}, journal.Side{Agent: "codex"}, filepath.Join(o.Config.StateDir, "swap", name)
 			o.Prompt, o.Check, o.Project, o.Script = demo.Task, demo.Check, paths.Project, paths.SwapScript
 			o.Cuts, o.Handoff = []float64{0, 1}, "trail"
 			o.CheckTimeout, o.AgentTimeout = time.Minute, 10*time.Minute
@@ -1227,13 +1230,13 @@ func showPrices(cmd *cobra.Command, args []string) error {
 	if len(args) == 0 {
 		var b strings.Builder
 		table.Show(&b, path, now)
-		fmt.Print(engine.Printable(b.String())) // names from a downloaded price file
+		fmt.Print(journal.Printable(b.String())) // names from a downloaded price file
 		return nil
 	}
 	m, ok := table.Lookup(args[0])
 	if !ok {
 		return fmt.Errorf("prices show %s: no price for this model id; fix: check the id (tare prices show lists them), or add its price to a file and run tare prices update FILE", args[0])
 	}
-	fmt.Print(engine.Printable(prices.Describe(args[0], m, now))) // names from a downloaded price file
+	fmt.Print(journal.Printable(prices.Describe(args[0], m, now))) // names from a downloaded price file
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 // tareBin is the real binary, built once for these tests.
@@ -148,7 +149,7 @@ func recordedRunWithoutCapsule(t *testing.T) string {
 			"steps": [{"N": 1, "Tool": "bash echo one", "IDs": ["c1"], "Events": 1}, {"N": 2, "Tool": "bash sed -i", "IDs": ["c2"], "Events": 2}],
 			"capsules": [{}, {}, {}], "inherited": [{"step": 2, "from": 1}], "events": [{}, {}]}`,
 		"original/session.jsonl": "{}\n",
-		engine.JournalFile:       "",
+		journal.JournalFile:      "",
 	}
 	for name, text := range files {
 		path := filepath.Join(dir, name)

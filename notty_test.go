@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // Without a terminal the app writes no screen codes: `tare` says in one line what to use
@@ -32,15 +32,15 @@ func TestAppWithoutATerminal(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	j, err := engine.OpenJournal(dir)
+	j, err := journal.OpenJournal(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range []engine.Event{
-		{RunStarted: &engine.RunStarted{Kind: "calibrate", Budget: 1, Jobs: 1, Sides: []engine.Side{{Key: "a", Agent: "pi"}}}},
-		{TailStarted: &engine.TailStarted{ID: "a-0", Side: "a", How: "fresh"}},
-		{TailFinished: &engine.TailFinished{ID: "a-0", Status: engine.StatusPassed, Passed: true, Detail: "check ok"}},
-		{RunFinished: &engine.RunFinished{Report: "a 1/1"}},
+	for _, e := range []journal.Event{
+		{RunStarted: &journal.RunStarted{Kind: "calibrate", Budget: 1, Jobs: 1, Sides: []journal.Side{{Key: "a", Agent: "pi"}}}},
+		{TailStarted: &journal.TailStarted{ID: "a-0", Side: "a", How: "fresh"}},
+		{TailFinished: &journal.TailFinished{ID: "a-0", Status: journal.StatusPassed, Passed: true, Detail: "check ok"}},
+		{RunFinished: &journal.RunFinished{Report: "a 1/1"}},
 	} {
 		if err := j.Append(&e); err != nil {
 			t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 func rerunCmd() *cobra.Command {
@@ -40,7 +41,7 @@ table is not compared: the recipe does not record it.`,
 			rec := plan.Recipe
 			// The recipe's prompt and the CLIs' version strings are others' text: printed Printable.
 			say := func(format string, a ...any) {
-				fmt.Fprint(os.Stderr, engine.Printable(fmt.Sprintf("tare rerun: "+format, a...))+"\n")
+				fmt.Fprint(os.Stderr, journal.Printable(fmt.Sprintf("tare rerun: "+format, a...))+"\n")
 			}
 			say("repeating tare %s (run of %s)", quoteArgs(rec.Argv), rec.Time.Local().Format("2006-01-02 15:04"))
 			for _, d := range plan.Drift {

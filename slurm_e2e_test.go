@@ -13,6 +13,7 @@ import (
 
 	"tare/demo"
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 // slurmUp starts the real two-node Slurm of scripts/slurm-local (a no-op when it is up). A
@@ -87,8 +88,8 @@ func calibrateArgs(paths demo.Paths, script, out string, runs, jobs int, extra .
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // places are the Placed events of a run by tail, in journal order.
-func places(events []engine.Event) map[string][]engine.Placed {
-	out := map[string][]engine.Placed{}
+func places(events []journal.Event) map[string][]journal.Placed {
+	out := map[string][]journal.Placed{}
 	for _, e := range events {
 		if e.Placed != nil {
 			out[e.Placed.Tail] = append(out[e.Placed.Tail], *e.Placed)
@@ -122,14 +123,14 @@ func TestSlurmCalibrateGivesTheLocalRates(t *testing.T) {
 	if r.tare(t, calibrateArgs(paths, paths.Script, onSlurm, 4, 4, "--on", "slurm")...); r.code != 0 {
 		t.Fatalf("calibrate --on slurm exited %d\n%s", r.code, r.stderr)
 	}
-	want, got := engine.Replay("l", readEvents(local)), engine.Replay("s", readEvents(onSlurm))
+	want, got := journal.Replay("l", readEvents(local)), journal.Replay("s", readEvents(onSlurm))
 	passed := 0
 	for _, id := range []string{"a-0", "a-1", "a-2", "a-3"} {
 		if want.Tails[id] == nil || got.Tails[id] == nil || want.Tails[id].Status != got.Tails[id].Status {
 			t.Errorf("tail %s: local %+v, slurm %+v", id, want.Tails[id], got.Tails[id])
 			continue
 		}
-		if got.Tails[id].Status == engine.StatusPassed {
+		if got.Tails[id].Status == journal.StatusPassed {
 			passed++
 		}
 		if got.Tails[id].Calls == 0 {
@@ -172,8 +173,8 @@ func TestSlurmKillCancelsTheJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.awaitEnd(t, 2*time.Minute, "the kill")
-	st := engine.Replay("run", readEvents(out))
-	if tl := st.Tails["a-0"]; tl == nil || tl.Status != engine.StatusNoVerdict || tl.Reason != engine.ReasonKilled {
+	st := journal.Replay("run", readEvents(out))
+	if tl := st.Tails["a-0"]; tl == nil || tl.Status != journal.StatusNoVerdict || tl.Reason != journal.ReasonKilled {
 		t.Fatalf("tail a-0: %+v, want no verdict, killed", tl)
 	}
 	if s := jobState(t, job); s != "CANCELLED" {
@@ -187,7 +188,7 @@ func waitRunning(t *testing.T, out, tail string, calls int) string {
 	t.Helper()
 	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		events := readEvents(out)
-		st := engine.Replay("run", events)
+		st := journal.Replay("run", events)
 		if tl := st.Tails[tail]; tl != nil && tl.Place != nil && tl.Place.State == "running" && tl.Calls >= calls {
 			return tl.Place.Job
 		}
@@ -265,12 +266,12 @@ func TestSlurmKillNineThenResumeReattaches(t *testing.T) {
 	if strings.Join(reattached, ",") != "a-0,a-1" {
 		t.Errorf("re-attached %v, want a-0 and a-1", reattached)
 	}
-	st := engine.Replay("run", events)
+	st := journal.Replay("run", events)
 	for i, id := range []string{"a-0", "a-1"} {
 		if started[id] != 1 || finished[id] != 1 {
 			t.Errorf("tail %s started %d and finished %d times, want once each", id, started[id], finished[id])
 		}
-		if tl := st.Tails[id]; tl == nil || (tl.Status != engine.StatusPassed && tl.Status != engine.StatusFailed) || tl.Place == nil || tl.Place.Job != jobs[i] {
+		if tl := st.Tails[id]; tl == nil || (tl.Status != journal.StatusPassed && tl.Status != journal.StatusFailed) || tl.Place == nil || tl.Place.Job != jobs[i] {
 			t.Errorf("tail %s: %+v, want a verdict from job %s", id, tl, jobs[i])
 		}
 	}
@@ -291,9 +292,9 @@ func TestSlurmOutOfMemoryIsNoVerdict(t *testing.T) {
 	if r.tare(t, args...); r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
-	st := engine.Replay("run", readEvents(out))
+	st := journal.Replay("run", readEvents(out))
 	tl := st.Tails["a-0"]
-	if tl == nil || tl.Status != engine.StatusNoVerdict || tl.Reason != engine.ReasonOutOfMemory || !strings.Contains(tl.Detail, "memory") {
+	if tl == nil || tl.Status != journal.StatusNoVerdict || tl.Reason != engine.ReasonOutOfMemory || !strings.Contains(tl.Detail, "memory") {
 		t.Fatalf("tail a-0: %+v, want no verdict, out-of-memory", tl)
 	}
 	if !strings.Contains(r.stdout, "out-of-memory") {
@@ -411,9 +412,9 @@ func TestSlurmUnprivilegedOperatorSubmits(t *testing.T) {
 	if err != nil {
 		t.Fatalf("tare calibrate --on slurm as %s: %v\n%s", user, err, msg)
 	}
-	st := engine.Replay("run", readEvents(out))
+	st := journal.Replay("run", readEvents(out))
 	tl := st.Tails["a-0"]
-	if tl == nil || (tl.Status != engine.StatusPassed && tl.Status != engine.StatusFailed) || tl.Place == nil {
+	if tl == nil || (tl.Status != journal.StatusPassed && tl.Status != journal.StatusFailed) || tl.Place == nil {
 		t.Fatalf("tail a-0: %+v, want a verdict from a Slurm job\n%s", tl, msg)
 	}
 	owner, err := exec.Command("squeue", "-h", "-t", "all", "-j", tl.Place.Job, "-o", "%u").Output()
@@ -444,7 +445,7 @@ func BenchmarkSlurmDispatch(b *testing.B) {
 			if r.tare(b, calibrateArgs(paths, paths.Script, dir, 2, 2, "--on", on)...); r.code != 0 {
 				b.Fatalf("%s: exit %d\n%s", on, r.code, r.stderr)
 			}
-			st := engine.Replay(on, readEvents(dir))
+			st := journal.Replay(on, readEvents(dir))
 			for _, tl := range st.Tails {
 				secs := tl.Ended.Sub(tl.Started).Seconds()
 				if on == "local" {
@@ -494,7 +495,7 @@ func TestSlurmUnfitNodeIsSaidOnceThenLeftOut(t *testing.T) {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 	events := readEvents(out)
-	st := engine.Replay("run", events)
+	st := journal.Replay("run", events)
 	var firstUnfit time.Time
 	unfit := 0
 	for _, e := range events {
@@ -518,7 +519,7 @@ func TestSlurmUnfitNodeIsSaidOnceThenLeftOut(t *testing.T) {
 				t.Errorf("tail %s started after n1 was found unfit but ran on %+v", s.ID, tl.Place)
 			}
 		}
-		if f := e.TailFinished; f != nil && (f.Status == engine.StatusPassed || f.Status == engine.StatusFailed) {
+		if f := e.TailFinished; f != nil && (f.Status == journal.StatusPassed || f.Status == journal.StatusFailed) {
 			verdicts++
 		}
 	}

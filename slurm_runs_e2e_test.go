@@ -13,7 +13,7 @@ import (
 
 	"tare/capsule"
 	"tare/demo"
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // TestSlurmSwapRunsItsTailsAsJobs: tare swap --on slurm records its two originals here and
@@ -32,7 +32,7 @@ func TestSlurmSwapRunsItsTailsAsJobs(t *testing.T) {
 		t.Errorf("no swap report:\n%s", r.stdout)
 	}
 	events := readEvents(out)
-	st := engine.Replay("swap", events)
+	st := journal.Replay("swap", events)
 	placed := places(events)
 	hows := map[string]bool{}
 	for id, tl := range st.Tails {
@@ -44,7 +44,7 @@ func TestSlurmSwapRunsItsTailsAsJobs(t *testing.T) {
 		if strings.Join(states, ",") != "pending,running,finished" || ps[1].Node == "" || ps[1].Job == "" {
 			t.Errorf("tail %s's places: %+v, want pending, running on a node with its job id, finished", id, ps)
 		}
-		if tl.Status != engine.StatusPassed && tl.Status != engine.StatusFailed {
+		if tl.Status != journal.StatusPassed && tl.Status != journal.StatusFailed {
 			t.Errorf("tail %s: %s %s, want a verdict", id, tl.Status, tl.Detail)
 		}
 		hows[tl.How] = true
@@ -74,7 +74,7 @@ func TestSlurmOverHTTPWithoutTheSharedFolder(t *testing.T) {
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("calibrate --on slurm over http: %v\n%s", err, msg)
 	}
-	st := engine.Replay("run", readEvents(out))
+	st := journal.Replay("run", readEvents(out))
 	store, err := capsule.Open(filepath.Join(out, "store"))
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func TestSlurmOverHTTPWithoutTheSharedFolder(t *testing.T) {
 	}
 	for _, id := range []string{"a-0"} {
 		tl := st.Tails[id]
-		if tl == nil || (tl.Status != engine.StatusPassed && tl.Status != engine.StatusFailed) || tl.Place == nil || tl.Place.Node == "" || tl.Calls == 0 {
+		if tl == nil || (tl.Status != journal.StatusPassed && tl.Status != journal.StatusFailed) || tl.Place == nil || tl.Place.Node == "" || tl.Calls == 0 {
 			t.Errorf("tail %s: %+v, want a verdict from a Slurm job with its tool calls", id, tl)
 		}
 		if !ends[id+"-end"] {
@@ -111,8 +111,8 @@ func TestSlurmCtrlCCancelsTheJobs(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(stderr.String(), "tare: stopped by a signal; a run it stopped is finished with tare resume DIR") {
 		t.Errorf("exit %d, stderr:\n%s\nwant 130 and the line that says how to finish the run", code, stderr.String())
 	}
-	st := engine.Replay("run", readEvents(out))
-	if tl := st.Tails["a-0"]; tl == nil || tl.Status != engine.StatusRunning {
+	st := journal.Replay("run", readEvents(out))
+	if tl := st.Tails["a-0"]; tl == nil || tl.Status != journal.StatusRunning {
 		t.Fatalf("tail a-0: %+v, want left unfinished for tare resume", tl)
 	}
 	if _, err := os.Stat(filepath.Join(sharedRoot(t, out), "tails", "a-0.0", "jobid")); !os.IsNotExist(err) {
@@ -191,12 +191,12 @@ func TestSlurmRunCapIsRunWide(t *testing.T) {
 	if r.tare(t, calibrateArgs(paths, paths.Script, out, 2, 1, "--on", "slurm", "--run-max-tokens", "9000")...); r.code != 0 {
 		t.Fatalf("calibrate --on slurm --run-max-tokens exited %d\n%s", r.code, r.stderr)
 	}
-	st := engine.Replay("run", readEvents(out))
+	st := journal.Replay("run", readEvents(out))
 	first, second := st.Tails["a-0"], st.Tails["a-1"]
-	if first == nil || (first.Status != engine.StatusPassed && first.Status != engine.StatusFailed) || first.Place == nil {
+	if first == nil || (first.Status != journal.StatusPassed && first.Status != journal.StatusFailed) || first.Place == nil {
 		t.Fatalf("tail a-0: %+v, want a verdict from its job", first)
 	}
-	if second == nil || second.Status != engine.StatusNoVerdict || second.Reason != engine.ReasonOverBudget ||
+	if second == nil || second.Status != journal.StatusNoVerdict || second.Reason != journal.ReasonOverBudget ||
 		second.Metered == nil || second.Metered.Refused < 1 || !strings.Contains(second.Metered.OverBudget, "run's token cap (9000)") {
 		t.Fatalf("tail a-1: %+v (metered %+v), want over budget on the run's cap", second, second.Metered)
 	}
@@ -242,8 +242,8 @@ func TestSlurmResumeBringsTheModelBack(t *testing.T) {
 	if r.tare(t, "resume", out); r.code != 0 {
 		t.Fatalf("tare resume exited %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	st := engine.Replay("run", readEvents(out))
-	if tl := st.Tails["a-0"]; tl == nil || tl.Status != engine.StatusPassed || tl.Calls != 3 || tl.Place == nil || tl.Place.Job != job {
+	st := journal.Replay("run", readEvents(out))
+	if tl := st.Tails["a-0"]; tl == nil || tl.Status != journal.StatusPassed || tl.Calls != 3 || tl.Place == nil || tl.Place.Job != job {
 		t.Fatalf("tail a-0: %+v, want passed with its 3 tool calls, from job %s", tl, job)
 	}
 }

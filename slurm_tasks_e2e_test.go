@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 // scoresOf are a judge-noise run's scores, page by page, judgement by judgement (nil: none).
@@ -130,9 +131,9 @@ func TestSlurmJudgeNoiseKillAndCtrlCCancelTheJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		tl := engine.Replay("run", readEvents(out)).Tails["p1-1"]
-		if tl != nil && tl.Status != engine.StatusRunning {
-			if tl.Status != engine.StatusNoVerdict || tl.Reason != engine.ReasonKilled {
+		tl := journal.Replay("run", readEvents(out)).Tails["p1-1"]
+		if tl != nil && tl.Status != journal.StatusRunning {
+			if tl.Status != journal.StatusNoVerdict || tl.Reason != journal.ReasonKilled {
 				t.Errorf("judgement p1-1 after its kill: %+v, want no verdict, killed", tl)
 			}
 			break

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"tare/engine"
 	"tare/tui"
 	"tare/workshop"
 )
@@ -63,7 +64,7 @@ func (e *appEngine) startWriter(ctx context.Context, exp, writer, verb, script s
 	if err != nil {
 		return err
 	}
-	l, err := e.start(args...)
+	l, err := engine.Launch(e.exe, e.cfg.StateDir, e.project, args...)
 	if err != nil {
 		return err
 	}
@@ -75,18 +76,18 @@ func (e *appEngine) startWriter(ctx context.Context, exp, writer, verb, script s
 		if s, err := x.State(writer); err == nil && s.Status == "running" && s.Alive() {
 			return nil
 		}
-		if l.exited() {
+		if l.Exited() {
 			if s, err := x.State(writer); err == nil && s.Status == "completed" {
 				return nil
 			}
 			// The command's refusal (or the failed run's result), whole.
-			data, _ := os.ReadFile(l.path)
+			data, _ := os.ReadFile(l.Log)
 			return errors.New(strings.TrimSpace(string(data)))
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-l.done:
+		case <-l.Done():
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

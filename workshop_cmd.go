@@ -12,7 +12,8 @@ import (
 
 	"tare/demo"
 	"tare/engine"
-
+	"tare/engine/journal"
+	"tare/tui"
 	"tare/workshop"
 )
 
@@ -467,12 +468,12 @@ one lives. Exit the agent when done: the writer is then collected.`,
 			if err != nil {
 				return err
 			}
-			s, err := workshop.Manual(cmd.Context(), e, args[1], o, os.Stdin, os.Stdout)
+			s, err := workshop.Manual(cmd.Context(), e, args[1], o, tui.OnTerminal(os.Stdin, os.Stdout), os.Stdout)
 			if s != nil {
 				fmt.Fprintf(os.Stderr, "workshop: %s is %s\n", args[1], s.Status)
 			}
 			if err != nil && s != nil {
-				fmt.Fprintf(os.Stderr, "workshop: %s\n", engine.Printable(err.Error()))
+				fmt.Fprintf(os.Stderr, "workshop: %s\n", journal.Printable(err.Error()))
 				return exitError{1}
 			}
 			return err

@@ -11,12 +11,14 @@ import (
 
 	"tare/agent"
 	"tare/config"
+	"tare/engine/internal/agenttest"
+	"tare/engine/probe"
 	"tare/modelserver"
 	"tare/sandbox"
 )
 
 // realAgents are the agents verified here; each must be installed (scripts/setup does it).
-var realAgents = []string{"claude", "codex", "pi", "gemini"}
+var realAgents = agenttest.RealAgents
 
 const twoSessionsScript = `
 [[turn]]
@@ -34,37 +36,12 @@ shell = "echo resumed >> made.txt"
 text = "All done."
 `
 
-// testConfig is the config a user of this checkout would have: the project's pinned CLIs,
-// named through agents.NAME.bin, and a state folder of the test's own.
-func testConfig(t testing.TB, agents []string) *config.Config {
-	t.Helper()
-	cfg, err := config.Parse(nil, "none")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.StateDir = t.TempDir()
-	for _, name := range append(agents, realAgents...) {
-		if bin := filepath.Join(repoRoot(t), "agents", "node_modules", ".bin", name); fileExists(bin) {
-			cfg.Agents[name] = config.Agent{Bin: bin}
-		}
-	}
-	return cfg
-}
+// testConfig is the config a user of this checkout would have (agenttest.Config).
+func testConfig(t testing.TB, agents []string) *config.Config { return agenttest.Config(t, agents) }
 
-// mustFind finds an agent's CLI or fails the test with the fix: these tests are not
-// optional, a machine without the CLIs must go red.
+// mustFind finds an agent's CLI or fails the test (agenttest.MustFind).
 func mustFind(t testing.TB, name string) (agent.Agent, agent.Install, *config.Config) {
-	t.Helper()
-	a, err := agent.ByName(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := testConfig(t, []string{name})
-	inst, err := findAgent(a, cfg)
-	if err != nil {
-		t.Fatalf("%v (run scripts/setup to install the pinned agent CLIs)", err)
-	}
-	return a, inst, cfg
+	return agenttest.MustFind(t, name, probe.FindAgent)
 }
 
 // TestRealAgentsRunAndResumeInRooms runs each real CLI in a real room against tare's model
@@ -86,7 +63,7 @@ func TestRealAgentsRunAndResumeInRooms(t *testing.T) {
 			work := t.TempDir()
 			sessions := t.TempDir()
 
-			p := plan{agent: a, inst: inst, cfg: cfg, workspace: work, sessions: sessions}
+			p := probe.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: work, Sessions: sessions}
 			res := runAgent(ctx, t, p, srv.Addr(), a.RunArgs("Create made.txt in the workspace.", nil))
 			if got := readFile(t, filepath.Join(work, "made.txt")); got != "made by tare\n" {
 				t.Fatalf("the tool did not change the workspace: made.txt = %q", got)
@@ -101,8 +78,8 @@ func TestRealAgentsRunAndResumeInRooms(t *testing.T) {
 			}
 
 			// A brand-new room: fresh HOME, fresh session folder holding only the placed session.
-			q := plan{agent: a, inst: inst, cfg: cfg, workspace: work, sessions: t.TempDir()}
-			if err := placeSession(&q, data, res.SessionID); err != nil {
+			q := probe.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: work, Sessions: t.TempDir()}
+			if err := probe.PlaceSession(&q, data, res.SessionID); err != nil {
 				t.Fatal(err)
 			}
 			again := runAgent(ctx, t, q, srv.Addr(), a.ResumeArgs(res.SessionID, "Continue.", nil))
@@ -136,13 +113,13 @@ func scriptServer(t *testing.T, script *modelserver.Script) *modelserver.Server 
 
 // runAgent runs argv in a room built from p and returns the parsed stream; it fails the
 // test unless the agent exits 0 with a successful result.
-func runAgent(ctx context.Context, t *testing.T, p plan, upstream string, argv []string) agent.Result {
+func runAgent(ctx context.Context, t *testing.T, p probe.Plan, upstream string, argv []string) agent.Result {
 	t.Helper()
-	room, _, err := buildRoom(p, upstream, nil)
+	room, _, err := probe.BuildRoom(p, upstream, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, _ := runInRoom(ctx, t, room, p.inst.Command, p.agent, argv)
+	res, _ := runInRoom(ctx, t, room, p.Inst.Command, p.Agent, argv)
 	return res
 }
 
@@ -154,7 +131,7 @@ func runInRoom(ctx context.Context, t *testing.T, room sandbox.Room, command str
 	var out, errOut bytes.Buffer
 	room.Stdout, room.Stderr = &out, &errOut
 	room.Log = testLog{t}
-	code, err := runRoom(ctx, room)
+	code, err := probe.RunRoom(ctx, room)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,25 +155,9 @@ func readFile(t *testing.T, path string) string {
 }
 
 // repoRoot is the folder holding go.mod, above the package under test.
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for ; dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
-		if fileExists(filepath.Join(dir, "go.mod")) {
-			return dir
-		}
-	}
-	t.Fatal("no go.mod above the test's folder")
-	return ""
-}
+func repoRoot(t testing.TB) string { return agenttest.RepoRoot(t) }
 
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
-}
+func fileExists(path string) bool { return agenttest.FileExists(path) }
 
 // testLog sends a room's host relay log lines to the test log.
 type testLog struct{ t *testing.T }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"tare/engine/probe"
 	"tare/sandbox"
 )
 
@@ -29,7 +30,7 @@ func TestProxyAllowsExactlyTheDeclaredHosts(t *testing.T) {
 	if err := os.WriteFile(login, []byte(`{"claudeAiOauth":{"accessToken":"dummy"}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	room, setup, err := buildRoom(plan{agent: a, inst: inst, cfg: cfg, workspace: t.TempDir(), login: true}, "", nil)
+	room, setup, err := probe.BuildRoom(probe.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir(), Login: true}, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

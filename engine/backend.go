@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"tare/config"
+	"tare/engine/journal"
 )
 
 // A backend runs the body of one tail attempt: restoring its workspace, the agent's room and
@@ -16,13 +17,13 @@ import (
 // the body, so nothing above the engine knows where a tail ran except from a Placed event.
 type backend interface {
 	// body returns how the agent ended and what the check said, as tailBody does.
-	body(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *TailResult) (agentExit, check string)
+	body(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *journal.TailResult) (agentExit, check string)
 }
 
 // localBackend runs tails in this process's rooms: tare's own goroutines.
 type localBackend struct{}
 
-func (localBackend) body(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *TailResult) (string, string) {
+func (localBackend) body(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *journal.TailResult) (string, string) {
 	return tailBody(ctx, env, spec, dir, res)
 }
 
@@ -83,7 +84,7 @@ func allowDirty(r *run) bool {
 }
 
 // bodyFunc is a backend's body, or a re-attached job's follow-up.
-type bodyFunc func(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *TailResult) (string, string)
+type bodyFunc func(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *journal.TailResult) (string, string)
 
 // reattach is the follow-up of a tail whose latest attempt the journal has as running and
 // whose backend can still reach it (a Slurm job submitted before tare was killed), with that
@@ -94,7 +95,7 @@ func reattach(env *tailEnv, spec *tailSpec) (bodyFunc, time.Time, bool) {
 		return nil, time.Time{}, false
 	}
 	t := env.run.snapshot().Tails[spec.ID]
-	if t == nil || t.Status != StatusRunning {
+	if t == nil || t.Status != journal.StatusRunning {
 		return nil, time.Time{}, false
 	}
 	x := b.exchange(spec.ID, t.Attempt)
@@ -104,12 +105,12 @@ func reattach(env *tailEnv, spec *tailSpec) (bodyFunc, time.Time, bool) {
 	}
 	spec.Attempt = t.Attempt
 	calls := t.Calls
-	return func(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *TailResult) (string, string) {
+	return func(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *journal.TailResult) (string, string) {
 		meter, stop, lost := b.revive(env, spec, x)
 		defer stop()
 		exit, check := b.follow(ctx, env, spec, x, id, dir, res, calls)
 		exit, check = overRun(meter, res, exit, check)
-		if lost != "" && res.Status != StatusPassed {
+		if lost != "" && res.Status != journal.StatusPassed {
 			exit += "; " + lost
 		}
 		return exit, check

@@ -14,6 +14,8 @@ import (
 	"tare/agent"
 	"tare/capsule"
 	"tare/config"
+	"tare/engine/journal"
+	"tare/engine/probe"
 	"tare/modelserver"
 )
 
@@ -21,7 +23,7 @@ import (
 type CalibrateOptions struct {
 	// Prompt is the task, for every side without a prompt of its own.
 	Prompt string
-	Sides  []Side
+	Sides  []journal.Side
 	// Check is a shell command run in each finished workspace; exit 0 passes. Empty: a run
 	// counts when its agent exits 0, and every workspace is kept.
 	Check        string
@@ -45,7 +47,7 @@ type CalibrateOptions struct {
 	// Argv is the command line, kept in the recipe.
 	Argv []string
 	// Bus receives the run's events as they are journaled (nil: none).
-	Bus *Bus
+	Bus *journal.Bus
 	// Progress receives the probe's lines (nil: none).
 	Progress io.Writer
 	// Version is tare's version, kept in the recipe.
@@ -61,11 +63,11 @@ type CalibrateOptions struct {
 
 // ParseSides turns --side specs ("claude --model haiku") and --side-prompt KEY=PROMPT
 // items into sides keyed a, b, c...
-func ParseSides(specs, prompts []string) ([]Side, error) {
+func ParseSides(specs, prompts []string) ([]journal.Side, error) {
 	if len(specs) == 0 {
 		return nil, errors.New("--side: give at least one side, e.g. --side claude --side \"codex -m gpt-5\"")
 	}
-	var sides []Side
+	var sides []journal.Side
 	for i, spec := range specs {
 		words, err := splitWords(spec)
 		if err != nil || len(words) == 0 {
@@ -74,7 +76,7 @@ func ParseSides(specs, prompts []string) ([]Side, error) {
 		if _, err := agent.ByName(words[0]); err != nil {
 			return nil, fmt.Errorf("--side %q: %v", spec, err)
 		}
-		sides = append(sides, Side{Key: string(rune('a' + i)), Agent: words[0], Args: words[1:]})
+		sides = append(sides, journal.Side{Key: string(rune('a' + i)), Agent: words[0], Args: words[1:]})
 	}
 	for _, item := range prompts {
 		key, text, ok := strings.Cut(item, "=")
@@ -92,7 +94,7 @@ func ParseSides(specs, prompts []string) ([]Side, error) {
 	return sides, nil
 }
 
-func sideKeys(sides []Side) string {
+func sideKeys(sides []journal.Side) string {
 	var keys []string
 	for _, s := range sides {
 		keys = append(keys, s.Key)
@@ -157,12 +159,12 @@ func Calibrate(ctx context.Context, o CalibrateOptions) (dir, report string, err
 	if err := writeRecipe(dir, rec); err != nil {
 		return dir, "", err
 	}
-	if err := r.emit(Event{RunStarted: &RunStarted{Kind: "calibrate", Project: o.Project, Prompt: o.Prompt, Check: o.Check,
+	if err := r.emit(journal.Event{RunStarted: &journal.RunStarted{Kind: "calibrate", Project: o.Project, Prompt: o.Prompt, Check: o.Check,
 		CheckRoom: checkWhere(rec), Sides: o.Sides, Budget: len(o.Sides) * o.Runs, Jobs: o.Jobs, Simulated: o.Script != ""}}); err != nil {
 		return dir, "", err
 	}
 	if err := probeSides(ctx, r, o.Sides, o.Project, o.Config, o.AllowDirty, o.Progress); err != nil {
-		_ = r.emit(Event{RunFinished: &RunFinished{Error: err.Error()}})
+		_ = r.emit(journal.Event{RunFinished: &journal.RunFinished{Error: err.Error()}})
 		return dir, "", err
 	}
 	report, err = runCalibrate(ctx, r, rec, store, start, installs, o.Config)
@@ -172,7 +174,7 @@ func Calibrate(ctx context.Context, o CalibrateOptions) (dir, report string, err
 func (o *CalibrateOptions) validate() error {
 	if !o.AllowDirty {
 		home, _ := os.UserHomeDir()
-		if err := CheckProject(o.Project, home); err != nil {
+		if err := probe.CheckProject(o.Project, home); err != nil {
 			return err
 		}
 	}
@@ -208,7 +210,7 @@ func (o *CalibrateOptions) validate() error {
 
 // findInstalls finds every side's agent CLI before anything is written, never one inside
 // the projects.
-func findInstalls(sides []Side, cfg *config.Config, projects ...string) (map[string]agent.Install, error) {
+func findInstalls(sides []journal.Side, cfg *config.Config, projects ...string) (map[string]agent.Install, error) {
 	out := map[string]agent.Install{}
 	for _, s := range sides {
 		if _, ok := out[s.Agent]; ok {
@@ -218,7 +220,7 @@ func findInstalls(sides []Side, cfg *config.Config, projects ...string) (map[str
 		if err != nil {
 			return nil, err
 		}
-		inst, err := findAgent(a, cfg, projects...)
+		inst, err := probe.FindAgent(a, cfg, projects...)
 		if err != nil {
 			return nil, err
 		}
@@ -229,8 +231,8 @@ func findInstalls(sides []Side, cfg *config.Config, projects ...string) (map[str
 
 // probeSides proves a room clean for each agent before any tail runs, and journals each
 // reading; a reading that is not "tare: 0.00" stops the run unless allowDirty.
-func probeSides(ctx context.Context, r *run, sides []Side, project string, cfg *config.Config, allowDirty bool, progress io.Writer) error {
-	if err := r.emit(Event{Phase: &Phase{Name: "probe"}}); err != nil {
+func probeSides(ctx context.Context, r *run, sides []journal.Side, project string, cfg *config.Config, allowDirty bool, progress io.Writer) error {
+	if err := r.emit(journal.Event{Phase: &journal.Phase{Name: "probe"}}); err != nil {
 		return err
 	}
 	seen := map[string]bool{}
@@ -240,14 +242,14 @@ func probeSides(ctx context.Context, r *run, sides []Side, project string, cfg *
 		}
 		seen[s.Agent] = true
 		a, _ := agent.ByName(s.Agent)
-		reading, err := Probe(ctx, ProbeOptions{Agent: a, Project: project, Config: cfg, Progress: progress, AllowDirty: allowDirty})
+		reading, err := probe.Probe(ctx, probe.ProbeOptions{Agent: a, Project: project, Config: cfg, Progress: progress, AllowDirty: allowDirty})
 		if err != nil {
 			return err
 		}
-		if err := r.emit(Event{Probed: &Probed{Agent: s.Agent, Verdict: reading.Verdict(), Zero: reading.Zero(), Text: reading.Render()}}); err != nil {
+		if err := r.emit(journal.Event{Probed: &journal.Probed{Agent: s.Agent, Verdict: reading.Verdict(), Zero: reading.Zero(), Text: reading.Render()}}); err != nil {
 			return err
 		}
-		_ = StoreReading(cfg.StateDir, reading) // the app's probes pane; the journal has it anyway
+		_ = probe.StoreReading(cfg.StateDir, reading) // the app's probes pane; the journal has it anyway
 		if !reading.Zero() && !allowDirty {
 			return fmt.Errorf("%s: %s; %v", s.Agent, reading.Verdict(), ErrDirty)
 		}
@@ -283,12 +285,12 @@ func runCalibrate(ctx context.Context, r *run, rec *Recipe, store *capsule.Store
 	if err := attachBackend(env, rec, allowDirty(r)); err != nil {
 		return "", err
 	}
-	if err := r.emit(Event{Phase: &Phase{Name: "tails"}}); err != nil {
+	if err := r.emit(journal.Event{Phase: &journal.Phase{Name: "tails"}}); err != nil {
 		return "", err
 	}
 	done := map[string]bool{}
 	for id, t := range r.snapshot().Tails {
-		done[id] = finished(t.Status)
+		done[id] = journal.Finished(t.Status)
 	}
 	for _, id := range again {
 		done[id] = false
@@ -308,7 +310,7 @@ func runCalibrate(ctx context.Context, r *run, rec *Recipe, store *capsule.Store
 	}); err != nil {
 		return "", err
 	}
-	if err := r.emit(Event{Phase: &Phase{Name: "report"}}); err != nil {
+	if err := r.emit(journal.Event{Phase: &journal.Phase{Name: "report"}}); err != nil {
 		return "", err
 	}
 	st := r.snapshot()
@@ -319,7 +321,7 @@ func runCalibrate(ctx context.Context, r *run, rec *Recipe, store *capsule.Store
 	if err := writeUsage(r.dir, st); err != nil {
 		return "", err
 	}
-	return report, releaseBackend(env, r.emit(Event{RunFinished: &RunFinished{Report: report}}))
+	return report, releaseBackend(env, r.emit(journal.Event{RunFinished: &journal.RunFinished{Report: report}}))
 }
 
 // runJobs runs f over specs with at most jobs at once, in order. The first error that is

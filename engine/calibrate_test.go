@@ -10,6 +10,7 @@ import (
 
 	"tare/capsule"
 	"tare/demo"
+	"tare/engine/journal"
 )
 
 // calibrateDemo runs a calibrate on the shipped demo with the given sides.
@@ -38,11 +39,11 @@ func TestCalibrateOnTheDemoGivesRatesStrictlyBetweenZeroAndOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	events, err := ReadJournal(dir)
+	events, err := journal.ReadJournal(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := Replay("run", events)
+	st := journal.Replay("run", events)
 	for _, tally := range st.Tally() {
 		if tally.Verdicts != 4 || tally.Passed == 0 || tally.Passed == 4 {
 			t.Errorf("side %s: %d/%d passed, want 4 scored and a rate strictly between 0 and 1\n%s", tally.Side.Key, tally.Passed, tally.Verdicts, report)
@@ -60,7 +61,7 @@ func TestCalibrateOnTheDemoGivesRatesStrictlyBetweenZeroAndOne(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}
 	}
-	for _, f := range []string{RecipeFile, JournalFile, "usage.json", "report.txt", "tails/a-0/result.json", "tails/b-3/stdout.jsonl"} {
+	for _, f := range []string{RecipeFile, journal.JournalFile, "usage.json", "report.txt", "tails/a-0/result.json", "tails/b-3/stdout.jsonl"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("run directory lacks %s", f)
 		}
@@ -90,7 +91,7 @@ func TestCalibrateChecksThatFailToRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			st := Replay("run", mustJournal(t, dir))
+			st := journal.Replay("run", mustJournal(t, dir))
 			for _, id := range []string{"a-0", "a-1"} {
 				tl := st.Tails[id]
 				if tl == nil || tl.Status != "failed" || !strings.Contains(tl.Detail, c.want) {
@@ -119,9 +120,9 @@ func TestResumeRefusesWhatIsNotARun(t *testing.T) {
 	}
 }
 
-func mustJournal(t *testing.T, dir string) []Event {
+func mustJournal(t *testing.T, dir string) []journal.Event {
 	t.Helper()
-	events, err := ReadJournal(dir)
+	events, err := journal.ReadJournal(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"tare/config"
+	"tare/engine/journal"
+	"tare/engine/probe"
 	"tare/sandbox"
 )
 
@@ -234,8 +236,8 @@ type checkResult struct {
 	Score *int
 	// Judge is the built-in judge's verdict, and Usage what the judge agent spent: the
 	// check's spending, kept apart from the agent's.
-	Judge *JudgeVerdict
-	Usage Usage
+	Judge *journal.JudgeVerdict
+	Usage journal.Usage
 }
 
 var scoreLine = regexp.MustCompile(`(?m)\bscore (\d+)\b`)
@@ -271,7 +273,7 @@ func runCheck(ctx context.Context, check, dir string, timeout time.Duration, cr 
 		code, err = runOnHost(cctx, check, dir, &out)
 	} else {
 		// The room's pid namespace takes every process the check started with it.
-		code, err = runRoom(cctx, cr.room(check, dir, cfg.Bwrap, &out))
+		code, err = probe.RunRoom(cctx, cr.room(check, dir, cfg.Bwrap, &out))
 	}
 	switch {
 	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:

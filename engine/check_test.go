@@ -14,6 +14,7 @@ import (
 
 	"tare/config"
 	"tare/demo"
+	"tare/engine/journal"
 	"tare/modelserver"
 )
 
@@ -94,11 +95,11 @@ text = "Done."
 			env.recipe.Keep, env.recipe.CheckRoom = true, c.room
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			spec := tailSpec{ID: "t", Side: Side{Key: "a", Agent: "codex"}, How: "fresh", Prompt: "Write check.sh.", Start: start}
+			spec := tailSpec{ID: "t", Side: journal.Side{Key: "a", Agent: "codex"}, How: "fresh", Prompt: "Write check.sh.", Start: start}
 			if err := runTail(ctx, env, spec); err != nil {
 				t.Fatal(err)
 			}
-			tl := Replay("run", mustJournal(t, env.run.dir)).Tails["t"]
+			tl := journal.Replay("run", mustJournal(t, env.run.dir)).Tails["t"]
 			if tl == nil || !strings.HasSuffix(tl.Detail, "; "+c.detail) {
 				t.Fatalf("journaled tail %+v, want its detail to end %q", tl, c.detail)
 			}
@@ -170,7 +171,7 @@ if bash -c 'echo hi > /dev/tcp/127.0.0.1/%[2]d'; then echo loopback=reached; els
 	if accepted.Load() == 0 {
 		t.Error("with network = true the host loopback listener saw no connection")
 	}
-	report := calibrateReport(&Recipe{Project: work, Check: check, CheckRoom: cr}, Replay("run", nil))
+	report := calibrateReport(&Recipe{Project: work, Check: check, CheckRoom: cr}, journal.Replay("run", nil))
 	for _, w := range []string{"network: HOST (check.network = true)", tool + " (read-only)", cache + " at /home/agent/.cache/tool (read-write)", "env: TARE_CHECK_PASSED"} {
 		if !strings.Contains(report, w) {
 			t.Errorf("the report lacks %q:\n%s", w, report)
@@ -280,7 +281,7 @@ func TestCheckOnHostIsKeptByTheRun(t *testing.T) {
 	if err := os.WriteFile(script, []byte("[[turn]]\ntext = \"Step.\"\nshell = \"echo one > one.txt\"\n\n[[turn]]\ntext = \"Done.\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	side := Side{Key: "a", Agent: "codex"}
+	side := journal.Side{Key: "a", Agent: "codex"}
 	cfg := testConfig(t, []string{"codex"})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -312,7 +313,7 @@ func TestCheckOnHostIsKeptByTheRun(t *testing.T) {
 	}
 
 	out := filepath.Join(t.TempDir(), "calibrate")
-	_, report, err := Calibrate(ctx, CalibrateOptions{Prompt: "Do the step.", Sides: []Side{side}, Check: check, CheckTimeout: time.Minute,
+	_, report, err := Calibrate(ctx, CalibrateOptions{Prompt: "Do the step.", Sides: []journal.Side{side}, Check: check, CheckTimeout: time.Minute,
 		CheckOnHost: true, Runs: 1, Jobs: 1, Project: newProject(), Out: out, Config: cfg, Script: script})
 	if err != nil {
 		t.Fatal(err)
@@ -323,7 +324,7 @@ func TestCheckOnHostIsKeptByTheRun(t *testing.T) {
 	if _, err := Resume(ctx, ResumeOptions{Dir: out, Config: cfg, Retry: []string{"a-0"}}); err != nil {
 		t.Fatal(err)
 	}
-	st := Replay("run", mustJournal(t, out))
+	st := journal.Replay("run", mustJournal(t, out))
 	if tl := st.Tails["a-0"]; tl == nil || tl.Attempt != 1 || tl.Status != "passed" || !strings.HasSuffix(tl.Detail, "check exit 0 (ON THE HOST)") {
 		t.Errorf("retried tail %+v: the resume did not keep the run's --check-on-host", tl)
 	}
@@ -337,10 +338,10 @@ func TestCheckThatCouldNotRunIsNoVerdict(t *testing.T) {
 	if !c.CouldNotRun || !strings.Contains(c.Detail, "could not run") {
 		t.Fatalf("a check room that cannot start: %+v", c)
 	}
-	if status, reason := checkOutcome(c); status != StatusNoVerdict || reason != ReasonCheckError || reason.Label() != "check could not run" {
+	if status, reason := checkOutcome(c); status != journal.StatusNoVerdict || reason != journal.ReasonCheckError || reason.Label() != "check could not run" {
 		t.Errorf("it gives the tail %s (%s), want no verdict: check could not run", status, reason)
 	}
-	if status, _ := checkOutcome(checkResult{Passed: false, Detail: "check exit 1"}); status != StatusFailed {
+	if status, _ := checkOutcome(checkResult{Passed: false, Detail: "check exit 1"}); status != journal.StatusFailed {
 		t.Errorf("a check that ran and failed gives %s", status)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"tare/agent"
 	"tare/capsule"
 	"tare/engine/cliff"
+	"tare/engine/journal"
 )
 
 // CliffOptions is a cliff analysis: record a run (or take one recorded earlier) and find
@@ -156,7 +157,7 @@ func cliffRecording(dir string) error {
 	if recipe.Check == "" {
 		return fmt.Errorf("--run %s: the recording has no check to score tails with; record it again with --check", dir)
 	}
-	rec, err := readRecording(dir)
+	rec, err := journal.ReadRecording(dir)
 	if err != nil {
 		return err
 	}
@@ -176,12 +177,12 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 	if err != nil {
 		return nil, err
 	}
-	recording, err := readRecording(dir)
+	recording, err := journal.ReadRecording(dir)
 	if err != nil {
 		return nil, err
 	}
-	side := Side{Key: "a", Agent: recording.Agent, Args: recording.Args}
-	installs, err := findInstalls([]Side{side}, o.Config, recipe.Project)
+	side := journal.Side{Key: "a", Agent: recording.Agent, Args: recording.Args}
+	installs, err := findInstalls([]journal.Side{side}, o.Config, recipe.Project)
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +231,7 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 	if err := capsule.WriteFileAtomic(filepath.Join(dir, cliffFile), append(data, '\n'), 0o644); err != nil {
 		return nil, err
 	}
-	if err := r.emit(Event{Phase: &Phase{Name: "cliff: the recording " + verdict.Detail}}); err != nil {
+	if err := r.emit(journal.Event{Phase: &journal.Phase{Name: "cliff: the recording " + verdict.Detail}}); err != nil {
 		return nil, err
 	}
 	res.RecordingCost, res.CostKnown = 0, true
@@ -267,7 +268,7 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 				ids = append(ids, spec.ID)
 			}
 		}
-		if err := r.emit(Event{Resumed: &Resumed{Rerun: ids, Reattached: attached}}); err != nil {
+		if err := r.emit(journal.Event{Resumed: &journal.Resumed{Rerun: ids, Reattached: attached}}); err != nil {
 			return nil, err
 		}
 	}
@@ -281,7 +282,7 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 		if d.Kind != cliff.Running {
 			break
 		}
-		if err := r.emit(Event{Phase: &Phase{Name: fmt.Sprintf("cliff: %d tails from step %d (%s)", d.Want, d.Step, d.Why)}}); err != nil {
+		if err := r.emit(journal.Event{Phase: &journal.Phase{Name: fmt.Sprintf("cliff: %d tails from step %d (%s)", d.Want, d.Step, d.Why)}}); err != nil {
 			return nil, err
 		}
 		specs := make([]tailSpec, d.Want)
@@ -302,19 +303,19 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 }
 
 // tailFinished says whether a tail ended, with or without a verdict.
-func tailFinished(t *TailState) bool { return finished(t.Status) }
+func tailFinished(t *journal.TailState) bool { return journal.Finished(t.Status) }
 
 // tailVerdict says whether a finished tail reached a verdict (passed or failed), its first
 // (a retry never replaces one); a tail that ended otherwise (not started, killed, stopped by
 // its provider) tells nothing of its step.
-func tailVerdict(t *TailState) (verdict, passed bool) {
+func tailVerdict(t *journal.TailState) (verdict, passed bool) {
 	a, ok := t.Counted()
-	return ok, ok && a.Status == StatusPassed
+	return ok, ok && a.Status == journal.StatusPassed
 }
 
 // cliffObservations counts the cliff's finished tails per step, and how many tail ids each
 // step has used (finished or not), so new tails get fresh ones.
-func cliffObservations(st *RunState) (map[int]cliff.Count, map[int]int) {
+func cliffObservations(st *journal.RunState) (map[int]cliff.Count, map[int]int) {
 	obs, ids := map[int]cliff.Count{}, map[int]int{}
 	for id, t := range st.Tails {
 		if !strings.HasPrefix(id, cliffPrefix) {
@@ -339,7 +340,7 @@ func cliffObservations(st *RunState) (map[int]cliff.Count, map[int]int) {
 
 // scoreRecording runs the check on the recording's final workspace, restored afresh so that
 // the check cannot change what the tails start from.
-func scoreRecording(ctx context.Context, env *tailEnv, rec *Recording) (checkResult, error) {
+func scoreRecording(ctx context.Context, env *tailEnv, rec *journal.Recording) (checkResult, error) {
 	work := filepath.Join(env.run.dir, "cliff-final")
 	_ = os.RemoveAll(work)
 	defer os.RemoveAll(work)
@@ -350,7 +351,7 @@ func scoreRecording(ctx context.Context, env *tailEnv, rec *Recording) (checkRes
 }
 
 // fillCliffResult turns the search's last decision into the result.
-func fillCliffResult(res *CliffResult, d cliff.Decision, store *capsule.Store, rec *Recording, st *RunState) {
+func fillCliffResult(res *CliffResult, d cliff.Decision, store *capsule.Store, rec *journal.Recording, st *journal.RunState) {
 	obs, _ := cliffObservations(st)
 	steps := make([]int, 0, len(obs))
 	for s := range obs {
@@ -385,17 +386,17 @@ func fillCliffResult(res *CliffResult, d cliff.Decision, store *capsule.Store, r
 		}
 		res.Step, res.Probability, res.Near = d.Hi, d.Probability, d.Near
 		res.Before, res.After = stepRate(d.Hi-1, obs[d.Hi-1]), stepRate(d.Hi, obs[d.Hi])
-		res.Call = Printable(rec.Steps[d.Hi-1].Tool)
+		res.Call = journal.Printable(rec.Steps[d.Hi-1].Tool)
 		if changes, err := store.Diff(rec.Capsules[d.Hi-1], rec.Capsules[d.Hi]); err == nil {
 			for _, c := range changes {
-				res.Changes = append(res.Changes, Printable(changeLine(c)))
+				res.Changes = append(res.Changes, journal.Printable(changeLine(c)))
 			}
 		}
 	}
 }
 
 // finishCliff writes the report and the result and journals the run's end.
-func finishCliff(r *run, recipe *Recipe, rec *Recording, res *CliffResult) error {
+func finishCliff(r *run, recipe *Recipe, rec *journal.Recording, res *CliffResult) error {
 	report := CliffReport(recipe, rec, res)
 	if err := capsule.WriteFileAtomic(filepath.Join(r.dir, "report.txt"), []byte(report), 0o644); err != nil {
 		return err
@@ -404,11 +405,11 @@ func finishCliff(r *run, recipe *Recipe, rec *Recording, res *CliffResult) error
 	if err := capsule.WriteFileAtomic(filepath.Join(r.dir, "cliff-result.json"), append(data, '\n'), 0o644); err != nil {
 		return err
 	}
-	return r.emit(Event{RunFinished: &RunFinished{Report: report}})
+	return r.emit(journal.Event{RunFinished: &journal.RunFinished{Report: report}})
 }
 
 // CliffReport is the text report: its first line says what was found.
-func CliffReport(recipe *Recipe, rec *Recording, res *CliffResult) string {
+func CliffReport(recipe *Recipe, rec *journal.Recording, res *CliffResult) string {
 	var b strings.Builder
 	rate := func(s *StepRate) string {
 		switch {
@@ -499,7 +500,7 @@ func resumeCliff(ctx context.Context, o ResumeOptions, rec *Recipe, set cliffSet
 	if len(o.Retry) > 0 {
 		return "", fmt.Errorf("--retry: %s is a cliff analysis; it reruns interrupted tails itself, and tare cliff --run %s --budget N spends more", o.Dir, o.Dir)
 	}
-	if _, err := readRecording(o.Dir); err != nil {
+	if _, err := journal.ReadRecording(o.Dir); err != nil {
 		if _, err := resumeRecord(ctx, o, rec); err != nil {
 			return "", err
 		}
@@ -536,11 +537,11 @@ type CliffCurve struct {
 	// step", "not pinned: ..."), "" before.
 	Verdict string
 	// Calls are the recording's tool calls, in order.
-	Calls []ToolCall
+	Calls []journal.ToolCall
 }
 
 // CliffCurveOf reads a run's state as a cliff; ok is false for a run that is no cliff.
-func CliffCurveOf(st *RunState) (c CliffCurve, ok bool) {
+func CliffCurveOf(st *journal.RunState) (c CliffCurve, ok bool) {
 	c.Counts, _ = cliffObservations(st)
 	if st.Kind != "cliff" && len(c.Counts) == 0 {
 		for id := range st.Tails {
@@ -563,7 +564,7 @@ func CliffCurveOf(st *RunState) (c CliffCurve, ok bool) {
 		}
 	}
 	first, _, _ := strings.Cut(st.Report, "\n")
-	c.Verdict = Printable(first)
+	c.Verdict = journal.Printable(first)
 	if strings.HasPrefix(first, "cliff at step ") {
 		fmt.Sscan(strings.TrimPrefix(first, "cliff at step "), &c.Cliff)
 	}
@@ -573,19 +574,19 @@ func CliffCurveOf(st *RunState) (c CliffCurve, ok bool) {
 // recordingUsage is what a recording's own run spent, from the stream it left in
 // original/stdout.jsonl, priced as its tails are. ok is false when the stream cannot be
 // read: the cost is then unknown, not 0.
-func recordingUsage(dir string, rec *Recording) (Usage, bool) {
+func recordingUsage(dir string, rec *journal.Recording) (journal.Usage, bool) {
 	a, err := agent.ByName(rec.Agent)
 	if err != nil {
-		return Usage{}, false
+		return journal.Usage{}, false
 	}
 	f, err := os.Open(filepath.Join(dir, "original", "stdout.jsonl"))
 	if err != nil {
-		return Usage{}, false
+		return journal.Usage{}, false
 	}
 	defer f.Close()
 	r, err := a.ParseStream(f)
 	if err != nil {
-		return Usage{}, false
+		return journal.Usage{}, false
 	}
 	sessions := filepath.Join(dir, "original", "session")
 	u := runUsage(a, r, nil, sessions)

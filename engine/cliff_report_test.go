@@ -5,11 +5,12 @@ import (
 	"testing"
 
 	"tare/agent"
+	"tare/engine/journal"
 )
 
-func cliffReportFixture() (*Recipe, *Recording) {
-	recipe := &Recipe{Project: "/p", Prompt: "task", Check: "make test", Sides: []Side{{Key: "a", Agent: "claude"}}}
-	rec := &Recording{Agent: "claude", Steps: make([]agent.Step, 12)}
+func cliffReportFixture() (*Recipe, *journal.Recording) {
+	recipe := &Recipe{Project: "/p", Prompt: "task", Check: "make test", Sides: []journal.Side{{Key: "a", Agent: "claude"}}}
+	rec := &journal.Recording{Agent: "claude", Steps: make([]agent.Step, 12)}
 	return recipe, rec
 }
 

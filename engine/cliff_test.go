@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tare/demo"
+	"tare/engine/journal"
 )
 
 // cliffOn runs tare cliff on the demo's cliff task (or script, when given) with agent and
@@ -25,7 +26,7 @@ func cliffOn(t *testing.T, agentName string, seed int64, script string, run stri
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	return Cliff(ctx, CliffOptions{RecordOptions: RecordOptions{Prompt: demo.Task, Side: Side{Key: "a", Agent: agentName},
+	return Cliff(ctx, CliffOptions{RecordOptions: RecordOptions{Prompt: demo.Task, Side: journal.Side{Key: "a", Agent: agentName},
 		Project: paths.Project, Check: demo.Check, CheckTimeout: time.Minute, AgentTimeout: 2 * time.Minute,
 		Out: filepath.Join(t.TempDir(), "run"), Config: testConfig(t, []string{agentName}), Script: script, Seed: seed},
 		Run: run, Tails: 3, Budget: 30, Jobs: 3, GapBelow: 0.2})
@@ -102,7 +103,7 @@ func TestCliffOnAnEarlierRecording(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	record := func(seed int64) string {
-		dir, _, err := Record(ctx, RecordOptions{Prompt: demo.Task, Side: Side{Key: "a", Agent: "codex"}, Project: paths.Project,
+		dir, _, err := Record(ctx, RecordOptions{Prompt: demo.Task, Side: journal.Side{Key: "a", Agent: "codex"}, Project: paths.Project,
 			Check: demo.Check, CheckTimeout: time.Minute, AgentTimeout: 2 * time.Minute, Out: filepath.Join(t.TempDir(), "rec"),
 			Config: cfg, Script: paths.CliffScript, Seed: seed})
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tare/capsule"
+	"tare/engine/journal"
 )
 
 // GCOptions are tare gc's.
@@ -79,7 +80,7 @@ func GC(ctx context.Context, o GCOptions) (GCResult, error) {
 					if o.DryRun {
 						verb = "would free"
 					}
-					fmt.Fprintf(o.Progress, "tare gc: %s: %s %s\n", Printable(dir), verb, rep.Describe())
+					fmt.Fprintf(o.Progress, "tare gc: %s: %s %s\n", journal.Printable(dir), verb, rep.Describe())
 				}
 			}
 		}

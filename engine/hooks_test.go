@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"tare/agent"
+	"tare/engine/probe"
 	"tare/modelserver"
 )
 
@@ -60,9 +61,9 @@ func TestHooksRunAfterEveryToolCall(t *testing.T) {
 			defer cancel()
 
 			store, sessions := t.TempDir(), t.TempDir()
-			p := plan{agent: a, inst: inst, cfg: cfg, workspace: t.TempDir(), sessions: sessions, runStore: store,
-				hooks: []agent.Hook{{Event: "PostToolUse", Command: hookCommand}}}
-			room, _, err := buildRoom(p, srv.Addr(), nil)
+			p := probe.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir(), Sessions: sessions, RunStore: store,
+				Hooks: []agent.Hook{{Event: "PostToolUse", Command: hookCommand}}}
+			room, _, err := probe.BuildRoom(p, srv.Addr(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

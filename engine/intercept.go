@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"tare/engine/probe"
 	"tare/modelserver"
 	"tare/sandbox"
 )
@@ -177,13 +178,13 @@ func systemBundle() ([]byte, error) {
 // a meter charging the caps (when capped) and gives the room the CA to trust them. It
 // returns the meter, or nil when the room has no proxy or its agent names no model host
 // (its calls stay unread and unmetered).
-func (env *tailEnv) interceptRoom(room *sandbox.Room, setup *roomSetup, capped bool) (*modelserver.Meter, error) {
+func (env *tailEnv) interceptRoom(room *sandbox.Room, setup *probe.RoomSetup, capped bool) (*modelserver.Meter, error) {
 	i := slices.IndexFunc(room.Relays, func(rl sandbox.Relay) bool { return rl.Allow != nil })
 	if i < 0 {
 		return nil, nil
 	}
 	var hosts []string
-	for _, h := range setup.modelHosts {
+	for _, h := range setup.ModelHosts {
 		if slices.Contains(room.Relays[i].Allow, h) {
 			hosts = append(hosts, h)
 		}
@@ -221,8 +222,8 @@ func (env *tailEnv) interceptRoom(room *sandbox.Room, setup *roomSetup, capped b
 	names := make([]string, 0, len(caEnv))
 	for k, v := range caEnv {
 		room.Env[k] = v
-		if setup.envNames != nil {
-			setup.envNames[k] = true
+		if setup.EnvNames != nil {
+			setup.EnvNames[k] = true
 		}
 		names = append(names, k)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,8 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"tare/engine/journal"
+	"tare/engine/probe"
 	"tare/modelserver"
-	"tare/sandbox"
 )
 
 // providerHosts are the real providers' model hosts the tests stand tare's model server in for.
@@ -113,7 +113,7 @@ func TestInterceptMetersRealProviderCalls(t *testing.T) {
 			env, start := newTestRun(t, name, "", "grep -q metered m.txt")
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			side := Side{Key: "a", Agent: name}
+			side := journal.Side{Key: "a", Agent: name}
 			if name == "codex" {
 				// The model whose requests carry the plain tool set the script's shell maps to.
 				side.Args = []string{"-m", "gpt-5.1-codex"}
@@ -124,7 +124,7 @@ func TestInterceptMetersRealProviderCalls(t *testing.T) {
 			}
 			tl := env.run.snapshot().Tails["real"]
 			stderr, _ := os.ReadFile(filepath.Join(env.run.dir, "tails", "real", "stderr.log"))
-			if tl == nil || tl.Status != StatusPassed {
+			if tl == nil || tl.Status != journal.StatusPassed {
 				t.Fatalf("tail %+v: want passed\nstderr: %s", tl, stderr)
 			}
 			var in, out int64
@@ -166,12 +166,12 @@ func TestCostCapOnARealProvider(t *testing.T) {
 	env.recipe.Caps = &Caps{TailCost: 1e-9}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	spec := tailSpec{ID: "capped", Side: Side{Key: "a", Agent: "claude"}, How: "fresh", Prompt: "Make the file.", Start: start}
+	spec := tailSpec{ID: "capped", Side: journal.Side{Key: "a", Agent: "claude"}, How: "fresh", Prompt: "Make the file.", Start: start}
 	if err := runTail(ctx, env, spec); err != nil {
 		t.Fatal(err)
 	}
 	tl := env.run.snapshot().Tails["capped"]
-	if tl == nil || tl.Status != StatusNoVerdict || tl.Reason != ReasonOverBudget {
+	if tl == nil || tl.Status != journal.StatusNoVerdict || tl.Reason != journal.ReasonOverBudget {
 		t.Fatalf("tail %+v: want no verdict, over budget", tl)
 	}
 	calls := 0
@@ -224,7 +224,7 @@ func TestInterceptVerifiesTheProvider(t *testing.T) {
 func TestInterceptReadsOnlyModelHosts(t *testing.T) {
 	a, inst, cfg := mustFind(t, "claude")
 	loginHome(t, "claude")
-	room, setup, err := buildRoom(plan{agent: a, inst: inst, cfg: cfg, workspace: t.TempDir(), login: true}, "", nil)
+	room, setup, err := probe.BuildRoom(probe.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir(), Login: true}, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ func TestInterceptReadsOnlyModelHosts(t *testing.T) {
 	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: "api.anthropic.com"}); err != nil {
 		t.Errorf("the room's leaf does not verify against the room's CA: %v", err)
 	}
-	if room.Env["SSL_CERT_FILE"] != roomBundleFile || room.Env["NODE_EXTRA_CA_CERTS"] != roomCAFile || !setup.envNames["SSL_CERT_FILE"] {
+	if room.Env["SSL_CERT_FILE"] != roomBundleFile || room.Env["NODE_EXTRA_CA_CERTS"] != roomCAFile || !setup.EnvNames["SSL_CERT_FILE"] {
 		t.Errorf("room env %v: want the CA named, and declared as tare's", room.Env)
 	}
 	if !strings.Contains(strings.Join(setup.Declared, "\n"), "tls: tare's relay reads the model calls to api.anthropic.com:443") {
@@ -286,7 +286,7 @@ func TestInterceptedRoomReadsClean(t *testing.T) {
 	a, inst, cfg := mustFind(t, "claude")
 	loginHome(t, "claude")
 	project := t.TempDir()
-	room, setup, err := buildRoom(plan{agent: a, inst: inst, cfg: cfg, workspace: project, login: true}, "", nil)
+	room, setup, err := probe.BuildRoom(probe.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: project, Login: true}, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,24 +295,16 @@ func TestInterceptedRoomReadsClean(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	s := subject{home: os.Getenv("HOME"), project: project, env: setup.envNames, show: tilde, loopback: "127.0.0.1:9"}
-	room.Argv = inspectArgv(s, s.loopback, "")
-	var out, errb strings.Builder
-	room.Stdin, room.Stdout, room.Stderr = nil, &out, &errb
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if code, err := runRoom(ctx, room); code != 0 || err != nil {
-		t.Fatalf("inspection exited %d, %v: %s", code, err, errb.String())
-	}
-	var view sandbox.View
-	if err := json.Unmarshal([]byte(out.String()), &view); err != nil {
+	env, leaks, err := probe.InspectRoom(ctx, room, setup, project)
+	if err != nil {
 		t.Fatal(err)
 	}
-	sight := sightOf(&view, s.loopback)
-	if sight.env["SSL_CERT_FILE"] != roomBundleFile {
-		t.Fatalf("room env %v: want SSL_CERT_FILE set", sight.env)
+	if env["SSL_CERT_FILE"] != roomBundleFile {
+		t.Fatalf("room env %v: want SSL_CERT_FILE set", env)
 	}
-	if leaks := detect(evidence{sight: sight}, s); len(leaks) != 0 {
+	if len(leaks) != 0 {
 		t.Errorf("a metered room read as leaking: %+v", leaks)
 	}
 }

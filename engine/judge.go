@@ -18,6 +18,8 @@ import (
 	"tare/capsule"
 	"tare/config"
 	"tare/engine/browser"
+	"tare/engine/journal"
+	"tare/engine/probe"
 	"tare/modelserver"
 	"tare/sandbox"
 )
@@ -75,7 +77,7 @@ type Judgement struct {
 	Error   string  `json:"error,omitempty"`
 	Seconds float64 `json:"seconds"`
 	// Usage is the judge agent's tokens and cost: a check's spending, never the judged agent's.
-	Usage Usage `json:"usage"`
+	Usage journal.Usage `json:"usage"`
 }
 
 // PageJudgements is one page and every judgement of it.
@@ -103,7 +105,7 @@ type JudgeReport struct {
 	Simulated bool             `json:"simulated,omitempty"`
 	Out       string           `json:"out"`
 	Pages     []PageJudgements `json:"pages"`
-	Usage     Usage            `json:"usage"`
+	Usage     journal.Usage    `json:"usage"`
 }
 
 // judgeEnv is what every judgement of a run shares.
@@ -189,7 +191,7 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 	if err != nil {
 		return JudgeReport{}, fmt.Errorf("--judge %q: %v", o.Judge, err)
 	}
-	inst, err := findAgent(a, o.Config, o.Dirs...)
+	inst, err := probe.FindAgent(a, o.Config, o.Dirs...)
 	if err != nil {
 		return JudgeReport{}, err
 	}
@@ -261,7 +263,7 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 	}
 	// The judge's room is proven clean as every agent's room is before it runs: the probe
 	// reads a room of the same shape, on the first page's staged folder.
-	reading, err := Probe(ctx, ProbeOptions{Agent: a, Project: stages[0], Config: o.Config, Progress: o.Progress})
+	reading, err := probe.Probe(ctx, probe.ProbeOptions{Agent: a, Project: stages[0], Config: o.Config, Progress: o.Progress})
 	if err != nil {
 		os.RemoveAll(o.Out)
 		return JudgeReport{}, fmt.Errorf("probing the judge's room: %v", err)
@@ -386,13 +388,13 @@ func judgePrompt(page string, r Rubric, blocked bool) string {
 // workspace, the judge agent's own setup built as every agent room is (buildRoom, the room
 // the probe proves), and nothing else.
 func (env *judgeEnv) judgeRoom(stage, sessions, upstream string, blocked bool) (sandbox.Room, error) {
-	p := plan{agent: env.agent, inst: env.inst, cfg: env.o.Config, workspace: stage, readOnly: true,
-		sessions: sessions, login: upstream == ""}
-	room, setup, err := buildRoom(p, upstream, nil)
+	p := probe.Plan{Agent: env.agent, Inst: env.inst, Config: env.o.Config, Workspace: stage, ReadOnly: true,
+		Sessions: sessions, Login: upstream == ""}
+	room, setup, err := probe.BuildRoom(p, upstream, nil)
 	if err != nil {
 		return sandbox.Room{}, err
 	}
-	args := append(append(setup.args, env.o.Config.Agents[env.agent.Name()].Args...), env.args...)
+	args := append(append(setup.Args, env.o.Config.Agents[env.agent.Name()].Args...), env.args...)
 	room.Argv = append([]string{env.inst.Command}, env.agent.RunArgs(judgePrompt(env.o.Page, env.o.Rubric, blocked), args)...)
 	return room, nil
 }
@@ -412,8 +414,8 @@ func (env *judgeEnv) judgeOnce(ctx context.Context, stage, stream string, blocke
 	} else {
 		j = env.judgeIn(ctx, stage, upstream, blocked)
 	}
-	if errors.Is(context.Cause(ctx), errKilled) && j.Score == nil {
-		j.Error = errKilled.Error() + ": " + j.Error
+	if errors.Is(context.Cause(ctx), journal.ErrKilled) && j.Score == nil {
+		j.Error = journal.ErrKilled.Error() + ": " + j.Error
 	}
 	return j
 }
@@ -439,7 +441,7 @@ func (env *judgeEnv) judgeIn(ctx context.Context, stage, upstream string, blocke
 	room.Stdout, room.Stderr = &stdout, &stderr
 	rctx, cancel := context.WithTimeout(ctx, env.o.Timeout)
 	defer cancel()
-	code, err := runRoom(rctx, room)
+	code, err := probe.RunRoom(rctx, room)
 	switch {
 	case errors.Is(rctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
 		j.Error = fmt.Sprintf("the judge was stopped after %s", env.o.Timeout)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"tare/engine/probe"
 	"tare/modelserver"
 )
 
@@ -131,7 +132,7 @@ func TestJudgeRoomIsBlind(t *testing.T) {
 				`echo GREP; for d in /*; do case $d in /proc|/sys|/usr|/dev|/opt) ;; *) grep -rIil "$0" "$d" 2>/dev/null;; esac; done; echo END`, builderToken}
 			var out, errb strings.Builder
 			room.Stdout, room.Stderr = &out, &errb
-			if _, err := runRoom(ctx, room); err != nil {
+			if _, err := probe.RunRoom(ctx, room); err != nil {
 				t.Fatal(err)
 			}
 			seen := out.String()

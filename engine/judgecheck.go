@@ -13,22 +13,8 @@ import (
 
 	"tare/agent"
 	"tare/config"
+	"tare/engine/journal"
 )
-
-// JudgeVerdict is the built-in judge's answer on a tail's workspace: what the app shows where
-// pass/fail is, and the screenshot the judge saw.
-type JudgeVerdict struct {
-	// Score is nil when the judge gave none; Error says why.
-	Score *int `json:"score,omitempty"`
-	// Threshold is the lowest passing score, nil for a judge-noise run given none.
-	Threshold *float64 `json:"threshold,omitempty"`
-	Scale     [2]int   `json:"scale"`
-	Reason    string   `json:"reason,omitempty"`
-	Error     string   `json:"error,omitempty"`
-	// Screenshot is the page as the judge saw it; Out the judge's folder (judgements.json).
-	Screenshot string `json:"screenshot,omitempty"`
-	Out        string `json:"out,omitempty"`
-}
 
 // judgeCheck is a --check that is exactly tare's own judge: tare runs it as its own code on
 // the host instead of as a shell command in the check's room, because the judge starts rooms
@@ -140,7 +126,7 @@ func (jc *judgeCheck) run(ctx context.Context, dir string, cfg *config.Config) c
 	if err != nil {
 		return checkResult{CouldNotRun: true, Detail: "judge could not run: " + err.Error()}
 	}
-	v := &JudgeVerdict{Threshold: &jc.threshold, Scale: [2]int{r.Lo, r.Hi}}
+	v := &journal.JudgeVerdict{Threshold: &jc.threshold, Scale: [2]int{r.Lo, r.Hi}}
 	if err := ValidatePages([]string{dir}, jc.page); err != nil {
 		v.Error = err.Error()
 		return checkResult{Detail: "judge: " + clip(err.Error(), 160), Judge: v}
@@ -175,10 +161,10 @@ func judgeCheckLines() []string {
 
 // checkUsageLines are the report's lines for what each side's checks spent (tare's judge's
 // agent), under the agents' usage and apart from it; none when no check spent anything.
-func checkUsageLines(rec *Recipe, tallies []SideTally) string {
+func checkUsageLines(rec *Recipe, tallies []journal.SideTally) string {
 	var b strings.Builder
 	for i, s := range rec.Sides {
-		if u := tallies[i].CheckUsage; !u.isZero() {
+		if u := tallies[i].CheckUsage; !u.IsZero() {
 			// The judge talks to tare's model server when its own --script says so, which
 			// the run's recipe does not know: its usage line says whether it was paid.
 			jc, _, _ := parseJudgeCheck(rec.Check)
@@ -187,24 +173,4 @@ func checkUsageLines(rec *Recipe, tallies []SideTally) string {
 		}
 	}
 	return b.String()
-}
-
-func (u Usage) isZero() bool {
-	return u.Input == 0 && u.Output == 0 && u.CacheRead == 0 && u.CacheWrite == 0 && u.Cost == 0 && u.Reported == nil
-}
-
-// clean says the verdict holds no terminal control: the judge's reason and error are a
-// model's words, and the paths name the agent's page.
-func (v *JudgeVerdict) clean() bool {
-	return v == nil || (clean(v.Reason) && clean(v.Error) && clean(v.Screenshot) && clean(v.Out))
-}
-
-// printable is a copy of v whose text shows control characters instead of sending them.
-func (v *JudgeVerdict) printable() *JudgeVerdict {
-	if v == nil {
-		return nil
-	}
-	c := *v
-	c.Reason, c.Error, c.Screenshot, c.Out = Printable(c.Reason), Printable(c.Error), Printable(c.Screenshot), Printable(c.Out)
-	return &c
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"tare/engine/journal"
 )
 
 // judgeJournal is a judge-noise run's journal.jsonl, in its folder beside judgements.json,
@@ -26,11 +28,11 @@ func openJudgeJournal(o JudgeOptions, judge []string, simulated bool) (*judgeJou
 		return nil, err
 	}
 	j := &judgeJournal{r: r, o: o}
-	sides := make([]Side, len(o.Dirs))
+	sides := make([]journal.Side, len(o.Dirs))
 	for i, d := range o.Dirs {
-		sides[i] = Side{Key: JudgePageKey(i), Agent: judge[0], Args: judge[1:], Prompt: filepath.Join(d, o.Page)}
+		sides[i] = journal.Side{Key: JudgePageKey(i), Agent: judge[0], Args: judge[1:], Prompt: filepath.Join(d, o.Page)}
 	}
-	if err := r.emit(Event{RunStarted: &RunStarted{Kind: "judge-noise", Project: o.Dirs[0], Prompt: "judge by " + o.Rubric.Path,
+	if err := r.emit(journal.Event{RunStarted: &journal.RunStarted{Kind: "judge-noise", Project: o.Dirs[0], Prompt: "judge by " + o.Rubric.Path,
 		Sides: sides, Budget: len(o.Dirs) * o.Times, Jobs: o.Jobs, Simulated: simulated}}); err != nil {
 		r.close()
 		return nil, err
@@ -40,7 +42,7 @@ func openJudgeJournal(o JudgeOptions, judge []string, simulated bool) (*judgeJou
 
 func (j *judgeJournal) phase(name string) {
 	if j != nil {
-		_ = j.r.emit(Event{Phase: &Phase{Name: name}})
+		_ = j.r.emit(journal.Event{Phase: &journal.Phase{Name: name}})
 	}
 }
 
@@ -48,7 +50,7 @@ func judgementID(page, k int) string { return fmt.Sprintf("%s-%d", JudgePageKey(
 
 func (j *judgeJournal) started(page, k int) {
 	if j != nil {
-		_ = j.r.emit(Event{TailStarted: &TailStarted{ID: judgementID(page, k), Side: JudgePageKey(page), How: "fresh"}})
+		_ = j.r.emit(journal.Event{TailStarted: &journal.TailStarted{ID: judgementID(page, k), Side: JudgePageKey(page), How: "fresh"}})
 	}
 }
 
@@ -58,20 +60,20 @@ func (j *judgeJournal) finished(page, k int, p PageJudgements, jd Judgement, sca
 	if j == nil {
 		return
 	}
-	v := &JudgeVerdict{Score: jd.Score, Threshold: j.o.Threshold, Scale: scale, Reason: jd.Reason, Error: jd.Error,
+	v := &journal.JudgeVerdict{Score: jd.Score, Threshold: j.o.Threshold, Scale: scale, Reason: jd.Reason, Error: jd.Error,
 		Screenshot: p.Screenshot, Out: j.o.Out}
-	f := &TailFinished{ID: judgementID(page, k), Seconds: jd.Seconds, Usage: jd.Usage, Score: jd.Score, Judge: v}
+	f := &journal.TailFinished{ID: judgementID(page, k), Seconds: jd.Seconds, Usage: jd.Usage, Score: jd.Score, Judge: v}
 	switch {
-	case jd.Score == nil && strings.HasPrefix(jd.Error, errKilled.Error()):
-		f.Status, f.Reason, f.Detail = StatusNoVerdict, ReasonKilled, clip(jd.Error, 200)
+	case jd.Score == nil && strings.HasPrefix(jd.Error, journal.ErrKilled.Error()):
+		f.Status, f.Reason, f.Detail = journal.StatusNoVerdict, journal.ReasonKilled, clip(jd.Error, 200)
 	case jd.Score == nil:
-		f.Status, f.Reason, f.Detail = StatusNoVerdict, ReasonCheckError, "no score: "+clip(jd.Error, 200)
+		f.Status, f.Reason, f.Detail = journal.StatusNoVerdict, journal.ReasonCheckError, "no score: "+clip(jd.Error, 200)
 	case j.o.Threshold != nil && float64(*jd.Score) < *j.o.Threshold:
-		f.Status, f.Detail = StatusFailed, fmt.Sprintf("score %d: %s", *jd.Score, clip(jd.Reason, 200))
+		f.Status, f.Detail = journal.StatusFailed, fmt.Sprintf("score %d: %s", *jd.Score, clip(jd.Reason, 200))
 	default:
-		f.Passed, f.Status, f.Detail = true, StatusPassed, fmt.Sprintf("score %d: %s", *jd.Score, clip(jd.Reason, 200))
+		f.Passed, f.Status, f.Detail = true, journal.StatusPassed, fmt.Sprintf("score %d: %s", *jd.Score, clip(jd.Reason, 200))
 	}
-	_ = j.r.emit(Event{TailFinished: f})
+	_ = j.r.emit(journal.Event{TailFinished: f})
 }
 
 // done closes the run with its report, or the error that ended it.
@@ -79,11 +81,11 @@ func (j *judgeJournal) done(report string, err error) {
 	if j == nil {
 		return
 	}
-	f := &RunFinished{Report: report}
+	f := &journal.RunFinished{Report: report}
 	if err != nil {
 		f.Error = err.Error()
 	}
-	_ = j.r.emit(Event{RunFinished: f})
+	_ = j.r.emit(journal.Event{RunFinished: f})
 	j.r.close()
 }
 

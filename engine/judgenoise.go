@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"tare/engine/journal"
 )
 
 // Spread is how far one page's scores range over its judgements. Only judgements with a
@@ -145,7 +147,7 @@ func (r JudgeReport) NoiseText(threshold *float64) string {
 			fmt.Fprintf(&b, "threshold %g stands clear of every page's score range: each page's verdict is the same on every judgement\n", *threshold)
 		}
 	}
-	return Printable(b.String())
+	return journal.Printable(b.String())
 }
 
 // JudgeText is tare judge's report of one judgement; its last line is "score N ..." so a
@@ -160,14 +162,14 @@ func (r JudgeReport) JudgeText(threshold float64) string {
 	j := p.Judgements[0]
 	if j.Score == nil {
 		fmt.Fprintf(&b, "no score: %s\n", j.Error)
-		return Printable(b.String())
+		return journal.Printable(b.String())
 	}
 	verdict := "passes"
 	if float64(*j.Score) < threshold {
 		verdict = "below"
 	}
 	fmt.Fprintf(&b, "score %d (threshold %g, scale %d-%d, %s): %s\n", *j.Score, threshold, r.Scale[0], r.Scale[1], verdict, j.Reason)
-	return Printable(b.String())
+	return journal.Printable(b.String())
 }
 
 // pageNotes says what the judge of a page did not see: what the render room blocked and what

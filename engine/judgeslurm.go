@@ -9,6 +9,7 @@ import (
 
 	"tare/agent"
 	"tare/capsule"
+	"tare/engine/journal"
 )
 
 // judgeCluster runs a judge-noise run's judgements as Slurm jobs (--on slurm): each
@@ -72,7 +73,7 @@ func (env *judgeEnv) judgeOnSlurm(ctx context.Context, stage, stream, upstream s
 	job := slurmJob{Config: env.o.Config, Installs: map[string]agent.Install{env.agent.Name(): env.inst}, Upstream: upstream,
 		Judge: &judgeTask{Agent: env.agent.Name(), Args: env.args, Page: env.o.Page, Rubric: env.o.Rubric, Blocked: blocked, Timeout: env.o.Timeout}}
 	wr, err := env.slurm.b.runTask(ctx, task{name: id + ".0", what: "judgement " + id, runDir: env.o.Out, job: job, start: &start,
-		tick: func(string) {}, placed: func(p Placed) {
+		tick: func(string) {}, placed: func(p journal.Placed) {
 			p.Tail = id
 			env.journal.placed(p)
 		}})
@@ -86,8 +87,8 @@ func (env *judgeEnv) judgeOnSlurm(ctx context.Context, stage, stream, upstream s
 }
 
 // placed journals a judgement's place on the cluster.
-func (j *judgeJournal) placed(p Placed) {
+func (j *judgeJournal) placed(p journal.Placed) {
 	if j != nil {
-		_ = j.r.emit(Event{Placed: &p})
+		_ = j.r.emit(journal.Event{Placed: &p})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"tare/agent"
+	"tare/engine/journal"
 )
 
 // liveStream reads an agent's stdout line by line as it comes and publishes its tool calls
@@ -21,7 +22,7 @@ type liveStream struct {
 	n   int
 	// produced is set once the stream shows the model's work: a tool call or text.
 	produced bool
-	usage    Usage
+	usage    journal.Usage
 	started  map[string]toolStart
 	// onToolEnd, when set, runs after each tool call returns (capsules for agents without
 	// an in-agent hook).
@@ -107,7 +108,7 @@ func (l *liveStream) line(b []byte) {
 		if l.onToolEnd != nil {
 			l.onToolEnd(ev.ID)
 		}
-		_ = l.run.emit(Event{ToolCall: &ToolCall{Tail: l.tail, Tool: tool, Summary: summary, Seconds: secs, Calls: l.n, Usage: l.usage}})
+		_ = l.run.emit(journal.Event{ToolCall: &journal.ToolCall{Tail: l.tail, Tool: tool, Summary: summary, Seconds: secs, Calls: l.n, Usage: l.usage}})
 	case agent.LiveText, agent.LiveResult:
 		switch {
 		case ev.Usage.Input+ev.Usage.Output == 0:

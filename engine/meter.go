@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"tare/engine/journal"
 	"tare/modelserver"
 )
 
@@ -48,7 +49,7 @@ func (c Caps) Check(script string, agents ...string) error {
 }
 
 // sideAgents are the sides' agents.
-func sideAgents(sides []Side) []string {
+func sideAgents(sides []journal.Side) []string {
 	var out []string
 	for _, s := range sides {
 		out = append(out, s.Agent)
@@ -62,23 +63,6 @@ func sideAgents(sides []Side) []string {
 var unreadProviders = map[string]string{
 	"gemini": "Google's Code Assist (a Google login)",
 	"agy":    "Google's Code Assist",
-}
-
-// Metered is a tail's usage as the relay counted it, call by call, beside the agent's own.
-type Metered struct {
-	Usage
-	// Calls is the number of model calls the relay saw.
-	Calls int `json:"calls"`
-	// Refused is the number of calls the relay answered with an over-budget error.
-	Refused int `json:"refused,omitempty"`
-	// OverBudget is why the relay stopped the agent ("" when it did not).
-	OverBudget string `json:"over_budget,omitempty"`
-	// Differs is set when the agent's own count differs from the relay's by more than
-	// meterTolerance: one of the two is wrong, and the report says so.
-	Differs string `json:"differs,omitempty"`
-	// Incomplete counts the calls whose answer was longer than the relay reads (32 MiB, passed
-	// on whole): their tokens may be short, so the tail's count is a floor.
-	Incomplete int `json:"incomplete,omitempty"`
 }
 
 // meterTolerance is how far (relative) an agent's own token count may stray from the relay's
@@ -142,11 +126,11 @@ func (env *tailEnv) budgets(capped bool) []*modelserver.Budget {
 }
 
 // metered is what the meter counted, with the agent's own count beside it.
-func metered(m *modelserver.Meter, own Usage) *Metered {
+func metered(m *modelserver.Meter, own journal.Usage) *journal.Metered {
 	if m == nil {
 		return nil
 	}
-	out := &Metered{OverBudget: m.OverBudget()}
+	out := &journal.Metered{OverBudget: m.OverBudget()}
 	unpriced := map[string]bool{}
 	for _, c := range m.Calls() {
 		if c.OverBudget {
@@ -180,12 +164,12 @@ func metered(m *modelserver.Meter, own Usage) *Metered {
 
 // addMetered counts one attempt's relay count into usage.json's metered figures, beside the
 // agents' own: per tail (its attempts summed), per side and in total.
-func (u *usageFile) addMetered(id, side string, m *Metered) {
+func (u *usageFile) addMetered(id, side string, m *journal.Metered) {
 	if m == nil {
 		return
 	}
 	if u.MeteredTails == nil {
-		u.MeteredTails, u.MeteredSides, u.MeteredTotal = map[string]Usage{}, map[string]Usage{}, &Usage{}
+		u.MeteredTails, u.MeteredSides, u.MeteredTotal = map[string]journal.Usage{}, map[string]journal.Usage{}, &journal.Usage{}
 	}
 	u.MeteredTails[id] = u.MeteredTails[id].Add(m.Usage)
 	u.MeteredSides[side] = u.MeteredSides[side].Add(m.Usage)
@@ -198,11 +182,11 @@ func hostLog(dir string) string { return filepath.Join(dir, HostsFile) }
 // meteredLines are the report's lines on what the relay counted: per side, its tokens and
 // cost beside the agents' own figures above; each tail whose agent's count strays from the
 // relay's, or that the relay stopped over budget; and where the host logs are.
-func meteredLines(rec *Recipe, st *RunState) string {
+func meteredLines(rec *Recipe, st *journal.RunState) string {
 	var b strings.Builder
 	var flagged []string
 	for _, s := range rec.Sides {
-		var sum Metered
+		var sum journal.Metered
 		n := 0
 		for _, id := range st.Order {
 			t := st.Tails[id]
@@ -227,7 +211,7 @@ func meteredLines(rec *Recipe, st *RunState) string {
 			continue
 		}
 		line := fmt.Sprintf("  relay %-4s %s in, %s out, %s cache read, %s cache write in %d calls", s.Key,
-			tokens(sum.Input), tokens(sum.Output), tokens(sum.CacheRead), tokens(sum.CacheWrite), sum.Calls)
+			journal.Tokens(sum.Input), journal.Tokens(sum.Output), journal.Tokens(sum.CacheRead), journal.Tokens(sum.CacheWrite), sum.Calls)
 		if sum.Calls == 1 {
 			line = strings.TrimSuffix(line, "calls") + "call"
 		}
@@ -267,25 +251,4 @@ func (c Caps) String() string {
 		parts = append(parts, fmt.Sprintf("$%g the run", c.RunCost))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// Line is one tail's metered usage in a report's words, with the flag and the stop if any.
-func (m *Metered) Line() string {
-	line := fmt.Sprintf("relay counted %s in, %s out, %s cache read, %s cache write in %d model calls",
-		tokens(m.Input), tokens(m.Output), tokens(m.CacheRead), tokens(m.CacheWrite), m.Calls)
-	if len(m.Unpriced) > 0 {
-		line += " · cost unknown: no price for " + strings.Join(m.Unpriced, ", ")
-	} else {
-		line += fmt.Sprintf(" · $%.4f (tare's prices)", m.Cost)
-	}
-	if m.Incomplete > 0 {
-		line += fmt.Sprintf(" · incomplete: %d answers over 32 MiB were not read whole, so the count is a floor", m.Incomplete)
-	}
-	if m.Differs != "" {
-		line += " · ! " + m.Differs
-	}
-	if m.OverBudget != "" {
-		line += " · over budget: " + m.OverBudget
-	}
-	return line
 }

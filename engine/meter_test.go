@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"tare/demo"
+	"tare/engine/journal"
+	"tare/engine/probe"
 	"tare/modelserver"
 	"tare/sandbox"
 )
@@ -35,8 +37,8 @@ func TestCostCapEndsTheTailOverBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tl := Replay("run", mustJournal(t, dir)).Tails["a-0"]
-	if tl == nil || tl.Status != StatusNoVerdict || tl.Reason != ReasonOverBudget {
+	tl := journal.Replay("run", mustJournal(t, dir)).Tails["a-0"]
+	if tl == nil || tl.Status != journal.StatusNoVerdict || tl.Reason != journal.ReasonOverBudget {
 		t.Fatalf("tail a-0: %+v; want no verdict, over budget\n%s", tl, report)
 	}
 	if m := tl.Metered; m == nil || m.Calls != 1 || m.Refused < 1 || m.Cost <= 0 || m.Input == 0 {
@@ -76,7 +78,7 @@ func TestHostLogNamesARefusedHost(t *testing.T) {
 	if err := os.WriteFile(login, []byte(`{"claudeAiOauth":{"accessToken":"dummy"}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	room, _, err := buildRoom(plan{agent: a, inst: inst, cfg: cfg, workspace: t.TempDir(), login: true}, "", nil)
+	room, _, err := probe.BuildRoom(probe.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir(), Login: true}, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +94,7 @@ func TestHostLogNamesARefusedHost(t *testing.T) {
 	room.Stdin, room.Stdout, room.Stderr, room.HostLog = nil, &out, &errb, f
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if code, err := runRoom(ctx, room); code != 0 || err != nil {
+	if code, err := probe.RunRoom(ctx, room); code != 0 || err != nil {
 		t.Fatalf("inspection exited %d, %v: %s", code, err, errb.String())
 	}
 	got := map[string]bool{}
@@ -150,7 +152,7 @@ func TestMeterFlagsAnAgentCountingOff(t *testing.T) {
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	rec := srv.Requests()[0]
-	own := Usage{Input: int64(rec.InputTokens), Output: int64(rec.OutputTokens)}
+	own := journal.Usage{Input: int64(rec.InputTokens), Output: int64(rec.OutputTokens)}
 	if got := metered(m, own); got.Differs != "" || got.Calls != 1 || got.Cost <= 0 {
 		t.Errorf("agent agreeing with the relay: %+v; want one priced call, no flag", got)
 	}
@@ -169,9 +171,9 @@ func TestRunCapCountsWhatTheJournalSpent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.close()
-	spent := &Metered{Usage: Usage{Input: 40, Output: 20}, Calls: 1}
-	for _, e := range []Event{{TailStarted: &TailStarted{ID: "a-0", Side: "a"}},
-		{TailFinished: &TailFinished{ID: "a-0", Status: StatusFailed, Metered: spent}}} {
+	spent := &journal.Metered{Usage: journal.Usage{Input: 40, Output: 20}, Calls: 1}
+	for _, e := range []journal.Event{{TailStarted: &journal.TailStarted{ID: "a-0", Side: "a"}},
+		{TailFinished: &journal.TailFinished{ID: "a-0", Status: journal.StatusFailed, Metered: spent}}} {
 		if err := r.emit(e); err != nil {
 			t.Fatal(err)
 		}

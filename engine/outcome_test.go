@@ -12,6 +12,7 @@ import (
 
 	"tare/agent"
 	"tare/capsule"
+	"tare/engine/journal"
 	"tare/modelserver"
 )
 
@@ -40,24 +41,24 @@ func TestProviderStopsAreNoVerdict(t *testing.T) {
 				// Claude Code retries a 429 ten times with backoff (about three minutes).
 				ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 				defer cancel()
-				spec := tailSpec{ID: "walled", Side: Side{Key: "a", Agent: name}, How: "fresh", Prompt: "Write hi.txt.", Start: start}
+				spec := tailSpec{ID: "walled", Side: journal.Side{Key: "a", Agent: name}, How: "fresh", Prompt: "Write hi.txt.", Start: start}
 				if err := runTail(ctx, env, spec); err != nil {
 					t.Fatal(err)
 				}
-				want := Reason(map[string]string{"quota": agent.StopQuota, "overloaded": agent.StopOverloaded, "drop": agent.StopDropped, "login": agent.StopLogin}[kind])
+				want := journal.Reason(map[string]string{"quota": agent.StopQuota, "overloaded": agent.StopOverloaded, "drop": agent.StopDropped, "login": agent.StopLogin}[kind])
 				tl := env.run.snapshot().Tails["walled"]
-				if tl == nil || tl.Status != StatusNoVerdict || tl.Reason != want {
+				if tl == nil || tl.Status != journal.StatusNoVerdict || tl.Reason != want {
 					t.Fatalf("tail %+v, want no verdict for %q", tl, want)
 				}
 				if !strings.Contains(tl.Detail, "ended by the provider ("+string(want)+")") || !strings.HasSuffix(tl.Detail, "; not checked") {
 					t.Errorf("detail %q: want the provider's end and no check", tl.Detail)
 				}
 				res, ok := readResult(filepath.Join(env.run.dir, "tails", "walled"))
-				if !ok || res.Status != StatusNoVerdict || res.Reason != want || res.Passed {
+				if !ok || res.Status != journal.StatusNoVerdict || res.Reason != want || res.Passed {
 					t.Errorf("result.json %+v, want no verdict for %q", res, want)
 				}
 				tally := env.run.snapshot()
-				tally.Sides = []Side{{Key: "a", Agent: name}}
+				tally.Sides = []journal.Side{{Key: "a", Agent: name}}
 				if s := tally.Tally()[0]; s.Verdicts != 0 || s.NoVerdict != 1 {
 					t.Errorf("tally %+v: the tail must be left out of the rate", s)
 				}
@@ -79,7 +80,7 @@ func TestKilledTailIsNoVerdict(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	done := make(chan error, 1)
-	spec := tailSpec{ID: "k-0", Side: Side{Key: "a", Agent: "codex"}, How: "fresh", Prompt: "Say hi.", Start: start}
+	spec := tailSpec{ID: "k-0", Side: journal.Side{Key: "a", Agent: "codex"}, How: "fresh", Prompt: "Say hi.", Start: start}
 	go func() { done <- runTail(ctx, env, spec) }()
 	// Kill once the agent has written its first line: it is running, not starting. (The
 	// model server logs a request when it answers, two minutes later.)
@@ -100,7 +101,7 @@ func TestKilledTailIsNoVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 	tl := env.run.snapshot().Tails["k-0"]
-	if tl == nil || tl.Status != StatusNoVerdict || tl.Reason != ReasonKilled {
+	if tl == nil || tl.Status != journal.StatusNoVerdict || tl.Reason != journal.ReasonKilled {
 		t.Fatalf("tail %+v, want no verdict, killed", tl)
 	}
 	if !strings.HasPrefix(tl.Detail, "killed by the operator after 0 calls; not checked") {
@@ -117,12 +118,12 @@ func TestAgentThatDoesNotStartIsNotChecked(t *testing.T) {
 	env.installs["pi"] = inst
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	spec := tailSpec{ID: "ns-0", Side: Side{Key: "a", Agent: "pi"}, How: "fresh", Prompt: "Say hi.", Start: start}
+	spec := tailSpec{ID: "ns-0", Side: journal.Side{Key: "a", Agent: "pi"}, How: "fresh", Prompt: "Say hi.", Start: start}
 	if err := runTail(ctx, env, spec); err != nil {
 		t.Fatal(err)
 	}
 	tl := env.run.snapshot().Tails["ns-0"]
-	if tl == nil || tl.Status != StatusNoVerdict || tl.Reason != ReasonNotStarted {
+	if tl == nil || tl.Status != journal.StatusNoVerdict || tl.Reason != journal.ReasonNotStarted {
 		t.Fatalf("tail %+v, want no verdict, not started", tl)
 	}
 	if !strings.Contains(tl.Detail, "agent did not start") || !strings.HasSuffix(tl.Detail, "; not checked") {
@@ -195,9 +196,9 @@ func TestRetryKeepsEveryAttempt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := Replay("run", mustJournal(t, out))
+	st := journal.Replay("run", mustJournal(t, out))
 	tl := st.Tails["a-0"]
-	if tl == nil || len(tl.Earlier) != 1 || tl.Attempt != 1 || tl.Earlier[0].Status != StatusFailed {
+	if tl == nil || len(tl.Earlier) != 1 || tl.Attempt != 1 || tl.Earlier[0].Status != journal.StatusFailed {
 		t.Fatalf("tail a-0 %+v, want two attempts, the first failed", tl)
 	}
 	started := 0
@@ -236,27 +237,27 @@ func TestRetryKeepsEveryAttempt(t *testing.T) {
 // as failed; a tail with no verdict retried to a verdict counts that verdict; both retries
 // and their reasons are counted, and the usage of every attempt is summed.
 func TestRetriedFailureDoesNotRaiseTheRate(t *testing.T) {
-	st := NewRunState("r")
+	st := journal.NewRunState("r")
 	at := time.Unix(1000, 0)
 	n := int64(0)
-	apply := func(e Event) {
+	apply := func(e journal.Event) {
 		n++
 		at = at.Add(time.Second)
 		e.Seq, e.Time = n, at
 		st.Apply(e)
 	}
-	apply(Event{RunStarted: &RunStarted{Kind: "calibrate", Sides: []Side{{Key: "a", Agent: "claude"}}, Budget: 3}})
-	finish := func(id, status string, reason Reason, attempt int, cost float64) {
-		apply(Event{TailStarted: &TailStarted{ID: id, Side: "a", How: "fresh", Attempt: attempt}})
-		apply(Event{TailFinished: &TailFinished{ID: id, Status: status, Reason: reason, Attempt: attempt, Passed: status == StatusPassed,
-			Usage: Usage{Input: 100, Cost: cost}}})
+	apply(journal.Event{RunStarted: &journal.RunStarted{Kind: "calibrate", Sides: []journal.Side{{Key: "a", Agent: "claude"}}, Budget: 3}})
+	finish := func(id, status string, reason journal.Reason, attempt int, cost float64) {
+		apply(journal.Event{TailStarted: &journal.TailStarted{ID: id, Side: "a", How: "fresh", Attempt: attempt}})
+		apply(journal.Event{TailFinished: &journal.TailFinished{ID: id, Status: status, Reason: reason, Attempt: attempt, Passed: status == journal.StatusPassed,
+			Usage: journal.Usage{Input: 100, Cost: cost}}})
 	}
-	finish("a-0", StatusPassed, "", 0, 1)
-	finish("a-1", StatusFailed, "", 0, 1)
-	finish("a-1", StatusFailed, "", 1, 1)
-	finish("a-1", StatusPassed, "", 2, 1)
-	finish("a-2", StatusNoVerdict, ReasonQuota, 0, 0.5)
-	finish("a-2", StatusPassed, "", 1, 1)
+	finish("a-0", journal.StatusPassed, "", 0, 1)
+	finish("a-1", journal.StatusFailed, "", 0, 1)
+	finish("a-1", journal.StatusFailed, "", 1, 1)
+	finish("a-1", journal.StatusPassed, "", 2, 1)
+	finish("a-2", journal.StatusNoVerdict, journal.ReasonQuota, 0, 0.5)
+	finish("a-2", journal.StatusPassed, "", 1, 1)
 	s := st.Tally()[0]
 	if s.Passed != 2 || s.Failed != 1 || s.Verdicts != 3 || s.NoVerdict != 0 || s.Retried != 2 {
 		t.Fatalf("tally %+v, want 2 passed of 3 verdicts, 2 tails retried", s)
@@ -270,7 +271,7 @@ func TestRetriedFailureDoesNotRaiseTheRate(t *testing.T) {
 	if got := s.Summary("passed"); got != "2/3 passed · 2 retried (2 failed, 1 quota)" {
 		t.Errorf("summary %q", got)
 	}
-	lo, hi := Wilson(2, 3)
+	lo, hi := journal.Wilson(2, 3)
 	if s.Lo != lo || s.Hi != hi {
 		t.Errorf("interval %.2f-%.2f, want Wilson(2, 3) %.2f-%.2f", s.Lo, s.Hi, lo, hi)
 	}
@@ -280,20 +281,20 @@ func TestRetriedFailureDoesNotRaiseTheRate(t *testing.T) {
 // interval and counted with their reasons; a journal from an older tare, whose tails say
 // "error", is read the same way, its reason taken from the detail.
 func TestNoVerdictIsLeftOutOfTheRate(t *testing.T) {
-	st := NewRunState("r")
-	events := []Event{
-		{RunStarted: &RunStarted{Kind: "calibrate", Sides: []Side{{Key: "a", Agent: "pi"}}, Budget: 6}},
+	st := journal.NewRunState("r")
+	events := []journal.Event{
+		{RunStarted: &journal.RunStarted{Kind: "calibrate", Sides: []journal.Side{{Key: "a", Agent: "pi"}}, Budget: 6}},
 	}
-	add := func(id string, f TailFinished) {
+	add := func(id string, f journal.TailFinished) {
 		f.ID = id
-		events = append(events, Event{TailStarted: &TailStarted{ID: id, Side: "a", How: "fresh"}}, Event{TailFinished: &f})
+		events = append(events, journal.Event{TailStarted: &journal.TailStarted{ID: id, Side: "a", How: "fresh"}}, journal.Event{TailFinished: &f})
 	}
-	add("a-0", TailFinished{Status: StatusPassed, Passed: true})
-	add("a-1", TailFinished{Status: StatusPassed, Passed: true})
-	add("a-2", TailFinished{Status: StatusFailed})
-	add("a-3", TailFinished{Status: StatusNoVerdict, Reason: ReasonQuota})
-	add("a-4", TailFinished{Status: "error", Detail: "agent exit 0; killed by the operator"})                              // an older tare
-	add("a-5", TailFinished{Status: "error", Detail: "agent did not start: room stopped: context canceled; check exit 0"}) // an older tare
+	add("a-0", journal.TailFinished{Status: journal.StatusPassed, Passed: true})
+	add("a-1", journal.TailFinished{Status: journal.StatusPassed, Passed: true})
+	add("a-2", journal.TailFinished{Status: journal.StatusFailed})
+	add("a-3", journal.TailFinished{Status: journal.StatusNoVerdict, Reason: journal.ReasonQuota})
+	add("a-4", journal.TailFinished{Status: "error", Detail: "agent exit 0; killed by the operator"})                              // an older tare
+	add("a-5", journal.TailFinished{Status: "error", Detail: "agent did not start: room stopped: context canceled; check exit 0"}) // an older tare
 	for i := range events {
 		events[i].Seq = int64(i + 1)
 		st.Apply(events[i])
@@ -305,7 +306,7 @@ func TestNoVerdictIsLeftOutOfTheRate(t *testing.T) {
 	if got := s.Summary("passed"); got != "2/3 passed · 3 no verdict (1 killed, 1 not started, 1 quota)" {
 		t.Errorf("summary %q", got)
 	}
-	if lo, hi := Wilson(2, 3); s.Lo != lo || s.Hi != hi {
+	if lo, hi := journal.Wilson(2, 3); s.Lo != lo || s.Hi != hi {
 		t.Errorf("interval %.2f-%.2f, want Wilson(2, 3)", s.Lo, s.Hi)
 	}
 	if done, _, _ := st.Counts(); done != 6 {
@@ -344,7 +345,7 @@ text = "Done."
 			defer cancel()
 			srv := scriptServer(t, script)
 			env, start := newTestRun(t, name, srv.Addr(), "")
-			rec, err := record(ctx, env, Side{Key: "a", Agent: name}, "Do the three steps.", start)
+			rec, err := record(ctx, env, journal.Side{Key: "a", Agent: name}, "Do the three steps.", start)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -390,16 +391,16 @@ func TestStepWithoutCapsuleIsMarkedAndRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(caps) != 3 || len(inherited) != 1 || inherited[0] != (Inherited{Step: 2, From: 1}) {
+	if len(caps) != 3 || len(inherited) != 1 || inherited[0] != (journal.Inherited{Step: 2, From: 1}) {
 		t.Fatalf("capsules %d, inherited %+v; want step 2 marked as starting from step 1's capsule", len(caps), inherited)
 	}
-	rec := &Recording{Agent: "claude", Task: "t", Steps: steps, Capsules: caps, Inherited: inherited,
+	rec := &journal.Recording{Agent: "claude", Task: "t", Steps: steps, Capsules: caps, Inherited: inherited,
 		Events: []agent.Event{{}, {}}}
 	rec.Steps[0].Events, rec.Steps[1].Events = 1, 2
 	if !strings.Contains(stepSummary(rec), "step 2   Bash sed -i  (no capsule of its own: starts from step 1's)") {
 		t.Errorf("step summary does not mark step 2:\n%s", stepSummary(rec))
 	}
-	side := Side{Key: "b", Agent: "codex"}
+	side := journal.Side{Key: "b", Agent: "codex"}
 	if _, err := tailFrom(rec, side, 2, "handoff", "h-2", false); err == nil || !strings.Contains(err.Error(), "--from-nearest") {
 		t.Fatalf("a tail from step 2 was not refused: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"tare/agent"
 	"tare/config"
+	"tare/engine/probe"
 	"tare/prices"
 )
 
@@ -92,7 +93,7 @@ func runModels(a agent.Agent, r agent.Result, u agent.Usage, placed []byte, sess
 	if !ok {
 		return nil
 	}
-	data, err := readSession(a, sessions, r.SessionID)
+	data, err := probe.ReadSession(a, sessions, r.SessionID)
 	if err != nil {
 		return nil
 	}

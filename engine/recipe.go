@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"tare/capsule"
+	"tare/engine/journal"
 )
 
 // RecipeFile is the name of a run's recipe inside its directory.
@@ -34,9 +35,9 @@ type Recipe struct {
 	CheckTimeout float64 `json:"check_timeout"`
 	// CheckRoom is where the check runs: a room of its own from config [check], or the host
 	// by the operator's opt-in. A resume and every tail of a recording keep it.
-	CheckRoom    CheckRoom `json:"check_room"`
-	AgentTimeout float64   `json:"agent_timeout"`
-	Sides        []Side    `json:"sides"`
+	CheckRoom    CheckRoom      `json:"check_room"`
+	AgentTimeout float64        `json:"agent_timeout"`
+	Sides        []journal.Side `json:"sides"`
 	// Agents holds each agent's version and how its capsules are taken.
 	Agents map[string]RecipeAgent `json:"agents"`
 	Runs   int                    `json:"runs"`

@@ -16,6 +16,8 @@ import (
 	"tare/agent"
 	"tare/capsule"
 	"tare/config"
+	"tare/engine/journal"
+	"tare/engine/probe"
 	"tare/modelserver"
 	"tare/sandbox"
 )
@@ -44,54 +46,10 @@ func snapBin() string {
 	return sandbox.TareBin
 }
 
-// Recording is the original run of a task: its session read as steps, and the capsule of
-// the workspace after each step. Capsules[0] is the project before the run; Capsules[n] is
-// the workspace after step n.
-type Recording struct {
-	Agent     string            `json:"agent"`
-	Args      []string          `json:"args,omitempty"`
-	Task      string            `json:"task"`
-	SessionID string            `json:"session_id"`
-	Exit      string            `json:"exit"`
-	Snapshots string            `json:"snapshots"`
-	Steps     []agent.Step      `json:"steps"`
-	Capsules  []capsule.Capsule `json:"capsules"`
-	// Inherited marks the steps none of whose tool calls left a capsule (the hook did not run,
-	// or its snapshot failed): Capsules holds the nearest earlier one for them, which may not
-	// be the workspace the step left. A tail from such a step is refused unless asked for.
-	Inherited []Inherited `json:"inherited,omitempty"`
-	// Events are the trail's events, for handoffs.
-	Events []agent.Event `json:"events"`
-	// Metered is the recording's usage as tare's relay counted it (on tare's model server).
-	Metered *Metered `json:"metered,omitempty"`
-	// session is the session file's content (original/session.jsonl).
-	session []byte
-}
-
-// Inherited is a step with no capsule of its own and the step whose capsule it starts from
-// (0: the project before the run).
-type Inherited struct {
-	Step int `json:"step"`
-	From int `json:"from"`
-}
-
-// nearest is the step whose capsule step starts from when it has none of its own.
-func (r *Recording) nearest(step int) (int, bool) {
-	for _, in := range r.Inherited {
-		if in.Step == step {
-			return in.From, true
-		}
-	}
-	return step, false
-}
-
-// recordFile is the recording's summary inside the original/ folder.
-const recordFile = "record.json"
-
 // record runs the task once in a room over a copy of the project, with a capsule taken
 // after every tool call (by the agent's own hook where it has one, from its stream
 // otherwise), keeps its session, and reads the session as steps.
-func record(ctx context.Context, env *tailEnv, side Side, task string, start capsule.Capsule) (*Recording, error) {
+func record(ctx context.Context, env *tailEnv, side journal.Side, task string, start capsule.Capsule) (*journal.Recording, error) {
 	dir := filepath.Join(env.run.dir, "original")
 	work, stage := filepath.Join(dir, "work"), filepath.Join(dir, "stage")
 	if err := os.MkdirAll(filepath.Join(dir, "session"), 0o755); err != nil {
@@ -109,11 +67,11 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 	}
 	inst := env.installs[a.Name()]
 	kind := agent.HookKind(a)
-	p := plan{agent: a, inst: inst, cfg: env.cfg, workspace: work, sessions: filepath.Join(dir, "session"),
-		runStore: stage, login: env.upstream == ""}
+	p := probe.Plan{Agent: a, Inst: inst, Config: env.cfg, Workspace: work, Sessions: filepath.Join(dir, "session"),
+		RunStore: stage, Login: env.upstream == ""}
 	if kind == agent.HookInAgent {
 		for _, event := range agent.AfterToolEvents(a) {
-			p.hooks = append(p.hooks, agent.Hook{Event: event, Command: snapCommand()})
+			p.Hooks = append(p.Hooks, agent.Hook{Event: event, Command: snapCommand()})
 		}
 	}
 	upstream, err := env.upstreamFor("original")
@@ -128,7 +86,7 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 	if meter != nil {
 		defer meter.Close()
 	}
-	room, setup, err := buildRoom(p, upstream, nil)
+	room, setup, err := probe.BuildRoom(p, upstream, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +105,7 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 	defer hosts.Close()
 	room.HostLog = hosts
 	room.Binds = append(room.Binds, sandbox.Bind{Source: env.store.Dir(), Dest: storeInRoom})
-	args := append(append(setup.args, env.cfg.Agents[a.Name()].Args...), side.Args...)
+	args := append(append(setup.Args, env.cfg.Agents[a.Name()].Args...), side.Args...)
 	room.Argv = append([]string{inst.Command}, a.RunArgs(task, args)...)
 	if kind == agent.HookInAgent {
 		// A watcher from before the agent starts hands each hook's tare snap the paths that
@@ -187,7 +145,7 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 	if err != nil {
 		return nil, fmt.Errorf("recording %s: its stream: %v", a.Name(), err)
 	}
-	session, err := readSession(a, filepath.Join(dir, "session"), res.SessionID)
+	session, err := probe.ReadSession(a, filepath.Join(dir, "session"), res.SessionID)
 	if err != nil {
 		return nil, fmt.Errorf("recording %s (exit %d): %v", a.Name(), code, err)
 	}
@@ -198,8 +156,8 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 	if err != nil {
 		return nil, err
 	}
-	rec := &Recording{Agent: a.Name(), Args: side.Args, Task: task, SessionID: res.SessionID, Exit: fmt.Sprintf("agent exit %d", code),
-		Snapshots: kind, Steps: trail.Steps, Events: trail.Events, session: session,
+	rec := &journal.Recording{Agent: a.Name(), Args: side.Args, Task: task, SessionID: res.SessionID, Exit: fmt.Sprintf("agent exit %d", code),
+		Snapshots: kind, Steps: trail.Steps, Events: trail.Events, Session: session,
 		Metered: metered(meter, usageOf(runUsage(a, res, nil, filepath.Join(dir, "session"))))}
 	if rec.Capsules, rec.Inherited, err = stepCapsules(env.store, start, trail.Steps); err != nil {
 		return nil, err
@@ -208,13 +166,13 @@ func record(ctx context.Context, env *tailEnv, side Side, task string, start cap
 	if err != nil {
 		return nil, err
 	}
-	return rec, capsule.WriteFileAtomic(filepath.Join(dir, recordFile), append(data, '\n'), 0o644)
+	return rec, capsule.WriteFileAtomic(filepath.Join(dir, journal.RecordFile), append(data, '\n'), 0o644)
 }
 
 // stepCapsules maps steps to capsules: a step's capsule is the last one taken for its tool
 // calls. A step none of whose calls left one gets the nearest earlier capsule and is listed
 // in inherited: nothing says the workspace it left is that one.
-func stepCapsules(store *capsule.Store, start capsule.Capsule, steps []agent.Step) ([]capsule.Capsule, []Inherited, error) {
+func stepCapsules(store *capsule.Store, start capsule.Capsule, steps []agent.Step) ([]capsule.Capsule, []journal.Inherited, error) {
 	list, err := store.List()
 	if err != nil {
 		return nil, nil, err
@@ -226,7 +184,7 @@ func stepCapsules(store *capsule.Store, start capsule.Capsule, steps []agent.Ste
 		}
 	}
 	out := []capsule.Capsule{start}
-	var inherited []Inherited
+	var inherited []journal.Inherited
 	from := 0 // the step whose capsule the last step has
 	for i, s := range steps {
 		c, found := out[len(out)-1], false
@@ -238,7 +196,7 @@ func stepCapsules(store *capsule.Store, start capsule.Capsule, steps []agent.Ste
 		if found {
 			from = i + 1
 		} else {
-			inherited = append(inherited, Inherited{Step: i + 1, From: from})
+			inherited = append(inherited, journal.Inherited{Step: i + 1, From: from})
 		}
 		out = append(out, c)
 	}
@@ -251,12 +209,12 @@ func stepCapsules(store *capsule.Store, start capsule.Capsule, steps []agent.Ste
 //
 // A step with no capsule of its own is refused unless fromNearest: the tail would start
 // from an earlier step's workspace, which the step may have changed.
-func tailFrom(rec *Recording, side Side, step int, how, id string, fromNearest bool) (tailSpec, error) {
+func tailFrom(rec *journal.Recording, side journal.Side, step int, how, id string, fromNearest bool) (tailSpec, error) {
 	if step < 0 || step > len(rec.Steps) {
 		return tailSpec{}, fmt.Errorf("step %d: the recording has steps 0 to %d", step, len(rec.Steps))
 	}
 	spec := tailSpec{ID: id, Side: side, Step: step, How: how, Start: rec.Capsules[step]}
-	if from, ok := rec.nearest(step); ok {
+	if from, ok := rec.Nearest(step); ok {
 		if !fromNearest {
 			return tailSpec{}, fmt.Errorf("--step %d: the step has no capsule of its own (no hook ran after its tool calls); "+
 				"its nearest is step %d's, which may not be the workspace step %d left; fix: add --from-nearest to start from it, or pick another step", step, from, step)
@@ -274,7 +232,7 @@ func tailFrom(rec *Recording, side Side, step int, how, id string, fromNearest b
 		if err != nil {
 			return tailSpec{}, err
 		}
-		cut, err := agent.CutSession(a, rec.session, rec.Steps[step-1])
+		cut, err := agent.CutSession(a, rec.Session, rec.Steps[step-1])
 		if err != nil {
 			return tailSpec{}, err
 		}
@@ -291,11 +249,11 @@ func tailFrom(rec *Recording, side Side, step int, how, id string, fromNearest b
 const continuePrompt = "Continue."
 
 // stepSummary is one line per step, for reports and the app.
-func stepSummary(rec *Recording) string {
+func stepSummary(rec *journal.Recording) string {
 	var b strings.Builder
 	for _, s := range rec.Steps {
 		fmt.Fprintf(&b, "  step %-3d %s", s.N, clip(s.Tool, 100))
-		if from, ok := rec.nearest(s.N); ok {
+		if from, ok := rec.Nearest(s.N); ok {
 			fmt.Fprintf(&b, "  (no capsule of its own: starts from step %d's)", from)
 		}
 		b.WriteString("\n")
@@ -306,7 +264,7 @@ func stepSummary(rec *Recording) string {
 // RecordOptions is a recorded run: the task once, with a capsule after every step.
 type RecordOptions struct {
 	Prompt  string
-	Side    Side
+	Side    journal.Side
 	Project string
 	// Check scores the recording and every tail continued from it (optional).
 	Check        string
@@ -330,13 +288,13 @@ type RecordOptions struct {
 	AllowDirty bool
 	Argv       []string
 	Version    string
-	Bus        *Bus
+	Bus        *journal.Bus
 	Progress   io.Writer
 }
 
 // Record runs the task once in a clean room with a capsule after every step, and returns
 // the run directory and the recording: tare tail continues it from any step.
-func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
+func Record(ctx context.Context, o RecordOptions) (string, *journal.Recording, error) {
 	if o.Prompt == "" {
 		return "", nil, errors.New("give the task as PROMPT (or --prompt-file)")
 	}
@@ -348,11 +306,11 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 	}
 	if !o.AllowDirty {
 		home, _ := os.UserHomeDir()
-		if err := CheckProject(o.Project, home); err != nil {
+		if err := probe.CheckProject(o.Project, home); err != nil {
 			return "", nil, err
 		}
 	}
-	installs, err := findInstalls([]Side{o.Side}, o.Config, o.Project)
+	installs, err := findInstalls([]journal.Side{o.Side}, o.Config, o.Project)
 	if err != nil {
 		return "", nil, err
 	}
@@ -376,7 +334,7 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 	a, _ := agent.ByName(o.Side.Agent)
 	rec := &Recipe{Tare: o.Version, Argv: o.Argv, Kind: "record", Time: time.Now().UTC(), Project: o.Project, Fingerprint: start.Root,
 		Prompt: o.Prompt, Check: o.Check, CheckTimeout: o.CheckTimeout.Seconds(), AgentTimeout: o.AgentTimeout.Seconds(),
-		Sides: []Side{o.Side}, Runs: 1, Jobs: 1, Keep: true, CheckRoom: NewCheckRoom(o.Config, o.CheckOnHost),
+		Sides: []journal.Side{o.Side}, Runs: 1, Jobs: 1, Keep: true, CheckRoom: NewCheckRoom(o.Config, o.CheckOnHost),
 		Agents: map[string]RecipeAgent{o.Side.Agent: {Version: installs[o.Side.Agent].Version, Bin: installs[o.Side.Agent].Bin, Snapshots: agent.HookKind(a)}}}
 	if o.Caps.Set() {
 		rec.Caps = &o.Caps
@@ -399,11 +357,11 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 	if o.cliff != nil {
 		kind = "cliff" // the journal's kind, for the app; the recipe stays a recording
 	}
-	if err := r.emit(Event{RunStarted: &RunStarted{Kind: kind, Project: o.Project, Prompt: o.Prompt, Check: o.Check, CheckRoom: checkWhere(rec), Sides: rec.Sides, Budget: 1, Jobs: 1, Simulated: rec.ScriptText != ""}}); err != nil {
+	if err := r.emit(journal.Event{RunStarted: &journal.RunStarted{Kind: kind, Project: o.Project, Prompt: o.Prompt, Check: o.Check, CheckRoom: checkWhere(rec), Sides: rec.Sides, Budget: 1, Jobs: 1, Simulated: rec.ScriptText != ""}}); err != nil {
 		return dir, nil, err
 	}
 	if err := probeSides(ctx, r, rec.Sides, o.Project, o.Config, o.AllowDirty, o.Progress); err != nil {
-		_ = r.emit(Event{RunFinished: &RunFinished{Error: err.Error()}})
+		_ = r.emit(journal.Event{RunFinished: &journal.RunFinished{Error: err.Error()}})
 		return dir, nil, err
 	}
 	env, stop, err := newTailEnv(r, store, rec, installs, o.Config)
@@ -411,12 +369,12 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 		return dir, nil, err
 	}
 	defer stop()
-	if err := r.emit(Event{Phase: &Phase{Name: "original"}}); err != nil {
+	if err := r.emit(journal.Event{Phase: &journal.Phase{Name: "original"}}); err != nil {
 		return dir, nil, err
 	}
 	recording, err := record(ctx, env, o.Side, o.Prompt, start)
 	if err != nil {
-		_ = r.emit(Event{RunFinished: &RunFinished{Error: err.Error()}})
+		_ = r.emit(journal.Event{RunFinished: &journal.RunFinished{Error: err.Error()}})
 		return dir, nil, err
 	}
 	_, err = finishRecord(r, rec, recording)
@@ -424,20 +382,20 @@ func Record(ctx context.Context, o RecordOptions) (string, *Recording, error) {
 }
 
 // finishRecord writes a finished recording's report and journals the run's end.
-func finishRecord(r *run, rec *Recipe, recording *Recording) (string, error) {
+func finishRecord(r *run, rec *Recipe, recording *journal.Recording) (string, error) {
 	check := ""
 	if rec.Check != "" {
 		check = fmt.Sprintf("  check     %s\n%s", rec.Check, checkReportLines(rec, "            "))
 	}
-	report := Printable(fmt.Sprintf("tare record · %s\n  task      %s\n  agent     %s (%s; capsules from %s)\n%s  steps     %d\n%s",
+	report := journal.Printable(fmt.Sprintf("tare record · %s\n  task      %s\n  agent     %s (%s; capsules from %s)\n%s  steps     %d\n%s",
 		rec.Project, rec.Prompt, sideLabel(rec.Sides[0]), recording.Exit, recording.Snapshots, check, len(recording.Steps), stepSummary(recording)))
 	if m := recording.Metered; m != nil {
-		report += Printable("  metered   "+m.Line()+"\n") + "  hosts     each room's reach, allowed or refused: original/" + HostsFile + ", tails/<id>/" + HostsFile + "\n"
+		report += journal.Printable("  metered   "+m.Line()+"\n") + "  hosts     each room's reach, allowed or refused: original/" + HostsFile + ", tails/<id>/" + HostsFile + "\n"
 	}
 	if err := capsule.WriteFileAtomic(filepath.Join(r.dir, "report.txt"), []byte(report), 0o644); err != nil {
 		return "", err
 	}
-	return report, r.emit(Event{RunFinished: &RunFinished{Report: report}})
+	return report, r.emit(journal.Event{RunFinished: &journal.RunFinished{Report: report}})
 }
 
 // TailOptions continues a recorded run from one of its steps.
@@ -458,25 +416,25 @@ type TailOptions struct {
 	// Caps, when set, replace the recording's --max-cost/--max-tokens for this tail.
 	Caps   Caps
 	Config *config.Config
-	Bus    *Bus
+	Bus    *journal.Bus
 }
 
 // Tail continues a recorded run from a step in a fresh room, runs the recipe's check and
 // records the tail in the run's journal. It returns the tail's result.
-func Tail(ctx context.Context, o TailOptions) (TailResult, error) {
+func Tail(ctx context.Context, o TailOptions) (journal.TailResult, error) {
 	recipe, err := ReadRecipe(o.Dir)
 	if err != nil {
-		return TailResult{}, err
+		return journal.TailResult{}, err
 	}
 	if recipe.Kind != "record" {
-		return TailResult{}, fmt.Errorf("%s: tare tail continues a recorded run (tare record); this is a %s run", o.Dir, recipe.Kind)
+		return journal.TailResult{}, fmt.Errorf("%s: tare tail continues a recorded run (tare record); this is a %s run", o.Dir, recipe.Kind)
 	}
 	continuing := []string{o.Agent}
 	if o.Agent == "" {
 		continuing = slices.Collect(maps.Keys(recipe.Agents)) // the recorded agent
 	}
 	if err := o.Caps.Check(recipe.ScriptText, continuing...); err != nil {
-		return TailResult{}, err
+		return journal.TailResult{}, err
 	}
 	if o.Caps.Set() {
 		recipe.Caps = &o.Caps
@@ -485,28 +443,28 @@ func Tail(ctx context.Context, o TailOptions) (TailResult, error) {
 		recipe.CheckRoom = CheckRoom{OnHost: true}
 	}
 	if err := checkPreflight(recipe.Check, o.CheckOnHost, recipe.CheckRoom, filepath.Join(o.Dir, RecipeFile)); err != nil {
-		return TailResult{}, err
+		return journal.TailResult{}, err
 	}
-	recording, err := readRecording(o.Dir)
+	recording, err := journal.ReadRecording(o.Dir)
 	if err != nil {
-		return TailResult{}, err
+		return journal.TailResult{}, err
 	}
-	side := Side{Key: "a", Agent: recording.Agent, Args: recording.Args}
+	side := journal.Side{Key: "a", Agent: recording.Agent, Args: recording.Args}
 	if o.Agent != "" && o.Agent != recording.Agent {
-		side = Side{Key: "b", Agent: o.Agent, Args: o.Args}
+		side = journal.Side{Key: "b", Agent: o.Agent, Args: o.Args}
 	}
-	installs, err := findInstalls([]Side{side}, o.Config)
+	installs, err := findInstalls([]journal.Side{side}, o.Config)
 	if err != nil {
-		return TailResult{}, err
+		return journal.TailResult{}, err
 	}
 	r, err := openRun(o.Dir, o.Bus)
 	if err != nil {
-		return TailResult{}, err
+		return journal.TailResult{}, err
 	}
 	defer r.close()
 	store, err := capsule.Open(filepath.Join(o.Dir, "store"))
 	if err != nil {
-		return TailResult{}, err
+		return journal.TailResult{}, err
 	}
 	n := 0
 	for id := range r.snapshot().Tails {
@@ -516,34 +474,18 @@ func Tail(ctx context.Context, o TailOptions) (TailResult, error) {
 	}
 	spec, err := tailFrom(recording, side, o.Step, o.How, fmt.Sprintf("%s-%d-%s-%d", o.How, o.Step, side.Agent, n), o.FromNearest)
 	if err != nil {
-		return TailResult{}, err
+		return journal.TailResult{}, err
 	}
 	env, stop, err := newTailEnv(r, store, recipe, installs, o.Config)
 	if err != nil {
-		return TailResult{}, err
+		return journal.TailResult{}, err
 	}
 	defer stop()
 	if err := runTail(ctx, env, spec); err != nil {
-		return TailResult{}, err
+		return journal.TailResult{}, err
 	}
 	res, _ := readResult(filepath.Join(o.Dir, "tails", spec.ID))
 	return res, nil
-}
-
-// readRecording loads a recorded run's steps, capsules and session.
-func readRecording(dir string) (*Recording, error) {
-	data, err := os.ReadFile(filepath.Join(dir, "original", recordFile))
-	if err != nil {
-		return nil, fmt.Errorf("%s: the recording did not finish (no original/%s); fix: record the task again", dir, recordFile)
-	}
-	var rec Recording
-	if err := json.Unmarshal(data, &rec); err != nil {
-		return nil, fmt.Errorf("%s: original/%s: %v", dir, recordFile, err)
-	}
-	if rec.session, err = os.ReadFile(filepath.Join(dir, "original", "session.jsonl")); err != nil {
-		return nil, fmt.Errorf("%s: original/session.jsonl: %v", dir, err)
-	}
-	return &rec, nil
 }
 
 // newTailEnv is what a run's tails share, with tare's model server started when the recipe

@@ -12,6 +12,7 @@ import (
 
 	"tare/agent"
 	"tare/capsule"
+	"tare/engine/journal"
 	"tare/modelserver"
 )
 
@@ -85,7 +86,7 @@ func TestRecordThenTailNativelyAndByHandoff(t *testing.T) {
 
 			srv := scriptServer(t, script)
 			env, start := newTestRun(t, name, srv.Addr(), "test -f five.txt && test -L link && ./run.sh")
-			side := Side{Key: "a", Agent: name}
+			side := journal.Side{Key: "a", Agent: name}
 			rec, err := record(ctx, env, side, "Do the five steps.", start)
 			if err != nil {
 				t.Fatal(err)
@@ -203,7 +204,7 @@ func TestTailStopsAnAgentAtItsTimeout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	began := time.Now()
-	spec := tailSpec{ID: "slow", Side: Side{Key: "a", Agent: "codex"}, How: "fresh", Prompt: "Say hi.", Start: start}
+	spec := tailSpec{ID: "slow", Side: journal.Side{Key: "a", Agent: "codex"}, How: "fresh", Prompt: "Say hi.", Start: start}
 	if err := runTail(ctx, env, spec); err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +212,7 @@ func TestTailStopsAnAgentAtItsTimeout(t *testing.T) {
 	if tl == nil || !strings.Contains(tl.Detail, "agent stopped after 3s") {
 		t.Fatalf("tail %+v, want its detail to say the agent was stopped after 3s", tl)
 	}
-	if tl.Status != StatusNoVerdict || tl.Reason != ReasonTimeout || !strings.HasSuffix(tl.Detail, "; not checked") {
+	if tl.Status != journal.StatusNoVerdict || tl.Reason != journal.ReasonTimeout || !strings.HasSuffix(tl.Detail, "; not checked") {
 		t.Errorf("tail %+v, want no verdict (timeout) and no check", tl)
 	}
 	if took := time.Since(began); took > 30*time.Second {
@@ -252,7 +253,7 @@ text = "Done."
 	srv := scriptServer(t, script)
 	env, start := newTestRun(t, "claude", srv.Addr(), "true")
 	env.models = srv
-	side := Side{Key: "a", Agent: "claude"}
+	side := journal.Side{Key: "a", Agent: "claude"}
 	rec, err := record(ctx, env, side, "Toss the coin.", start)
 	if err != nil {
 		t.Fatal(err)

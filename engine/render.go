@@ -11,6 +11,7 @@ import (
 
 	"tare/config"
 	"tare/engine/browser"
+	"tare/engine/probe"
 	"tare/sandbox"
 )
 
@@ -30,7 +31,7 @@ func renderPage(ctx context.Context, cfg *config.Config, dir, page string) (brow
 	}
 	var stdout, stderr bytes.Buffer
 	room.Stdout, room.Stderr = &stdout, &stderr
-	code, err := runRoom(ctx, room)
+	code, err := probe.RunRoom(ctx, room)
 	if err != nil {
 		return browser.Shot{}, fmt.Errorf("render room: %v", err)
 	}

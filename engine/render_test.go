@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"tare/engine/browser"
+	"tare/engine/probe"
 )
 
 // remotePage is a page that loads a script from the network and draws taller than the
@@ -84,7 +85,7 @@ func TestRenderRoomHasOnlyLoopback(t *testing.T) {
 	}
 	var out strings.Builder
 	room.Argv, room.Stdout = []string{"/bin/cat", "/proc/net/dev"}, &out
-	if code, err := runRoom(context.Background(), room); err != nil || code != 0 {
+	if code, err := probe.RunRoom(context.Background(), room); err != nil || code != 0 {
 		t.Fatalf("exit %d, %v", code, err)
 	}
 	var ifaces []string

@@ -9,16 +9,17 @@ import (
 	"time"
 
 	"tare/capsule"
+	"tare/engine/journal"
 )
 
 // calibrateReport is the calibrate report, as the seed words it: each side's pass rate with
 // its Wilson 95% interval (or, without a check, how many finished), judge scores, time, and
 // tokens and cost per side.
-func calibrateReport(rec *Recipe, st *RunState) string {
-	return Printable(calibrateText(rec, st))
+func calibrateReport(rec *Recipe, st *journal.RunState) string {
+	return journal.Printable(calibrateText(rec, st))
 }
 
-func calibrateText(rec *Recipe, st *RunState) string {
+func calibrateText(rec *Recipe, st *journal.RunState) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "tare calibrate · %s\n", rec.Project)
 	shared := false
@@ -117,9 +118,9 @@ type SideReport struct {
 	// Retried counts tails run more than once, by the outcome that was retried.
 	Retried     int            `json:"retried"`
 	RetriedFrom map[string]int `json:"retried_from"`
-	Usage       Usage          `json:"usage"`
+	Usage       journal.Usage  `json:"usage"`
 	// CheckUsage is what the side's checks spent (tare's judge's agent), apart from Usage.
-	CheckUsage Usage `json:"check_usage,omitzero"`
+	CheckUsage journal.Usage `json:"check_usage,omitzero"`
 }
 
 // RunReport is report.json.
@@ -133,7 +134,7 @@ type RunReport struct {
 }
 
 // runReport is the run's report as data.
-func runReport(rec *Recipe, st *RunState) RunReport {
+func runReport(rec *Recipe, st *journal.RunState) RunReport {
 	out := RunReport{Kind: rec.Kind, Project: rec.Project, Check: rec.Check, Sides: []SideReport{}}
 	for _, t := range st.Tally() {
 		sr := SideReport{Key: t.Side.Key, Agent: t.Side.Agent, Args: t.Side.Args, Passed: t.Passed, Failed: t.Failed,
@@ -152,7 +153,7 @@ func runReport(rec *Recipe, st *RunState) RunReport {
 }
 
 // writeReport writes report.txt and report.json.
-func writeReport(dir, text string, rec *Recipe, st *RunState) error {
+func writeReport(dir, text string, rec *Recipe, st *journal.RunState) error {
 	if err := capsule.WriteFileAtomic(filepath.Join(dir, "report.txt"), []byte(text), 0o644); err != nil {
 		return err
 	}
@@ -166,9 +167,9 @@ func writeReport(dir, text string, rec *Recipe, st *RunState) error {
 // usageLine is a side's tokens and cost: tare's figure from its price table and, beside it,
 // what the CLI itself said, where it says. On tare's model server (simulated) the tokens are
 // the server's estimate and nothing was paid: the dollars say so.
-func usageLine(key string, u Usage, simulated bool) string {
+func usageLine(key string, u journal.Usage, simulated bool) string {
 	line := fmt.Sprintf("  usage %-4s %s in, %s out, %s cache read, %s cache write", key,
-		tokens(u.Input), tokens(u.Output), tokens(u.CacheRead), tokens(u.CacheWrite))
+		journal.Tokens(u.Input), journal.Tokens(u.Output), journal.Tokens(u.CacheRead), journal.Tokens(u.CacheWrite))
 	switch {
 	case len(u.Unpriced) > 0:
 		line += fmt.Sprintf(" · cost unknown: no price for %s", strings.Join(u.Unpriced, ", "))
@@ -186,11 +187,13 @@ func usageLine(key string, u Usage, simulated bool) string {
 	return line
 }
 
-func sideLabel(s Side) string { return strings.TrimSpace(s.Agent + " " + strings.Join(s.Args, " ")) }
+func sideLabel(s journal.Side) string {
+	return strings.TrimSpace(s.Agent + " " + strings.Join(s.Args, " "))
+}
 
 // sideTimes returns the durations of a side's tails' counted attempts (those with a
 // verdict), sorted, and their judge scores, sorted.
-func sideTimes(st *RunState, key string) ([]time.Duration, []int) {
+func sideTimes(st *journal.RunState, key string) ([]time.Duration, []int) {
 	var times []time.Duration
 	var scores []int
 	for _, id := range st.Order {
@@ -225,16 +228,6 @@ func minutes(d time.Duration) string {
 	return fmt.Sprintf("%d:%02d", s/60, s%60)
 }
 
-func tokens(n int64) string {
-	switch {
-	case n >= 1_000_000:
-		return fmt.Sprintf("%.1fM", float64(n)/1e6)
-	case n >= 10_000:
-		return fmt.Sprintf("%.0fk", float64(n)/1e3)
-	}
-	return fmt.Sprint(n)
-}
-
 func joinInts(xs []int) string {
 	parts := make([]string, len(xs))
 	for i, x := range xs {
@@ -247,33 +240,33 @@ func joinInts(xs []int) string {
 // per side and in total. A retried tail's earlier attempts cost what they cost: nothing
 // drops out.
 type usageFile struct {
-	Tails    map[string]Usage          `json:"tails"`
+	Tails    map[string]journal.Usage  `json:"tails"`
 	Attempts map[string][]attemptUsage `json:"attempts"`
-	Sides    map[string]Usage          `json:"sides"`
-	Total    Usage                     `json:"total"`
+	Sides    map[string]journal.Usage  `json:"sides"`
+	Total    journal.Usage             `json:"total"`
 	// CheckTotal is what the checks spent (tare's judge's agent), apart from the agents'.
-	CheckTotal Usage `json:"check_total,omitzero"`
+	CheckTotal journal.Usage `json:"check_total,omitzero"`
 	// MeteredTails, MeteredSides and MeteredTotal are the same as tare's relay counted them,
 	// beside the agents' own figures above (see addMetered).
-	MeteredTails map[string]Usage `json:"metered_tails,omitempty"`
-	MeteredSides map[string]Usage `json:"metered_sides,omitempty"`
-	MeteredTotal *Usage           `json:"metered_total,omitempty"`
+	MeteredTails map[string]journal.Usage `json:"metered_tails,omitempty"`
+	MeteredSides map[string]journal.Usage `json:"metered_sides,omitempty"`
+	MeteredTotal *journal.Usage           `json:"metered_total,omitempty"`
 }
 
 // attemptUsage is one attempt of a tail in usage.json.
 type attemptUsage struct {
-	Attempt int    `json:"attempt"`
-	Status  string `json:"status"`
-	Reason  Reason `json:"reason,omitempty"`
-	Usage   Usage  `json:"usage"`
+	Attempt int            `json:"attempt"`
+	Status  string         `json:"status"`
+	Reason  journal.Reason `json:"reason,omitempty"`
+	Usage   journal.Usage  `json:"usage"`
 	// CheckUsage is what the attempt's check spent (tare's judge), never in Usage.
-	CheckUsage Usage `json:"check_usage,omitzero"`
+	CheckUsage journal.Usage `json:"check_usage,omitzero"`
 	// Metered is the attempt's usage as tare's relay counted it (absent: not metered).
-	Metered *Metered `json:"metered,omitempty"`
+	Metered *journal.Metered `json:"metered,omitempty"`
 }
 
-func writeUsage(dir string, st *RunState) error {
-	u := usageFile{Tails: map[string]Usage{}, Attempts: map[string][]attemptUsage{}, Sides: map[string]Usage{}}
+func writeUsage(dir string, st *journal.RunState) error {
+	u := usageFile{Tails: map[string]journal.Usage{}, Attempts: map[string][]attemptUsage{}, Sides: map[string]journal.Usage{}}
 	for _, id := range st.Order {
 		t := st.Tails[id]
 		for _, a := range t.Attempts() {

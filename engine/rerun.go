@@ -15,6 +15,8 @@ import (
 	"tare/agent"
 	"tare/capsule"
 	"tare/config"
+	"tare/engine/journal"
+	"tare/engine/probe"
 )
 
 // RerunKinds are the commands whose runs tare rerun repeats: the first word of a recipe's argv.
@@ -38,10 +40,10 @@ type RerunPlan struct {
 	Recipe *Recipe
 	Drift  []Drift
 	// Cost is the repeated run's total (usage.json); CostKnown is false without one.
-	Cost      Usage
+	Cost      journal.Usage
 	CostKnown bool
 	// CheckCost is what the run's checks spent (tare's judge), apart from Cost.
-	CheckCost Usage
+	CheckCost journal.Usage
 	// Dir is where the recorded command line's relative paths resolve: its working folder.
 	Dir string
 }
@@ -72,7 +74,7 @@ func PlanRerun(ctx context.Context, dir string, cfg *config.Config, version stri
 			p.Drift = append(p.Drift, Drift{What: name, Then: then, Now: "unknown to this tare"})
 			continue
 		}
-		inst, err := findAgent(a, cfg, rec.Project)
+		inst, err := probe.FindAgent(a, cfg, rec.Project)
 		switch {
 		case err != nil:
 			p.Drift = append(p.Drift, Drift{What: name, Then: then, Now: "not found (" + clip(err.Error(), 120) + ")"})
@@ -131,7 +133,7 @@ func (p *RerunPlan) CostLine() string {
 	}
 	line := strings.TrimSpace(usageLine("", p.Cost, p.Recipe.Script != ""))
 	line = "the run being repeated: " + strings.TrimSpace(strings.TrimPrefix(line, "usage"))
-	if !p.CheckCost.isZero() {
+	if !p.CheckCost.IsZero() {
 		// The judge's --script, not the run's, says whether its tokens were paid for.
 		jc, _, _ := parseJudgeCheck(p.Recipe.Check)
 		check := strings.TrimSpace(usageLine("", p.CheckCost, jc != nil && jc.script != ""))

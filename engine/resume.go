@@ -10,13 +10,14 @@ import (
 	"tare/agent"
 	"tare/capsule"
 	"tare/config"
+	"tare/engine/journal"
 )
 
 // ResumeOptions says which run to finish.
 type ResumeOptions struct {
 	Dir    string
 	Config *config.Config
-	Bus    *Bus
+	Bus    *journal.Bus
 	// Retry names finished tails to run again (a failed tail retried from the app or with
 	// tare resume --retry); their earlier attempts are kept beside them.
 	Retry []string
@@ -34,8 +35,8 @@ func Resume(ctx context.Context, o ResumeOptions) (string, error) {
 	if rec.Kind != "calibrate" && rec.Kind != "record" && rec.Kind != "swap" {
 		return "", fmt.Errorf("%s: tare resume finishes calibrate, record, cliff and swap runs; this is a %s run", o.Dir, rec.Kind)
 	}
-	if _, err := os.Stat(filepath.Join(o.Dir, JournalFile)); err != nil {
-		return "", fmt.Errorf("%s: not a tare run (no %s); fix: give a directory that tare calibrate or tare record made", o.Dir, JournalFile)
+	if _, err := os.Stat(filepath.Join(o.Dir, journal.JournalFile)); err != nil {
+		return "", fmt.Errorf("%s: not a tare run (no %s); fix: give a directory that tare calibrate or tare record made", o.Dir, journal.JournalFile)
 	}
 	if err := checkPreflight(rec.Check, false, rec.CheckRoom, filepath.Join(o.Dir, RecipeFile)); err != nil {
 		return "", err
@@ -57,7 +58,7 @@ func Resume(ctx context.Context, o ResumeOptions) (string, error) {
 	st := r.snapshot()
 	for _, id := range o.Retry {
 		t := st.Tails[id]
-		if t == nil || t.Status == StatusRunning {
+		if t == nil || t.Status == journal.StatusRunning {
 			return "", fmt.Errorf("--retry %s: %s has no finished tail of that id", id, o.Dir)
 		}
 	}
@@ -71,12 +72,12 @@ func Resume(ctx context.Context, o ResumeOptions) (string, error) {
 	var rerun, attached []string
 	for _, spec := range calibrateTails(rec, start) {
 		t := st.Tails[spec.ID]
-		if t == nil || t.Status != StatusRunning {
+		if t == nil || t.Status != journal.StatusRunning {
 			continue
 		}
 		if res, ok := readResult(filepath.Join(o.Dir, "tails", spec.ID)); ok {
 			// The tail finished and wrote its result; only its journal line was lost.
-			if err := r.emit(Event{TailFinished: res.finished()}); err != nil {
+			if err := r.emit(journal.Event{TailFinished: res.Finished()}); err != nil {
 				return "", err
 			}
 			continue
@@ -88,7 +89,7 @@ func Resume(ctx context.Context, o ResumeOptions) (string, error) {
 		}
 		rerun = append(rerun, spec.ID)
 	}
-	if err := r.emit(Event{Resumed: &Resumed{Rerun: append(rerun, o.Retry...), Reattached: attached}}); err != nil {
+	if err := r.emit(journal.Event{Resumed: &journal.Resumed{Rerun: append(rerun, o.Retry...), Reattached: attached}}); err != nil {
 		return "", err
 	}
 	return runCalibrate(ctx, r, rec, store, start, installs, o.Config, o.Retry...)
@@ -114,19 +115,19 @@ func resumeRecord(ctx context.Context, o ResumeOptions, rec *Recipe) (string, er
 	defer r.close()
 	st := r.snapshot()
 	for id, t := range st.Tails {
-		if t.Status != StatusRunning {
+		if t.Status != journal.StatusRunning {
 			continue
 		}
 		res, ok := readResult(filepath.Join(o.Dir, "tails", id))
 		if !ok {
-			res = TailResult{ID: id, Side: t.Side, Step: t.Step, How: t.How, Attempt: t.Attempt, Status: StatusNoVerdict,
-				Reason: ReasonInterrupted, AgentExit: "interrupted", Check: fmt.Sprintf("tare stopped during this tail; run it again with tare tail %s --step %d", o.Dir, t.Step)}
+			res = journal.TailResult{ID: id, Side: t.Side, Step: t.Step, How: t.How, Attempt: t.Attempt, Status: journal.StatusNoVerdict,
+				Reason: journal.ReasonInterrupted, AgentExit: "interrupted", Check: fmt.Sprintf("tare stopped during this tail; run it again with tare tail %s --step %d", o.Dir, t.Step)}
 		}
-		if err := r.emit(Event{TailFinished: res.finished()}); err != nil {
+		if err := r.emit(journal.Event{TailFinished: res.Finished()}); err != nil {
 			return "", err
 		}
 	}
-	if recording, err := readRecording(o.Dir); err == nil {
+	if recording, err := journal.ReadRecording(o.Dir); err == nil {
 		if st.Finished && st.Error == "" {
 			return st.Report, nil
 		}
@@ -140,7 +141,7 @@ func resumeRecord(ctx context.Context, o ResumeOptions, rec *Recipe) (string, er
 	if _, err := setAside(filepath.Join(o.Dir, "original")); err != nil {
 		return "", err
 	}
-	if err := r.emit(Event{Resumed: &Resumed{Rerun: []string{"original"}}}); err != nil {
+	if err := r.emit(journal.Event{Resumed: &journal.Resumed{Rerun: []string{"original"}}}); err != nil {
 		return "", err
 	}
 	env, stop, err := newTailEnv(r, store, rec, installs, o.Config)
@@ -148,12 +149,12 @@ func resumeRecord(ctx context.Context, o ResumeOptions, rec *Recipe) (string, er
 		return "", err
 	}
 	defer stop()
-	if err := r.emit(Event{Phase: &Phase{Name: "original"}}); err != nil {
+	if err := r.emit(journal.Event{Phase: &journal.Phase{Name: "original"}}); err != nil {
 		return "", err
 	}
 	recording, err := record(ctx, env, rec.Sides[0], rec.Prompt, start)
 	if err != nil {
-		_ = r.emit(Event{RunFinished: &RunFinished{Error: err.Error()}})
+		_ = r.emit(journal.Event{RunFinished: &journal.RunFinished{Error: err.Error()}})
 		return "", err
 	}
 	return finishRecord(r, rec, recording)
@@ -188,15 +189,15 @@ func startCapsule(store *capsule.Store) (capsule.Capsule, error) {
 	return capsule.Capsule{}, fmt.Errorf("%s: the run's store has no start capsule; the run cannot be finished", store.Dir())
 }
 
-func readResult(dir string) (TailResult, bool) {
+func readResult(dir string) (journal.TailResult, bool) {
 	data, err := os.ReadFile(filepath.Join(dir, "result.json"))
 	if err != nil {
-		return TailResult{}, false
+		return journal.TailResult{}, false
 	}
-	var res TailResult
+	var res journal.TailResult
 	if json.Unmarshal(data, &res) != nil || res.ID == "" {
-		return TailResult{}, false
+		return journal.TailResult{}, false
 	}
-	res.Status, res.Reason = normalizeOutcome(res.Status, res.Reason, res.AgentExit+"; "+res.Check)
+	res.Status, res.Reason = journal.NormalizeOutcome(res.Status, res.Reason, res.AgentExit+"; "+res.Check)
 	return res, true
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"tare/engine/journal"
 )
 
 // run is one run directory being written: its journal, the bus its events go out on, and
@@ -15,12 +17,12 @@ import (
 // to the bus, so a subscriber that falls behind never costs the record anything.
 type run struct {
 	dir     string
-	journal *Journal
-	bus     *Bus
+	journal *journal.Journal
+	bus     *journal.Bus
 	lock    *os.File
 
 	mu    sync.Mutex
-	state *RunState
+	state *journal.RunState
 }
 
 // RunDirName is the default name of a run's directory: the project's folder name and the
@@ -65,7 +67,7 @@ func MakeFreeRunDir(parent, project string, now time.Time) (string, error) {
 
 // createRun makes a new run directory; it refuses one that exists, so a run never
 // writes over another.
-func createRun(dir string, bus *Bus) (*run, error) {
+func createRun(dir string, bus *journal.Bus) (*run, error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return nil, fmt.Errorf("run directory %s: %v", dir, err)
 	}
@@ -80,7 +82,7 @@ func createRun(dir string, bus *Bus) (*run, error) {
 
 // openRun opens an existing run directory for appending (tare resume). It holds the run's
 // lock until close, so two processes never write one run.
-func openRun(dir string, bus *Bus) (*run, error) {
+func openRun(dir string, bus *journal.Bus) (*run, error) {
 	lock, err := lockRun(dir)
 	if err != nil {
 		return nil, err
@@ -94,25 +96,25 @@ func openRun(dir string, bus *Bus) (*run, error) {
 	return r, nil
 }
 
-func openLocked(dir string, bus *Bus) (*run, error) {
-	events, err := ReadJournal(dir)
+func openLocked(dir string, bus *journal.Bus) (*run, error) {
+	events, err := journal.ReadJournal(dir)
 	if err != nil && !os.IsNotExist(err) {
 		return nil, err
 	}
-	j, err := OpenJournal(dir)
+	j, err := journal.OpenJournal(dir)
 	if err != nil {
 		return nil, err
 	}
 	if bus == nil {
-		bus = NewBus()
+		bus = journal.NewBus()
 	}
-	return &run{dir: dir, journal: j, bus: bus, state: Replay(filepath.Base(dir), events)}, nil
+	return &run{dir: dir, journal: j, bus: bus, state: journal.Replay(filepath.Base(dir), events)}, nil
 }
 
 // emit records e in the journal, then publishes it. A journal that cannot be written stops
 // the run: a run whose record is lost is worth nothing.
-func (r *run) emit(e Event) error {
-	e = printableEvent(e)
+func (r *run) emit(e journal.Event) error {
+	e = journal.PrintableEvent(e)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.journal.Append(&e); err != nil {
@@ -124,11 +126,11 @@ func (r *run) emit(e Event) error {
 }
 
 // snapshot returns a copy of the run's state as the journal has it now.
-func (r *run) snapshot() *RunState {
+func (r *run) snapshot() *journal.RunState {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cp := *r.state
-	cp.Tails = make(map[string]*TailState, len(r.state.Tails))
+	cp.Tails = make(map[string]*journal.TailState, len(r.state.Tails))
 	for id, t := range r.state.Tails {
 		tc := *t
 		cp.Tails[id] = &tc
@@ -160,4 +162,18 @@ func lockRun(dir string) (*os.File, error) {
 	_ = f.Truncate(0)
 	_, _ = f.WriteAt([]byte(fmt.Sprintf("%d\n", os.Getpid())), 0)
 	return f, nil
+}
+
+// Alive reports whether a process holds runDir's lock: the run is live, not crashed.
+func Alive(runDir string) bool {
+	f, err := os.Open(filepath.Join(runDir, "lock"))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		return true
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
 }

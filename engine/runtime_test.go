@@ -10,6 +10,7 @@ import (
 
 	"tare/agent"
 	"tare/config"
+	"tare/engine/probe"
 	"tare/sandbox"
 )
 
@@ -36,11 +37,11 @@ func TestStandaloneBinaryComesAlone(t *testing.T) {
 	}
 	cfg.Agents["claude"] = config.Agent{Bin: filepath.Join(bin, "claude")}
 	a := agent.Claude{}
-	inst, err := findAgent(a, cfg)
+	inst, err := probe.FindAgent(a, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	room, _, err := buildRoom(plan{agent: a, inst: inst, cfg: cfg, workspace: t.TempDir()}, "127.0.0.1:9", nil)
+	room, _, err := probe.BuildRoom(probe.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir()}, "127.0.0.1:9", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func TestStandaloneBinaryComesAlone(t *testing.T) {
 	room.Stdin, room.Stdout, room.Stderr = nil, &out, &out
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if code, err := runRoom(ctx, room); code != 0 || err != nil {
+	if code, err := probe.RunRoom(ctx, room); code != 0 || err != nil {
 		t.Fatalf("room exited %d, %v: %s", code, err, out.String())
 	}
 	if !strings.Contains(out.String(), "ran as "+sandbox.AgentDir+"/claude") {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"tare/engine/journal"
 	"tare/engine/stats"
 )
 
@@ -68,7 +69,7 @@ func stoppingPair(pairs [][2]int) (int, *stats.Sequential) {
 // sideSequence is a side's runs of an --until-separated calibrate in run order, up to the
 // first that has not finished: their outcomes and ids, and whether every run up to max
 // finished.
-func sideSequence(st *RunState, key string, maxRuns int) (outcomes []int, ids []string, complete bool) {
+func sideSequence(st *journal.RunState, key string, maxRuns int) (outcomes []int, ids []string, complete bool) {
 	for i := range maxRuns {
 		id := fmt.Sprintf("%s-%d", key, i)
 		t := st.Tails[id]
@@ -76,11 +77,11 @@ func sideSequence(st *RunState, key string, maxRuns int) (outcomes []int, ids []
 			return outcomes, ids, false
 		}
 		switch a, ok := t.Counted(); {
-		case ok && a.Status == StatusPassed:
+		case ok && a.Status == journal.StatusPassed:
 			outcomes = append(outcomes, runPassed)
 		case ok:
 			outcomes = append(outcomes, runFailed)
-		case t.Status == StatusNoVerdict:
+		case t.Status == journal.StatusNoVerdict:
 			outcomes = append(outcomes, runNoVerdict)
 		default:
 			return outcomes, ids, false
@@ -131,7 +132,7 @@ type RepeatReport struct {
 
 // separation computes how the run stands: from the journal alone, so a resumed run and its
 // report take the same decision the first process would have.
-func separation(rec *Recipe, st *RunState) Separation {
+func separation(rec *Recipe, st *journal.RunState) Separation {
 	sep := Separation{Method: separateMethod, Alpha: separateAlpha, MaxRuns: rec.Separate.MaxRuns, Paired: [][2]string{}, After: []string{}, LeftOut: []string{}}
 	a, aIDs, aDone := sideSequence(st, rec.Sides[0].Key, rec.Separate.MaxRuns)
 	b, bIDs, bDone := sideSequence(st, rec.Sides[1].Key, rec.Separate.MaxRuns)
@@ -203,7 +204,7 @@ func separationStarts(r *run, rec *Recipe, spec tailSpec) bool {
 // separationText is the report's lines on the sequence: method, when and why it stopped,
 // the confidence sequence for the difference, and per side the estimate of runs needed,
 // flip rate and pass^k.
-func separationText(rec *Recipe, st *RunState) string {
+func separationText(rec *Recipe, st *journal.RunState) string {
 	sep := separation(rec, st)
 	a, b := rec.Sides[0].Key, rec.Sides[1].Key
 	var w strings.Builder

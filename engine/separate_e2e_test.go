@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"tare/demo"
+	"tare/engine/journal"
 )
 
 // differScript is the demo's model with the sides made to differ (see its comment): claude
@@ -43,7 +44,7 @@ func TestUntilSeparatedStopsEarlyAndResumeContinues(t *testing.T) {
 
 	// The first process: stopped once the first pair has finished.
 	first, stop := context.WithCancel(ctx)
-	bus := NewBus()
+	bus := journal.NewBus()
 	sub := bus.Subscribe(first, 64)
 	go func() {
 		done := map[string]bool{}
@@ -63,7 +64,7 @@ func TestUntilSeparatedStopsEarlyAndResumeContinues(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("the stopped calibrate returned %v, want context.Canceled", err)
 	}
-	before := Replay("run", mustJournal(t, dir))
+	before := journal.Replay("run", mustJournal(t, dir))
 	if sep := separation(mustRecipe(t, dir), before); sep.Stopped != "interrupted" || sep.Pairs < 1 {
 		t.Fatalf("after the stop: %s after %d pairs, want interrupted after at least one", sep.Stopped, sep.Pairs)
 	}
@@ -72,7 +73,7 @@ func TestUntilSeparatedStopsEarlyAndResumeContinues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := Replay("run", mustJournal(t, dir))
+	st := journal.Replay("run", mustJournal(t, dir))
 	for _, id := range []string{"a-0", "b-0"} {
 		if tl := st.Tails[id]; tl == nil || len(tl.Earlier) > 0 || tl.Status != before.Tails[id].Status {
 			t.Errorf("%s: finished before the stop, then run again or changed by the resume: %+v", id, tl)

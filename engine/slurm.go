@@ -19,22 +19,23 @@ import (
 	"tare/agent"
 	"tare/capsule"
 	"tare/config"
+	"tare/engine/journal"
 )
 
 // The reasons a tail run on a cluster has no verdict because the cluster, not the agent,
 // ended it: Slurm's own verdicts, and a node that cannot hold a clean room.
 const (
 	// ReasonOutOfMemory: the job went over its --mem and Slurm killed it.
-	ReasonOutOfMemory Reason = "out-of-memory"
+	ReasonOutOfMemory journal.Reason = "out-of-memory"
 	// ReasonTimeLimit: the job reached its --time and Slurm stopped it.
-	ReasonTimeLimit Reason = "time-limit"
+	ReasonTimeLimit journal.Reason = "time-limit"
 	// ReasonNodeFailure: the job's node failed (or it was preempted, or could not boot).
-	ReasonNodeFailure Reason = "node-failure"
+	ReasonNodeFailure journal.Reason = "node-failure"
 	// ReasonCancelled: the job was cancelled by someone other than tare (scancel, an admin).
-	ReasonCancelled Reason = "cancelled"
+	ReasonCancelled journal.Reason = "cancelled"
 	// ReasonNodeUnfit: the node cannot start a room (no bwrap, no user namespaces) or its
 	// room's reading was not clean.
-	ReasonNodeUnfit Reason = "node-unfit"
+	ReasonNodeUnfit journal.Reason = "node-unfit"
 )
 
 // slurmJob is what a tail's job reads: everything tailBody needs, as the submitting tare had
@@ -64,9 +65,9 @@ type slurmJob struct {
 // slurmResult is what the worker writes back: the tail's result and its end capsule in the
 // shared store.
 type slurmResult struct {
-	Result TailResult       `json:"result"`
-	End    *capsule.Capsule `json:"end,omitempty"`
-	Node   string           `json:"node"`
+	Result journal.TailResult `json:"result"`
+	End    *capsule.Capsule   `json:"end,omitempty"`
+	Node   string             `json:"node"`
 	// Judgement and Writer are a task's outcome (slurm_task.go).
 	Judgement *Judgement `json:"judgement,omitempty"`
 	Writer    *WriterEnd `json:"writer,omitempty"`
@@ -272,9 +273,9 @@ func clusterArgs(c config.Cluster) []string {
 }
 
 // body sends the tail to Slurm and follows it to its end.
-func (b *slurmBackend) body(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *TailResult) (string, string) {
+func (b *slurmBackend) body(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *journal.TailResult) (string, string) {
 	notStarted := func(why string) (string, string) {
-		res.Status, res.Reason = StatusNoVerdict, ReasonNotStarted
+		res.Status, res.Reason = journal.StatusNoVerdict, journal.ReasonNotStarted
 		return "not started: " + why, "not checked"
 	}
 	x := b.exchange(spec.ID, spec.Attempt)
@@ -323,7 +324,7 @@ func (b *slurmBackend) body(ctx context.Context, env *tailEnv, spec tailSpec, di
 }
 
 // attachedJob is the Slurm job a running tail's latest attempt was submitted as, if any.
-func attachedJob(dir string, rec *Recipe, cfg *config.Config, t *TailState) (string, bool) {
+func attachedJob(dir string, rec *Recipe, cfg *config.Config, t *journal.TailState) (string, bool) {
 	if rec.On != OnSlurm || t == nil {
 		return "", false
 	}
@@ -430,16 +431,16 @@ func (b *slurmBackend) submitJob(ctx context.Context, what, name, dir, x string)
 // tool calls re-journaled as they come, and, at the end, the worker's result or Slurm's
 // verdict. A kill or a stop of the run cancels the job.
 // calls is how many of the worker's tool calls the journal already holds (a re-attach).
-func (b *slurmBackend) follow(ctx context.Context, env *tailEnv, spec tailSpec, x, id, dir string, res *TailResult, calls int) (string, string) {
+func (b *slurmBackend) follow(ctx context.Context, env *tailEnv, spec tailSpec, x, id, dir string, res *journal.TailResult, calls int) (string, string) {
 	events := &workerEvents{dir: filepath.Join(x, "worker"), calls: calls}
-	st, cancelled := b.await(ctx, id, x, func() { events.forward(env.run, spec.ID) }, func(p Placed) {
+	st, cancelled := b.await(ctx, id, x, func() { events.forward(env.run, spec.ID) }, func(p journal.Placed) {
 		p.Tail = spec.ID
-		_ = env.run.emit(Event{Placed: &p})
+		_ = env.run.emit(journal.Event{Placed: &p})
 	})
 	if cancelled {
-		res.Status, res.Reason = StatusNoVerdict, ReasonKilled
-		if errors.Is(context.Cause(ctx), errKilled) {
-			return fmt.Sprintf("%s (job %s cancelled)", errKilled, id), "not checked"
+		res.Status, res.Reason = journal.StatusNoVerdict, journal.ReasonKilled
+		if errors.Is(context.Cause(ctx), journal.ErrKilled) {
+			return fmt.Sprintf("%s (job %s cancelled)", journal.ErrKilled, id), "not checked"
 		}
 		return fmt.Sprintf("stopped (job %s cancelled)", id), "not checked: the tail was stopped"
 	}
@@ -449,9 +450,9 @@ func (b *slurmBackend) follow(ctx context.Context, env *tailEnv, spec tailSpec, 
 // await polls job id (exchange folder x) to its end, calling tick at every poll and placed
 // as its place changes (pending, running on a node with its queue wait, finished). When ctx
 // ends first the job is cancelled and no longer to be re-attached: cancelled is true.
-func (b *slurmBackend) await(ctx context.Context, id, x string, tick func(), placed func(Placed)) (jobState, bool) {
+func (b *slurmBackend) await(ctx context.Context, id, x string, tick func(), placed func(journal.Placed)) (jobState, bool) {
 	submitted := time.Now()
-	place := Placed{Job: id, State: "pending"}
+	place := journal.Placed{Job: id, State: "pending"}
 	placed(place)
 	ticker := time.NewTicker(250 * time.Millisecond)
 	defer ticker.Stop()
@@ -467,7 +468,7 @@ func (b *slurmBackend) await(ctx context.Context, id, x string, tick func(), pla
 		}
 		seen = seen || known
 		if st.running() && place.State == "pending" {
-			place = Placed{Job: id, State: "running", Node: st.Node, Waited: st.waited(submitted).Seconds()}
+			place = journal.Placed{Job: id, State: "running", Node: st.Node, Waited: st.waited(submitted).Seconds()}
 			placed(place)
 		}
 		if !known || st.done() {
@@ -496,7 +497,7 @@ func (b *slurmBackend) await(ctx context.Context, id, x string, tick func(), pla
 // collect takes a finished job's outcome: Slurm's own verdict first (a job it killed for
 // memory or time has no verdict whatever the worker wrote), then the worker's result, whose
 // end capsule is restored into the tail's folder for runTail to keep.
-func (b *slurmBackend) collect(ctx context.Context, env *tailEnv, st jobState, x, id, dir string, res *TailResult) (string, string) {
+func (b *slurmBackend) collect(ctx context.Context, env *tailEnv, st jobState, x, id, dir string, res *journal.TailResult) (string, string) {
 	var wr slurmResult
 	data, rerr := os.ReadFile(filepath.Join(x, "result.json"))
 	if rerr == nil {
@@ -508,14 +509,14 @@ func (b *slurmBackend) collect(ctx context.Context, env *tailEnv, st jobState, x
 		}
 	}
 	if reason, why, ok := slurmVerdict(st.State); ok {
-		res.Passed, res.Score, res.Status, res.Reason = false, nil, StatusNoVerdict, reason
+		res.Passed, res.Score, res.Status, res.Reason = false, nil, journal.StatusNoVerdict, reason
 		if rerr == nil {
 			res.Calls, res.Usage, res.Session = wr.Result.Calls, wr.Result.Usage, wr.Result.Session
 		}
 		return fmt.Sprintf("job %s on %s: %s", id, firstNonEmpty(st.Node, "no node"), why), "not checked"
 	}
 	if rerr != nil {
-		res.Status, res.Reason = StatusNoVerdict, ReasonNotStarted
+		res.Status, res.Reason = journal.StatusNoVerdict, journal.ReasonNotStarted
 		log := clip(lastLine(readTail(filepath.Join(x, "slurm.out"))), 160)
 		if b.http != nil {
 			log = "on node " + firstNonEmpty(st.Node, "(none)") + " in " + strings.ReplaceAll(nodeLog, "%j", id)
@@ -529,7 +530,7 @@ func (b *slurmBackend) collect(ctx context.Context, env *tailEnv, st jobState, x
 	keep := *res
 	*res = wr.Result
 	res.ID, res.Side, res.Agent, res.Step, res.How, res.Attempt, res.CapsuleFrom = keep.ID, keep.Side, keep.Agent, keep.Step, keep.How, keep.Attempt, keep.CapsuleFrom
-	res.Status, res.Reason = normalizeOutcome(res.Status, res.Reason, res.AgentExit+"; "+res.Check)
+	res.Status, res.Reason = journal.NormalizeOutcome(res.Status, res.Reason, res.AgentExit+"; "+res.Check)
 	if wr.End != nil && b.http != nil {
 		// Over HTTP the end capsule's new objects came as a stage: imported, every object
 		// checked against its hash, before anything is restored from it.
@@ -550,7 +551,7 @@ func (b *slurmBackend) collect(ctx context.Context, env *tailEnv, st jobState, x
 
 // slurmVerdict turns a job state in which Slurm, not the agent, ended the tail into its
 // reason; ok is false for the states that leave the outcome to the worker's result.
-func slurmVerdict(state string) (Reason, string, bool) {
+func slurmVerdict(state string) (journal.Reason, string, bool) {
 	switch state {
 	case "OUT_OF_MEMORY":
 		return ReasonOutOfMemory, "Slurm killed it for memory (over its --mem; raise [cluster] memory)", true
@@ -635,10 +636,10 @@ type workerEvents struct {
 }
 
 func (w *workerEvents) forward(r *run, tail string) {
-	if _, err := os.Stat(filepath.Join(w.dir, JournalFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(w.dir, journal.JournalFile)); err != nil {
 		return
 	}
-	events, err := ReadJournal(w.dir)
+	events, err := journal.ReadJournal(w.dir)
 	if err != nil {
 		return
 	}
@@ -649,22 +650,9 @@ func (w *workerEvents) forward(r *run, tail string) {
 		w.seen = e.Seq
 		if e.ToolCall != nil && e.ToolCall.Tail == tail && e.ToolCall.Calls > w.calls {
 			c := *e.ToolCall
-			_ = r.emit(Event{ToolCall: &c})
+			_ = r.emit(journal.Event{ToolCall: &c})
 		}
 	}
-}
-
-// Describe is the place in a line: "job 12 pending", "job 12 running on n1 after 0.4s in
-// the queue", "job 12 finished on n1".
-func (p Placed) Describe() string {
-	s := fmt.Sprintf("tail %s job %s %s", p.Tail, p.Job, p.State)
-	if p.Node != "" {
-		s += " on " + p.Node
-	}
-	if p.State == "running" {
-		s += fmt.Sprintf(" after %.1fs in the queue", p.Waited)
-	}
-	return s
 }
 
 // jobState is one job as squeue shows it.

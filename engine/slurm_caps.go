@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 
+	"tare/engine/journal"
 	"tare/modelserver"
 )
 
@@ -41,12 +42,12 @@ func nodeRecipe(rec *Recipe) *Recipe {
 
 // overRun ends a tail over budget when the run's meter refused one of its calls: the agent
 // got the refusal and stopped, as it does locally (where the check does not run then).
-func overRun(m *modelserver.Meter, res *TailResult, exit, check string) (string, string) {
+func overRun(m *modelserver.Meter, res *journal.TailResult, exit, check string) (string, string) {
 	if m == nil {
 		return exit, check
 	}
 	why := m.OverBudget()
-	if why == "" || (res.Status == StatusNoVerdict && res.Reason != ReasonNotStarted && res.Reason != "") {
+	if why == "" || (res.Status == journal.StatusNoVerdict && res.Reason != journal.ReasonNotStarted && res.Reason != "") {
 		return exit, check
 	}
 	refused := 0
@@ -56,12 +57,12 @@ func overRun(m *modelserver.Meter, res *TailResult, exit, check string) (string,
 		}
 	}
 	if res.Metered == nil {
-		res.Metered = &Metered{}
+		res.Metered = &journal.Metered{}
 	}
 	// The worker's meter saw the refusal as an answered call.
 	res.Metered.Calls = max(0, res.Metered.Calls-refused)
 	res.Metered.Refused += refused
 	res.Metered.OverBudget = why
-	res.Passed, res.Score, res.Status, res.Reason = false, nil, StatusNoVerdict, ReasonOverBudget
+	res.Passed, res.Score, res.Status, res.Reason = false, nil, journal.StatusNoVerdict, journal.ReasonOverBudget
 	return fmt.Sprintf("over budget after %d model calls: %s", res.Metered.Calls, why), "not checked"
 }

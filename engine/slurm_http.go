@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"tare/capsule"
+	"tare/engine/journal"
 )
 
 // Where the nodes share no filesystem with tare ([cluster] transport = "http"), the
@@ -59,7 +60,7 @@ var (
 	exchangeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,200}\.[0-9]+$`)
 	rootHash     = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	objectFile   = regexp.MustCompile(`^(blobs|trees)/[0-9a-f]{2}/[0-9a-f]{62}$|^capsules/[0-9]{4}-[A-Za-z0-9_.-]{1,200}\.json$`)
-	putFiles     = map[string]bool{"result.json": true, "stdout.jsonl": true, "stderr.log": true, "worker/" + JournalFile: true}
+	putFiles     = map[string]bool{"result.json": true, "stdout.jsonl": true, "stderr.log": true, "worker/" + journal.JournalFile: true}
 )
 
 // serveExchange starts the run's exchange server on [cluster] callback_addr (loopback when
@@ -346,7 +347,7 @@ func WorkerHTTP(ctx context.Context, url, name string) error {
 	store, start, err := c.fetchCapsule(ctx, job.Spec.Start.Root, local)
 	if err != nil {
 		// Said back as the tail's outcome: the node could not get its workspace.
-		res := slurmResult{Node: os.Getenv("SLURMD_NODENAME"), Result: TailResult{ID: job.Spec.ID, Status: StatusNoVerdict, Reason: ReasonNotStarted,
+		res := slurmResult{Node: os.Getenv("SLURMD_NODENAME"), Result: journal.TailResult{ID: job.Spec.ID, Status: journal.StatusNoVerdict, Reason: journal.ReasonNotStarted,
 			AgentExit: "not started: the start capsule could not be fetched from tare: " + err.Error(), Check: "not checked"}}
 		data, _ := json.Marshal(res)
 		_, perr := c.do(ctx, http.MethodPut, "/put/"+name+"/result.json", data)
@@ -360,7 +361,7 @@ func WorkerHTTP(ctx context.Context, url, name string) error {
 		return err
 	}
 	// The journal goes back as it grows, so the app shows the tail's tool calls live.
-	journal := "worker/" + JournalFile
+	journal := "worker/" + journal.JournalFile
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {

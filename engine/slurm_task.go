@@ -13,6 +13,8 @@ import (
 	"tare/agent"
 	"tare/capsule"
 	"tare/config"
+	"tare/engine/journal"
+	"tare/engine/probe"
 )
 
 // Jobs of --on slurm that are not tails: one judgement of a judge-noise run (judgeTask) or
@@ -64,13 +66,13 @@ type task struct {
 	start *capsule.Capsule
 	// tick is called at every poll with the exchange folder, placed as the job's place changes.
 	tick   func(x string)
-	placed func(Placed)
+	placed func(journal.Placed)
 }
 
 // taskEnded is why a task's job gave no result: Slurm ended it, the run was stopped, or the
 // worker wrote nothing. started is false when no job ran.
 type taskEnded struct {
-	reason  Reason
+	reason  journal.Reason
 	msg     string
 	started bool
 }
@@ -80,7 +82,7 @@ func (e *taskEnded) Error() string { return e.msg }
 // runTask submits t's job and follows it to its end, returning the worker's result.
 func (b *slurmBackend) runTask(ctx context.Context, t task) (slurmResult, error) {
 	notStarted := func(err error) (slurmResult, error) {
-		return slurmResult{}, &taskEnded{reason: ReasonNotStarted, msg: "not started: " + err.Error()}
+		return slurmResult{}, &taskEnded{reason: journal.ReasonNotStarted, msg: "not started: " + err.Error()}
 	}
 	x := filepath.Join(b.root, "tails", t.name)
 	if !exchangeName.MatchString(t.name) {
@@ -120,7 +122,7 @@ func (b *slurmBackend) runTask(ctx context.Context, t task) (slurmResult, error)
 	}
 	st, cancelled := b.await(ctx, id, x, func() { t.tick(x) }, t.placed)
 	if cancelled {
-		return slurmResult{}, &taskEnded{reason: ReasonKilled, msg: fmt.Sprintf("job %s cancelled", id), started: true}
+		return slurmResult{}, &taskEnded{reason: journal.ReasonKilled, msg: fmt.Sprintf("job %s cancelled", id), started: true}
 	}
 	var wr slurmResult
 	data, rerr := os.ReadFile(filepath.Join(x, "result.json"))
@@ -135,7 +137,7 @@ func (b *slurmBackend) runTask(ctx context.Context, t task) (slurmResult, error)
 		if b.http != nil {
 			log = "on node " + firstNonEmpty(st.Node, "(none)") + " in " + strings.ReplaceAll(nodeLog, "%j", id)
 		}
-		return wr, &taskEnded{reason: ReasonNotStarted, started: true, msg: fmt.Sprintf("job %s ended %s without a result (%v); its log: %s",
+		return wr, &taskEnded{reason: journal.ReasonNotStarted, started: true, msg: fmt.Sprintf("job %s ended %s without a result (%v); its log: %s",
 			id, firstNonEmpty(st.State, "(gone from squeue)"), rerr, log)}
 	}
 	if wr.Result.Reason == ReasonNodeUnfit {
@@ -195,7 +197,7 @@ func workTask(ctx context.Context, job slurmJob, x, node string) error {
 		return capsule.WriteFileAtomic(filepath.Join(x, "result.json"), append(data, '\n'), 0o644)
 	}
 	unfit := func(why string) error {
-		out.Result = TailResult{ID: job.Spec.ID, Status: StatusNoVerdict, Reason: ReasonNodeUnfit,
+		out.Result = journal.TailResult{ID: job.Spec.ID, Status: journal.StatusNoVerdict, Reason: ReasonNodeUnfit,
 			AgentExit: fmt.Sprintf("not started on node %s: %s", node, why), Check: "not checked"}
 		return write()
 	}
@@ -223,7 +225,7 @@ func workTask(ctx context.Context, job slurmJob, x, node string) error {
 		return unfit("the job names no install of " + name)
 	}
 	// The probe, once per job, on the folder the room will hold.
-	reading, err := Probe(ctx, ProbeOptions{Agent: a, Project: project, Config: job.Config, AllowDirty: job.AllowDirty})
+	reading, err := probe.Probe(ctx, probe.ProbeOptions{Agent: a, Project: project, Config: job.Config, AllowDirty: job.AllowDirty})
 	if err != nil {
 		return unfit("its room could not be probed: " + err.Error())
 	}
@@ -249,7 +251,7 @@ func workTask(ctx context.Context, job slurmJob, x, node string) error {
 		return ctx.Err()
 	}
 	if err != nil {
-		out.Result = TailResult{ID: job.Spec.ID, Status: StatusNoVerdict, Reason: ReasonNotStarted, AgentExit: "not started: " + err.Error()}
+		out.Result = journal.TailResult{ID: job.Spec.ID, Status: journal.StatusNoVerdict, Reason: journal.ReasonNotStarted, AgentExit: "not started: " + err.Error()}
 		return write()
 	}
 	out.Writer = &end
@@ -311,7 +313,7 @@ func (b *slurmBackend) release() error {
 // agent, and its folder, session, stdout and stderr come back into o's paths (stdout also
 // as it grows), hash-checked. An error means the job did not run; how the agent, or Slurm,
 // ended it is in WriterEnd. id names the writer; placed hears the job's place.
-func (c *Cluster) RunWriter(ctx context.Context, id string, o WriterOptions, inst agent.Install, placed func(Placed)) (end WriterEnd, err error) {
+func (c *Cluster) RunWriter(ctx context.Context, id string, o WriterOptions, inst agent.Install, placed func(journal.Placed)) (end WriterEnd, err error) {
 	rec := filepath.Dir(o.Sessions)
 	b, err := newSlurmBackend(c.cfg, rec, false)
 	if err != nil {
@@ -374,7 +376,7 @@ func (c *Cluster) RunWriter(ctx context.Context, id string, o WriterOptions, ins
 		Writer: &writerTask{Agent: o.Agent, Model: o.Model, Args: o.Args, ReadOnly: o.ReadOnly, Prompt: o.Prompt, Resume: o.Resume, Timeout: o.Timeout}}
 	endDir := filepath.Join(staging, "end")
 	wr, err := b.runTask(ctx, task{name: fmt.Sprintf("%s.%d", id, n), what: "writer " + id, runDir: rec, job: job, out: out, end: endDir,
-		tick: follow, placed: func(p Placed) {
+		tick: follow, placed: func(p journal.Placed) {
 			p.Tail = id
 			if !started && o.Started != nil {
 				// The submitting tare stands for the writer's process: while it follows the

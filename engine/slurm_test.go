@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"tare/config"
+	"tare/engine/journal"
 )
 
 // TestWorkerOnANodeWithoutUserNamespaces: a node whose bwrap cannot create the room's
@@ -25,7 +26,7 @@ func TestWorkerOnANodeWithoutUserNamespaces(t *testing.T) {
 		"echo 'bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces' >&2\nexit 1\n"), 0o755)
 	x := filepath.Join(dir, "x")
 	os.MkdirAll(x, 0o755)
-	job := slurmJob{Spec: tailSpec{ID: "a-0", Side: Side{Key: "a", Agent: "pi"}, How: "fresh"}, Recipe: &Recipe{},
+	job := slurmJob{Spec: tailSpec{ID: "a-0", Side: journal.Side{Key: "a", Agent: "pi"}, How: "fresh"}, Recipe: &Recipe{},
 		Config: &config.Config{Bwrap: bwrap, StateDir: dir}, Store: filepath.Join(dir, "store")}
 	data, _ := json.Marshal(job)
 	os.WriteFile(filepath.Join(x, "job.json"), data, 0o600)
@@ -39,7 +40,7 @@ func TestWorkerOnANodeWithoutUserNamespaces(t *testing.T) {
 		t.Fatalf("no result written: %v", err)
 	}
 	r := res.Result
-	if r.Status != StatusNoVerdict || r.Reason != ReasonNodeUnfit || !strings.Contains(r.AgentExit, "node n7") ||
+	if r.Status != journal.StatusNoVerdict || r.Reason != ReasonNodeUnfit || !strings.Contains(r.AgentExit, "node n7") ||
 		!strings.Contains(r.AgentExit, "namespaces") || !strings.Contains(r.AgentExit, "--exclude") {
 		t.Fatalf("result %+v: want no verdict, node-unfit, naming node n7, the namespaces and the fix", r)
 	}
@@ -58,7 +59,7 @@ func TestSlurmStates(t *testing.T) {
 	if j := jobs["13"]; j.Node != "" || j.running() || j.done() {
 		t.Errorf("job 13: %+v", j)
 	}
-	for state, want := range map[string]Reason{"OUT_OF_MEMORY": ReasonOutOfMemory, "TIMEOUT": ReasonTimeLimit, "NODE_FAIL": ReasonNodeFailure,
+	for state, want := range map[string]journal.Reason{"OUT_OF_MEMORY": ReasonOutOfMemory, "TIMEOUT": ReasonTimeLimit, "NODE_FAIL": ReasonNodeFailure,
 		"CANCELLED": ReasonCancelled, "COMPLETED": "", "FAILED": ""} {
 		if r, _, ok := slurmVerdict(state); r != want || ok != (want != "") {
 			t.Errorf("%s: %q %v, want %q", state, r, ok, want)
@@ -70,11 +71,11 @@ func TestSlurmStates(t *testing.T) {
 // after it started ran for 10 s in the report's times.
 func TestQueueWaitIsNotRunTime(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 22, 0, 0, 0, time.UTC)
-	st := Replay("run", []Event{
-		{Seq: 1, Time: t0, TailStarted: &TailStarted{ID: "a-0", Side: "a", How: "fresh"}},
-		{Seq: 2, Time: t0, Placed: &Placed{Tail: "a-0", Job: "7", State: "pending"}},
-		{Seq: 3, Time: t0.Add(30 * time.Second), Placed: &Placed{Tail: "a-0", Job: "7", State: "running", Node: "n1", Waited: 30}},
-		{Seq: 4, Time: t0.Add(40 * time.Second), TailFinished: &TailFinished{ID: "a-0", Status: StatusPassed, Passed: true}},
+	st := journal.Replay("run", []journal.Event{
+		{Seq: 1, Time: t0, TailStarted: &journal.TailStarted{ID: "a-0", Side: "a", How: "fresh"}},
+		{Seq: 2, Time: t0, Placed: &journal.Placed{Tail: "a-0", Job: "7", State: "pending"}},
+		{Seq: 3, Time: t0.Add(30 * time.Second), Placed: &journal.Placed{Tail: "a-0", Job: "7", State: "running", Node: "n1", Waited: 30}},
+		{Seq: 4, Time: t0.Add(40 * time.Second), TailFinished: &journal.TailFinished{ID: "a-0", Status: journal.StatusPassed, Passed: true}},
 	})
 	times, _ := sideTimes(st, "a")
 	if len(times) != 1 || times[0] != 10*time.Second {

@@ -10,6 +10,8 @@ import (
 
 	"tare/agent"
 	"tare/capsule"
+	"tare/engine/journal"
+	"tare/engine/probe"
 	"tare/sandbox"
 )
 
@@ -49,8 +51,8 @@ func Worker(ctx context.Context, jobFile string) error {
 		return workTask(ctx, job, x, node)
 	}
 	spec := job.Spec
-	res := TailResult{ID: spec.ID, Side: spec.Side.Key, Agent: spec.Side.Agent, Step: spec.Step, How: spec.How, Attempt: spec.Attempt,
-		Status: StatusNoVerdict, Reason: ReasonNotStarted, CapsuleFrom: spec.Nearest}
+	res := journal.TailResult{ID: spec.ID, Side: spec.Side.Key, Agent: spec.Side.Agent, Step: spec.Step, How: spec.How, Attempt: spec.Attempt,
+		Status: journal.StatusNoVerdict, Reason: journal.ReasonNotStarted, CapsuleFrom: spec.Nearest}
 	out := slurmResult{Node: node}
 	write := func() error {
 		out.Result = res
@@ -61,7 +63,7 @@ func Worker(ctx context.Context, jobFile string) error {
 		return capsule.WriteFileAtomic(filepath.Join(x, "result.json"), append(data, '\n'), 0o644)
 	}
 	unfit := func(why string) error {
-		res.Status, res.Reason = StatusNoVerdict, ReasonNodeUnfit
+		res.Status, res.Reason = journal.StatusNoVerdict, ReasonNodeUnfit
 		res.AgentExit, res.Check = fmt.Sprintf("not started on node %s: %s", node, why), "not checked"
 		return write()
 	}
@@ -81,7 +83,7 @@ func Worker(ctx context.Context, jobFile string) error {
 	if err := store.Restore(ctx, spec.Start, project); err != nil {
 		return unfit(fmt.Sprintf("capsule %s could not be restored from %s: %v", spec.Start.ID, job.Store, err))
 	}
-	reading, err := Probe(ctx, ProbeOptions{Agent: a, Project: project, Config: job.Config, AllowDirty: job.AllowDirty})
+	reading, err := probe.Probe(ctx, probe.ProbeOptions{Agent: a, Project: project, Config: job.Config, AllowDirty: job.AllowDirty})
 	if err != nil {
 		return unfit("its room could not be probed: " + err.Error())
 	}

@@ -4,33 +4,9 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"tare/engine/journal"
 )
-
-// Stalled says a running tail's agent has been silent (no model answer, no tool call in its
-// stream) for longer than its own pace allows, before any timeout ends it; Over says it is
-// heard again. Intermediate: a later ToolCall or the tail's end also clears it.
-type Stalled struct {
-	Tail string `json:"tail"`
-	// Silent is how long the agent had been silent, in seconds, when this was said.
-	Silent float64 `json:"silent"`
-	// Threshold is the silence that counts as stalled for this tail: its pace times
-	// stallPace, never less than the floor ([tails] stall_floor).
-	Threshold float64 `json:"threshold"`
-	Over      bool    `json:"over,omitempty"`
-}
-
-func applyStalled(s *RunState, st *Stalled) {
-	ts := s.Tails[st.Tail]
-	if ts == nil || ts.Status != StatusRunning {
-		return
-	}
-	if st.Over {
-		ts.Stalled = nil
-		return
-	}
-	c := *st
-	ts.Stalled = &c
-}
 
 // stallPace is how many times its usual gap a tail may be silent: the usual gap is the
 // median of its last stallGaps gaps (the median, so one slow start does not hide a stall).
@@ -85,7 +61,7 @@ func (w *stallWatch) beat() {
 	w.last = now
 	if w.stalled {
 		w.stalled = false
-		_ = w.run.emit(Event{Stalled: &Stalled{Tail: w.tail, Over: true}})
+		_ = w.run.emit(journal.Event{Stalled: &journal.Stalled{Tail: w.tail, Over: true}})
 	}
 }
 
@@ -102,7 +78,7 @@ func (w *stallWatch) loop(every time.Duration) {
 			silent, limit := now.Sub(w.last), w.threshold()
 			if !w.stalled && silent > limit {
 				w.stalled = true
-				_ = w.run.emit(Event{Stalled: &Stalled{Tail: w.tail, Silent: silent.Seconds(), Threshold: limit.Seconds()}})
+				_ = w.run.emit(journal.Event{Stalled: &journal.Stalled{Tail: w.tail, Silent: silent.Seconds(), Threshold: limit.Seconds()}})
 			}
 			w.mu.Unlock()
 		}

@@ -15,6 +15,7 @@ import (
 
 	"tare/agent"
 	"tare/capsule"
+	"tare/engine/journal"
 	"tare/engine/stats"
 )
 
@@ -24,7 +25,7 @@ import (
 type SwapOptions struct {
 	// RecordOptions holds the task, the check, the project and the script; its Side is unused.
 	RecordOptions
-	A, B Side
+	A, B journal.Side
 	// Cuts are fractions of each original's steps, increasing, in [0, 1].
 	Cuts []float64
 	// Tails per cut, workspace, agent and way of continuing.
@@ -181,7 +182,7 @@ func Swap(ctx context.Context, o SwapOptions) (string, *SwapResult, error) {
 		return "", nil, err
 	}
 	o.A.Key, o.B.Key = "a", "b"
-	installs, err := findInstalls([]Side{o.A, o.B}, o.Config, o.Project)
+	installs, err := findInstalls([]journal.Side{o.A, o.B}, o.Config, o.Project)
 	if err != nil {
 		return "", nil, err
 	}
@@ -196,7 +197,7 @@ func Swap(ctx context.Context, o SwapOptions) (string, *SwapResult, error) {
 	defer r.close()
 	rec := &Recipe{Tare: o.Version, Argv: o.Argv, Kind: "swap", Time: time.Now().UTC(), Project: o.Project,
 		Prompt: o.Prompt, Check: o.Check, CheckTimeout: o.CheckTimeout.Seconds(), CheckRoom: NewCheckRoom(o.Config, o.CheckOnHost),
-		AgentTimeout: o.AgentTimeout.Seconds(), Sides: []Side{o.A, o.B}, Jobs: set.Jobs, Keep: false, Agents: map[string]RecipeAgent{}, Swap: &set, On: onRecipe(o.On)}
+		AgentTimeout: o.AgentTimeout.Seconds(), Sides: []journal.Side{o.A, o.B}, Jobs: set.Jobs, Keep: false, Agents: map[string]RecipeAgent{}, Swap: &set, On: onRecipe(o.On)}
 	for name, inst := range installs {
 		a, _ := agent.ByName(name)
 		rec.Agents[name] = RecipeAgent{Version: inst.Version, Bin: inst.Bin, Snapshots: agent.HookKind(a)}
@@ -211,13 +212,13 @@ func Swap(ctx context.Context, o SwapOptions) (string, *SwapResult, error) {
 	if err := writeRecipe(dir, rec); err != nil {
 		return dir, nil, err
 	}
-	if err := r.emit(Event{RunStarted: &RunStarted{Kind: "swap", Project: o.Project, Prompt: o.Prompt, Check: o.Check,
+	if err := r.emit(journal.Event{RunStarted: &journal.RunStarted{Kind: "swap", Project: o.Project, Prompt: o.Prompt, Check: o.Check,
 		CheckRoom: checkWhere(rec), Sides: rec.Sides, Jobs: set.Jobs, Simulated: o.Script != ""}}); err != nil {
 		return dir, nil, err
 	}
 	res, err := runSwap(ctx, r, rec, set, installs, o.RecordOptions)
 	if err != nil {
-		_ = r.emit(Event{RunFinished: &RunFinished{Error: err.Error()}})
+		_ = r.emit(journal.Event{RunFinished: &journal.RunFinished{Error: err.Error()}})
 	}
 	return dir, res, err
 }
@@ -225,14 +226,14 @@ func Swap(ctx context.Context, o SwapOptions) (string, *SwapResult, error) {
 // runSwap makes the two originals (each a recording of its own in a/ and b/) and the tails of
 // every cut, then writes the report.
 func runSwap(ctx context.Context, r *run, rec *Recipe, set swapSettings, installs map[string]agent.Install, o RecordOptions) (*SwapResult, error) {
-	recs := map[string]*Recording{}
+	recs := map[string]*journal.Recording{}
 	envs := map[string]*tailEnv{}
 	for i, side := range rec.Sides {
-		if err := r.emit(Event{Phase: &Phase{Name: "original " + side.Key + ": " + sideLabel(side)}}); err != nil {
+		if err := r.emit(journal.Event{Phase: &journal.Phase{Name: "original " + side.Key + ": " + sideLabel(side)}}); err != nil {
 			return nil, err
 		}
 		dir := filepath.Join(r.dir, side.Key)
-		recording, err := readRecording(dir)
+		recording, err := journal.ReadRecording(dir)
 		if err != nil {
 			// Not recorded yet, or cut short by a crash: that attempt is kept beside the
 			// new one.
@@ -300,7 +301,7 @@ func runSwap(ctx context.Context, r *run, rec *Recipe, set swapSettings, install
 			}
 		}
 	}
-	if err := r.emit(Event{Phase: &Phase{Name: fmt.Sprintf("tails: %d", len(jobs))}}); err != nil {
+	if err := r.emit(journal.Event{Phase: &journal.Phase{Name: fmt.Sprintf("tails: %d", len(jobs))}}); err != nil {
 		return nil, err
 	}
 	done := map[string]bool{}
@@ -317,7 +318,7 @@ func runSwap(ctx context.Context, r *run, rec *Recipe, set swapSettings, install
 	if len(rerun)+len(attached) > 0 {
 		sort.Strings(rerun)
 		sort.Strings(attached)
-		if err := r.emit(Event{Resumed: &Resumed{Rerun: rerun, Reattached: attached}}); err != nil {
+		if err := r.emit(journal.Event{Resumed: &journal.Resumed{Rerun: rerun, Reattached: attached}}); err != nil {
 			return nil, err
 		}
 	}
@@ -341,14 +342,14 @@ func runSwap(ctx context.Context, r *run, rec *Recipe, set swapSettings, install
 	if err := capsule.WriteFileAtomic(filepath.Join(r.dir, "swap-result.json"), append(data, '\n'), 0o644); err != nil {
 		return nil, err
 	}
-	return res, releaseBackend(envs[rec.Sides[0].Key], r.emit(Event{RunFinished: &RunFinished{Report: report}}))
+	return res, releaseBackend(envs[rec.Sides[0].Key], r.emit(journal.Event{RunFinished: &journal.RunFinished{Report: report}}))
 }
 
 // cutStep is the step a cut falls on: the fraction of the run's steps, rounded.
 func cutStep(cut float64, steps int) int { return int(math.Round(cut * float64(steps))) }
 
 // swapResult counts each cell's tails and works out the effects.
-func swapResult(runDir string, rec *Recipe, set swapSettings, recs map[string]*Recording, st *RunState) *SwapResult {
+func swapResult(runDir string, rec *Recipe, set swapSettings, recs map[string]*journal.Recording, st *journal.RunState) *SwapResult {
 	res := &SwapResult{A: sideLabel(rec.Sides[0]), B: sideLabel(rec.Sides[1]), Handoff: set.Handoff, CostKnown: true, Simulated: rec.ScriptText != ""}
 	table := SwapTable(st)
 	res.Family = SwapFamilyOf(table)
@@ -389,7 +390,7 @@ var swapTailID = regexp.MustCompile(`^c(\d+)-([ab])([ab])-([nh])-\d+$`)
 // them (the first verdict of each; no verdict left out), so the report and the app agree.
 // Cut and the steps are left for the caller, who knows the recipe; a cut is a control when
 // all its tails start from step 0.
-func SwapTable(st *RunState) []SwapCut {
+func SwapTable(st *journal.RunState) []SwapCut {
 	counts := map[int]map[string]*StepRate{}
 	moved := map[int]bool{} // cuts with a tail from past step 0
 	last := -1

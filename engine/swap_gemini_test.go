@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"tare/demo"
+	"tare/engine/journal"
 )
 
 // TestSwapGeminiWithClaude: the real Gemini CLI as a swap's side a and Claude Code as side
@@ -25,7 +26,7 @@ func TestSwapGeminiWithClaude(t *testing.T) {
 	dir, res, err := Swap(ctx, SwapOptions{RecordOptions: RecordOptions{Prompt: demo.Task, Project: paths.Project, Check: demo.Check,
 		CheckTimeout: time.Minute, AgentTimeout: 2 * time.Minute, Out: filepath.Join(t.TempDir(), "swap"),
 		Config: testConfig(t, []string{"gemini", "claude"}), Script: paths.SwapScript, Seed: demo.SwapSeed},
-		A: Side{Agent: "gemini"}, B: Side{Agent: "claude"}, Cuts: []float64{1}, Tails: 1, Jobs: 3, Handoff: "trail"})
+		A: journal.Side{Agent: "gemini"}, B: journal.Side{Agent: "claude"}, Cuts: []float64{1}, Tails: 1, Jobs: 3, Handoff: "trail"})
 	if err != nil {
 		t.Fatal(err)
 	}

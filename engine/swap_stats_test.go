@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"tare/engine/journal"
 )
 
 // swapCounts is one cell's tails: passed, failed and no verdict.
@@ -13,22 +15,22 @@ type swapCounts struct{ passed, failed, none int }
 
 // swapState is a swap's journal state with the given cells per cut (keys workspace, agent,
 // n(ative) or h(andoff), as the tail ids have them), each cut's tails from step[ci].
-func swapState(cuts []map[string]swapCounts, step []int) *RunState {
-	st := &RunState{Kind: "swap", Tails: map[string]*TailState{}}
+func swapState(cuts []map[string]swapCounts, step []int) *journal.RunState {
+	st := &journal.RunState{Kind: "swap", Tails: map[string]*journal.TailState{}}
 	for ci, cells := range cuts {
 		for key, c := range cells {
 			n := 0
 			add := func(k int, status string) {
 				for range k {
 					id := fmt.Sprintf("c%d-%s-%s-%d", ci, key[:2], key[3:], n)
-					st.Tails[id] = &TailState{ID: id, Side: key[1:2], Step: step[ci], Status: status}
+					st.Tails[id] = &journal.TailState{ID: id, Side: key[1:2], Step: step[ci], Status: status}
 					st.Order = append(st.Order, id)
 					n++
 				}
 			}
-			add(c.passed, StatusPassed)
-			add(c.failed, StatusFailed)
-			add(c.none, StatusNoVerdict)
+			add(c.passed, journal.StatusPassed)
+			add(c.failed, journal.StatusFailed)
+			add(c.none, journal.StatusNoVerdict)
 		}
 	}
 	return st

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"tare/demo"
+	"tare/engine/journal"
 )
 
 func TestParseCuts(t *testing.T) {
@@ -46,7 +47,7 @@ func TestSwapOnTheDemoShowsAStateEffectAndNoModelEffect(t *testing.T) {
 	dir, res, err := Swap(ctx, SwapOptions{RecordOptions: RecordOptions{Prompt: demo.Task, Project: paths.Project, Check: demo.Check,
 		CheckTimeout: time.Minute, AgentTimeout: 2 * time.Minute, Out: filepath.Join(t.TempDir(), "swap"), Config: cfg,
 		Script: paths.SwapScript, Seed: demo.SwapSeed},
-		A: Side{Agent: "claude"}, B: Side{Agent: "codex"}, Cuts: []float64{0, 1}, Tails: 3, Jobs: 3, Handoff: "trail"})
+		A: journal.Side{Agent: "claude"}, B: journal.Side{Agent: "codex"}, Cuts: []float64{0, 1}, Tails: 3, Jobs: 3, Handoff: "trail"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,9 +100,9 @@ func TestSwapOnTheDemoShowsAStateEffectAndNoModelEffect(t *testing.T) {
 	}
 }
 
-func readJournalT(t *testing.T, dir string) []Event {
+func readJournalT(t *testing.T, dir string) []journal.Event {
 	t.Helper()
-	ev, err := ReadJournal(dir)
+	ev, err := journal.ReadJournal(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,8 @@ import (
 	"tare/agent"
 	"tare/capsule"
 	"tare/config"
+	"tare/engine/journal"
+	"tare/engine/probe"
 	"tare/modelserver"
 	"tare/sandbox"
 )
@@ -25,7 +27,7 @@ const DefaultAgentTimeout = 30 * time.Minute
 // tailSpec is one tail to run: a side continuing a capsule.
 type tailSpec struct {
 	ID     string
-	Side   Side
+	Side   journal.Side
 	Step   int
 	How    string // fresh, native or handoff
 	Prompt string
@@ -37,45 +39,6 @@ type tailSpec struct {
 	Attempt int
 	// Nearest, when set, is the step whose capsule Start is: Step has none of its own.
 	Nearest *int
-}
-
-// TailResult is a tail's result.json: what a tail did and its verdict.
-type TailResult struct {
-	ID     string `json:"id"`
-	Side   string `json:"side"`
-	Agent  string `json:"agent"`
-	Step   int    `json:"step"`
-	How    string `json:"how"`
-	Passed bool   `json:"passed"`
-	// Status is passed, failed or no-verdict; an older tare's "error" is read as no verdict.
-	Status string `json:"status"`
-	// Reason is why the tail has no verdict (see Reason).
-	Reason Reason `json:"reason,omitempty"`
-	// Attempt numbers this attempt of the tail (0: the first).
-	Attempt int `json:"attempt,omitempty"`
-	// CapsuleFrom is the step whose capsule the tail started from when Step has none of its
-	// own (tare tail --from-nearest).
-	CapsuleFrom *int `json:"capsule_from,omitempty"`
-	// AgentExit is how the agent ended: "agent exit N", or why it was stopped.
-	AgentExit string  `json:"agent_exit"`
-	Check     string  `json:"check"`
-	Score     *int    `json:"score,omitempty"`
-	Seconds   float64 `json:"seconds"`
-	Calls     int     `json:"calls"`
-	Session   string  `json:"session,omitempty"`
-	Usage     Usage   `json:"usage"`
-	// CheckUsage is what the check spent (the built-in judge's agent), never the agent's.
-	CheckUsage Usage         `json:"check_usage,omitzero"`
-	Judge      *JudgeVerdict `json:"judge,omitempty"`
-	// Metered is the usage tare's relay counted call by call (on tare's model server).
-	Metered *Metered `json:"metered,omitempty"`
-}
-
-// finished is the journal's event for a tail with this result.
-func (res TailResult) finished() *TailFinished {
-	return &TailFinished{ID: res.ID, Passed: res.Passed, Status: res.Status, Reason: res.Reason, Attempt: res.Attempt,
-		Detail: res.AgentExit + "; " + res.Check, Score: res.Score, Seconds: res.Seconds, Calls: res.Calls, Usage: res.Usage,
-		CheckUsage: res.CheckUsage, Judge: res.Judge, Metered: res.Metered}
 }
 
 // tailEnv is what every tail of a run shares.
@@ -112,7 +75,7 @@ func runTail(ctx context.Context, env *tailEnv, spec tailSpec) error {
 	if err := os.MkdirAll(filepath.Join(dir, "session"), 0o755); err != nil {
 		return err
 	}
-	if err := env.run.emit(Event{TailStarted: &TailStarted{ID: spec.ID, Side: spec.Side.Key, Step: spec.Step, How: spec.How,
+	if err := env.run.emit(journal.Event{TailStarted: &journal.TailStarted{ID: spec.ID, Side: spec.Side.Key, Step: spec.Step, How: spec.How,
 		Attempt: attempt, CapsuleFrom: spec.Nearest}}); err != nil {
 		return err
 	}
@@ -122,8 +85,8 @@ func runTail(ctx context.Context, env *tailEnv, spec tailSpec) error {
 // endTail runs a started attempt's body to its outcome, under the kill watch, and records it:
 // result.json, the end capsule, the journal's TailFinished.
 func endTail(ctx context.Context, env *tailEnv, spec tailSpec, dir string, began time.Time, body bodyFunc) error {
-	res := TailResult{ID: spec.ID, Side: spec.Side.Key, Agent: spec.Side.Agent, Step: spec.Step, How: spec.How, Attempt: spec.Attempt,
-		Status: StatusNoVerdict, Reason: ReasonNotStarted, CapsuleFrom: spec.Nearest}
+	res := journal.TailResult{ID: spec.ID, Side: spec.Side.Key, Agent: spec.Side.Agent, Step: spec.Step, How: spec.How, Attempt: spec.Attempt,
+		Status: journal.StatusNoVerdict, Reason: journal.ReasonNotStarted, CapsuleFrom: spec.Nearest}
 	tctx, kill := context.WithCancelCause(ctx)
 	stopWatch := watchKill(ctx, env.run.dir, spec.ID, kill)
 	res.AgentExit, res.Check = body(tctx, env, spec, dir, &res)
@@ -133,10 +96,10 @@ func endTail(ctx context.Context, env *tailEnv, spec tailSpec, dir string, began
 	if ctx.Err() != nil {
 		return ctx.Err() // stopped, not finished: tare resume reruns it
 	}
-	if errors.Is(context.Cause(tctx), errKilled) && res.Reason != ReasonKilled {
+	if errors.Is(context.Cause(tctx), journal.ErrKilled) && res.Reason != journal.ReasonKilled {
 		// Killed during the check: whatever the check had said, it did not finish.
-		res.Passed, res.Status, res.Reason, res.Score = false, StatusNoVerdict, ReasonKilled, nil
-		res.Check = "check stopped: " + errKilled.Error()
+		res.Passed, res.Status, res.Reason, res.Score = false, journal.StatusNoVerdict, journal.ReasonKilled, nil
+		res.Check = "check stopped: " + journal.ErrKilled.Error()
 	}
 	if data, err := json.MarshalIndent(res, "", "  "); err == nil {
 		if err := capsule.WriteFileAtomic(filepath.Join(dir, "result.json"), append(data, '\n'), 0o644); err != nil {
@@ -153,15 +116,15 @@ func endTail(ctx context.Context, env *tailEnv, spec tailSpec, dir string, began
 	if !env.recipe.Keep && env.recipe.Check != "" {
 		_ = os.RemoveAll(filepath.Join(dir, "work"))
 	}
-	return env.run.emit(Event{TailFinished: res.finished()})
+	return env.run.emit(journal.Event{TailFinished: res.Finished()})
 }
 
 // tailBody restores the workspace, runs the agent in a room and, when the agent's end can
 // say something about it, the check in a room of its own. It returns how the agent ended and
 // what the check said, and fills res with the outcome.
-func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *TailResult) (string, string) {
+func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *journal.TailResult) (string, string) {
 	notStarted := func(why string) (string, string) {
-		res.Status, res.Reason = StatusNoVerdict, ReasonNotStarted
+		res.Status, res.Reason = journal.StatusNoVerdict, journal.ReasonNotStarted
 		return "not started: " + why, "not checked"
 	}
 	work := filepath.Join(dir, "work")
@@ -173,9 +136,9 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 		return notStarted(err.Error())
 	}
 	inst := env.installs[a.Name()]
-	p := plan{agent: a, inst: inst, cfg: env.cfg, workspace: work, sessions: filepath.Join(dir, "session"), login: env.upstream == ""}
+	p := probe.Plan{Agent: a, Inst: inst, Config: env.cfg, Workspace: work, Sessions: filepath.Join(dir, "session"), Login: env.upstream == ""}
 	if spec.How == "native" {
-		if err := placeSession(&p, spec.Session, spec.SessionID); err != nil {
+		if err := probe.PlaceSession(&p, spec.Session, spec.SessionID); err != nil {
 			return notStarted(err.Error())
 		}
 	}
@@ -190,7 +153,7 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	if meter != nil {
 		defer meter.Close()
 	}
-	room, setup, err := buildRoom(p, upstream, nil)
+	room, setup, err := probe.BuildRoom(p, upstream, nil)
 	if err != nil {
 		return notStarted(err.Error())
 	}
@@ -210,7 +173,7 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	}
 	defer hosts.Close()
 	room.HostLog = hosts
-	args := append(append(setup.args, env.cfg.Agents[a.Name()].Args...), spec.Side.Args...)
+	args := append(append(setup.Args, env.cfg.Agents[a.Name()].Args...), spec.Side.Args...)
 	if spec.How == "native" {
 		room.Argv = append([]string{inst.Command}, a.ResumeArgs(spec.SessionID, spec.Prompt, args)...)
 	} else {
@@ -248,8 +211,8 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	clean := code == 0 && timedOut == 0
 	if r, err := a.ParseStream(bytes.NewReader(out)); err == nil {
 		res.Session = r.SessionID
-		u := runUsage(a, r, spec.Session, p.sessions)
-		res.Usage = usageOf(u, runModels(a, r, u, spec.Session, p.sessions)...)
+		u := runUsage(a, r, spec.Session, p.Sessions)
+		res.Usage = usageOf(u, runModels(a, r, u, spec.Session, p.Sessions)...)
 		if r.IsError && code == 0 {
 			ran, clean = "agent error: "+clip(r.Error, 100), false
 		}
@@ -262,12 +225,12 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 		end.overBudget = true
 		ran = fmt.Sprintf("over budget after %d model calls: %s", res.Metered.Calls, res.Metered.OverBudget)
 	}
-	killed := errors.Is(context.Cause(ctx), errKilled)
+	killed := errors.Is(context.Cause(ctx), journal.ErrKilled)
 	if killed {
-		ran = fmt.Sprintf("%s after %d calls", errKilled, res.Calls)
+		ran = fmt.Sprintf("%s after %d calls", journal.ErrKilled, res.Calls)
 	}
 	if reason, ok := withoutVerdict(end, killed); ok {
-		res.Status, res.Reason = StatusNoVerdict, reason
+		res.Status, res.Reason = journal.StatusNoVerdict, reason
 		return ran, "not checked"
 	}
 	if ctx.Err() != nil {
@@ -277,11 +240,11 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	if env.recipe.Check == "" {
 		// Without a check a run counts when its agent ended normally; the workspace is kept.
 		res.Passed = clean
-		res.Status = map[bool]string{true: StatusPassed, false: StatusFailed}[res.Passed]
+		res.Status = map[bool]string{true: journal.StatusPassed, false: journal.StatusFailed}[res.Passed]
 		return ran, "no check"
 	}
 	// Said, not needed: a journal without it only shows the check as running.
-	_ = env.run.emit(Event{TailChecking: &TailChecking{ID: spec.ID, TimeoutSeconds: env.recipe.CheckTimeout}})
+	_ = env.run.emit(journal.Event{TailChecking: &journal.TailChecking{ID: spec.ID, TimeoutSeconds: env.recipe.CheckTimeout}})
 	c := runCheck(ctx, env.recipe.Check, work, time.Duration(env.recipe.CheckTimeout*float64(time.Second)), env.recipe.CheckRoom, env.cfg)
 	res.Passed, res.Score, res.CheckUsage, res.Judge = c.Passed, c.Score, c.Usage, c.Judge
 	res.Status, res.Reason = checkOutcome(c)
@@ -304,7 +267,7 @@ func (env *tailEnv) runAgent(ctx context.Context, room sandbox.Room, stdout, std
 	}
 	stall := watchStall(env.run, live.tail, floor)
 	live.beat = stall.beat
-	code, err = runRoom(actx, room)
+	code, err = probe.RunRoom(actx, room)
 	stall.end()
 	live.flush()
 	if errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
@@ -336,7 +299,7 @@ func setAside(dir string) (int, error) {
 func runUsage(a agent.Agent, r agent.Result, placed []byte, sessions string) agent.Usage {
 	u := agent.OwnUsage(r.Usage, placed)
 	if n, ok := a.(agent.ModelNamer); ok && u.Model == "" {
-		if data, err := readSession(a, sessions, r.SessionID); err == nil {
+		if data, err := probe.ReadSession(a, sessions, r.SessionID); err == nil {
 			u.Model = n.SessionModel(data)
 		}
 	}
@@ -345,8 +308,8 @@ func runUsage(a agent.Agent, r agent.Result, placed []byte, sessions string) age
 
 // usageOf turns an agent's reported usage into tare's, with tare's own cost beside the
 // CLI's figure when it reported one; models, where the agent gives them, are priced each.
-func usageOf(u agent.Usage, models ...agent.ModelUsage) Usage {
-	out := Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, Model: u.Model}
+func usageOf(u agent.Usage, models ...agent.ModelUsage) journal.Usage {
+	out := journal.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, Model: u.Model}
 	out.Cost, out.Unpriced = priceUsage(u, models, time.Now())
 	if u.CostReported {
 		c := u.CostUSD

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"tare/agent"
+	"tare/engine/probe"
 	"tare/modelserver"
 )
 
@@ -75,8 +76,8 @@ func TestTrailsAndNativeCut(t *testing.T) {
 
 			// The original run.
 			work, sessions := t.TempDir(), t.TempDir()
-			p := plan{agent: a, inst: inst, cfg: cfg, workspace: work, sessions: sessions}
-			room, _, err := buildRoom(p, srv.Addr(), nil)
+			p := probe.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: work, Sessions: sessions}
+			room, _, err := probe.BuildRoom(p, srv.Addr(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -130,11 +131,11 @@ func TestTrailsAndNativeCut(t *testing.T) {
 			}
 			before := len(srv.Requests())
 			fresh := t.TempDir()
-			q := plan{agent: a, inst: inst, cfg: cfg, workspace: fresh, sessions: t.TempDir()}
-			if err := placeSession(&q, cut, res.SessionID); err != nil {
+			q := probe.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: fresh, Sessions: t.TempDir()}
+			if err := probe.PlaceSession(&q, cut, res.SessionID); err != nil {
 				t.Fatal(err)
 			}
-			room, _, err = buildRoom(q, srv.Addr(), nil)
+			room, _, err = probe.BuildRoom(q, srv.Addr(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,7 +162,7 @@ func TestTrailsAndNativeCut(t *testing.T) {
 			if !fileExists(filepath.Join(fresh, made)) || fileExists(filepath.Join(fresh, "notes", "a.txt")) {
 				t.Fatalf("the resumed session did not carry on from step 2: %s missing or notes/a.txt redone", made)
 			}
-			path, err = agent.FindSession(a, q.sessions, res.SessionID)
+			path, err = agent.FindSession(a, q.Sessions, res.SessionID)
 			if err != nil {
 				t.Fatal(err)
 			}

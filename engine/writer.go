@@ -11,9 +11,9 @@ import (
 
 	"tare/agent"
 	"tare/config"
+	"tare/engine/journal"
+	"tare/engine/probe"
 	"tare/sandbox"
-
-	"golang.org/x/term"
 )
 
 // WriterOptions is one headless agent session in a room over a folder of the caller's: the
@@ -55,7 +55,7 @@ type WriterEnd struct {
 	Error     string              `json:"error,omitempty"`
 	SessionID string              `json:"session_id,omitempty"`
 	Answer    string              `json:"answer,omitempty"`
-	Usage     Usage               `json:"usage"`
+	Usage     journal.Usage       `json:"usage"`
 	Stop      *agent.ProviderStop `json:"provider_stop,omitempty"`
 	Models    []agent.ModelUsage  `json:"models,omitempty"`
 	Requests  int                 `json:"requests,omitempty"`
@@ -71,7 +71,7 @@ func FindWriterAgent(name string, cfg *config.Config, folders ...string) (agent.
 	if err != nil {
 		return agent.Install{}, err
 	}
-	return findAgent(a, cfg, folders...)
+	return probe.FindAgent(a, cfg, folders...)
 }
 
 // ProbeWriterRoom proves the room an agent would get over workspace clean, as every run of
@@ -82,11 +82,11 @@ func ProbeWriterRoom(ctx context.Context, name, workspace string, cfg *config.Co
 	if err != nil {
 		return "", err
 	}
-	reading, err := Probe(ctx, ProbeOptions{Agent: a, Project: workspace, Config: cfg, Progress: progress})
+	reading, err := probe.Probe(ctx, probe.ProbeOptions{Agent: a, Project: workspace, Config: cfg, Progress: progress})
 	if err != nil {
 		return "", err
 	}
-	_ = StoreReading(cfg.StateDir, reading)
+	_ = probe.StoreReading(cfg.StateDir, reading)
 	if !reading.Zero() {
 		return reading.Verdict(), fmt.Errorf("%s: %s; %v", name, reading.Verdict(), ErrDirty)
 	}
@@ -100,19 +100,19 @@ func RunWriter(ctx context.Context, o WriterOptions, inst agent.Install) (Writer
 	if err != nil {
 		return WriterEnd{}, err
 	}
-	p := plan{agent: a, inst: inst, cfg: o.Config, workspace: o.Workspace, guard: o.ReadOnly, sessions: o.Sessions,
-		login: o.Upstream == "", model: o.Model}
+	p := probe.Plan{Agent: a, Inst: inst, Config: o.Config, Workspace: o.Workspace, Guard: o.ReadOnly, Sessions: o.Sessions,
+		Login: o.Upstream == "", Model: o.Model}
 	var placed []byte
 	if o.Resume != "" {
-		if placed, err = readSession(a, o.Sessions, o.Resume); err != nil {
+		if placed, err = probe.ReadSession(a, o.Sessions, o.Resume); err != nil {
 			return WriterEnd{}, fmt.Errorf("resuming session %s: %v", o.Resume, err)
 		}
 	}
-	room, setup, err := buildRoom(p, o.Upstream, nil)
+	room, setup, err := probe.BuildRoom(p, o.Upstream, nil)
 	if err != nil {
 		return WriterEnd{}, err
 	}
-	args := append(append(setup.args, o.Config.Agents[a.Name()].Args...), o.Args...)
+	args := append(append(setup.Args, o.Config.Agents[a.Name()].Args...), o.Args...)
 	if o.Resume != "" {
 		room.Argv = append([]string{inst.Command}, a.ResumeArgs(o.Resume, o.Prompt, args)...)
 	} else {
@@ -192,40 +192,28 @@ func WriterSessionFile(name, sessions, id string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return readSession(a, filepath.Clean(sessions), id)
+	return probe.ReadSession(a, filepath.Clean(sessions), id)
 }
 
-// RunManualWriter runs a writer's agent interactive on the operator's terminal (in, out)
-// through a pty, in the same room a headless writer gets, every byte it shows also written
-// to log (the writer's terminal.log). It returns the agent's exit code.
-func RunManualWriter(ctx context.Context, o WriterOptions, inst agent.Install, in, out *os.File, log io.Writer) (int, []string, error) {
-	if !term.IsTerminal(int(in.Fd())) {
+// RunManualWriter runs a writer's agent interactive on the operator's terminal t, in the same
+// room a headless writer gets, every byte it shows also written to log (the writer's
+// terminal.log). It returns the agent's exit code.
+func RunManualWriter(ctx context.Context, o WriterOptions, inst agent.Install, t Terminal, log io.Writer) (int, []string, error) {
+	if t == nil {
 		return 0, nil, errors.New("a manual writer needs a terminal: run tare workshop manual from one")
 	}
 	a, err := agent.ByName(o.Agent)
 	if err != nil {
 		return 0, nil, err
 	}
-	p := plan{agent: a, inst: inst, cfg: o.Config, workspace: o.Workspace, guard: o.ReadOnly, sessions: o.Sessions,
-		login: o.Upstream == "", model: o.Model}
-	room, setup, err := buildRoom(p, o.Upstream, nil)
+	p := probe.Plan{Agent: a, Inst: inst, Config: o.Config, Workspace: o.Workspace, Guard: o.ReadOnly, Sessions: o.Sessions,
+		Login: o.Upstream == "", Model: o.Model}
+	room, setup, err := probe.BuildRoom(p, o.Upstream, nil)
 	if err != nil {
 		return 0, nil, err
 	}
 	// Permission prompts off, as for a headless writer: the room is the boundary.
-	room.Argv = append([]string{inst.Command}, a.AttachArgs(append(append(setup.args, o.Config.Agents[a.Name()].Args...), o.Args...), true)...)
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return 0, room.Argv, err
-	}
-	copied := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(io.MultiWriter(out, log), pr)
-		close(copied)
-	}()
-	code, err := runOnPty(ctx, room, in, pw)
-	pw.Close()
-	<-copied
-	pr.Close()
+	room.Argv = append([]string{inst.Command}, a.AttachArgs(append(append(setup.Args, o.Config.Agents[a.Name()].Args...), o.Args...), true)...)
+	code, err := runOnTerminal(ctx, t, room, log)
 	return code, room.Argv, err
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 // cliffState is a cliff as its journal has it: the recording's six tool calls, tails from
@@ -17,28 +18,28 @@ import (
 func cliffState(t *testing.T) (stateDir, dir string) {
 	stateDir = t.TempDir()
 	j := openRun(t, stateDir, "cliff", "cliff-demo")
-	j.at(-min_(5), engine.Event{RunStarted: &engine.RunStarted{Kind: "cliff", Project: "/src/greeter", Prompt: "Make greet.sh print exactly: hello, tare",
-		Check: `test "$(sh greet.sh)" = "hello, tare"`, Budget: 1, Jobs: 1, Sides: []engine.Side{{Key: "a", Agent: "claude"}}}})
+	j.at(-min_(5), journal.Event{RunStarted: &journal.RunStarted{Kind: "cliff", Project: "/src/greeter", Prompt: "Make greet.sh print exactly: hello, tare",
+		Check: `test "$(sh greet.sh)" = "hello, tare"`, Budget: 1, Jobs: 1, Sides: []journal.Side{{Key: "a", Agent: "claude"}}}})
 	calls := []string{"cat README.md greet.sh", `printf '#!/bin/sh\necho "hello, tare"\n' > greet.sh`, "sh greet.sh",
 		`printf '#!/bin/sh\necho "TODO"\n' > greet.sh`, "ls -la", "echo done > notes.txt"}
 	for i, c := range calls {
-		j.at(-min_(5)+sec(i+1), engine.Event{ToolCall: &engine.ToolCall{Tail: "original", Tool: "Bash", Summary: c, Calls: i + 1}})
+		j.at(-min_(5)+sec(i+1), journal.Event{ToolCall: &journal.ToolCall{Tail: "original", Tool: "Bash", Summary: c, Calls: i + 1}})
 	}
 	outcomes := map[int][]bool{0: {true, true, false}, 6: {false, false, false}, 3: {true, true, true}, 4: {false, false, false}}
 	at := -min_(4)
 	for _, step := range []int{0, 6, 3, 4} {
 		for n, passed := range outcomes[step] {
 			id := fmt.Sprintf("cliff-%d-%d", step, n)
-			j.at(at, engine.Event{TailStarted: &engine.TailStarted{ID: id, Side: "a", Step: step, How: "native"}})
-			status := engine.StatusFailed
+			j.at(at, journal.Event{TailStarted: &journal.TailStarted{ID: id, Side: "a", Step: step, How: "native"}})
+			status := journal.StatusFailed
 			if passed {
-				status = engine.StatusPassed
+				status = journal.StatusPassed
 			}
-			j.at(at+sec(9), engine.Event{TailFinished: &engine.TailFinished{ID: id, Passed: passed, Status: status, Seconds: 9, Calls: 3, Usage: usage(9000, 300, 0.3)}})
+			j.at(at+sec(9), journal.Event{TailFinished: &journal.TailFinished{ID: id, Passed: passed, Status: status, Seconds: 9, Calls: 3, Usage: usage(9000, 300, 0.3)}})
 			at += sec(10)
 		}
 	}
-	j.at(at, engine.Event{RunFinished: &engine.RunFinished{Report: "cliff at step 4\n  task      Make greet.sh print exactly: hello, tare\n"}})
+	j.at(at, journal.Event{RunFinished: &journal.RunFinished{Report: "cliff at step 4\n  task      Make greet.sh print exactly: hello, tare\n"}})
 	return stateDir, j.dir
 }
 
@@ -74,11 +75,11 @@ func TestCliffRunShowsItsCurve(t *testing.T) {
 
 func mustCurve(t *testing.T, stateDir, dir string) engine.CliffCurve {
 	t.Helper()
-	events, err := engine.ReadJournal(dir)
+	events, err := journal.ReadJournal(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, ok := engine.CliffCurveOf(engine.Replay("cliff-demo", events))
+	c, ok := engine.CliffCurveOf(journal.Replay("cliff-demo", events))
 	if !ok {
 		t.Fatal("the cliff journal is not read as a cliff")
 	}
@@ -90,8 +91,8 @@ func mustCurve(t *testing.T, stateDir, dir string) engine.CliffCurve {
 func TestSwapRunShowsItsTable(t *testing.T) {
 	stateDir := t.TempDir()
 	j := openRun(t, stateDir, "swap", "swap-demo")
-	j.at(-min_(5), engine.Event{RunStarted: &engine.RunStarted{Kind: "swap", Project: "/src/greeter", Prompt: "Make greet.sh print exactly: hello, tare",
-		Check: "make test", Jobs: 3, Sides: []engine.Side{{Key: "a", Agent: "claude"}, {Key: "b", Agent: "codex"}}}})
+	j.at(-min_(5), journal.Event{RunStarted: &journal.RunStarted{Kind: "swap", Project: "/src/greeter", Prompt: "Make greet.sh print exactly: hello, tare",
+		Check: "make test", Jobs: 3, Sides: []journal.Side{{Key: "a", Agent: "claude"}, {Key: "b", Agent: "codex"}}}})
 	// At the last cut a's workspace fails for both agents, b's passes for both.
 	pass := map[string]bool{"aa": false, "ab": false, "ba": true, "bb": true}
 	at := -min_(4)
@@ -99,12 +100,12 @@ func TestSwapRunShowsItsTable(t *testing.T) {
 		for n := range 3 {
 			id := fmt.Sprintf("c0-%s-%d", cell, n)
 			p := pass[cell[:2]]
-			status := engine.StatusFailed
+			status := journal.StatusFailed
 			if p {
-				status = engine.StatusPassed
+				status = journal.StatusPassed
 			}
-			j.at(at, engine.Event{TailStarted: &engine.TailStarted{ID: id, Side: cell[1:2], Step: 4, How: "handoff"}})
-			j.at(at+sec(5), engine.Event{TailFinished: &engine.TailFinished{ID: id, Passed: p, Status: status, Seconds: 5, Calls: 2}})
+			j.at(at, journal.Event{TailStarted: &journal.TailStarted{ID: id, Side: cell[1:2], Step: 4, How: "handoff"}})
+			j.at(at+sec(5), journal.Event{TailFinished: &journal.TailFinished{ID: id, Passed: p, Status: status, Seconds: 5, Calls: 2}})
 			at += time.Second * 6
 		}
 	}
@@ -125,11 +126,11 @@ func TestSwapRunShowsItsTable(t *testing.T) {
 // A cliff search that named no cliff says what it found under the curve instead: a gradual
 // decline is not left looking like a search still under way.
 func TestCliffCaptionSaysWhatItFound(t *testing.T) {
-	st := &engine.RunState{Kind: "cliff", Tails: map[string]*engine.TailState{}, Report: "gradual decline: no single step\n  task      x\n",
-		Original: []engine.ToolCall{{Tool: "Bash"}, {Tool: "Bash"}, {Tool: "Bash"}}}
-	for i, status := range []string{engine.StatusPassed, engine.StatusFailed} {
+	st := &journal.RunState{Kind: "cliff", Tails: map[string]*journal.TailState{}, Report: "gradual decline: no single step\n  task      x\n",
+		Original: []journal.ToolCall{{Tool: "Bash"}, {Tool: "Bash"}, {Tool: "Bash"}}}
+	for i, status := range []string{journal.StatusPassed, journal.StatusFailed} {
 		id := fmt.Sprintf("cliff-%d-0", 3*i)
-		st.Tails[id] = &engine.TailState{ID: id, Step: 3 * i, Status: status}
+		st.Tails[id] = &journal.TailState{ID: id, Step: 3 * i, Status: status}
 	}
 	c, ok := engine.CliffCurveOf(st)
 	if !ok {

@@ -13,7 +13,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"golang.org/x/term"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // Options configure the app on a terminal: `tare` (a state directory) or `tare watch`
@@ -89,8 +89,8 @@ func Watch(ctx context.Context, dirs []string, o Options) error {
 		return errors.New("tare watch: no run directory given; fix: pass one or more run directories (each holds a journal.jsonl)")
 	}
 	for _, d := range dirs {
-		if _, err := os.Stat(filepath.Join(d, engine.JournalFile)); err != nil {
-			return fmt.Errorf("tare watch %s: no %s there; fix: pass a run directory (below the state directory, <command>/<name>/)", d, engine.JournalFile)
+		if _, err := os.Stat(filepath.Join(d, journal.JournalFile)); err != nil {
+			return fmt.Errorf("tare watch %s: no %s there; fix: pass a run directory (below the state directory, <command>/<name>/)", d, journal.JournalFile)
 		}
 	}
 	o.StateDir, o.Dirs = "", dirs
@@ -144,7 +144,7 @@ type LiveOptions struct {
 	Dir string
 	// Bus, when the run is in this process, wakes the view as soon as an event is
 	// published instead of at the next poll of the journal.
-	Bus *engine.Bus
+	Bus *journal.Bus
 	// Out is where the view (on a terminal) or the lines (otherwise) go; stderr by default,
 	// so the report can go to stdout.
 	Out *os.File
@@ -205,28 +205,52 @@ func LiveRun(ctx context.Context, o LiveOptions) error {
 // printLines prints one line per event of the run's journal after Seq from, until the run
 // finishes or ctx ends.
 func printLines(ctx context.Context, dir string, wake <-chan struct{}, out io.Writer, from int64) error {
-	f := newFollower(dir)
-	f.seq = from
-	t := time.NewTicker(pollEvery)
-	defer t.Stop()
-	for {
-		events, err := f.poll()
-		if err != nil && !os.IsNotExist(err) {
-			return err
-		}
-		for _, e := range events {
-			if _, err := fmt.Fprintln(out, Line(e)); err != nil {
-				return err
-			}
-			if e.RunFinished != nil {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		case <-wake:
-		}
+	events, ended := journalEvents(ctx, dir, wake, from)
+	err := PrintLines(ctx, events, out)
+	if rerr := ended(); rerr != nil {
+		return rerr
 	}
+	return err
+}
+
+// journalEvents sends the events of the run's journal after Seq from as they are written,
+// until the run finishes (the channel closes after its RunFinished), the journal cannot be
+// read, or ctx ends. ended waits for the end and says why, when it was not the run's.
+func journalEvents(ctx context.Context, dir string, wake <-chan struct{}, from int64) (events <-chan journal.Event, ended func() error) {
+	ch := make(chan journal.Event)
+	done := make(chan error, 1)
+	go func() {
+		defer close(ch)
+		f := newFollower(dir)
+		f.seq = from
+		t := time.NewTicker(pollEvery)
+		defer t.Stop()
+		for {
+			events, err := f.poll()
+			if err != nil && !os.IsNotExist(err) {
+				done <- err
+				return
+			}
+			for _, e := range events {
+				select {
+				case ch <- e:
+				case <-ctx.Done():
+					done <- ctx.Err()
+					return
+				}
+				if e.RunFinished != nil {
+					done <- nil
+					return
+				}
+			}
+			select {
+			case <-ctx.Done():
+				done <- ctx.Err()
+				return
+			case <-t.C:
+			case <-wake:
+			}
+		}
+	}()
+	return ch, func() error { return <-done }
 }

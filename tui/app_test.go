@@ -12,7 +12,7 @@ import (
 	"github.com/charmbracelet/x/vt"
 	"github.com/creack/pty"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // screenOn is a terminal for an entry point: a pty whose far side is drawn by a VT emulator
@@ -135,23 +135,23 @@ func TestWatchOneRunDirectory(t *testing.T) {
 func TestLiveRunOnATerminal(t *testing.T) {
 	stateDir := t.TempDir()
 	r := openRun(t, stateDir, "calibrate", "live")
-	r.at(0, engine.Event{RunStarted: &engine.RunStarted{Kind: "calibrate", Budget: 2, Jobs: 1, Sides: []engine.Side{{Key: "a", Agent: "claude"}}}})
+	r.at(0, journal.Event{RunStarted: &journal.RunStarted{Kind: "calibrate", Budget: 2, Jobs: 1, Sides: []journal.Side{{Key: "a", Agent: "claude"}}}})
 	scr := newScreen(t, 100, 30)
-	bus := engine.NewBus()
+	bus := journal.NewBus()
 	done := make(chan error, 1)
 	go func() {
 		done <- LiveRun(context.Background(), LiveOptions{Dir: r.dir, Bus: bus, In: scr.tty, Out: scr.tty})
 	}()
 	scr.waitFor(t, "Tails of live", "Pass rate")
-	for _, e := range []engine.Event{
-		{TailStarted: &engine.TailStarted{ID: "a-0", Side: "a", How: "fresh"}},
-		{ToolCall: &engine.ToolCall{Tail: "a-0", Tool: "Bash", Summary: "make live-test", Calls: 1}},
+	for _, e := range []journal.Event{
+		{TailStarted: &journal.TailStarted{ID: "a-0", Side: "a", How: "fresh"}},
+		{ToolCall: &journal.ToolCall{Tail: "a-0", Tool: "Bash", Summary: "make live-test", Calls: 1}},
 	} {
 		r.j.Append(&e)
 		bus.Publish(e)
 	}
 	scr.waitFor(t, "a-0", "Bash make live-test")
-	e := engine.Event{RunFinished: &engine.RunFinished{Report: "ok"}}
+	e := journal.Event{RunFinished: &journal.RunFinished{Report: "ok"}}
 	r.j.Append(&e)
 	bus.Publish(e)
 	select {

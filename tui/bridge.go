@@ -6,7 +6,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // Timings of the bridge. A journal is polled often enough to look live; a frame is the
@@ -92,7 +92,7 @@ func (b *bridge) run(ctx context.Context) {
 // are not used: the journal has them, in order, written before the bus saw them. The
 // subscription is drained at once whatever the UI is doing, because the bus makes a final
 // event wait for room, and the engine must never wait for a view.
-func wakeOn(ctx context.Context, bus *engine.Bus) <-chan struct{} {
+func wakeOn(ctx context.Context, bus *journal.Bus) <-chan struct{} {
 	sub := bus.Subscribe(ctx, 64)
 	wake := make(chan struct{}, 1)
 	go func() {

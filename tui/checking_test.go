@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // Once a tail's agent has ended and its check runs, the tail says "checking", for how long
@@ -12,7 +12,7 @@ import (
 func TestCheckingState(t *testing.T) {
 	stateDir, cal, _ := demoState(t)
 	j := openRun(t, stateDir, "calibrate", "calibrate-demo")
-	j.at(-sec(30), engine.Event{TailChecking: &engine.TailChecking{ID: "a-2", TimeoutSeconds: 600}})
+	j.at(-sec(30), journal.Event{TailChecking: &journal.TailChecking{ID: "a-2", TimeoutSeconds: 600}})
 	tm := newTestModel(t, stateDir, newStub(), 160, 40)
 	tm.send(openRunMsg{cal})
 	if row := rowOf(t, tm, "a-2"); !strings.Contains(row, "checking") || !strings.Contains(row, "check running 30s of at most 10m00s") {
@@ -25,7 +25,7 @@ func TestCheckingState(t *testing.T) {
 	if v := tm.View(); !strings.Contains(v, "checking: check running 30s of at most 10m00s") {
 		t.Errorf("a-2's header:\n%s", v)
 	}
-	if l := Line(engine.Event{Time: t0, Run: "r", TailChecking: &engine.TailChecking{ID: "a-2", TimeoutSeconds: 90}}); !strings.Contains(l, "tail a-2 checking") {
+	if l := Line(journal.Event{Time: t0, Run: "r", TailChecking: &journal.TailChecking{ID: "a-2", TimeoutSeconds: 90}}); !strings.Contains(l, "tail a-2 checking") {
 		t.Errorf("plain line: %q", l)
 	}
 }

@@ -12,20 +12,20 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // tailDetailMsg is a tail's detail (its calls as the agent's stream tells them, its stderr,
 // its check), read off the UI goroutine.
 type tailDetailMsg struct {
 	dir, tail string
-	detail    *engine.TailDetail
+	detail    *journal.TailDetail
 	err       error
 }
 
 func loadDetail(dir, id string) tea.Cmd {
 	return func() tea.Msg {
-		d, err := engine.ReadTailDetail(dir, id)
+		d, err := journal.ReadTailDetail(dir, id)
 		return tailDetailMsg{dir: dir, tail: id, detail: d, err: err}
 	}
 }
@@ -33,7 +33,7 @@ func loadDetail(dir, id string) tea.Cmd {
 // detailText is what the detail pane shows for step (1-based), wrapped to w cells: the call
 // (its input, its output, the agent's text before it), then the tail (how the agent and the
 // check ended, the agent's last words and the end of its stderr).
-func detailText(s styles, d *engine.TailDetail, step, w int) string {
+func detailText(s styles, d *journal.TailDetail, step, w int) string {
 	if d == nil {
 		return s.tone(dim, "reading the tail's stream…")
 	}
@@ -134,7 +134,7 @@ func printableCopies(files []string) (string, []string, error) {
 		}
 		// A number in front keeps two files of the same name (a run's and a tail's) apart.
 		c := filepath.Join(dir, fmt.Sprintf("%d-%s", i+1, filepath.Base(f)))
-		if err := os.WriteFile(c, []byte(engine.Printable(string(data))), 0o600); err != nil {
+		if err := os.WriteFile(c, []byte(journal.Printable(string(data))), 0o600); err != nil {
 			os.RemoveAll(dir)
 			return "", nil, err
 		}
@@ -156,7 +156,7 @@ func readCapped(path string, max int64) ([]byte, error) {
 // runFiles are a run's report and journal, for a pager.
 func runFiles(dir string) []string {
 	var out []string
-	for _, name := range []string{"report.txt", engine.JournalFile} {
+	for _, name := range []string{"report.txt", journal.JournalFile} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
 			out = append(out, filepath.Join(dir, name))
 		}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"tare/capsule"
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // demoStore gives the demo run's store real capsules: "start" (the project before the run)
@@ -54,7 +54,7 @@ func demoStore(t testing.TB, calDir string) {
 
 // realDiff makes the stub answer CapsuleDiff with the real engine's TailChanges.
 func realDiff(s *stubEngine) {
-	s.capsuleDiff = engine.TailChanges
+	s.capsuleDiff = journal.TailChanges
 }
 
 // d shows what the tail changed as a unified diff with the content (not names only), binary

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // TestViewsShowAgentEscapesEscaped: a journal written raw (by a tare before escaping, or by
@@ -15,11 +15,11 @@ func TestViewsShowAgentEscapesEscaped(t *testing.T) {
 	stateDir := t.TempDir()
 	raw := "echo \x1b]52;c;Y3VybA==\x07 \x1b[2J"
 	c := openRun(t, stateDir, "calibrate", "calibrate-esc")
-	c.at(-min_(2), engine.Event{RunStarted: &engine.RunStarted{Kind: "calibrate", Project: "/src/x", Prompt: "p", Budget: 1, Jobs: 1,
-		Sides: []engine.Side{{Key: "a", Agent: "claude"}}}})
-	c.at(-min_(2), engine.Event{TailStarted: &engine.TailStarted{ID: "a-0", Side: "a", How: "fresh"}})
-	c.at(-min_(1), engine.Event{ToolCall: &engine.ToolCall{Tail: "a-0", Tool: "Bash", Summary: raw, Calls: 1}})
-	c.at(-sec(30), engine.Event{TailFinished: &engine.TailFinished{ID: "a-0", Status: "failed", Detail: "check exit 1: " + raw, Calls: 1}})
+	c.at(-min_(2), journal.Event{RunStarted: &journal.RunStarted{Kind: "calibrate", Project: "/src/x", Prompt: "p", Budget: 1, Jobs: 1,
+		Sides: []journal.Side{{Key: "a", Agent: "claude"}}}})
+	c.at(-min_(2), journal.Event{TailStarted: &journal.TailStarted{ID: "a-0", Side: "a", How: "fresh"}})
+	c.at(-min_(1), journal.Event{ToolCall: &journal.ToolCall{Tail: "a-0", Tool: "Bash", Summary: raw, Calls: 1}})
+	c.at(-sec(30), journal.Event{TailFinished: &journal.TailFinished{ID: "a-0", Status: "failed", Detail: "check exit 1: " + raw, Calls: 1}})
 	tm := newTestModel(t, stateDir, newStub(), 160, 40)
 	selectRow(t, tm.home.runs.t, c.dir)
 	tm.key("enter")
@@ -47,14 +47,14 @@ func TestViewsShowAgentEscapesEscaped(t *testing.T) {
 func TestCostsSayUnknownAndSimulated(t *testing.T) {
 	stateDir := t.TempDir()
 	c := openRun(t, stateDir, "calibrate", "calibrate-sim")
-	c.at(-min_(2), engine.Event{RunStarted: &engine.RunStarted{Kind: "calibrate", Project: "/src/x", Prompt: "p", Budget: 2, Jobs: 1, Simulated: true,
-		Sides: []engine.Side{{Key: "a", Agent: "pi"}, {Key: "b", Agent: "codex"}}}})
-	c.at(-min_(2), engine.Event{TailStarted: &engine.TailStarted{ID: "a-0", Side: "a", How: "fresh"}})
-	c.at(-min_(1), engine.Event{TailFinished: &engine.TailFinished{ID: "a-0", Status: "passed", Passed: true, Calls: 1,
-		Usage: engine.Usage{Input: 5000, Output: 300, Model: "tare-model", Unpriced: []string{"tare-model"}}}})
-	c.at(-min_(1), engine.Event{TailStarted: &engine.TailStarted{ID: "b-0", Side: "b", How: "fresh"}})
-	c.at(-sec(30), engine.Event{TailFinished: &engine.TailFinished{ID: "b-0", Status: "passed", Passed: true, Calls: 1,
-		Usage: engine.Usage{Input: 5000, Output: 300, Cost: 0.5, Model: "gpt-5.1-codex"}}})
+	c.at(-min_(2), journal.Event{RunStarted: &journal.RunStarted{Kind: "calibrate", Project: "/src/x", Prompt: "p", Budget: 2, Jobs: 1, Simulated: true,
+		Sides: []journal.Side{{Key: "a", Agent: "pi"}, {Key: "b", Agent: "codex"}}}})
+	c.at(-min_(2), journal.Event{TailStarted: &journal.TailStarted{ID: "a-0", Side: "a", How: "fresh"}})
+	c.at(-min_(1), journal.Event{TailFinished: &journal.TailFinished{ID: "a-0", Status: "passed", Passed: true, Calls: 1,
+		Usage: journal.Usage{Input: 5000, Output: 300, Model: "tare-model", Unpriced: []string{"tare-model"}}}})
+	c.at(-min_(1), journal.Event{TailStarted: &journal.TailStarted{ID: "b-0", Side: "b", How: "fresh"}})
+	c.at(-sec(30), journal.Event{TailFinished: &journal.TailFinished{ID: "b-0", Status: "passed", Passed: true, Calls: 1,
+		Usage: journal.Usage{Input: 5000, Output: 300, Cost: 0.5, Model: "gpt-5.1-codex"}}})
 	tm := newTestModel(t, stateDir, newStub(), 160, 40)
 	if home := tm.View(); !strings.Contains(home, "$0.50?") {
 		t.Errorf("the Runs pane does not say part of the cost is unknown:\n%s", home)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/charmbracelet/x/exp/teatest"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // waitLine waits for one line of output that holds every part (a table row, say).
@@ -65,11 +65,11 @@ func TestFlowOpenRunOpenTailBack(t *testing.T) {
 	tm.Send(keyMsg("enter"))
 	waitOut(t, tm, "tail a-2 · side a (claude --model haiku)", "go test ./cart/...", "check: once the agent ends")
 
-	r, err := engine.OpenJournal(cal)
+	r, err := journal.OpenJournal(cal)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Append(&engine.Event{ToolCall: &engine.ToolCall{Tail: "a-2", Tool: "Bash", Summary: "make lint", Seconds: 1.5, Calls: 5}})
+	r.Append(&journal.Event{ToolCall: &journal.ToolCall{Tail: "a-2", Tool: "Bash", Summary: "make lint", Seconds: 1.5, Calls: 5}})
 	r.Close()
 	waitLine(t, tm, "5", "Bash", "make lint", "1.5s")
 
@@ -94,15 +94,15 @@ func TestFlowResumeACrashedRun(t *testing.T) {
 		}
 		// What the engine does: take the run over and journal the rerun.
 		stub.setAlive(crashed, true)
-		j, err := engine.OpenJournal(c.args[0])
+		j, err := journal.OpenJournal(c.args[0])
 		if err != nil {
 			t.Error(err)
 			return
 		}
 		defer j.Close()
-		j.Append(&engine.Event{Resumed: &engine.Resumed{Rerun: []string{"a-1"}}})
-		j.Append(&engine.Event{TailStarted: &engine.TailStarted{ID: "a-1", Side: "a", How: "fresh", Attempt: 1}})
-		j.Append(&engine.Event{ToolCall: &engine.ToolCall{Tail: "a-1", Tool: "Read", Summary: "go.mod after resume", Calls: 1}})
+		j.Append(&journal.Event{Resumed: &journal.Resumed{Rerun: []string{"a-1"}}})
+		j.Append(&journal.Event{TailStarted: &journal.TailStarted{ID: "a-1", Side: "a", How: "fresh", Attempt: 1}})
+		j.Append(&journal.Event{ToolCall: &journal.ToolCall{Tail: "a-1", Tool: "Read", Summary: "go.mod after resume", Calls: 1}})
 	}
 	tm := flowApp(t, stub, stateDir)
 	waitLine(t, tm, "calibrate-crashed", "crashed", "1/1/4")
@@ -131,13 +131,13 @@ func TestFlowKillATailWithConfirmation(t *testing.T) {
 		if c.method != "Kill" {
 			return
 		}
-		j, err := engine.OpenJournal(c.args[0])
+		j, err := journal.OpenJournal(c.args[0])
 		if err != nil {
 			t.Error(err)
 			return
 		}
 		defer j.Close()
-		j.Append(&engine.Event{TailFinished: &engine.TailFinished{ID: c.args[1], Status: engine.StatusNoVerdict, Reason: engine.ReasonKilled,
+		j.Append(&journal.Event{TailFinished: &journal.TailFinished{ID: c.args[1], Status: journal.StatusNoVerdict, Reason: journal.ReasonKilled,
 			Detail: "killed by the operator after 4 calls; not checked", Calls: 4}})
 	}
 	tm := flowApp(t, stub, stateDir)

@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // maxRead bounds what one poll reads of a journal, so a huge journal is taken in steps and
@@ -42,7 +42,7 @@ type follower struct {
 const tailLen = 4096
 
 func newFollower(dir string) *follower {
-	return &follower{dir: dir, path: filepath.Join(dir, engine.JournalFile)}
+	return &follower{dir: dir, path: filepath.Join(dir, journal.JournalFile)}
 }
 
 // poll returns the events appended since the last poll. A line still being written (no
@@ -50,7 +50,7 @@ func newFollower(dir string) *follower {
 // ends where the last read ended was replaced: it is read again from the start, and events
 // already returned are skipped by their Seq. (A resume only cuts a torn last line, which was
 // never read, so its journal is followed on from where it was.)
-func (f *follower) poll() ([]engine.Event, error) {
+func (f *follower) poll() ([]journal.Event, error) {
 	info, err := os.Stat(f.path)
 	if err != nil {
 		return nil, err
@@ -113,15 +113,15 @@ func (f *follower) poll() ([]engine.Event, error) {
 }
 
 // decodeLines turns the complete lines of buf into events, every one of them.
-func (f *follower) decodeLines(buf []byte) []engine.Event {
-	var events []engine.Event
+func (f *follower) decodeLines(buf []byte) []journal.Event {
+	var events []journal.Event
 	for {
 		i := bytes.IndexByte(buf, '\n')
 		if i < 0 {
 			break
 		}
 		line := buf[:i+1]
-		var e engine.Event
+		var e journal.Event
 		if err := json.Unmarshal(line, &e); err != nil {
 			if len(buf) == len(line) {
 				// A torn write that happens to end in a newline: the writer cuts it when it

@@ -11,7 +11,8 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"tare/engine"
+	"tare/engine/journal"
+	"tare/engine/probe"
 )
 
 // until polls cond every 20 ms until it holds or the deadline passes.
@@ -30,24 +31,24 @@ func until(t testing.TB, d time.Duration, what string, cond func() bool) {
 // arrives once, in order.
 func TestFollowerReadsLinesAsAnotherWriterAppends(t *testing.T) {
 	dir := t.TempDir()
-	j, err := engine.OpenJournal(dir)
+	j, err := journal.OpenJournal(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer j.Close()
 	const n = 500
 	go func() {
-		j.Append(&engine.Event{RunStarted: &engine.RunStarted{Kind: "calibrate", Budget: 1}})
+		j.Append(&journal.Event{RunStarted: &journal.RunStarted{Kind: "calibrate", Budget: 1}})
 		for i := 1; i < n-1; i++ {
-			j.Append(&engine.Event{ToolCall: &engine.ToolCall{Tail: "a-0", Tool: "Bash", Calls: i}})
+			j.Append(&journal.Event{ToolCall: &journal.ToolCall{Tail: "a-0", Tool: "Bash", Calls: i}})
 			if i%50 == 0 {
 				time.Sleep(5 * time.Millisecond)
 			}
 		}
-		j.Append(&engine.Event{RunFinished: &engine.RunFinished{Report: "done"}})
+		j.Append(&journal.Event{RunFinished: &journal.RunFinished{Report: "done"}})
 	}()
 	f := newFollower(dir)
-	var got []engine.Event
+	var got []journal.Event
 	until(t, 10*time.Second, "the follower did not see the run finish", func() bool {
 		events, err := f.poll()
 		if err != nil && !os.IsNotExist(err) {
@@ -70,15 +71,15 @@ func TestFollowerReadsLinesAsAnotherWriterAppends(t *testing.T) {
 // on with the new events.
 func TestFollowerWaitsForATornLineAndSurvivesItsCut(t *testing.T) {
 	dir := t.TempDir()
-	j, _ := engine.OpenJournal(dir)
-	j.Append(&engine.Event{RunStarted: &engine.RunStarted{Kind: "calibrate"}})
-	j.Append(&engine.Event{TailStarted: &engine.TailStarted{ID: "a-0", Side: "a"}})
+	j, _ := journal.OpenJournal(dir)
+	j.Append(&journal.Event{RunStarted: &journal.RunStarted{Kind: "calibrate"}})
+	j.Append(&journal.Event{TailStarted: &journal.TailStarted{ID: "a-0", Side: "a"}})
 	j.Close()
 	f := newFollower(dir)
 	if events, err := f.poll(); err != nil || len(events) != 2 {
 		t.Fatalf("first poll: %d events, %v", len(events), err)
 	}
-	path := filepath.Join(dir, engine.JournalFile)
+	path := filepath.Join(dir, journal.JournalFile)
 	torn, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	torn.WriteString(`{"seq":3,"run":"x","tool_call":{"tail":"a-0","to`)
 	torn.Close()
@@ -86,11 +87,11 @@ func TestFollowerWaitsForATornLineAndSurvivesItsCut(t *testing.T) {
 		t.Fatalf("a torn line gave %d events, %v", len(events), err)
 	}
 	// The crashed writer's successor reopens the journal: the torn line goes, seq 3 is reused.
-	j, err := engine.OpenJournal(dir)
+	j, err := journal.OpenJournal(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	j.Append(&engine.Event{Resumed: &engine.Resumed{Rerun: []string{"a-0"}}})
+	j.Append(&journal.Event{Resumed: &journal.Resumed{Rerun: []string{"a-0"}}})
 	j.Close()
 	events, err := f.poll()
 	if err != nil || len(events) != 1 || events[0].Resumed == nil || events[0].Seq != 3 {
@@ -101,22 +102,22 @@ func TestFollowerWaitsForATornLineAndSurvivesItsCut(t *testing.T) {
 // A journal that shrank is read again from the start; what was already read is skipped.
 func TestFollowerRereadsAReplacedJournalWithoutRepeats(t *testing.T) {
 	src, dst := t.TempDir(), t.TempDir()
-	j, _ := engine.OpenJournal(src)
+	j, _ := journal.OpenJournal(src)
 	for i := 0; i < 5; i++ {
-		j.Append(&engine.Event{Phase: &engine.Phase{Name: fmt.Sprint(i)}})
+		j.Append(&journal.Event{Phase: &journal.Phase{Name: fmt.Sprint(i)}})
 	}
 	j.Close()
-	data, _ := os.ReadFile(filepath.Join(src, engine.JournalFile))
-	os.WriteFile(filepath.Join(dst, engine.JournalFile), data, 0o644)
+	data, _ := os.ReadFile(filepath.Join(src, journal.JournalFile))
+	os.WriteFile(filepath.Join(dst, journal.JournalFile), data, 0o644)
 	f := newFollower(dst)
 	if events, _ := f.poll(); len(events) != 5 {
 		t.Fatalf("first poll: %d", len(events))
 	}
 	// Replaced by a copy holding only the first three events and a new one.
-	os.WriteFile(filepath.Join(dst, engine.JournalFile), data[:0], 0o644)
-	j, _ = engine.OpenJournal(dst)
+	os.WriteFile(filepath.Join(dst, journal.JournalFile), data[:0], 0o644)
+	j, _ = journal.OpenJournal(dst)
 	for i := 0; i < 6; i++ {
-		j.Append(&engine.Event{Phase: &engine.Phase{Name: fmt.Sprint(i)}})
+		j.Append(&journal.Event{Phase: &journal.Phase{Name: fmt.Sprint(i)}})
 	}
 	j.Close()
 	events, err := f.poll()
@@ -140,8 +141,8 @@ func TestWatcherFindsNewRunsReadingsAndLiveness(t *testing.T) {
 	mu.Lock()
 	alive[r.dir] = true
 	mu.Unlock()
-	r.at(0, engine.Event{RunStarted: &engine.RunStarted{Kind: "calibrate"}})
-	writeProbe(t, stateDir, ProbeReading{Agent: "claude", Verdict: "tare: 0.00", Zero: true, At: t0, Project: demoProject, Room: engine.RoomModelServer})
+	r.at(0, journal.Event{RunStarted: &journal.RunStarted{Kind: "calibrate"}})
+	writeProbe(t, stateDir, ProbeReading{Agent: "claude", Verdict: "tare: 0.00", Zero: true, At: t0, Project: demoProject, Room: probe.RoomModelServer})
 	f := w.poll(time.Now())
 	if len(f.runs) != 1 || f.runs[0].dir != r.dir || len(f.runs[0].events) != 1 {
 		t.Fatalf("new run: %+v", f.runs)
@@ -159,7 +160,7 @@ func TestWatcherFindsNewRunsReadingsAndLiveness(t *testing.T) {
 		t.Fatalf("the run's process went away: %+v", f.alive)
 	}
 	// A finished run is not asked about any more.
-	r.at(sec(1), engine.Event{RunFinished: &engine.RunFinished{}})
+	r.at(sec(1), journal.Event{RunFinished: &journal.RunFinished{}})
 	w.poll(time.Now())
 	mu.Lock()
 	alive[r.dir] = true
@@ -182,16 +183,16 @@ func TestBridgeCoalescesAndKeepsFinalEvents(t *testing.T) {
 
 	const tails, calls = 40, 50
 	go func() {
-		r.j.Append(&engine.Event{RunStarted: &engine.RunStarted{Kind: "calibrate", Budget: tails, Sides: []engine.Side{{Key: "a"}}}})
+		r.j.Append(&journal.Event{RunStarted: &journal.RunStarted{Kind: "calibrate", Budget: tails, Sides: []journal.Side{{Key: "a"}}}})
 		for i := 0; i < tails; i++ {
 			id := fmt.Sprintf("a-%d", i)
-			r.j.Append(&engine.Event{TailStarted: &engine.TailStarted{ID: id, Side: "a", How: "fresh"}})
+			r.j.Append(&journal.Event{TailStarted: &journal.TailStarted{ID: id, Side: "a", How: "fresh"}})
 			for c := 1; c <= calls; c++ {
-				r.j.Append(&engine.Event{ToolCall: &engine.ToolCall{Tail: id, Tool: "Bash", Calls: c}})
+				r.j.Append(&journal.Event{ToolCall: &journal.ToolCall{Tail: id, Tool: "Bash", Calls: c}})
 			}
-			r.j.Append(&engine.Event{TailFinished: &engine.TailFinished{ID: id, Status: "passed", Passed: true, Calls: calls}})
+			r.j.Append(&journal.Event{TailFinished: &journal.TailFinished{ID: id, Status: "passed", Passed: true, Calls: calls}})
 		}
-		r.j.Append(&engine.Event{RunFinished: &engine.RunFinished{}})
+		r.j.Append(&journal.Event{RunFinished: &journal.RunFinished{}})
 	}()
 	s := newStore(nil, demoProject)
 	sends, events := 0, 0
@@ -210,11 +211,11 @@ func TestBridgeCoalescesAndKeepsFinalEvents(t *testing.T) {
 	}
 	// The feeds leave out tool calls the store would not keep (skimLines); what the store
 	// holds is what the whole journal says.
-	all, err := engine.ReadJournal(r.dir)
+	all, err := journal.ReadJournal(r.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := engine.Replay("fast", all)
+	want := journal.Replay("fast", all)
 	got := s.run(r.dir).state
 	if got.Seq != want.Seq || len(got.Order) != tails {
 		t.Errorf("the store is at event %d with %d tails; the journal has %d events, %d tails", got.Seq, len(got.Order), want.Seq, tails)

@@ -13,7 +13,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // fieldSpec is one field of the new-run form.
@@ -192,7 +192,7 @@ func (f *form) validate() bool {
 // flag in the reason: --side is the sides field), and focuses that field.
 func (f *form) refused(err error) {
 	f.sent = false
-	f.err, f.errField = engine.Printable(err.Error()), -1
+	f.err, f.errField = journal.Printable(err.Error()), -1
 	for i, spec := range f.kinds[f.kind].fields {
 		flag := "--" + strings.TrimSuffix(spec.key, "s")
 		if strings.Contains(f.err, flag+" ") || strings.Contains(f.err, flag+"=") || strings.Contains(f.err, "--"+spec.key) {

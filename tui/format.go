@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // span formats a duration the way the tables show it: 42s, 3m05s, 1h02m.
@@ -43,7 +43,7 @@ func ago(t, now time.Time) string {
 }
 
 // tokens formats a token count: 950, 12.3k, 1.2M.
-func tokens(u engine.Usage) string {
+func tokens(u journal.Usage) string {
 	n := u.Input + u.Output + u.CacheRead + u.CacheWrite
 	switch {
 	case n < 1000:
@@ -58,7 +58,7 @@ func tokens(u engine.Usage) string {
 // cost formats USD: $0.42, $12.30. What the CLI reported stands in when tare computed nothing.
 // A model tare has no price for makes the cost unknown: "?", or "$0.42?" for the part it
 // could price; never a guessed $0.00.
-func cost(u engine.Usage) string {
+func cost(u journal.Usage) string {
 	c := u.Cost
 	if c == 0 && u.Reported != nil {
 		c = *u.Reported
@@ -79,14 +79,14 @@ func withUnknown(c float64, unknown bool) string {
 }
 
 // unknownPart reports whether usage holds tokens of an unpriced model the CLI put no figure on.
-func unknownPart(u engine.Usage) bool {
+func unknownPart(u journal.Usage) bool {
 	return len(u.Unpriced) > 0 && u.Reported == nil
 }
 
 func dollars(c float64) string { return fmt.Sprintf("$%.2f", c) }
 
 // runCost is a run's cost so far, with "?" when a tail's model has no price.
-func runCost(st *engine.RunState) string {
+func runCost(st *journal.RunState) string {
 	for _, t := range st.Tails {
 		if unknownPart(t.TotalUsage()) {
 			return withUnknown(st.Cost(), true)
@@ -97,7 +97,7 @@ func runCost(st *engine.RunState) string {
 
 // runCostLabelled is runCost marked simulated when the run's model is tare's model server
 // (its tokens are the server's estimate; nothing was paid).
-func runCostLabelled(st *engine.RunState) string {
+func runCostLabelled(st *journal.RunState) string {
 	if st.Simulated {
 		return runCost(st) + " simulated"
 	}
@@ -112,15 +112,15 @@ const noVerdict = "no verdict"
 
 // statusWord is a tail's status as the app shows it.
 // tailStatus is a tail's status word: "checking" once its agent has ended and its check runs.
-func tailStatus(t *engine.TailState) string {
-	if t.Status == engine.StatusRunning && !t.Checking.IsZero() {
+func tailStatus(t *journal.TailState) string {
+	if t.Status == journal.StatusRunning && !t.Checking.IsZero() {
 		return "checking"
 	}
 	return statusWord(t.Status)
 }
 
 // checkingNote says how long a tail's check has run, of how long it may: "check 0:42 of 10m".
-func checkingNote(t *engine.TailState, now time.Time) string {
+func checkingNote(t *journal.TailState, now time.Time) string {
 	note := "check running " + span(now.Sub(t.Checking))
 	if t.CheckTimeout > 0 {
 		note += " of at most " + span(t.CheckTimeout)
@@ -129,7 +129,7 @@ func checkingNote(t *engine.TailState, now time.Time) string {
 }
 
 func statusWord(status string) string {
-	if status == engine.StatusNoVerdict {
+	if status == journal.StatusNoVerdict {
 		return noVerdict
 	}
 	return status

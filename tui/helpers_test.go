@@ -17,7 +17,8 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
 
-	"tare/engine"
+	"tare/engine/journal"
+	"tare/engine/probe"
 )
 
 // t0 is the fixed "now" of the tests that draw views, so elapsed times and ages are stable.
@@ -106,28 +107,28 @@ func (s *stubEngine) Attach(req AttachRequest) (*exec.Cmd, error) {
 }
 
 // journal writes events to a run's journal with engine.Append, as the engine does.
-type journal struct {
+type testJournal struct {
 	t   testing.TB
 	dir string
-	j   *engine.Journal
+	j   *journal.Journal
 }
 
-func openRun(t testing.TB, stateDir, command, name string) *journal {
+func openRun(t testing.TB, stateDir, command, name string) *testJournal {
 	t.Helper()
 	dir := filepath.Join(stateDir, command, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	j, err := engine.OpenJournal(dir)
+	j, err := journal.OpenJournal(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { j.Close() })
-	return &journal{t: t, dir: dir, j: j}
+	return &testJournal{t: t, dir: dir, j: j}
 }
 
 // at appends e stamped at t0 plus offset.
-func (j *journal) at(offset time.Duration, e engine.Event) {
+func (j *testJournal) at(offset time.Duration, e journal.Event) {
 	j.t.Helper()
 	e.Time = t0.Add(offset)
 	if err := j.j.Append(&e); err != nil {
@@ -135,8 +136,8 @@ func (j *journal) at(offset time.Duration, e engine.Event) {
 	}
 }
 
-func usage(in, out int64, cost float64) engine.Usage {
-	return engine.Usage{Input: in, Output: out, Cost: cost}
+func usage(in, out int64, cost float64) journal.Usage {
+	return journal.Usage{Input: in, Output: out, Cost: cost}
 }
 
 func min_(m int) time.Duration { return time.Duration(m) * time.Minute }
@@ -148,17 +149,17 @@ func sec(s int) time.Duration  { return time.Duration(s) * time.Second }
 func demoState(t testing.TB) (stateDir, calDir, crashedDir string) {
 	t.Helper()
 	stateDir = t.TempDir()
-	writeProbe(t, stateDir, ProbeReading{Agent: "claude", Version: "2.1.197", Verdict: "tare: 0.00", Zero: true, At: t0.Add(-min_(3)), Project: demoProject, Room: engine.RoomModelServer})
-	writeProbe(t, stateDir, ProbeReading{Agent: "codex", Version: "0.171.0", Verdict: "tare: 2 leaks", At: t0.Add(-2 * time.Hour), Project: demoProject, Room: engine.RoomModelServer})
+	writeProbe(t, stateDir, ProbeReading{Agent: "claude", Version: "2.1.197", Verdict: "tare: 0.00", Zero: true, At: t0.Add(-min_(3)), Project: demoProject, Room: probe.RoomModelServer})
+	writeProbe(t, stateDir, ProbeReading{Agent: "codex", Version: "0.171.0", Verdict: "tare: 2 leaks", At: t0.Add(-2 * time.Hour), Project: demoProject, Room: probe.RoomModelServer})
 
 	c := openRun(t, stateDir, "calibrate", "calibrate-demo")
-	c.at(-min_(10), engine.Event{RunStarted: &engine.RunStarted{Kind: "calibrate", Project: "/src/shop", Prompt: "fix the failing test",
+	c.at(-min_(10), journal.Event{RunStarted: &journal.RunStarted{Kind: "calibrate", Project: "/src/shop", Prompt: "fix the failing test",
 		Check: "make test", Budget: 10, Jobs: 4,
-		Sides: []engine.Side{{Key: "a", Agent: "claude", Args: []string{"--model", "haiku"}}, {Key: "b", Agent: "codex"}}}})
-	c.at(-min_(10), engine.Event{Phase: &engine.Phase{Name: "tails"}})
+		Sides: []journal.Side{{Key: "a", Agent: "claude", Args: []string{"--model", "haiku"}}, {Key: "b", Agent: "codex"}}}})
+	c.at(-min_(10), journal.Event{Phase: &journal.Phase{Name: "tails"}})
 	tails := []struct {
 		id, side, status, detail string
-		reason                   engine.Reason
+		reason                   journal.Reason
 		calls                    int
 		start, took              int // seconds before t0, seconds
 		cost                     float64
@@ -167,8 +168,8 @@ func demoState(t testing.TB) (stateDir, calDir, crashedDir string) {
 		{"a-0", "a", "passed", "end_turn; make test ok", "", 6, 590, 95, 0.04, 0},
 		{"b-0", "b", "passed", "end_turn; make test ok", "", 9, 590, 140, 0.07, 0},
 		{"a-1", "a", "failed", "end_turn; make test: 2 failures", "", 11, 480, 200, 0.09, 0},
-		{"b-1", "b", engine.StatusNoVerdict, "ended by the provider (quota): Quota exceeded. Check your plan and billing details.; not checked",
-			engine.ReasonQuota, 2, 430, 20, 0.01, 0},
+		{"b-1", "b", journal.StatusNoVerdict, "ended by the provider (quota): Quota exceeded. Check your plan and billing details.; not checked",
+			journal.ReasonQuota, 2, 430, 20, 0.01, 0},
 		{"a-2", "a", "running", "", "", 4, 250, 0, 0.03, 0},
 		{"b-2", "b", "running", "", "", 3, 120, 0, 0.02, 0},
 		{"a-3", "a", "failed", "end_turn; make test: 1 failure", "", 3, 110, 40, 0.02, 0},
@@ -177,7 +178,7 @@ func demoState(t testing.TB) (stateDir, calDir, crashedDir string) {
 	}
 	for _, tl := range tails {
 		if tl.attempt == 0 {
-			c.at(-sec(tl.start), engine.Event{TailStarted: &engine.TailStarted{ID: tl.id, Side: tl.side, How: "fresh"}})
+			c.at(-sec(tl.start), journal.Event{TailStarted: &journal.TailStarted{ID: tl.id, Side: tl.side, How: "fresh"}})
 		}
 	}
 	tools := []struct{ tool, summary string }{
@@ -187,32 +188,32 @@ func demoState(t testing.TB) (stateDir, calDir, crashedDir string) {
 	}
 	for _, tl := range tails {
 		if tl.attempt > 0 {
-			c.at(-sec(tl.start), engine.Event{TailStarted: &engine.TailStarted{ID: tl.id, Side: tl.side, How: "fresh", Attempt: tl.attempt}})
+			c.at(-sec(tl.start), journal.Event{TailStarted: &journal.TailStarted{ID: tl.id, Side: tl.side, How: "fresh", Attempt: tl.attempt}})
 		}
 		for i := 0; i < tl.calls; i++ {
 			tc := tools[i%len(tools)]
-			c.at(-sec(tl.start)+sec(5*(i+1)), engine.Event{ToolCall: &engine.ToolCall{Tail: tl.id, Tool: tc.tool, Summary: tc.summary,
+			c.at(-sec(tl.start)+sec(5*(i+1)), journal.Event{ToolCall: &journal.ToolCall{Tail: tl.id, Tool: tc.tool, Summary: tc.summary,
 				Seconds: 0.4 + float64(i%3), Calls: i + 1, Usage: usage(int64(1200*(i+1)), int64(300*(i+1)), tl.cost*float64(i+1)/float64(tl.calls))}})
 		}
 		if tl.status != "running" {
-			c.at(-sec(tl.start)+sec(tl.took), engine.Event{TailFinished: &engine.TailFinished{ID: tl.id, Passed: tl.status == "passed", Status: tl.status,
+			c.at(-sec(tl.start)+sec(tl.took), journal.Event{TailFinished: &journal.TailFinished{ID: tl.id, Passed: tl.status == "passed", Status: tl.status,
 				Reason: tl.reason, Attempt: tl.attempt, Detail: tl.detail, Seconds: float64(tl.took), Calls: tl.calls, Usage: usage(int64(1200*tl.calls), int64(300*tl.calls), tl.cost)}})
 		}
 	}
 
 	cl := openRun(t, stateDir, "cliff", "cliff-old")
-	cl.at(-48*time.Hour, engine.Event{RunStarted: &engine.RunStarted{Kind: "cliff", Project: "/src/shop", Prompt: "add a coupon field", Check: "make test", Budget: 2, Jobs: 1,
-		Sides: []engine.Side{{Key: "a", Agent: "claude"}}}})
-	cl.at(-48*time.Hour+sec(10), engine.Event{TailStarted: &engine.TailStarted{ID: "s3-0", Side: "a", Step: 3, How: "native"}})
-	cl.at(-48*time.Hour+sec(70), engine.Event{TailFinished: &engine.TailFinished{ID: "s3-0", Status: "passed", Passed: true, Seconds: 60, Calls: 5, Usage: usage(9000, 1000, 0.05)}})
-	cl.at(-48*time.Hour+sec(80), engine.Event{RunFinished: &engine.RunFinished{Report: "cliff at step 3"}})
+	cl.at(-48*time.Hour, journal.Event{RunStarted: &journal.RunStarted{Kind: "cliff", Project: "/src/shop", Prompt: "add a coupon field", Check: "make test", Budget: 2, Jobs: 1,
+		Sides: []journal.Side{{Key: "a", Agent: "claude"}}}})
+	cl.at(-48*time.Hour+sec(10), journal.Event{TailStarted: &journal.TailStarted{ID: "s3-0", Side: "a", Step: 3, How: "native"}})
+	cl.at(-48*time.Hour+sec(70), journal.Event{TailFinished: &journal.TailFinished{ID: "s3-0", Status: "passed", Passed: true, Seconds: 60, Calls: 5, Usage: usage(9000, 1000, 0.05)}})
+	cl.at(-48*time.Hour+sec(80), journal.Event{RunFinished: &journal.RunFinished{Report: "cliff at step 3"}})
 
 	cr := openRun(t, stateDir, "calibrate", "calibrate-crashed")
-	cr.at(-3*time.Hour, engine.Event{RunStarted: &engine.RunStarted{Kind: "calibrate", Project: "/src/shop", Prompt: "rename the package", Budget: 4, Jobs: 2,
-		Sides: []engine.Side{{Key: "a", Agent: "pi"}}}})
-	cr.at(-3*time.Hour+sec(5), engine.Event{TailStarted: &engine.TailStarted{ID: "a-0", Side: "a", How: "fresh"}})
-	cr.at(-3*time.Hour+sec(65), engine.Event{TailFinished: &engine.TailFinished{ID: "a-0", Status: "passed", Passed: true, Seconds: 60, Calls: 3}})
-	cr.at(-3*time.Hour+sec(66), engine.Event{TailStarted: &engine.TailStarted{ID: "a-1", Side: "a", How: "fresh"}})
+	cr.at(-3*time.Hour, journal.Event{RunStarted: &journal.RunStarted{Kind: "calibrate", Project: "/src/shop", Prompt: "rename the package", Budget: 4, Jobs: 2,
+		Sides: []journal.Side{{Key: "a", Agent: "pi"}}}})
+	cr.at(-3*time.Hour+sec(5), journal.Event{TailStarted: &journal.TailStarted{ID: "a-0", Side: "a", How: "fresh"}})
+	cr.at(-3*time.Hour+sec(65), journal.Event{TailFinished: &journal.TailFinished{ID: "a-0", Status: "passed", Passed: true, Seconds: 60, Calls: 3}})
+	cr.at(-3*time.Hour+sec(66), journal.Event{TailStarted: &journal.TailStarted{ID: "a-1", Side: "a", How: "fresh"}})
 	return stateDir, c.dir, cr.dir
 }
 
@@ -221,7 +222,7 @@ const demoProject = "/src/shop"
 
 func writeProbe(t testing.TB, stateDir string, r ProbeReading) {
 	t.Helper()
-	path := engine.ReadingPath(stateDir, r.Agent, r.Project, r.Room)
+	path := probe.ReadingPath(stateDir, r.Agent, r.Project, r.Room)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // homeView is the first screen: a set of panes (probes, runs; the workshop adds writers)
@@ -211,7 +211,7 @@ func (p *runsPane) refresh() {
 }
 
 // passSoFar is each side's passes over its verdicts, and the tails left out: "a 3/5 +1nv · b 1/4".
-func passSoFar(st *engine.RunState) string {
+func passSoFar(st *journal.RunState) string {
 	var parts []string
 	for _, t := range st.Tally() {
 		part := fmt.Sprintf("%s %d/%d", t.Side.Key, t.Passed, t.Verdicts)

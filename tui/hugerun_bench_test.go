@@ -13,7 +13,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // heapPeak samples the heap's live objects every millisecond until stop, and returns the
@@ -109,7 +109,7 @@ func BenchmarkOpenHugeRun(b *testing.B) {
 
 		runtime.GC()
 		t := time.Now()
-		all, err := engine.ReadJournal(dir)
+		all, err := journal.ReadJournal(dir)
 		if err != nil || len(all) != last {
 			b.Fatalf("full read: %d events, %v", len(all), err)
 		}
@@ -154,12 +154,12 @@ func BenchmarkOpenHugeRun(b *testing.B) {
 		b.Logf("frames: wall p50 %s p99 %s, CPU p50 %s p99 %s", quantile(frames, 0.5), quantile(frames, 0.99), quantile(cpus, 0.5), quantile(cpus, 0.99))
 
 		// Still live: a call and an end appended now are shown.
-		j, err := engine.OpenJournal(dir)
+		j, err := journal.OpenJournal(dir)
 		if err != nil {
 			b.Fatal(err)
 		}
-		j.Append(&engine.Event{ToolCall: &engine.ToolCall{Tail: "a-226", Tool: "Bash", Summary: "make test", Calls: 2001}})
-		j.Append(&engine.Event{TailFinished: &engine.TailFinished{ID: "a-226", Status: engine.StatusPassed, Passed: true, Detail: "make test ok", Calls: 2001}})
+		j.Append(&journal.Event{ToolCall: &journal.ToolCall{Tail: "a-226", Tool: "Bash", Summary: "make test", Calls: 2001}})
+		j.Append(&journal.Event{TailFinished: &journal.TailFinished{ID: "a-226", Status: journal.StatusPassed, Passed: true, Detail: "make test ok", Calls: 2001}})
 		j.Close()
 		tm.w.lastScan = time.Time{}
 		tm.send(tm.w.poll(time.Now()))

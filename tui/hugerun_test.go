@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // writeHugeRun writes a calibrate run of tails tails (two sides, 50 at a time, each making
@@ -21,50 +21,50 @@ func writeHugeRun(tb testing.TB, stateDir string, tails, calls int) (string, int
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		tb.Fatal(err)
 	}
-	j, err := engine.OpenJournal(dir)
+	j, err := journal.OpenJournal(dir)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	add := func(e engine.Event) {
+	add := func(e journal.Event) {
 		if err := j.Append(&e); err != nil {
 			tb.Fatal(err)
 		}
 	}
 	const wave = 50
-	add(engine.Event{RunStarted: &engine.RunStarted{Kind: "calibrate", Project: "/work/shop", Prompt: "fix the rounding in Total",
-		Check: "go test ./...", Sides: []engine.Side{{Key: "a", Agent: "claude"}, {Key: "b", Agent: "codex"}}, Budget: tails, Jobs: wave}})
+	add(journal.Event{RunStarted: &journal.RunStarted{Kind: "calibrate", Project: "/work/shop", Prompt: "fix the rounding in Total",
+		Check: "go test ./...", Sides: []journal.Side{{Key: "a", Agent: "claude"}, {Key: "b", Agent: "codex"}}, Budget: tails, Jobs: wave}})
 	for w := 0; w < tails; w += wave {
 		ids := []string{}
 		for i := w; i < min(w+wave, tails); i++ {
 			id := fmt.Sprintf("%s-%d", "ab"[i%2:i%2+1], i/2+1)
 			ids = append(ids, id)
-			add(engine.Event{TailStarted: &engine.TailStarted{ID: id, Side: id[:1], How: "fresh"}})
+			add(journal.Event{TailStarted: &journal.TailStarted{ID: id, Side: id[:1], How: "fresh"}})
 		}
 		for c := 1; c <= calls; c++ {
 			for _, id := range ids {
-				add(engine.Event{ToolCall: &engine.ToolCall{Tail: id, Tool: "Bash", Summary: fmt.Sprintf("go test ./cart/... -run Step%d", c),
-					Seconds: 0.4, Calls: c, Usage: engine.Usage{Input: int64(1200 * c), Output: int64(300 * c), Cost: 0.0075 * float64(c)}}})
+				add(journal.Event{ToolCall: &journal.ToolCall{Tail: id, Tool: "Bash", Summary: fmt.Sprintf("go test ./cart/... -run Step%d", c),
+					Seconds: 0.4, Calls: c, Usage: journal.Usage{Input: int64(1200 * c), Output: int64(300 * c), Cost: 0.0075 * float64(c)}}})
 			}
 		}
 		if w+wave >= tails {
 			break // the last wave runs on
 		}
 		for k, id := range ids {
-			f := engine.TailFinished{ID: id, Status: engine.StatusPassed, Passed: true, Detail: "ok", Calls: calls,
-				Usage: engine.Usage{Input: int64(1200 * calls), Output: int64(300 * calls), Cost: 0.0075 * float64(calls)}}
+			f := journal.TailFinished{ID: id, Status: journal.StatusPassed, Passed: true, Detail: "ok", Calls: calls,
+				Usage: journal.Usage{Input: int64(1200 * calls), Output: int64(300 * calls), Cost: 0.0075 * float64(calls)}}
 			switch {
 			case k%7 == 3:
-				f.Status, f.Passed, f.Reason, f.Detail = engine.StatusNoVerdict, false, engine.ReasonTimeout, "the agent ran past its timeout"
+				f.Status, f.Passed, f.Reason, f.Detail = journal.StatusNoVerdict, false, journal.ReasonTimeout, "the agent ran past its timeout"
 			case k%3 == 1:
-				f.Status, f.Passed, f.Detail = engine.StatusFailed, false, "--- FAIL: TestTotal"
+				f.Status, f.Passed, f.Detail = journal.StatusFailed, false, "--- FAIL: TestTotal"
 			}
-			add(engine.Event{TailFinished: &f})
+			add(journal.Event{TailFinished: &f})
 		}
 	}
 	if err := j.Close(); err != nil {
 		tb.Fatal(err)
 	}
-	info, err := os.Stat(filepath.Join(dir, engine.JournalFile))
+	info, err := os.Stat(filepath.Join(dir, journal.JournalFile))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -85,11 +85,11 @@ func allocated() uint64 {
 func TestHugeRunOpensWithoutReadingItWhole(t *testing.T) {
 	stateDir := t.TempDir()
 	dir, size := writeHugeRun(t, stateDir, 200, 500) // 100,201 events
-	all, err := engine.ReadJournal(dir)
+	all, err := journal.ReadJournal(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := engine.Replay("huge", all)
+	want := journal.Replay("huge", all)
 	last := all[len(all)-1].Seq
 	all = nil
 

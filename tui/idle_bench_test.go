@@ -16,7 +16,7 @@ import (
 	charmlog "github.com/charmbracelet/log"
 	gossh "golang.org/x/crypto/ssh"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // finishedState writes runs finished runs of tails tails each, as calibrate leaves them.
@@ -25,17 +25,17 @@ func finishedState(b testing.TB, runs, tails int) string {
 	for r := 0; r < runs; r++ {
 		j := openRun(b, stateDir, "calibrate", fmt.Sprintf("done-%03d", r))
 		at := -time.Duration(runs-r) * time.Hour
-		j.at(at, engine.Event{RunStarted: &engine.RunStarted{Kind: "calibrate", Project: demoProject, Prompt: "fix the failing test",
-			Budget: tails, Jobs: 2, Sides: []engine.Side{{Key: "a", Agent: "claude"}}}})
+		j.at(at, journal.Event{RunStarted: &journal.RunStarted{Kind: "calibrate", Project: demoProject, Prompt: "fix the failing test",
+			Budget: tails, Jobs: 2, Sides: []journal.Side{{Key: "a", Agent: "claude"}}}})
 		for i := 0; i < tails; i++ {
 			id := fmt.Sprintf("a-%d", i)
-			j.at(at, engine.Event{TailStarted: &engine.TailStarted{ID: id, Side: "a", How: "fresh"}})
+			j.at(at, journal.Event{TailStarted: &journal.TailStarted{ID: id, Side: "a", How: "fresh"}})
 			for c := 1; c <= 10; c++ {
-				j.at(at, engine.Event{ToolCall: &engine.ToolCall{Tail: id, Tool: "Bash", Summary: "go test ./...", Calls: c}})
+				j.at(at, journal.Event{ToolCall: &journal.ToolCall{Tail: id, Tool: "Bash", Summary: "go test ./...", Calls: c}})
 			}
-			j.at(at, engine.Event{TailFinished: &engine.TailFinished{ID: id, Status: engine.StatusPassed, Passed: true, Calls: 10}})
+			j.at(at, journal.Event{TailFinished: &journal.TailFinished{ID: id, Status: journal.StatusPassed, Passed: true, Calls: 10}})
 		}
-		j.at(at, engine.Event{RunFinished: &engine.RunFinished{Report: "a 4/4"}})
+		j.at(at, journal.Event{RunFinished: &journal.RunFinished{Report: "a 4/4"}})
 	}
 	return stateDir
 }

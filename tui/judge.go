@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 // shotKey shows, in the footer, the path of the screenshot the judge scored for the selected
@@ -19,14 +20,14 @@ var shotKey = key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "screenshot pa
 // statusCell is a tail's status as the tails table shows it: a judge's score against the
 // threshold where the judge scored ("8≥5 passed", "3<5 failed", "score 6" with no
 // threshold), the status word otherwise.
-func statusCell(t *engine.TailState) cell {
+func statusCell(t *journal.TailState) cell {
 	if c, ok := stalledCell(t); ok {
 		return c
 	}
 	word := statusWord(t.Status)
 	j := t.Judge
 	switch {
-	case j == nil || j.Score == nil || t.Status == engine.StatusRunning:
+	case j == nil || j.Score == nil || t.Status == journal.StatusRunning:
 		return cell{word, statusTone(word)}
 	case j.Threshold == nil:
 		return cell{fmt.Sprintf("score %d", *j.Score), accent}
@@ -40,7 +41,7 @@ func statusCell(t *engine.TailState) cell {
 
 // judgeLine is the tail view's verdict line for a tail the judge scored: the score on the
 // rubric's scale, the threshold, the verdict and the judge's reason.
-func judgeLine(s styles, t *engine.TailState) string {
+func judgeLine(s styles, t *journal.TailState) string {
 	j := t.Judge
 	hint := s.tone(dim, " · s: screenshot path")
 	if j.Score == nil {
@@ -55,7 +56,7 @@ func judgeLine(s styles, t *engine.TailState) string {
 
 // showShot is the footer note with the tail's screenshot path, or nil when the judge did not
 // score that tail.
-func showShot(t *engine.TailState) tea.Cmd {
+func showShot(t *journal.TailState) tea.Cmd {
 	if t == nil || t.Judge == nil {
 		return nil
 	}
@@ -86,14 +87,14 @@ func (p *noisePane) rows() int { return len(p.env.store.run(p.dir).state.Sides) 
 
 // noisePage is one page of a judge-noise run as its journal has it so far.
 type noisePage struct {
-	side      engine.Side
+	side      journal.Side
 	page      engine.PageJudgements
 	scale     [2]int
 	threshold *float64
 }
 
 // noisePages gathers each page's finished judgements from the run's tails.
-func noisePages(st *engine.RunState) []noisePage {
+func noisePages(st *journal.RunState) []noisePage {
 	pages := make([]noisePage, len(st.Sides))
 	index := map[string]int{}
 	for i, s := range st.Sides {
@@ -151,9 +152,9 @@ func (p *noisePane) view(bool) string {
 }
 
 // running reports whether any judgement of the page has not finished.
-func (np noisePage) running(st *engine.RunState) bool {
+func (np noisePage) running(st *journal.RunState) bool {
 	for _, id := range st.Order {
-		if t := st.Tails[id]; t.Side == np.side.Key && t.Status == engine.StatusRunning {
+		if t := st.Tails[id]; t.Side == np.side.Key && t.Status == journal.StatusRunning {
 			return true
 		}
 	}
@@ -161,7 +162,7 @@ func (np noisePage) running(st *engine.RunState) bool {
 }
 
 // noiseVerdict is the pane's last line: what the scores so far say of the threshold.
-func noiseVerdict(s styles, st *engine.RunState, threshold *float64, noisy, unmeasured []string) string {
+func noiseVerdict(s styles, st *journal.RunState, threshold *float64, noisy, unmeasured []string) string {
 	_, running, _ := st.Counts()
 	switch {
 	case threshold == nil:
@@ -214,7 +215,7 @@ func noiseStrip(s styles, sp engine.Spread, scale [2]int, threshold *float64, w 
 
 // judgeKeys is the screenshot key for a run the judge scores (a judge-noise run, or a run
 // whose check is tare's judge), and nothing for any other.
-func judgeKeys(st *engine.RunState) []key.Binding {
+func judgeKeys(st *journal.RunState) []key.Binding {
 	if st.Kind == "judge-noise" || strings.Contains(st.Check, " judge ") {
 		return []key.Binding{shotKey}
 	}

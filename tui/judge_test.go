@@ -10,12 +10,14 @@ import (
 
 	"tare/config"
 	"tare/engine"
+	"tare/engine/journal"
+	"tare/engine/probe"
 )
 
 // TestMain lets the rooms the real engine starts in these tests (the render room, the
 // judge's room, the probe's) run this test binary as /opt/tare/tare, as tare's main.go does.
 func TestMain(m *testing.M) {
-	if code, ok := engine.InRoom(os.Args[1:]); ok {
+	if code, ok := probe.InRoom(os.Args[1:]); ok {
 		os.Exit(code)
 	}
 	if v := os.Getenv(manualWriterEnv); v != "" {
@@ -129,7 +131,7 @@ func TestJudgeCheckScoresShowWherePassFailDoes(t *testing.T) {
 	os.WriteFile(build, []byte("[[turn]]\ntext = \"Writing.\"\nwrite = { path = \"index.html\", content = \"<h1>Hi</h1>\" }\n\n[[turn]]\ntext = \"Done.\"\n"), 0o644)
 	project := t.TempDir()
 	os.WriteFile(filepath.Join(project, "README.md"), []byte("# a page\n"), 0o644)
-	dir, _, err := engine.Calibrate(context.Background(), engine.CalibrateOptions{Prompt: "Make a page", Sides: []engine.Side{{Key: "a", Agent: "claude"}},
+	dir, _, err := engine.Calibrate(context.Background(), engine.CalibrateOptions{Prompt: "Make a page", Sides: []journal.Side{{Key: "a", Agent: "claude"}},
 		Check: "tare judge --rubric " + w.rubric + " --threshold 5 --script " + w.script + " --judge claude", Runs: 2, Jobs: 2,
 		Project: project, Config: w.cfg, Script: build})
 	if err != nil {

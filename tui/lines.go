@@ -7,12 +7,12 @@ import (
 	"strings"
 	"time"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // Line is one event as a line of plain text, for a terminal-less run (a log, a pipe, CI):
 // "12:04:05 calibrate-x tail a-3 passed 42s 14 calls $0.12 — check ok".
-func Line(e engine.Event) string {
+func Line(e journal.Event) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s ", e.Time.Local().Format("15:04:05"), e.Run)
 	switch {
@@ -47,7 +47,7 @@ func Line(e engine.Event) string {
 	case e.TailFinished != nil:
 		t := e.TailFinished
 		status := statusWord(t.Status)
-		if t.Status == engine.StatusNoVerdict || t.Status == "error" {
+		if t.Status == journal.StatusNoVerdict || t.Status == "error" {
 			status = noVerdict + " (" + t.Reason.Label() + ")"
 		}
 		fmt.Fprintf(&b, "tail %s %s %.0fs %d calls %s", t.ID, status, t.Seconds, t.Calls, cost(t.Usage))
@@ -71,27 +71,41 @@ func Line(e engine.Event) string {
 	default:
 		b.WriteString(e.Kind())
 	}
-	return engine.Printable(strings.ReplaceAll(b.String(), "\n", " "))
+	return journal.Printable(strings.ReplaceAll(b.String(), "\n", " "))
 }
 
-// PrintLines writes Line for each event from sub until ctx ends, then the events already
-// queued: what a long command shows when its output is not a terminal. Every final event
-// is printed (the bus never drops one); tool calls may be dropped under load, the journal
-// has them all.
-func PrintLines(ctx context.Context, sub *engine.Subscription, w io.Writer) {
+// PrintLines writes Line for each event until events closes or ctx ends, then the events
+// already queued. It is the one plain-line printer: of a long command whose output is not a
+// terminal (events from its bus: every final event is printed, the bus never drops one; tool
+// calls may be dropped under load, the journal has them all), and of the live run without
+// a terminal or once the view is left (events from the run's journal). It keeps taking
+// events after a failed write, so a publisher never waits on it, and returns that error.
+func PrintLines(ctx context.Context, events <-chan journal.Event, w io.Writer) error {
+	var werr error
+	put := func(e journal.Event) {
+		if _, err := fmt.Fprintln(w, Line(e)); err != nil && werr == nil {
+			werr = err
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			for {
 				select {
-				case e := <-sub.C():
-					fmt.Fprintln(w, Line(e))
+				case e, ok := <-events:
+					if !ok {
+						return werr
+					}
+					put(e)
 				default:
-					return
+					return werr
 				}
 			}
-		case e := <-sub.C():
-			fmt.Fprintln(w, Line(e))
+		case e, ok := <-events:
+			if !ok {
+				return werr
+			}
+			put(e)
 		}
 	}
 }

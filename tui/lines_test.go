@@ -10,31 +10,31 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 func TestLine(t *testing.T) {
 	at := time.Date(2025, 6, 1, 12, 4, 5, 0, time.Local)
 	score, two := 7, 2
 	for _, tc := range []struct {
-		e    engine.Event
+		e    journal.Event
 		want string
 	}{
-		{engine.Event{RunStarted: &engine.RunStarted{Kind: "calibrate", Budget: 10, Jobs: 2, Sides: []engine.Side{{Key: "a", Agent: "claude", Args: []string{"--model", "haiku"}}, {Key: "b", Agent: "codex"}}}},
+		{journal.Event{RunStarted: &journal.RunStarted{Kind: "calibrate", Budget: 10, Jobs: 2, Sides: []journal.Side{{Key: "a", Agent: "claude", Args: []string{"--model", "haiku"}}, {Key: "b", Agent: "codex"}}}},
 			"12:04:05 r calibrate started: 10 tails, 2 at a time, sides a=claude --model haiku, b=codex"},
-		{engine.Event{TailStarted: &engine.TailStarted{ID: "s3-1", Side: "a", Step: 3, How: "native", Attempt: 1}},
+		{journal.Event{TailStarted: &journal.TailStarted{ID: "s3-1", Side: "a", Step: 3, How: "native", Attempt: 1}},
 			"12:04:05 r tail s3-1 started (side a, native from step 3, attempt 2)"},
-		{engine.Event{ToolCall: &engine.ToolCall{Tail: "a-0", Tool: "Bash", Summary: "make test", Seconds: 2.25, Calls: 4}},
+		{journal.Event{ToolCall: &journal.ToolCall{Tail: "a-0", Tool: "Bash", Summary: "make test", Seconds: 2.25, Calls: 4}},
 			"12:04:05 r tail a-0 #4 Bash make test (2.2s)"},
-		{engine.Event{TailFinished: &engine.TailFinished{ID: "a-0", Status: "failed", Detail: "make test: 2 failures\nmore", Seconds: 42, Calls: 4, Score: &score, Usage: engine.Usage{Cost: 0.125}}},
+		{journal.Event{TailFinished: &journal.TailFinished{ID: "a-0", Status: "failed", Detail: "make test: 2 failures\nmore", Seconds: 42, Calls: 4, Score: &score, Usage: journal.Usage{Cost: 0.125}}},
 			"12:04:05 r tail a-0 failed 42s 4 calls $0.12 — make test: 2 failures more"},
-		{engine.Event{TailFinished: &engine.TailFinished{ID: "b-0", Status: engine.StatusNoVerdict, Reason: engine.ReasonQuota,
+		{journal.Event{TailFinished: &journal.TailFinished{ID: "b-0", Status: journal.StatusNoVerdict, Reason: journal.ReasonQuota,
 			Detail: "ended by the provider (quota): Quota exceeded.; not checked", Seconds: 3}},
 			"12:04:05 r tail b-0 no verdict (quota) 3s 0 calls $0.00 — ended by the provider (quota): Quota exceeded.; not checked"},
-		{engine.Event{TailStarted: &engine.TailStarted{ID: "h-3", Side: "b", Step: 3, How: "handoff", CapsuleFrom: &two}},
+		{journal.Event{TailStarted: &journal.TailStarted{ID: "h-3", Side: "b", Step: 3, How: "handoff", CapsuleFrom: &two}},
 			"12:04:05 r tail h-3 started (side b, handoff from step 3, which has no capsule: starts from step 2's)"},
-		{engine.Event{Resumed: &engine.Resumed{Rerun: []string{"a-1", "b-0"}}}, "12:04:05 r resumed; rerunning a-1, b-0"},
-		{engine.Event{RunFinished: &engine.RunFinished{Error: "budget spent"}}, "12:04:05 r finished with an error: budget spent"},
+		{journal.Event{Resumed: &journal.Resumed{Rerun: []string{"a-1", "b-0"}}}, "12:04:05 r resumed; rerunning a-1, b-0"},
+		{journal.Event{RunFinished: &journal.RunFinished{Error: "budget spent"}}, "12:04:05 r finished with an error: budget spent"},
 	} {
 		tc.e.Time, tc.e.Run = at, "r"
 		if got := Line(tc.e); got != tc.want {
@@ -52,14 +52,14 @@ func TestLiveRunPrintsLinesWithoutATerminal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bus := engine.NewBus()
+	bus := journal.NewBus()
 	done := make(chan error, 1)
 	go func() { done <- LiveRun(context.Background(), LiveOptions{Dir: r.dir, Out: outFile, Bus: bus}) }()
-	for _, e := range []engine.Event{
-		{RunStarted: &engine.RunStarted{Kind: "calibrate", Budget: 1, Jobs: 1, Sides: []engine.Side{{Key: "a", Agent: "claude"}}}},
-		{TailStarted: &engine.TailStarted{ID: "a-0", Side: "a", How: "fresh"}},
-		{TailFinished: &engine.TailFinished{ID: "a-0", Status: "passed", Passed: true, Calls: 1}},
-		{RunFinished: &engine.RunFinished{Report: "1/1"}},
+	for _, e := range []journal.Event{
+		{RunStarted: &journal.RunStarted{Kind: "calibrate", Budget: 1, Jobs: 1, Sides: []journal.Side{{Key: "a", Agent: "claude"}}}},
+		{TailStarted: &journal.TailStarted{ID: "a-0", Side: "a", How: "fresh"}},
+		{TailFinished: &journal.TailFinished{ID: "a-0", Status: "passed", Passed: true, Calls: 1}},
+		{RunFinished: &journal.RunFinished{Report: "1/1"}},
 	} {
 		r.j.Append(&e)
 		bus.Publish(e)

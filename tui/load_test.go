@@ -14,7 +14,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 var loadFor = flag.Duration("tui.load", 0, "run the load test this long (the issue asks 60s) and print its figures; default a 3s run")
@@ -90,8 +90,8 @@ func TestLoad(t *testing.T) {
 	const tails, rate = 200, 2000
 	stateDir := t.TempDir()
 	r := openRun(t, stateDir, "calibrate", "load")
-	sides := []engine.Side{{Key: "a", Agent: "claude"}, {Key: "b", Agent: "codex"}}
-	r.j.Append(&engine.Event{RunStarted: &engine.RunStarted{Kind: "calibrate", Budget: 100000, Jobs: tails, Sides: sides, Prompt: "load"}})
+	sides := []journal.Side{{Key: "a", Agent: "claude"}, {Key: "b", Agent: "codex"}}
+	r.j.Append(&journal.Event{RunStarted: &journal.RunStarted{Kind: "calibrate", Budget: 100000, Jobs: tails, Sides: sides, Prompt: "load"}})
 
 	m := &timedModel{model: newModel(modelConfig{styles: asciiStyles(), probes: true})}
 	m.openRun(r.dir)
@@ -123,7 +123,7 @@ func TestLoad(t *testing.T) {
 		start := func() slot {
 			next++
 			s := slot{id: fmt.Sprintf("%s-%d", sides[next%2].Key, next), life: 20 + rnd.Intn(60)}
-			r.j.Append(&engine.Event{TailStarted: &engine.TailStarted{ID: s.id, Side: sides[next%2].Key, How: "fresh"}})
+			r.j.Append(&journal.Event{TailStarted: &journal.TailStarted{ID: s.id, Side: sides[next%2].Key, How: "fresh"}})
 			return s
 		}
 		slots := make([]slot, tails)
@@ -144,16 +144,16 @@ func TestLoad(t *testing.T) {
 			for ; n < want; n++ {
 				s := &slots[rnd.Intn(tails)]
 				s.calls++
-				u := engine.Usage{Input: int64(900 * s.calls), Output: int64(200 * s.calls), Cost: 0.001 * float64(s.calls)}
+				u := journal.Usage{Input: int64(900 * s.calls), Output: int64(200 * s.calls), Cost: 0.001 * float64(s.calls)}
 				if s.calls >= s.life {
-					r.j.Append(&engine.Event{TailFinished: &engine.TailFinished{ID: s.id, Status: []string{"passed", "failed"}[rnd.Intn(2)], Calls: s.calls, Usage: u}})
+					r.j.Append(&journal.Event{TailFinished: &journal.TailFinished{ID: s.id, Status: []string{"passed", "failed"}[rnd.Intn(2)], Calls: s.calls, Usage: u}})
 					wmu.Lock()
 					finals++
 					wmu.Unlock()
 					*s = start()
 					continue
 				}
-				r.j.Append(&engine.Event{ToolCall: &engine.ToolCall{Tail: s.id, Tool: "Bash", Summary: fmt.Sprintf("go test ./pkg%d/...", s.calls%17), Seconds: 0.5, Calls: s.calls, Usage: u}})
+				r.j.Append(&journal.Event{ToolCall: &journal.ToolCall{Tail: s.id, Tool: "Bash", Summary: fmt.Sprintf("go test ./pkg%d/...", s.calls%17), Seconds: 0.5, Calls: s.calls, Usage: u}})
 			}
 			wmu.Lock()
 			written = n
@@ -232,12 +232,12 @@ func mb(h []uint64) string {
 func BenchmarkView(b *testing.B) {
 	stateDir := b.TempDir()
 	r := openRun(b, stateDir, "calibrate", "bench")
-	r.at(0, engine.Event{RunStarted: &engine.RunStarted{Kind: "calibrate", Budget: 400, Jobs: 200, Sides: []engine.Side{{Key: "a", Agent: "claude"}, {Key: "b", Agent: "codex"}}}})
+	r.at(0, journal.Event{RunStarted: &journal.RunStarted{Kind: "calibrate", Budget: 400, Jobs: 200, Sides: []journal.Side{{Key: "a", Agent: "claude"}, {Key: "b", Agent: "codex"}}}})
 	for i := 0; i < 200; i++ {
 		id := fmt.Sprintf("t-%d", i)
-		r.at(sec(i), engine.Event{TailStarted: &engine.TailStarted{ID: id, Side: []string{"a", "b"}[i%2], How: "fresh"}})
+		r.at(sec(i), journal.Event{TailStarted: &journal.TailStarted{ID: id, Side: []string{"a", "b"}[i%2], How: "fresh"}})
 		for c := 1; c <= 20; c++ {
-			r.at(sec(i+c), engine.Event{ToolCall: &engine.ToolCall{Tail: id, Tool: "Bash", Summary: "go test ./...", Calls: c, Usage: usage(int64(1000*c), 100, 0.01)}})
+			r.at(sec(i+c), journal.Event{ToolCall: &journal.ToolCall{Tail: id, Tool: "Bash", Summary: "go test ./...", Calls: c, Usage: usage(int64(1000*c), 100, 0.01)}})
 		}
 	}
 	tm := newTestModel(b, stateDir, newStub(), 160, 48)

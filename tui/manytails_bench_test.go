@@ -18,6 +18,7 @@ import (
 	"tare/config"
 	"tare/demo"
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 // treeMemory is the proportional memory (PSS: a shared page counts once, split among its
@@ -157,11 +158,11 @@ func BenchmarkManyTails(b *testing.B) {
 			b.Fatal(err)
 		}
 
-		events, err := engine.ReadJournal(out)
+		events, err := journal.ReadJournal(out)
 		if err != nil {
 			b.Fatal(err)
 		}
-		st := engine.Replay("many", events)
+		st := journal.Replay("many", events)
 		if done, running, _ := st.Counts(); done != tails || running != 0 || !st.Finished {
 			b.Fatalf("the journal holds %d finished tails and %d running (finished %v), want %d finished", done, running, st.Finished, tails)
 		}

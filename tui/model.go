@@ -14,7 +14,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // page is one screen of the app; the root keeps a stack of them and esc pops it.
@@ -188,11 +188,11 @@ func (m *model) refresh() {
 // note and fail set the footer's status; what an engine error carries may be an agent's
 // output, so it is made Printable too.
 func (m *model) note(format string, args ...any) {
-	m.status, m.statusErr, m.statusAt = engine.Printable(fmt.Sprintf(format, args...)), false, m.env.now()
+	m.status, m.statusErr, m.statusAt = journal.Printable(fmt.Sprintf(format, args...)), false, m.env.now()
 }
 
 func (m *model) fail(err error) {
-	m.status, m.statusErr, m.statusAt = engine.Printable(err.Error()), true, m.env.now()
+	m.status, m.statusErr, m.statusAt = journal.Printable(err.Error()), true, m.env.now()
 	m.log.Print(err)
 }
 
@@ -438,7 +438,7 @@ func (m *model) resume(dir string) tea.Cmd {
 
 func (m *model) retry(dir, id string) tea.Cmd {
 	t := m.env.store.run(dir).state.Tails[id]
-	if t == nil || (t.Status != engine.StatusFailed && t.Status != engine.StatusNoVerdict) {
+	if t == nil || (t.Status != journal.StatusFailed && t.Status != journal.StatusNoVerdict) {
 		status := "unknown"
 		if t != nil {
 			status = statusWord(t.Status)
@@ -452,7 +452,7 @@ func (m *model) retry(dir, id string) tea.Cmd {
 
 func (m *model) askKill(dir, id string) {
 	t := m.env.store.run(dir).state.Tails[id]
-	if t == nil || t.Status != engine.StatusRunning {
+	if t == nil || t.Status != journal.StatusRunning {
 		m.fail(fmt.Errorf("tail %s is not running: nothing to kill", id))
 		return
 	}

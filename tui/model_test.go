@@ -10,7 +10,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 func TestKeysGoToTheFocusedPaneOnly(t *testing.T) {
@@ -97,10 +97,10 @@ func TestFeedsReachTheViewsOfTheirRun(t *testing.T) {
 	if tm.tail.list.len() != 4 {
 		t.Fatalf("a-2 starts with %d calls", tm.tail.list.len())
 	}
-	j, _ := engine.OpenJournal(cal)
-	j.Append(&engine.Event{ToolCall: &engine.ToolCall{Tail: "a-2", Tool: "Bash", Summary: "make test", Calls: 5}})
-	j.Append(&engine.Event{ToolCall: &engine.ToolCall{Tail: "b-2", Tool: "Read", Summary: "go.mod", Calls: 4}})
-	j.Append(&engine.Event{TailFinished: &engine.TailFinished{ID: "a-2", Status: "passed", Passed: true, Detail: "make test ok", Calls: 5}})
+	j, _ := journal.OpenJournal(cal)
+	j.Append(&journal.Event{ToolCall: &journal.ToolCall{Tail: "a-2", Tool: "Bash", Summary: "make test", Calls: 5}})
+	j.Append(&journal.Event{ToolCall: &journal.ToolCall{Tail: "b-2", Tool: "Read", Summary: "go.mod", Calls: 4}})
+	j.Append(&journal.Event{TailFinished: &journal.TailFinished{ID: "a-2", Status: "passed", Passed: true, Detail: "make test ok", Calls: 5}})
 	j.Close()
 	tm.w.lastScan = time.Time{}
 	tm.send(tm.w.poll(time.Now())) // the feed's commands read the tail's new calls
@@ -309,8 +309,8 @@ func TestLiveViewEndsWithItsRun(t *testing.T) {
 	if tm.page() != runPage || tm.form != nil {
 		t.Fatal("the live view has no home and no form")
 	}
-	j, _ := engine.OpenJournal(cal)
-	j.Append(&engine.Event{RunFinished: &engine.RunFinished{Report: "ok"}})
+	j, _ := journal.OpenJournal(cal)
+	j.Append(&journal.Event{RunFinished: &journal.RunFinished{Report: "ok"}})
 	j.Close()
 	f := tm.w.poll(time.Now())
 	_, cmd := tm.Update(f)
@@ -336,7 +336,7 @@ func TestRunViewGetsItsKindPaneWhenTheFirstEventArrivesLate(t *testing.T) {
 		t.Fatal("a run with no events has no kind yet")
 	}
 	r := openRun(t, stateDir, "calibrate", "late")
-	r.at(0, engine.Event{RunStarted: &engine.RunStarted{Kind: "calibrate", Sides: []engine.Side{{Key: "a", Agent: "claude"}}}})
+	r.at(0, journal.Event{RunStarted: &journal.RunStarted{Kind: "calibrate", Sides: []journal.Side{{Key: "a", Agent: "claude"}}}})
 	tm.pollNow()
 	if tm.run.summary == nil || !strings.Contains(tm.View(), "Pass rate") {
 		t.Fatalf("no pass rate pane:\n%s", tm.View())

@@ -6,7 +6,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // watchKind is what a watched folder is to the watcher.
@@ -125,7 +125,7 @@ func (n *notifier) note(ev fsnotify.Event) {
 			n.tree, changed = true, true
 		}
 	case kindRun:
-		if filepath.Base(ev.Name) == engine.JournalFile {
+		if filepath.Base(ev.Name) == journal.JournalFile {
 			n.runs[dir], changed = true, true
 		}
 	case kindProbes:

@@ -11,7 +11,8 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"tare/engine"
+	"tare/engine/journal"
+	"tare/engine/probe"
 )
 
 // feedRecorder runs a bridge over stateDir and keeps what it sends.
@@ -56,10 +57,10 @@ func (r *feedRecorder) reading(agent string) string {
 }
 
 // startedRun writes a run with one live tail.
-func startedRun(t *testing.T, stateDir, name string) *journal {
+func startedRun(t *testing.T, stateDir, name string) *testJournal {
 	j := openRun(t, stateDir, "calibrate", name)
-	j.j.Append(&engine.Event{RunStarted: &engine.RunStarted{Kind: "calibrate", Budget: 1, Sides: []engine.Side{{Key: "a", Agent: "claude"}}}})
-	j.j.Append(&engine.Event{TailStarted: &engine.TailStarted{ID: "a-0", Side: "a", How: "fresh"}})
+	j.j.Append(&journal.Event{RunStarted: &journal.RunStarted{Kind: "calibrate", Budget: 1, Sides: []journal.Side{{Key: "a", Agent: "claude"}}}})
+	j.j.Append(&journal.Event{TailStarted: &journal.TailStarted{ID: "a-0", Side: "a", How: "fresh"}})
 	return j
 }
 
@@ -69,31 +70,31 @@ func startedRun(t *testing.T, stateDir, name string) *journal {
 func TestBridgeIsLiveWithoutPolling(t *testing.T) {
 	stateDir := t.TempDir()
 	old := startedRun(t, stateDir, "old")
-	old.j.Append(&engine.Event{ToolCall: &engine.ToolCall{Tail: "a-0", Tool: "Bash", Calls: 1}})
+	old.j.Append(&journal.Event{ToolCall: &journal.ToolCall{Tail: "a-0", Tool: "Bash", Calls: 1}})
 	rec := runBridge(t, newWatcher(stateDir, nil, nil, nil), time.Hour)
 	until(t, 5*time.Second, "the first read did not arrive", func() bool { return rec.calls(old.dir) == 1 })
 
-	old.j.Append(&engine.Event{ToolCall: &engine.ToolCall{Tail: "a-0", Tool: "Bash", Calls: 2}})
+	old.j.Append(&journal.Event{ToolCall: &journal.ToolCall{Tail: "a-0", Tool: "Bash", Calls: 2}})
 	until(t, 2*time.Second, "an appended tool call did not arrive without a poll", func() bool { return rec.calls(old.dir) == 2 })
 
 	// A run made now: its folder first, its journal after, as the engine makes them.
 	fresh := startedRun(t, stateDir, "fresh")
-	fresh.j.Append(&engine.Event{ToolCall: &engine.ToolCall{Tail: "a-0", Tool: "Bash", Calls: 1}})
+	fresh.j.Append(&journal.Event{ToolCall: &journal.ToolCall{Tail: "a-0", Tool: "Bash", Calls: 1}})
 	until(t, 2*time.Second, "a run made after the app started did not arrive without a poll", func() bool { return rec.calls(fresh.dir) == 1 })
 	// A new command's folder, and a run in it.
 	other := openRun(t, stateDir, "record", "other")
-	other.j.Append(&engine.Event{RunStarted: &engine.RunStarted{Kind: "record", Budget: 1, Sides: []engine.Side{{Key: "a", Agent: "claude"}}}})
-	other.j.Append(&engine.Event{TailStarted: &engine.TailStarted{ID: "a-0", Side: "a", How: "fresh"}})
-	other.j.Append(&engine.Event{ToolCall: &engine.ToolCall{Tail: "a-0", Tool: "Bash", Calls: 1}})
+	other.j.Append(&journal.Event{RunStarted: &journal.RunStarted{Kind: "record", Budget: 1, Sides: []journal.Side{{Key: "a", Agent: "claude"}}}})
+	other.j.Append(&journal.Event{TailStarted: &journal.TailStarted{ID: "a-0", Side: "a", How: "fresh"}})
+	other.j.Append(&journal.Event{ToolCall: &journal.ToolCall{Tail: "a-0", Tool: "Bash", Calls: 1}})
 	until(t, 2*time.Second, "a run of a new command did not arrive without a poll", func() bool { return rec.calls(other.dir) == 1 })
 
-	writeProbe(t, stateDir, ProbeReading{Agent: "claude", Verdict: "tare: 0.00", Zero: true, At: t0, Project: demoProject, Room: engine.RoomModelServer})
+	writeProbe(t, stateDir, ProbeReading{Agent: "claude", Verdict: "tare: 0.00", Zero: true, At: t0, Project: demoProject, Room: probe.RoomModelServer})
 	until(t, 2*time.Second, "a new reading did not arrive without a poll", func() bool { return rec.reading("claude") == "tare: 0.00" })
 
 	// A finished run retried: it goes on after its end.
-	old.j.Append(&engine.Event{RunFinished: &engine.RunFinished{Report: "done"}})
-	old.j.Append(&engine.Event{TailStarted: &engine.TailStarted{ID: "a-0", Side: "a", How: "fresh", Attempt: 1}})
-	old.j.Append(&engine.Event{ToolCall: &engine.ToolCall{Tail: "a-0", Tool: "Bash", Calls: 3}})
+	old.j.Append(&journal.Event{RunFinished: &journal.RunFinished{Report: "done"}})
+	old.j.Append(&journal.Event{TailStarted: &journal.TailStarted{ID: "a-0", Side: "a", How: "fresh", Attempt: 1}})
+	old.j.Append(&journal.Event{ToolCall: &journal.ToolCall{Tail: "a-0", Tool: "Bash", Calls: 3}})
 	until(t, 2*time.Second, "a finished run's retry did not arrive without a poll", func() bool { return rec.calls(old.dir) == 3 })
 }
 
@@ -117,15 +118,15 @@ func TestBridgePollsWhenWatchesRunOut(t *testing.T) {
 				return w.notify.fs.Add(dir)
 			}
 			rec := runBridge(t, w, pollEvery)
-			old.j.Append(&engine.Event{ToolCall: &engine.ToolCall{Tail: "a-0", Tool: "Bash", Calls: 1}})
+			old.j.Append(&journal.Event{ToolCall: &journal.ToolCall{Tail: "a-0", Tool: "Bash", Calls: 1}})
 			until(t, 5*time.Second, "an appended tool call did not arrive by polling", func() bool { return rec.calls(old.dir) == 1 })
 			fresh := startedRun(t, stateDir, "fresh")
-			fresh.j.Append(&engine.Event{ToolCall: &engine.ToolCall{Tail: "a-0", Tool: "Bash", Calls: 1}})
+			fresh.j.Append(&journal.Event{ToolCall: &journal.ToolCall{Tail: "a-0", Tool: "Bash", Calls: 1}})
 			until(t, 5*time.Second, "a new run did not arrive by polling", func() bool { return rec.calls(fresh.dir) == 1 })
 			other := openRun(t, stateDir, "record", "other")
-			other.j.Append(&engine.Event{RunStarted: &engine.RunStarted{Kind: "record", Budget: 1, Sides: []engine.Side{{Key: "a", Agent: "claude"}}}})
-			other.j.Append(&engine.Event{TailStarted: &engine.TailStarted{ID: "a-0", Side: "a", How: "fresh"}})
-			other.j.Append(&engine.Event{ToolCall: &engine.ToolCall{Tail: "a-0", Tool: "Bash", Calls: 1}})
+			other.j.Append(&journal.Event{RunStarted: &journal.RunStarted{Kind: "record", Budget: 1, Sides: []journal.Side{{Key: "a", Agent: "claude"}}}})
+			other.j.Append(&journal.Event{TailStarted: &journal.TailStarted{ID: "a-0", Side: "a", How: "fresh"}})
+			other.j.Append(&journal.Event{ToolCall: &journal.ToolCall{Tail: "a-0", Tool: "Bash", Calls: 1}})
 			until(t, 5*time.Second, "a run of a new command did not arrive by polling", func() bool { return rec.calls(other.dir) == 1 })
 		})
 	}
@@ -136,14 +137,14 @@ func TestBridgePollsWhenWatchesRunOut(t *testing.T) {
 func TestPollingLeavesFinishedRunsToTheScan(t *testing.T) {
 	stateDir := t.TempDir()
 	j := startedRun(t, stateDir, "done")
-	j.j.Append(&engine.Event{RunFinished: &engine.RunFinished{Report: "done"}})
+	j.j.Append(&journal.Event{RunFinished: &journal.RunFinished{Report: "done"}})
 	w := newWatcher(stateDir, nil, nil, nil)
 	now := time.Now()
 	if f := w.poll(now); len(f.runs) != 1 {
 		t.Fatalf("the first poll read %d runs, want 1", len(f.runs))
 	}
 	// Removing the journal shows whether a poll looks at it: the follower would log that it is gone.
-	journal := filepath.Join(j.dir, engine.JournalFile)
+	journal := filepath.Join(j.dir, journal.JournalFile)
 	if err := os.Rename(journal, journal+".away"); err != nil {
 		t.Fatal(err)
 	}
@@ -162,8 +163,8 @@ func TestPollingLeavesFinishedRunsToTheScan(t *testing.T) {
 func TestClockIsSlowWhileNothingIsLive(t *testing.T) {
 	stateDir := t.TempDir()
 	done := startedRun(t, stateDir, "done")
-	done.j.Append(&engine.Event{TailFinished: &engine.TailFinished{ID: "a-0", Status: engine.StatusPassed, Passed: true}})
-	done.j.Append(&engine.Event{RunFinished: &engine.RunFinished{Report: "done"}})
+	done.j.Append(&journal.Event{TailFinished: &journal.TailFinished{ID: "a-0", Status: journal.StatusPassed, Passed: true}})
+	done.j.Append(&journal.Event{RunFinished: &journal.RunFinished{Report: "done"}})
 	m := newModel(modelConfig{styles: asciiStyles(), probes: true})
 	w := newWatcher(stateDir, nil, nil, nil)
 	m.Init()

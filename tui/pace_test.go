@@ -8,7 +8,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // An app with nothing on screen that changes with time schedules no tick at all; a status
@@ -17,8 +17,8 @@ import (
 func TestClockStopsWhenNothingChangesWithTime(t *testing.T) {
 	stateDir := t.TempDir()
 	done := startedRun(t, stateDir, "done")
-	done.j.Append(&engine.Event{TailFinished: &engine.TailFinished{ID: "a-0", Status: engine.StatusPassed, Passed: true}})
-	done.j.Append(&engine.Event{RunFinished: &engine.RunFinished{Report: "done"}})
+	done.j.Append(&journal.Event{TailFinished: &journal.TailFinished{ID: "a-0", Status: journal.StatusPassed, Passed: true}})
+	done.j.Append(&journal.Event{RunFinished: &journal.RunFinished{Report: "done"}})
 	now := time.Now()
 	m := newModel(modelConfig{styles: asciiStyles(), probes: true, now: func() time.Time { return now }})
 	w := newWatcher(stateDir, nil, nil, nil)

@@ -11,7 +11,8 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"tare/engine"
+	"tare/engine/journal"
+	"tare/engine/probe"
 )
 
 // paneEnv is a store built from the demo state's journals, for panes tested on their own.
@@ -65,11 +66,11 @@ func TestProbesPane(t *testing.T) {
 // project's "tare: 0.00", nor a reading stored before readings named their room.
 func TestProbesPaneShowsThisProjectsReadingsOnly(t *testing.T) {
 	stateDir := t.TempDir()
-	writeProbe(t, stateDir, ProbeReading{Agent: "claude", Verdict: "tare: 0.00", Zero: true, At: t0, Project: "/src/other", Room: engine.RoomModelServer})
-	writeProbe(t, stateDir, ProbeReading{Agent: "codex", Verdict: "tare: 1 leak", At: t0.Add(-time.Hour), Project: demoProject, Room: engine.RoomModelServer})
-	writeProbe(t, stateDir, ProbeReading{Agent: "codex", Verdict: "tare: 0.00", Zero: true, At: t0, Project: "/src/other", Room: engine.RoomModelServer})
-	writeProbe(t, stateDir, ProbeReading{Agent: "pi", Verdict: "not proven (blind)", At: t0.Add(-time.Hour), Project: demoProject, Room: engine.RoomModelServer})
-	writeProbe(t, stateDir, ProbeReading{Agent: "pi", Verdict: "tare: 0.00", Zero: true, At: t0, Project: demoProject, Room: engine.RoomModelServerHostNet})
+	writeProbe(t, stateDir, ProbeReading{Agent: "claude", Verdict: "tare: 0.00", Zero: true, At: t0, Project: "/src/other", Room: probe.RoomModelServer})
+	writeProbe(t, stateDir, ProbeReading{Agent: "codex", Verdict: "tare: 1 leak", At: t0.Add(-time.Hour), Project: demoProject, Room: probe.RoomModelServer})
+	writeProbe(t, stateDir, ProbeReading{Agent: "codex", Verdict: "tare: 0.00", Zero: true, At: t0, Project: "/src/other", Room: probe.RoomModelServer})
+	writeProbe(t, stateDir, ProbeReading{Agent: "pi", Verdict: "not proven (blind)", At: t0.Add(-time.Hour), Project: demoProject, Room: probe.RoomModelServer})
+	writeProbe(t, stateDir, ProbeReading{Agent: "pi", Verdict: "tare: 0.00", Zero: true, At: t0, Project: demoProject, Room: probe.RoomModelServerHostNet})
 	// As the engine stored readings before: one file per agent, no room, any project.
 	legacy, _ := json.Marshal(ProbeReading{Agent: "claude", Verdict: "tare: 0.00", Zero: true, At: t0, Project: demoProject})
 	if err := os.WriteFile(filepath.Join(stateDir, ProbesDir, "claude.json"), legacy, 0o644); err != nil {
@@ -176,8 +177,8 @@ func TestPassBar(t *testing.T) {
 		{0, 10, "●━━━━━··············"},  // 0%–28%
 		{5, 10, "····━━━━━━●━━━━━····"},
 	} {
-		lo, hi := engine.Wilson(tc.passed, tc.done)
-		got := passBar(s, engine.SideTally{Passed: tc.passed, Verdicts: tc.done, Lo: lo, Hi: hi}, 20)
+		lo, hi := journal.Wilson(tc.passed, tc.done)
+		got := passBar(s, journal.SideTally{Passed: tc.passed, Verdicts: tc.done, Lo: lo, Hi: hi}, 20)
 		if got != tc.want {
 			t.Errorf("%d/%d: %q, want %q", tc.passed, tc.done, got, tc.want)
 		}
@@ -231,21 +232,21 @@ func TestTailViewFollowsItsTailOnly(t *testing.T) {
 	}
 	// A call written while the journal is read is read once the first scan is in, and
 	// counts once; another tail's call is not this tail's.
-	_, first := v.apply([]engine.Event{{Seq: 1}})
-	j, err := engine.OpenJournal(cal)
+	_, first := v.apply([]journal.Event{{Seq: 1}})
+	j, err := journal.OpenJournal(cal)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	late := engine.Event{ToolCall: &engine.ToolCall{Tail: "b-2", Tool: "Bash", Summary: "late", Calls: 4}}
-	other := engine.Event{ToolCall: &engine.ToolCall{Tail: "a-2", Tool: "Bash", Calls: 5}}
+	late := journal.Event{ToolCall: &journal.ToolCall{Tail: "b-2", Tool: "Bash", Summary: "late", Calls: 4}}
+	other := journal.Event{ToolCall: &journal.ToolCall{Tail: "a-2", Tool: "Bash", Calls: 5}}
 	if err := j.Append(&late); err != nil {
 		t.Fatal(err)
 	}
 	if err := j.Append(&other); err != nil {
 		t.Fatal(err)
 	}
-	_, again := v.apply([]engine.Event{late, other})
+	_, again := v.apply([]journal.Event{late, other})
 	if again != nil {
 		t.Fatal("a second scan started while one is under way")
 	}
@@ -296,10 +297,10 @@ func TestFormKinds(t *testing.T) {
 func TestRetriedRunIsLiveUntilTheRetryEnds(t *testing.T) {
 	stateDir := t.TempDir()
 	j := openRun(t, stateDir, "calibrate", "retried")
-	j.at(-min_(5), engine.Event{RunStarted: &engine.RunStarted{Kind: "calibrate", Sides: []engine.Side{{Key: "a", Agent: "pi"}}, Budget: 1, Jobs: 1}})
-	j.at(-min_(5), engine.Event{TailStarted: &engine.TailStarted{ID: "a-0", Side: "a", How: "fresh"}})
-	j.at(-min_(4), engine.Event{TailFinished: &engine.TailFinished{ID: "a-0", Status: engine.StatusFailed}})
-	j.at(-min_(4), engine.Event{RunFinished: &engine.RunFinished{Report: "a 0/1"}})
+	j.at(-min_(5), journal.Event{RunStarted: &journal.RunStarted{Kind: "calibrate", Sides: []journal.Side{{Key: "a", Agent: "pi"}}, Budget: 1, Jobs: 1}})
+	j.at(-min_(5), journal.Event{TailStarted: &journal.TailStarted{ID: "a-0", Side: "a", How: "fresh"}})
+	j.at(-min_(4), journal.Event{TailFinished: &journal.TailFinished{ID: "a-0", Status: journal.StatusFailed}})
+	j.at(-min_(4), journal.Event{RunFinished: &journal.RunFinished{Report: "a 0/1"}})
 	status := func() string {
 		e := &env{st: asciiStyles(), keys: DefaultKeyMap(), store: newStore(nil, demoProject), now: func() time.Time { return t0 }}
 		w := newWatcher(stateDir, nil, func(string) bool { return true }, nil)
@@ -309,13 +310,13 @@ func TestRetriedRunIsLiveUntilTheRetryEnds(t *testing.T) {
 	if got := status(); got != "done" {
 		t.Fatalf("finished run is %q, want done", got)
 	}
-	j.at(-min_(3), engine.Event{Resumed: &engine.Resumed{Rerun: []string{"a-0"}}})
-	j.at(-min_(3), engine.Event{TailStarted: &engine.TailStarted{ID: "a-0", Side: "a", How: "fresh", Attempt: 1}})
+	j.at(-min_(3), journal.Event{Resumed: &journal.Resumed{Rerun: []string{"a-0"}}})
+	j.at(-min_(3), journal.Event{TailStarted: &journal.TailStarted{ID: "a-0", Side: "a", How: "fresh", Attempt: 1}})
 	if got := status(); got != "live" {
 		t.Fatalf("run with a retry running is %q, want live", got)
 	}
-	j.at(-min_(2), engine.Event{TailFinished: &engine.TailFinished{ID: "a-0", Status: engine.StatusFailed, Attempt: 1}})
-	j.at(-min_(2), engine.Event{RunFinished: &engine.RunFinished{Report: "a 0/1 · 1 retried"}})
+	j.at(-min_(2), journal.Event{TailFinished: &journal.TailFinished{ID: "a-0", Status: journal.StatusFailed, Attempt: 1}})
+	j.at(-min_(2), journal.Event{RunFinished: &journal.RunFinished{Report: "a 0/1 · 1 retried"}})
 	if got := status(); got != "done" {
 		t.Fatalf("run after its retry is %q, want done", got)
 	}

@@ -7,7 +7,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"tare/engine"
+	"tare/engine/probe"
 )
 
 // press gives the model a key and the intent it emits, and returns the engine call that
@@ -27,12 +27,12 @@ func (tm *testModel) press(k string) []tea.Cmd {
 // reading itself, every line of it, scrollable; esc goes back.
 func TestProbeKeysProbeOnceAndEnterOpensTheReading(t *testing.T) {
 	stateDir, _, _ := demoState(t)
-	r := &engine.Reading{Agent: "claude", Version: "2.1.197", Project: demoProject, Room: engine.RoomModelServer, Bwrap: "0.8.0",
+	r := &probe.Reading{Agent: "claude", Version: "2.1.197", Project: demoProject, Room: probe.RoomModelServer, Bwrap: "0.8.0",
 		Network: "no network", ControlSaw: map[string]string{}}
 	for i := 0; i < 40; i++ {
 		r.Declared = append(r.Declared, fmt.Sprintf("file number %02d of the room", i))
 	}
-	if err := engine.StoreReading(stateDir, r); err != nil {
+	if err := probe.StoreReading(stateDir, r); err != nil {
 		t.Fatal(err)
 	}
 	stub := newStub()

@@ -10,7 +10,8 @@ import (
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"tare/engine"
+	"tare/engine/journal"
+	"tare/engine/probe"
 )
 
 // reader is a page of text the operator scrolls through: a probe reading, every line of it.
@@ -78,12 +79,12 @@ func loadReading(p ProbeReading) tea.Cmd {
 		if err != nil {
 			return readerMsg{title: title, err: fmt.Errorf("reading of %s: %v; fix: p takes a new one", p.Agent, err)}
 		}
-		var r engine.Reading
+		var r probe.Reading
 		if err := json.Unmarshal(data, &r); err != nil {
 			return readerMsg{title: title, err: fmt.Errorf("reading of %s (%s): %v; fix: p takes a new one", p.Agent, p.path, err)}
 		}
 		// The reading names files of the project, whose names an agent may have chosen.
-		text := engine.Printable(strings.TrimRight(r.Render(), "\n"))
+		text := journal.Printable(strings.TrimRight(r.Render(), "\n"))
 		return readerMsg{title: fmt.Sprintf("%s · %s · %s", title, r.Verdict(), p.At.Local().Format("2006-01-02 15:04")), text: text}
 	}
 }

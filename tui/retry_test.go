@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // In an app that watched a run end, the run is live again while a retry runs (the Runs list,
@@ -14,11 +14,11 @@ func TestRetryIsLiveInAnAppThatSawTheRunEnd(t *testing.T) {
 	stateDir := t.TempDir()
 	stub := newStub()
 	c := openRun(t, stateDir, "calibrate", "calibrate-retry")
-	c.at(-min_(10), engine.Event{RunStarted: &engine.RunStarted{Kind: "calibrate", Project: "/src/shop", Prompt: "p", Budget: 1, Jobs: 1,
-		Sides: []engine.Side{{Key: "a", Agent: "pi"}}}})
-	c.at(-min_(10), engine.Event{TailStarted: &engine.TailStarted{ID: "a-0", Side: "a", How: "fresh"}})
-	c.at(-min_(9), engine.Event{TailFinished: &engine.TailFinished{ID: "a-0", Status: engine.StatusNoVerdict, Reason: engine.ReasonKilled, Detail: "killed by the operator"}})
-	c.at(-min_(9), engine.Event{RunFinished: &engine.RunFinished{Report: "r"}})
+	c.at(-min_(10), journal.Event{RunStarted: &journal.RunStarted{Kind: "calibrate", Project: "/src/shop", Prompt: "p", Budget: 1, Jobs: 1,
+		Sides: []journal.Side{{Key: "a", Agent: "pi"}}}})
+	c.at(-min_(10), journal.Event{TailStarted: &journal.TailStarted{ID: "a-0", Side: "a", How: "fresh"}})
+	c.at(-min_(9), journal.Event{TailFinished: &journal.TailFinished{ID: "a-0", Status: journal.StatusNoVerdict, Reason: journal.ReasonKilled, Detail: "killed by the operator"}})
+	c.at(-min_(9), journal.Event{RunFinished: &journal.RunFinished{Report: "r"}})
 	stub.setAlive(c.dir, false) // the run's own process has ended
 	tm := newTestModel(t, stateDir, stub, 120, 30)
 	if s := tm.env.store.run(c.dir).status(); s != "done" {
@@ -27,9 +27,9 @@ func TestRetryIsLiveInAnAppThatSawTheRunEnd(t *testing.T) {
 
 	// R: `tare resume DIR --retry a-0` owns the run again and journals the retry.
 	stub.setAlive(c.dir, true)
-	c.at(-min_(1), engine.Event{Resumed: &engine.Resumed{Rerun: []string{"a-0"}}})
-	c.at(-min_(1), engine.Event{Phase: &engine.Phase{Name: "tails"}})
-	c.at(-min_(1), engine.Event{TailStarted: &engine.TailStarted{ID: "a-0", Side: "a", How: "fresh", Attempt: 1}})
+	c.at(-min_(1), journal.Event{Resumed: &journal.Resumed{Rerun: []string{"a-0"}}})
+	c.at(-min_(1), journal.Event{Phase: &journal.Phase{Name: "tails"}})
+	c.at(-min_(1), journal.Event{TailStarted: &journal.TailStarted{ID: "a-0", Side: "a", How: "fresh", Attempt: 1}})
 	tm.pollNow()
 	if s := tm.env.store.run(c.dir).status(); s != "live" {
 		t.Errorf("while the retry runs the run is %q, want live", s)
@@ -50,8 +50,8 @@ func TestRetryIsLiveInAnAppThatSawTheRunEnd(t *testing.T) {
 		t.Errorf("with the retry's process gone the run is %q, want crashed", s)
 	}
 
-	c.at(0, engine.Event{TailFinished: &engine.TailFinished{ID: "a-0", Status: engine.StatusPassed, Passed: true, Attempt: 1}})
-	c.at(0, engine.Event{RunFinished: &engine.RunFinished{Report: "r"}})
+	c.at(0, journal.Event{TailFinished: &journal.TailFinished{ID: "a-0", Status: journal.StatusPassed, Passed: true, Attempt: 1}})
+	c.at(0, journal.Event{RunFinished: &journal.RunFinished{Report: "r"}})
 	stub.setAlive(c.dir, false)
 	tm.pollNow()
 	if s := tm.env.store.run(c.dir).status(); s != "done" {

@@ -14,6 +14,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 // runView is one run: two lines of summary, the pane of its kind (pass rates for a
@@ -153,7 +154,7 @@ func (p *tallyPane) view(bool) string {
 	s := p.env.st
 	tallies := st.Tally()
 	lw := min(max(p.w/4, 8), 28)
-	nums := func(t engine.SideTally, running bool) string {
+	nums := func(t journal.SideTally, running bool) string {
 		counts := fmt.Sprintf("%d/%d", t.Passed, t.Verdicts)
 		rate, interval := "  –", "    –    "
 		if r, ok := t.Rate(); ok {
@@ -179,7 +180,7 @@ func (p *tallyPane) view(bool) string {
 		outs[i] = t.LeftOut()
 	}
 	running := true
-	room := func() int { return p.w - lw - 1 - len([]rune(nums(engine.SideTally{}, running))) - 3 - 12 }
+	room := func() int { return p.w - lw - 1 - len([]rune(nums(journal.SideTally{}, running))) - 3 - 12 }
 	if width() > room() {
 		running = false
 	}
@@ -209,7 +210,7 @@ func (p *tallyPane) view(bool) string {
 }
 
 // leftOutCounts is LeftOut without the reasons, for a narrow pane: "1 no verdict · 1 retried".
-func leftOutCounts(t engine.SideTally) string {
+func leftOutCounts(t journal.SideTally) string {
 	var parts []string
 	if t.NoVerdict > 0 {
 		parts = append(parts, fmt.Sprintf("%d no verdict", t.NoVerdict))
@@ -222,7 +223,7 @@ func leftOutCounts(t engine.SideTally) string {
 
 // passBar draws a pass rate on [0, 1] in w cells: the interval as a thick line over a thin
 // track, the rate itself as a dot. With no finished tail it is the bare track.
-func passBar(s styles, t engine.SideTally, w int) string {
+func passBar(s styles, t journal.SideTally, w int) string {
 	if w < 3 {
 		return strings.Repeat(" ", max(w, 0))
 	}
@@ -266,24 +267,24 @@ type tailsPane struct {
 // first, dearest first. Ties keep the start order.
 var tailOrders = []struct {
 	name string
-	less func(a, b *engine.TailState, now time.Time) bool
+	less func(a, b *journal.TailState, now time.Time) bool
 }{
 	{"start", nil},
-	{"status", func(a, b *engine.TailState, _ time.Time) bool { return statusRank(a.Status) < statusRank(b.Status) }},
-	{"time", func(a, b *engine.TailState, now time.Time) bool { return a.Elapsed(now) > b.Elapsed(now) }},
-	{"cost", func(a, b *engine.TailState, _ time.Time) bool { return a.TotalUsage().Cost > b.TotalUsage().Cost }},
+	{"status", func(a, b *journal.TailState, _ time.Time) bool { return statusRank(a.Status) < statusRank(b.Status) }},
+	{"time", func(a, b *journal.TailState, now time.Time) bool { return a.Elapsed(now) > b.Elapsed(now) }},
+	{"cost", func(a, b *journal.TailState, _ time.Time) bool { return a.TotalUsage().Cost > b.TotalUsage().Cost }},
 }
 
 // statusRank puts what needs a look first: running, then failed, no verdict, passed.
 func statusRank(s string) int {
 	switch s {
-	case engine.StatusRunning:
+	case journal.StatusRunning:
 		return 0
-	case engine.StatusFailed:
+	case journal.StatusFailed:
 		return 1
-	case engine.StatusNoVerdict:
+	case journal.StatusNoVerdict:
 		return 2
-	case engine.StatusPassed:
+	case journal.StatusPassed:
 		return 4
 	}
 	return 3
@@ -320,7 +321,7 @@ func (p *tailsPane) refresh() {
 	rows := make([]row, 0, len(st.Order))
 	for _, id := range st.Order {
 		t := st.Tails[id]
-		finished := t.Status != engine.StatusRunning
+		finished := t.Status != journal.StatusRunning
 		if r, ok := p.done[id]; ok && finished && r.cells[3].text == statusCell(t).text && r.attempt == t.Attempt {
 			rows = append(rows, r)
 			continue
@@ -330,11 +331,11 @@ func (p *tailsPane) refresh() {
 			from = "–"
 		}
 		detail := t.Detail
-		if t.Status == engine.StatusRunning && len(t.Tools) > 0 {
+		if t.Status == journal.StatusRunning && len(t.Tools) > 0 {
 			last := t.Tools[len(t.Tools)-1]
 			detail = last.Tool + " " + last.Summary
 		}
-		if t.Status == engine.StatusRunning && !t.Checking.IsZero() {
+		if t.Status == journal.StatusRunning && !t.Checking.IsZero() {
 			detail = checkingNote(t, now)
 		}
 		if _, ok := stalledCell(t); ok {
@@ -347,7 +348,7 @@ func (p *tailsPane) refresh() {
 			detail = placeCell(t) + " · " + detail
 		}
 		status := statusCell(t)
-		if t.Status == engine.StatusRunning && !t.Checking.IsZero() {
+		if t.Status == journal.StatusRunning && !t.Checking.IsZero() {
 			status = cell{"checking", statusTone("checking")}
 		}
 		if pending(t) {
@@ -379,13 +380,13 @@ func (p *tailsPane) refresh() {
 
 // attemptNote says which attempt a retried tail shows and which one its side counts:
 // "attempt 2 · counts attempt 1: failed".
-func attemptNote(t *engine.TailState) string {
+func attemptNote(t *journal.TailState) string {
 	note := fmt.Sprintf("attempt %d", t.Attempt+1)
 	if a, ok := t.Counted(); ok {
 		if a.N != t.Attempt {
 			note += fmt.Sprintf(" · counts attempt %d: %s", a.N+1, a.Status)
 		}
-	} else if t.Status != engine.StatusRunning {
+	} else if t.Status != journal.StatusRunning {
 		note += " · no verdict in any"
 	}
 	return note

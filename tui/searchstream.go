@@ -8,7 +8,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // search is one f search of a run's tails, read by its own goroutine (run), which hands the
@@ -26,16 +26,16 @@ const searchEvery = 100 * time.Millisecond
 // searchMsg is a search's progress: every hit so far, and how many tails it has read.
 type searchMsg struct {
 	s           *search
-	hits        []engine.TailHit
+	hits        []journal.TailHit
 	done, total int
 	finished    bool
 	err         error
 }
 
 func (s *search) run() {
-	var hits []engine.TailHit
+	var hits []journal.TailHit
 	last := time.Now()
-	err := engine.SearchTailsEach(s.dir, s.q, func(done, total int, found []engine.TailHit) bool {
+	err := journal.SearchTailsEach(s.dir, s.q, func(done, total int, found []journal.TailHit) bool {
 		hits = append(hits, found...)
 		if time.Since(last) >= searchEvery && done < total {
 			s.ch <- searchMsg{s: s, hits: hits[:len(hits):len(hits)], done: done, total: total}
@@ -73,7 +73,7 @@ func (m *model) searched(msg searchMsg) tea.Cmd {
 		}
 		fmt.Fprintf(&b, "%-8s %-10s %-6s %s\n", h.Tail, step, h.Field, h.Line)
 	}
-	text := engine.Printable(strings.TrimRight(b.String(), "\n"))
+	text := journal.Printable(strings.TrimRight(b.String(), "\n"))
 	switch {
 	case !msg.s.opened:
 		msg.s.opened = true

@@ -18,7 +18,7 @@ import (
 	charmlog "github.com/charmbracelet/log"
 	gossh "golang.org/x/crypto/ssh"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // sshClient is one operator's ssh session on the app, reading its screen.
@@ -106,7 +106,7 @@ func TestServeOverSSH(t *testing.T) {
 	charmlog.SetOutput(io.Discard)
 	t.Cleanup(func() { charmlog.SetOutput(os.Stderr) })
 	stateDir, cal, _ := demoState(t)
-	journal := filepath.Join(cal, engine.JournalFile)
+	journal := filepath.Join(cal, journal.JournalFile)
 	before, _ := os.ReadFile(journal)
 
 	operator, stranger := newKey(t), newKey(t)

@@ -10,7 +10,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // markKey marks the selected tail as the first of two to compare; compareKey lays the
@@ -44,7 +44,7 @@ func (p *tailsPane) sideKey(msg tea.KeyMsg, id string) (bool, tea.Cmd) {
 // loadSide reads and aligns two tails off the UI goroutine, and opens them in the reader.
 func loadSide(a, b tailRef, width int) tea.Cmd {
 	return func() tea.Msg {
-		s, err := engine.CompareTails(context.Background(), a.dir, a.id, b.dir, b.id)
+		s, err := journal.CompareTails(context.Background(), a.dir, a.id, b.dir, b.id)
 		if err != nil {
 			return readerMsg{err: fmt.Errorf("side by side: %v", err)}
 		}
@@ -70,9 +70,9 @@ func name(r tailRef) string { return r.id + " of " + filepath.Base(r.dir) }
 
 // renderSide draws the aligned calls in two columns, one row a step: the first step where
 // the tails differ is marked ▶ and named under the table; then each tail's workspace change.
-func renderSide(s *engine.SideBySide, width int) string {
+func renderSide(s *journal.SideBySide, width int) string {
 	col := (width - 9) / 2
-	cell := func(d *engine.TailDetail, i int) string {
+	cell := func(d *journal.TailDetail, i int) string {
 		if i < 0 {
 			return "–"
 		}
@@ -105,5 +105,5 @@ func renderSide(s *engine.SideBySide, width int) string {
 		b.WriteString("\nthe tails made the same calls\n")
 	}
 	fmt.Fprintf(&b, "\n── %s ──\n%s\n── %s ──\n%s", s.TailA, strings.TrimRight(s.ChangesA, "\n"), s.TailB, strings.TrimRight(s.ChangesB, "\n"))
-	return engine.Printable(b.String())
+	return journal.Printable(b.String())
 }

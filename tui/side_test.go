@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 // sideScript writes a file, then runs second (the step where two runs part), then ends.
@@ -32,7 +33,7 @@ func TestSideBySideMarksTheFirstDivergence(t *testing.T) {
 	project := t.TempDir()
 	os.WriteFile(filepath.Join(project, "README.md"), []byte("# notes\n"), 0o644)
 	calibrate := func(second string) string {
-		dir, _, err := engine.Calibrate(context.Background(), engine.CalibrateOptions{Prompt: "Take notes", Sides: []engine.Side{{Key: "a", Agent: "claude"}},
+		dir, _, err := engine.Calibrate(context.Background(), engine.CalibrateOptions{Prompt: "Take notes", Sides: []journal.Side{{Key: "a", Agent: "claude"}},
 			Check: "test -f notes.txt", Runs: 1, Jobs: 1, Project: project, Config: w.cfg, Script: sideScript(t, second)})
 		if err != nil {
 			t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // maxSkim bounds what one skimming poll reads: more than maxRead, since skimming a line
@@ -24,7 +24,7 @@ type skimmed struct {
 	start, end int32 // the line is buf[start:end]
 	seq        int64
 	tail       string
-	ev         *engine.Event
+	ev         *journal.Event
 	keep       bool
 }
 
@@ -39,7 +39,7 @@ type skimmed struct {
 // so is the last line (the run's newest Seq and time). The events returned are a
 // subsequence of the journal's, in order, so RunState.Apply folds them as it folds all.
 // The tail view reads its own tail's calls from the journal (loadHistory).
-func (f *follower) skimLines(buf []byte) []engine.Event {
+func (f *follower) skimLines(buf []byte) []journal.Event {
 	if len(buf) > math.MaxInt32 {
 		return f.decodeLines(buf) // one line of gigabytes: its records would not fit int32
 	}
@@ -66,7 +66,7 @@ func (f *follower) skimLines(buf []byte) []engine.Event {
 			lines = append(lines, skimmed{start: start, end: end, seq: seq, tail: name})
 			continue
 		}
-		var e engine.Event
+		var e journal.Event
 		if err := json.Unmarshal(line, &e); err != nil {
 			if len(buf) == 0 {
 				break // a torn write ending in a newline: wait for the writer to cut it
@@ -109,7 +109,7 @@ func (f *follower) skimLines(buf []byte) []engine.Event {
 			kept++
 		}
 	}
-	events := make([]engine.Event, 0, kept)
+	events := make([]journal.Event, 0, kept)
 	for _, l := range lines {
 		line := all[l.start:l.end]
 		f.consume(line)
@@ -118,7 +118,7 @@ func (f *follower) skimLines(buf []byte) []engine.Event {
 		}
 		e := l.ev
 		if e == nil {
-			e = new(engine.Event)
+			e = new(journal.Event)
 			if err := json.Unmarshal(line, e); err != nil {
 				f.bad++
 				f.last = fmt.Errorf("journal %s: a line at byte %d is not an event (%v); it is left out", f.path, f.off-int64(len(line)), err)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // TestSkimmedStoreHoldsTheJournalsState: the store fed by skimming followers holds what a
@@ -18,38 +18,38 @@ func TestSkimmedStoreHoldsTheJournalsState(t *testing.T) {
 	stateDir := t.TempDir()
 	r := openRun(t, stateDir, "calibrate", "mixed")
 	at := time.Duration(0)
-	add := func(e engine.Event) { at += time.Second; r.at(at, e) }
+	add := func(e journal.Event) { at += time.Second; r.at(at, e) }
 	calls := func(id string, from, n int) {
 		for c := from; c < from+n; c++ {
-			add(engine.Event{ToolCall: &engine.ToolCall{Tail: id, Tool: "Bash", Summary: fmt.Sprintf("step %d of %s", c, id), Calls: c, Usage: usage(int64(c), 1, 0.001*float64(c))}})
+			add(journal.Event{ToolCall: &journal.ToolCall{Tail: id, Tool: "Bash", Summary: fmt.Sprintf("step %d of %s", c, id), Calls: c, Usage: usage(int64(c), 1, 0.001*float64(c))}})
 		}
 	}
-	add(engine.Event{RunStarted: &engine.RunStarted{Kind: "calibrate", Sides: []engine.Side{{Key: "a", Agent: "claude"}, {Key: "b", Agent: "codex"}, {Key: "c", Agent: "pi"}}, Budget: 4}})
+	add(journal.Event{RunStarted: &journal.RunStarted{Kind: "calibrate", Sides: []journal.Side{{Key: "a", Agent: "claude"}, {Key: "b", Agent: "codex"}, {Key: "c", Agent: "pi"}}, Budget: 4}})
 	calls("original", 1, 3)
-	add(engine.Event{TailStarted: &engine.TailStarted{ID: "a-1", Side: "a", How: "fresh"}})
-	add(engine.Event{TailStarted: &engine.TailStarted{ID: "b-1", Side: "b", How: "fresh"}})
-	add(engine.Event{TailStarted: &engine.TailStarted{ID: "c<1>", Side: "c", How: "fresh"}})
+	add(journal.Event{TailStarted: &journal.TailStarted{ID: "a-1", Side: "a", How: "fresh"}})
+	add(journal.Event{TailStarted: &journal.TailStarted{ID: "b-1", Side: "b", How: "fresh"}})
+	add(journal.Event{TailStarted: &journal.TailStarted{ID: "c<1>", Side: "c", How: "fresh"}})
 	calls("a-1", 1, 150)
-	add(engine.Event{Placed: &engine.Placed{Tail: "b-1", Job: "7", State: "running"}})
+	add(journal.Event{Placed: &journal.Placed{Tail: "b-1", Job: "7", State: "running"}})
 	calls("b-1", 1, 10)
-	add(engine.Event{Stalled: &engine.Stalled{Tail: "a-1", Silent: 30, Threshold: 20}})
+	add(journal.Event{Stalled: &journal.Stalled{Tail: "a-1", Silent: 30, Threshold: 20}})
 	calls("a-1", 151, 150)
 	calls("c<1>", 1, 4)
-	add(engine.Event{TailChecking: &engine.TailChecking{ID: "a-1", TimeoutSeconds: 60}})
-	add(engine.Event{TailFinished: &engine.TailFinished{ID: "a-1", Status: engine.StatusFailed, Detail: "--- FAIL", Calls: 300, Usage: usage(300, 1, 0.3)}})
-	add(engine.Event{TailStarted: &engine.TailStarted{ID: "a-1", Side: "a", How: "fresh", Attempt: 1}})
+	add(journal.Event{TailChecking: &journal.TailChecking{ID: "a-1", TimeoutSeconds: 60}})
+	add(journal.Event{TailFinished: &journal.TailFinished{ID: "a-1", Status: journal.StatusFailed, Detail: "--- FAIL", Calls: 300, Usage: usage(300, 1, 0.3)}})
+	add(journal.Event{TailStarted: &journal.TailStarted{ID: "a-1", Side: "a", How: "fresh", Attempt: 1}})
 	calls("a-1", 1, 250) // more than a live tail keeps
-	add(engine.Event{Stalled: &engine.Stalled{Tail: "b-1", Silent: 40, Threshold: 20}})
-	add(engine.Event{Resumed: &engine.Resumed{Rerun: []string{"c<1>"}}})
+	add(journal.Event{Stalled: &journal.Stalled{Tail: "b-1", Silent: 40, Threshold: 20}})
+	add(journal.Event{Resumed: &journal.Resumed{Rerun: []string{"c<1>"}}})
 	calls("c<1>", 5, 2)
 	calls("b-1", 11, 1)
-	add(engine.Event{Stalled: &engine.Stalled{Tail: "b-1", Silent: 50, Threshold: 20}})
+	add(journal.Event{Stalled: &journal.Stalled{Tail: "b-1", Silent: 50, Threshold: 20}})
 
-	all, err := engine.ReadJournal(r.dir)
+	all, err := journal.ReadJournal(r.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := engine.Replay("mixed", all)
+	want := journal.Replay("mixed", all)
 	s := newStore(nil, demoProject)
 	f := newWatcher(stateDir, nil, nil, nil).poll(time.Now())
 	if n := len(f.runs[0].events); n >= len(all) {

@@ -4,20 +4,20 @@ import (
 	"fmt"
 	"time"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // stalledCell is a stalled tail's status: it needs the operator (x kills it) before its
 // timeout would end it.
-func stalledCell(t *engine.TailState) (cell, bool) {
-	if t.Status != engine.StatusRunning || t.Stalled == nil {
+func stalledCell(t *journal.TailState) (cell, bool) {
+	if t.Status != journal.StatusRunning || t.Stalled == nil {
 		return cell{}, false
 	}
 	return cell{"stalled", bad}, true
 }
 
 // stalledNote is the stalled tail's detail: how long it has been silent against its pace.
-func stalledNote(t *engine.TailState) string {
+func stalledNote(t *journal.TailState) string {
 	return fmt.Sprintf("silent %s, past its pace of %s · x kills it", span(seconds(t.Stalled.Silent)), span(seconds(t.Stalled.Threshold)))
 }
 

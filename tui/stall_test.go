@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 // TestStalledTailIsMarkedBeforeItEnds: a real calibrate (the real claude CLI on tare's model
@@ -29,7 +30,7 @@ func TestStalledTailIsMarkedBeforeItEnds(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		dir, _, err := engine.Calibrate(context.Background(), engine.CalibrateOptions{Prompt: "Look around", Sides: []engine.Side{{Key: "a", Agent: "claude"}},
+		dir, _, err := engine.Calibrate(context.Background(), engine.CalibrateOptions{Prompt: "Look around", Sides: []journal.Side{{Key: "a", Agent: "claude"}},
 			Check: "true", Runs: 1, Jobs: 1, Project: project, Config: w.cfg, Script: script})
 		done <- result{dir, err}
 	}()
@@ -45,7 +46,7 @@ func TestStalledTailIsMarkedBeforeItEnds(t *testing.T) {
 		tm.pollNow()
 		for _, dir := range tm.env.store.order {
 			ts := tm.env.store.run(dir).state.Tails["a-0"]
-			if ts == nil || ts.Stalled == nil || ts.Status != engine.StatusRunning {
+			if ts == nil || ts.Stalled == nil || ts.Status != journal.StatusRunning {
 				continue
 			}
 			tm.send(openRunMsg{dir})
@@ -67,7 +68,7 @@ func TestStalledTailIsMarkedBeforeItEnds(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	events, err := engine.ReadJournal(r.dir)
+	events, err := journal.ReadJournal(r.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestStalledTailIsMarkedBeforeItEnds(t *testing.T) {
 	if got := strings.Join(order, " "); !strings.Contains(got, "call stalled") {
 		t.Errorf("journal: %q; want a Stalled after the tool call, before the end", got)
 	}
-	if ts := engine.Replay(filepath.Base(r.dir), events).Tails["a-0"]; ts.Stalled != nil {
+	if ts := journal.Replay(filepath.Base(r.dir), events).Tails["a-0"]; ts.Stalled != nil {
 		t.Errorf("the ended tail is still marked stalled: %+v", ts.Stalled)
 	}
 }

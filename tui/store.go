@@ -5,13 +5,13 @@ import (
 	"sort"
 	"time"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // runEntry is one run the app follows.
 type runEntry struct {
 	dir   string
-	state *engine.RunState
+	state *journal.RunState
 	// alive is the engine's word on whether a process owns the run; known is false until
 	// the first answer (and always, without an engine).
 	alive, known bool
@@ -68,7 +68,7 @@ func newStore(agents []string, project string) *store {
 func (s *store) run(dir string) *runEntry {
 	r := s.runs[dir]
 	if r == nil {
-		r = &runEntry{dir: dir, state: engine.NewRunState(filepath.Base(dir))}
+		r = &runEntry{dir: dir, state: journal.NewRunState(filepath.Base(dir))}
 		s.runs[dir] = r
 		s.order = append(s.order, dir)
 	}

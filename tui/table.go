@@ -8,7 +8,7 @@ import (
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // column is one column of a table: a fixed width, or flexible (it takes what the fixed
@@ -73,7 +73,7 @@ func (t *table) setStyles(s styles) {
 func (t *table) setRows(rows []row) {
 	for _, r := range rows {
 		for j := range r.cells {
-			r.cells[j].text = engine.Printable(r.cells[j].text) // agent text never reaches the terminal raw
+			r.cells[j].text = journal.Printable(r.cells[j].text) // agent text never reaches the terminal raw
 		}
 	}
 	sel := t.selected()
@@ -113,7 +113,7 @@ func (t *table) filled(rows []row, i int) row {
 	if rows[i].cells == nil && t.fill != nil {
 		cells := t.fill(rows[i].key)
 		for j := range cells {
-			cells[j].text = engine.Printable(cells[j].text)
+			cells[j].text = journal.Printable(cells[j].text)
 		}
 		rows[i].cells = cells
 	}

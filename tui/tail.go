@@ -10,7 +10,7 @@ import (
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // tailView is one tail: its tool calls as they happen, its check result at the end, and the
@@ -36,7 +36,7 @@ type tailView struct {
 	following bool
 	// detail is what the agent's stream says of the selected call, and the tail's end; it
 	// fills the lower pane while no diff is open.
-	detail   *engine.TailDetail
+	detail   *journal.TailDetail
 	detailVP *viewport.Model
 	// loading is set while the detail is being read.
 	loading bool
@@ -56,7 +56,7 @@ func newTailView(e *env, dir, id string) *tailView {
 	}, "no tool calls yet")
 	t.setStyles(e.st)
 	v := &tailView{env: e, dir: dir, id: id, calls: t, detailVP: newDetailPane()}
-	v.list.path = filepath.Join(dir, engine.JournalFile)
+	v.list.path = filepath.Join(dir, journal.JournalFile)
 	if ts := v.state(); ts != nil {
 		v.list.pre = append(v.list.pre, ts.Tools...)
 	}
@@ -65,7 +65,7 @@ func newTailView(e *env, dir, id string) *tailView {
 	return v
 }
 
-func (v *tailView) state() *engine.TailState { return v.env.store.run(v.dir).state.Tails[v.id] }
+func (v *tailView) state() *journal.TailState { return v.env.store.run(v.dir).state.Tails[v.id] }
 
 // tailHistoryMsg is a tail's tool calls as the journal holds them from byte from to byte
 // to, read off the UI goroutine; restart says the tail started over in them.
@@ -107,7 +107,7 @@ func (v *tailView) history(m tailHistoryMsg) tea.Cmd {
 // apply takes the tail's run's new events from a feed: the list is read again from the
 // journal (a feed leaves out tool calls, see skimLines). It reports whether the tail moved
 // (its detail is then read again).
-func (v *tailView) apply(events []engine.Event) (moved bool, scan tea.Cmd) {
+func (v *tailView) apply(events []journal.Event) (moved bool, scan tea.Cmd) {
 	for _, e := range events {
 		switch {
 		case e.TailStarted != nil && e.TailStarted.ID == v.id,
@@ -135,7 +135,7 @@ func (v *tailView) reload() tea.Cmd {
 func (v *tailView) setDetail(m tailDetailMsg) {
 	v.loading = false
 	if m.err != nil {
-		v.detail = &engine.TailDetail{Stderr: "reading the tail: " + m.err.Error()}
+		v.detail = &journal.TailDetail{Stderr: "reading the tail: " + m.err.Error()}
 	} else {
 		v.detail = m.detail
 	}
@@ -205,7 +205,7 @@ func (v *tailView) header() string {
 		first += " · " + attemptNote(t)
 	}
 	status := tailStatus(t)
-	if t.Status == engine.StatusNoVerdict {
+	if t.Status == journal.StatusNoVerdict {
 		status += " (" + t.Reason.Label() + ")"
 	}
 	elapsed := span(t.Elapsed(v.env.now()))
@@ -224,7 +224,7 @@ func (v *tailView) header() string {
 		third = s.tone(warn, "checking: "+checkingNote(t, v.env.now()))
 	}
 	switch t.Status {
-	case engine.StatusPassed, engine.StatusFailed:
+	case journal.StatusPassed, journal.StatusFailed:
 		third = "check: " + s.tone(statusTone(t.Status), t.Status)
 		if t.Score != nil {
 			third += fmt.Sprintf(" · score %d", *t.Score)
@@ -232,12 +232,12 @@ func (v *tailView) header() string {
 		if t.Detail != "" {
 			third += " — " + t.Detail
 		}
-	case engine.StatusNoVerdict:
+	case journal.StatusNoVerdict:
 		third = s.tone(dim, "no verdict: "+t.Reason.Label()+"; left out of the rate") + " — " + t.Detail
 	case "rerun":
 		third = s.tone(dim, "check: none; the tail is rerun after a crash")
 	}
-	if t.Judge != nil && t.Status != engine.StatusRunning {
+	if t.Judge != nil && t.Status != journal.StatusRunning {
 		third = judgeLine(s, t)
 	}
 	return first + "\n" + second + "\n" + third
@@ -339,7 +339,7 @@ func (v *tailView) update(msg tea.KeyMsg, body rect) (bool, tea.Cmd) {
 		v.onDiff = !v.onDiff // the lower pane: the diff, or the detail
 		return true, nil
 	case key.Matches(msg, k.Pager):
-		return true, emit(pagerMsg{engine.TailFiles(v.dir, v.id)})
+		return true, emit(pagerMsg{journal.TailFiles(v.dir, v.id)})
 	case key.Matches(msg, k.Diff):
 		if step := v.selectedStep(); step > 0 {
 			return true, emit(diffMsg{v.dir, v.id, step})

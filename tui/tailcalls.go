@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strconv"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // callRef is where the journal holds one tool call: its line's offset and length.
@@ -26,10 +26,10 @@ const maxDecoded = 4096
 // Rows are keyed by position from 1 ("1", "2"...).
 type callList struct {
 	path    string
-	pre     []engine.ToolCall
+	pre     []journal.ToolCall
 	refs    []callRef
 	loaded  bool
-	decoded map[int]engine.ToolCall
+	decoded map[int]journal.ToolCall
 	rows    []row
 }
 
@@ -64,7 +64,7 @@ func (l *callList) rowsNow() []row {
 }
 
 // call is the i-th call (from 0).
-func (l *callList) call(i int) (engine.ToolCall, error) {
+func (l *callList) call(i int) (journal.ToolCall, error) {
 	if !l.loaded {
 		return l.pre[i], nil
 	}
@@ -74,19 +74,19 @@ func (l *callList) call(i int) (engine.ToolCall, error) {
 	ref := l.refs[i]
 	f, err := os.Open(l.path)
 	if err != nil {
-		return engine.ToolCall{}, err
+		return journal.ToolCall{}, err
 	}
 	defer f.Close()
 	line := make([]byte, ref.n)
 	if _, err := f.ReadAt(line, ref.off); err != nil {
-		return engine.ToolCall{}, fmt.Errorf("journal %s: %v", l.path, err)
+		return journal.ToolCall{}, fmt.Errorf("journal %s: %v", l.path, err)
 	}
-	var e engine.Event
+	var e journal.Event
 	if err := json.Unmarshal(line, &e); err != nil || e.ToolCall == nil {
-		return engine.ToolCall{}, fmt.Errorf("journal %s: the line at byte %d is not a tool call (%v); was the journal replaced?", l.path, ref.off, err)
+		return journal.ToolCall{}, fmt.Errorf("journal %s: the line at byte %d is not a tool call (%v); was the journal replaced?", l.path, ref.off, err)
 	}
 	if l.decoded == nil || len(l.decoded) >= maxDecoded {
-		l.decoded = map[int]engine.ToolCall{}
+		l.decoded = map[int]journal.ToolCall{}
 	}
 	l.decoded[i] = *e.ToolCall
 	return *e.ToolCall, nil

@@ -10,7 +10,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // scanChunk is how much of a journal one read of a tail's scan takes.
@@ -26,7 +26,7 @@ func loadHistory(dir, id string, from int64) tea.Cmd {
 
 // scanTail finds the tail's tool calls (where each is: none is decoded) from byte from to the journal's last complete line.
 func scanTail(dir, id string, from int64) tailHistoryMsg {
-	path := filepath.Join(dir, engine.JournalFile)
+	path := filepath.Join(dir, journal.JournalFile)
 	msg := tailHistoryMsg{dir: dir, tail: id, from: from, to: from}
 	f, err := os.Open(path)
 	if err != nil {
@@ -57,7 +57,7 @@ func scanTail(dir, id string, from int64) tailHistoryMsg {
 					msg.refs = append(msg.refs, callRef{at, int32(len(line))})
 				}
 			} else if bytes.Contains(line, []byte(`"tail_started"`)) || bytes.Contains(line, []byte(`"tool_call"`)) {
-				var e engine.Event
+				var e journal.Event
 				if json.Unmarshal(line, &e) != nil {
 					if used+i+1 == n && n < len(buf) {
 						return msg // a torn last line: the next scan reads it whole
@@ -80,7 +80,7 @@ func scanTail(dir, id string, from int64) tailHistoryMsg {
 
 // add takes one of the journal's events that a skim did not place into the scan: a call of
 // the tail (at ref), or its start (a retry starts its list over).
-func (m *tailHistoryMsg) add(e engine.Event, ref callRef) {
+func (m *tailHistoryMsg) add(e journal.Event, ref callRef) {
 	switch {
 	case e.TailStarted != nil && e.TailStarted.ID == m.tail:
 		m.refs, m.restart = nil, true

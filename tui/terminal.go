@@ -18,15 +18,21 @@ import (
 	"github.com/creack/pty"
 )
 
+// keyQueue is how many writes of keys wait for a program that is slow to read them; more
+// are dropped, and said to be.
+const keyQueue = 1024
+
 // hangupGrace is how long a program gets to exit after its terminal hangs up before it is
 // killed.
 const hangupGrace = 2 * time.Second
 
 // Terminal is a program on a pty, drawn inside the app through a VT emulator: an attached
-// agent, later a manual workshop writer. Two goroutines serve it: the pump feeds what the
-// program writes to the emulator, and the answerer copies the emulator's replies to
-// terminal queries back to the program (without it the first query would hang the pump).
-// Keys are written to the pty synchronously, from the UI goroutine, so they keep their order.
+// agent, a manual workshop writer. Three goroutines serve it: the pump feeds what the
+// program writes to the emulator, the answerer copies the emulator's replies to terminal
+// queries back to the program (without it the first query would hang the pump), and the
+// typist writes the keys to the pty in the order they were typed. Keys are queued, never
+// written from the UI goroutine: a program that stops reading its terminal fills the pty's
+// buffer, and a write would then stall the whole app.
 type Terminal struct {
 	name string
 	cmd  *exec.Cmd
@@ -38,6 +44,10 @@ type Terminal struct {
 
 	appCursor atomic.Bool // DECCKM: arrows send ESC O x
 	bracketed atomic.Bool // bracketed paste
+
+	keys  chan []byte   // typed, for the typist; full: the program is not reading
+	typed chan struct{} // closed when the typist has stopped
+	quit  chan struct{} // closed by Close: the typist stops
 
 	changed chan struct{} // size 1: output arrived since the last frame
 	exited  chan struct{} // closed when the program has exited
@@ -61,6 +71,7 @@ func StartTerminal(name string, cmd *exec.Cmd, w, h int) (*Terminal, error) {
 	t := &Terminal{
 		name: name, cmd: cmd, pty: f, emu: vt.NewSafeEmulator(w, h), w: w, h: h,
 		changed: make(chan struct{}, 1), exited: make(chan struct{}), pumped: make(chan struct{}),
+		keys: make(chan []byte, keyQueue), typed: make(chan struct{}), quit: make(chan struct{}),
 	}
 	t.emu.SetCallbacks(vt.Callbacks{
 		EnableMode:  func(m ansi.Mode) { t.mode(m, true) },
@@ -68,6 +79,7 @@ func StartTerminal(name string, cmd *exec.Cmd, w, h int) (*Terminal, error) {
 	})
 	go t.pump()
 	go t.answer()
+	go t.typist()
 	go t.wait()
 	return t, nil
 }
@@ -107,6 +119,20 @@ func (t *Terminal) answer() {
 	io.Copy(io.Discard, t.emu)
 }
 
+// typist writes the queued keys to the pty until Close. A write blocks while the program
+// does not read; Close ends it by closing the pty.
+func (t *Terminal) typist() {
+	defer close(t.typed)
+	for {
+		select {
+		case b := <-t.keys:
+			_, _ = t.pty.Write(b) // fails only once the pty is closed, and Close then quits
+		case <-t.quit:
+			return
+		}
+	}
+}
+
 func (t *Terminal) wait() {
 	t.err = t.cmd.Wait()
 	close(t.exited)
@@ -138,12 +164,20 @@ func (t *Terminal) Done() bool {
 	}
 }
 
-// Write sends bytes to the program as typed input.
+// Write queues bytes for the program as typed input and returns at once; when the queue is
+// full (the program has stopped reading) they are dropped with an error.
 func (t *Terminal) Write(p []byte) (int, error) {
 	if t.Done() {
 		return 0, fmt.Errorf("terminal %s: the program has exited", t.name)
 	}
-	return t.pty.Write(p)
+	select {
+	case t.keys <- append([]byte(nil), p...):
+		return len(p), nil
+	case <-t.quit:
+		return 0, fmt.Errorf("terminal %s: closed", t.name)
+	default:
+		return 0, fmt.Errorf("terminal %s: the program is not reading its input; keys dropped (ctrl+] returns to tare)", t.name)
+	}
 }
 
 // SendKey types one key, encoded as a VT terminal would send it.
@@ -213,7 +247,7 @@ func (t *Terminal) view(s styles, cursor bool) string {
 }
 
 // Close hangs up: the pty closes (the kernel sends SIGHUP to the program's session), the
-// program gets hangupGrace to exit, then its process group is killed. Both goroutines end.
+// program gets hangupGrace to exit, then its process group is killed. The goroutines end.
 func (t *Terminal) Close() error {
 	var err error
 	t.closing.Do(func() {
@@ -222,6 +256,7 @@ func (t *Terminal) Close() error {
 			syscall.Kill(-pid, syscall.SIGHUP)
 		}
 		t.pty.Close()
+		close(t.quit)
 		select {
 		case <-t.exited:
 		case <-time.After(hangupGrace):
@@ -229,6 +264,7 @@ func (t *Terminal) Close() error {
 			<-t.exited
 		}
 		<-t.pumped
+		<-t.typed
 		// End the answerer by closing the emulator's reply pipe. (Emulator.Close would do it
 		// too, but it flips a flag that Read checks without a lock.)
 		if c, ok := t.emu.InputPipe().(io.Closer); ok {

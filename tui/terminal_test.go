@@ -137,3 +137,38 @@ func startBridge(t *testing.T, tm *teatest.TestModel, stateDir string) {
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 }
+
+// A program that stops reading its terminal never stalls the app: keys typed into the pane
+// (here a paste far bigger than the pty's buffer) leave Update at once, and once the queue
+// is full the footer says that keys are dropped, instead of the app freezing on a write.
+func TestTerminalPaneNeverWaitsForAStalledProgram(t *testing.T) {
+	term, err := StartTerminal("stalled", exec.Command("/bin/sh", "-c", "stty raw -echo; echo ready; exec sleep 60"), 40, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { term.Close() })
+	until(t, 5*time.Second, "the program did not start: "+term.Screen(), func() bool { return strings.Contains(term.Screen(), "ready") })
+	m := newModel(modelConfig{styles: asciiStyles()})
+	m.Update(tea.WindowSizeMsg{Width: 60, Height: 20})
+	m.Update(termStartedMsg{t: term})
+	paste := tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(strings.Repeat("x", 4096)), Paste: true}
+	returned := make(chan time.Duration, 1)
+	go func() {
+		start := time.Now()
+		for range 2048 { // 8 MiB: the kernel's pty buffer holds some KiB
+			m.Update(paste)
+		}
+		returned <- time.Since(start)
+	}()
+	select {
+	case took := <-returned:
+		if took > 2*time.Second {
+			t.Fatalf("2048 keys took %s in Update", took)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Update waited on a program that reads nothing: the app is frozen")
+	}
+	if !m.statusErr || !strings.Contains(m.status, "not reading") {
+		t.Fatalf("the footer does not say keys were dropped: %q", m.status)
+	}
+}

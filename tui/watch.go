@@ -8,13 +8,13 @@ import (
 	"sort"
 	"time"
 
-	"tare/engine"
+	"tare/engine/journal"
 )
 
 // runFeed is what a poll found new in one run's journal.
 type runFeed struct {
 	dir    string
-	events []engine.Event
+	events []journal.Event
 }
 
 // feedMsg carries to the UI what the bridge gathered since its last send: new events per
@@ -154,7 +154,7 @@ func (w *watcher) stop() {
 
 // listRuns finds every run directory below stateDir: <state>/<command>/<name>/journal.jsonl.
 func listRuns(stateDir string) ([]string, error) {
-	paths, err := filepath.Glob(filepath.Join(stateDir, "*", "*", engine.JournalFile))
+	paths, err := filepath.Glob(filepath.Join(stateDir, "*", "*", journal.JournalFile))
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +230,7 @@ func (w *watcher) poll(now time.Time) feedMsg {
 		// of a million events is in at the first poll (the app draws meanwhile: the bridge
 		// reads, not the UI).
 		for began := time.Now(); err == nil && fl.more && time.Since(began) < skimBudget; {
-			var more []engine.Event
+			var more []journal.Event
 			more, err = fl.poll()
 			events = append(events, more...)
 		}
@@ -331,7 +331,7 @@ func (w *watcher) watchTree() []string {
 				continue
 			}
 			rdir := filepath.Join(cdir, r.Name())
-			if _, err := os.Stat(filepath.Join(rdir, engine.JournalFile)); err == nil {
+			if _, err := os.Stat(filepath.Join(rdir, journal.JournalFile)); err == nil {
 				runs = append(runs, rdir)
 			} else if !w.watchDir(rdir, kindRun) {
 				polled = true // a run made here would not be seen

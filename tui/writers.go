@@ -12,7 +12,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
-	"tare/engine"
+	"tare/engine/journal"
 	"tare/workshop"
 )
 
@@ -427,7 +427,7 @@ func (m *model) writerDone(d writerDoneMsg) tea.Cmd {
 	m.fail(fmt.Errorf("%s: %v", d.what, d.err))
 	// Wrapped to the page: the reader cuts long lines, and the advice comes last.
 	// The reason can carry the writer's own text (draft names, its stream's errors).
-	text := ansi.Wordwrap(engine.Printable(d.err.Error()), max(m.scr.body.W-2, 20), " ")
+	text := ansi.Wordwrap(journal.Printable(d.err.Error()), max(m.scr.body.W-2, 20), " ")
 	return tea.Batch(emit(readerMsg{title: "Refused · " + d.what, text: text}), m.wf.now())
 }
 

@@ -39,7 +39,7 @@ func manualWriterMain(v string) int {
 		if e, err = workshop.Load(f[0]); err == nil {
 			o := workshop.RunOptions{Jobs: 1, Config: cfg, Scripts: map[string]string{"": f[2]}}
 			var s *workshop.State
-			s, err = workshop.Manual(context.Background(), e, f[1], o, os.Stdin, os.Stdout)
+			s, err = workshop.Manual(context.Background(), e, f[1], o, OnTerminal(os.Stdin, os.Stdout), os.Stdout)
 			if err == nil && s.Status != "completed" {
 				err = fmt.Errorf("%s is %s", f[1], s.Status)
 			}

@@ -3,6 +3,7 @@ package workshop
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -10,12 +11,13 @@ import (
 	"tare/engine"
 )
 
-// Manual runs a writer by hand: its agent attached on the operator's terminal in the same
+// Manual runs a writer by hand: its agent attached on the operator's terminal t (nil: there
+// is none, and the writer is refused), its messages on out, in the same
 // room an auto writer gets (proven clean first, input and START.md read-only), the terminal
 // recorded to records/ID/terminal.log. This tare's own process identity is recorded while
 // it runs, so a second launch is refused while the first lives. The writer is collected when
 // the agent exits; its declared outputs decide, as for any writer.
-func Manual(ctx context.Context, e *Exp, id string, o RunOptions, in, out *os.File) (*State, error) {
+func Manual(ctx context.Context, e *Exp, id string, o RunOptions, t engine.Terminal, out io.Writer) (*State, error) {
 	s, unlock, err := e.idle(id, "launch it twice")
 	if err != nil {
 		return nil, err
@@ -59,7 +61,7 @@ func Manual(ctx context.Context, e *Exp, id string, o RunOptions, in, out *os.Fi
 	}
 	fmt.Fprintf(out, "workshop: %s by hand in a room proven clean (%s); tell it to read /work/START.md; exit the agent when done\r\n", id, verdict)
 	code, argv, err := engine.RunManualWriter(ctx, engine.WriterOptions{Agent: s.Config.Agent, Model: s.Config.Model, Args: s.Config.Args,
-		Workspace: work, ReadOnly: []string{"input", "START.md"}, Sessions: sessions, Upstream: up, Config: o.Config}, inst, in, out, log)
+		Workspace: work, ReadOnly: []string{"input", "START.md"}, Sessions: sessions, Upstream: up, Config: o.Config}, inst, t, log)
 	ended := time.Now().UTC()
 	s.EndedAt, s.PID, s.Identity, s.Exit = &ended, 0, "", &code
 	if err != nil {

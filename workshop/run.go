@@ -15,6 +15,7 @@ import (
 	"tare/agent"
 	"tare/config"
 	"tare/engine"
+	"tare/engine/journal"
 	"tare/modelserver"
 )
 
@@ -184,7 +185,7 @@ func say(w io.Writer, format string, args ...any) {
 	if w != nil {
 		// Errors here can carry what the writer chose (its draft names, its stream's text):
 		// printed raw, an escape sequence in one would reach the operator's terminal.
-		fmt.Fprintln(w, engine.Printable(fmt.Sprintf("workshop: "+format, args...)))
+		fmt.Fprintln(w, journal.Printable(fmt.Sprintf("workshop: "+format, args...)))
 	}
 }
 

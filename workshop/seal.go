@@ -11,6 +11,7 @@ import (
 
 	"tare/capsule"
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 // KeyFile is the sealed identity key, below the experiment.
@@ -316,7 +317,7 @@ func (r *Report) Table() string {
 			if x == "" {
 				return "-"
 			}
-			return engine.Printable(x)
+			return journal.Printable(x)
 		}
 		return fmt.Sprint(v)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"tare/agent"
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 // openCluster is the run's Slurm backend for --on slurm (nil for this machine), refused
@@ -28,7 +29,7 @@ func (o RunOptions) runWriter(ctx context.Context, id string, w engine.WriterOpt
 	if o.cluster == nil {
 		return engine.RunWriter(ctx, w, inst)
 	}
-	return o.cluster.RunWriter(ctx, id, w, inst, func(p engine.Placed) {
+	return o.cluster.RunWriter(ctx, id, w, inst, func(p journal.Placed) {
 		where := ""
 		if p.Node != "" {
 			where = " on " + p.Node

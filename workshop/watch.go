@@ -11,6 +11,7 @@ import (
 	"tare/agent"
 	"tare/config"
 	"tare/engine"
+	"tare/engine/journal"
 )
 
 // RosterResult is a plan's writers, resolved as prepare would, and the ones no run could start.
@@ -76,7 +77,7 @@ func Watch(ctx context.Context, e *Exp, w io.Writer, words, once bool, poll time
 	for {
 		lines, more := watchOnce(e, state, words)
 		for _, line := range lines {
-			fmt.Fprintln(w, engine.Printable(line))
+			fmt.Fprintln(w, journal.Printable(line))
 		}
 		if more && ctx.Err() == nil {
 			// A stream longer than one look's chunk: read on at once rather than a poll later.

@@ -25,7 +25,7 @@ func main() {
 		os.Exit(sandbox.RelayMain(args))
 	case "snap", "snap-watch":
 		// They run beside the agent (snap-watch as its parent), whose tools could read or
-		// rewrite their memory: as tare's own in-room entry points do (engine.InRoom).
+		// rewrite their memory: as tare's own in-room entry points do (probe.InRoom).
 		if err := sandbox.NotDumpable(); err != nil {
 			fmt.Fprintf(os.Stderr, "tare-room %s: %v\n", cmd, err)
 			os.Exit(2)

@@ -1,0 +1,398 @@
+package journal
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// RunState is a run as the events so far describe it: what a view shows and what resume
+// needs. It is rebuilt by applying a journal's events in order, so every process that reads
+// the journal (the app, tare watch, the ssh server) sees the same run.
+type RunState struct {
+	ID      string
+	Kind    string
+	Project string
+	Prompt  string
+	Check   string
+	Sides   []Side
+	Budget  int
+	Jobs    int
+	// Simulated: the run's model is tare's model server, its dollars are not money spent.
+	Simulated bool
+	Phase     string
+	Started   time.Time
+	// Updated is the time of the newest event.
+	Updated time.Time
+	// Finished is set once the run has a report.
+	Finished bool
+	Report   string
+	Error    string
+	// Tails by id, and their ids in the order they started.
+	Tails map[string]*TailState
+	Order []string
+	// Original is the recording's tool calls (a record or cliff run), as its stream showed
+	// them: the steps a cliff's curve is drawn along.
+	Original []ToolCall
+	// Probes maps an agent to its last reading's verdict.
+	Probes map[string]Probed
+	// Seq is the last event applied.
+	Seq int64
+}
+
+// TailState is one tail as its events describe it: its latest attempt in the fields, the
+// attempts before it in Earlier. A retry appends an attempt; nothing replaces one.
+type TailState struct {
+	ID   string
+	Side string
+	Step int
+	How  string
+	// Attempt numbers the latest attempt (0: the first).
+	Attempt int
+	// Status is the latest attempt's: StatusRunning, StatusPassed, StatusFailed or
+	// StatusNoVerdict (with Reason), or "rerun" while tare resume has not restarted it.
+	Status  string
+	Reason  Reason
+	Detail  string
+	Score   *int
+	Started time.Time
+	Ended   time.Time
+	Calls   int
+	Usage   Usage
+	// CheckUsage is what the check spent (tare's judge's agent), kept apart from Usage;
+	// Judge is the built-in judge's verdict.
+	CheckUsage Usage
+	Judge      *JudgeVerdict
+	// Metered is the latest attempt's usage as tare's relay counted it (nil: not metered).
+	Metered *Metered
+	// Tools are the tail's tool calls so far (coalesced views may miss some; Calls counts all).
+	Tools []ToolCall
+	// Earlier are the attempts before the latest, oldest first.
+	Earlier []Attempt
+	// CapsuleFrom, when set, is the step whose capsule the tail started from: Step has none.
+	CapsuleFrom *int
+	// Place is where a cluster backend runs the tail (nil: in tare's own process).
+	Place *Placed
+	// Stalled is set while the running tail's agent is silent past its pace (see stall.go).
+	Stalled *Stalled
+	// Checking is when the running tail's check started (zero while its agent runs), and
+	// CheckTimeout how long the check may take.
+	Checking     time.Time
+	CheckTimeout time.Duration
+}
+
+// Attempt is one finished attempt of a tail, kept when a retry or a resume starts another.
+type Attempt struct {
+	N       int
+	Status  string
+	Reason  Reason
+	Detail  string
+	Score   *int
+	Started time.Time
+	Ended   time.Time
+	Calls   int
+	Usage   Usage
+	// CheckUsage and Judge are the check's spending and the built-in judge's verdict.
+	CheckUsage Usage
+	Judge      *JudgeVerdict
+	// Queued is how long the attempt waited in a cluster's queue before it ran: between
+	// Started and Ended, but not run time.
+	Queued time.Duration
+	// Metered is the attempt's usage as tare's relay counted it (nil: not metered).
+	Metered *Metered
+}
+
+// latest is the tail's latest attempt as an Attempt.
+func (t *TailState) latest() Attempt {
+	a := Attempt{N: t.Attempt, Status: t.Status, Reason: t.Reason, Detail: t.Detail, Score: t.Score,
+		Started: t.Started, Ended: t.Ended, Calls: t.Calls, Usage: t.Usage, CheckUsage: t.CheckUsage, Judge: t.Judge,
+		Metered: t.Metered}
+	if t.Place != nil {
+		a.Queued = time.Duration(t.Place.Waited * float64(time.Second))
+	}
+	return a
+}
+
+// Attempts are every attempt of the tail, oldest first, the latest last.
+func (t *TailState) Attempts() []Attempt {
+	return append(append([]Attempt(nil), t.Earlier...), t.latest())
+}
+
+// Counted is the attempt whose verdict the tail's side counts: the first that reached one.
+// A retry never replaces a verdict, so retrying failures cannot raise a rate.
+func (t *TailState) Counted() (Attempt, bool) {
+	for _, a := range t.Attempts() {
+		if verdict(a.Status) {
+			return a, true
+		}
+	}
+	return Attempt{}, false
+}
+
+// TotalUsage is what every attempt of the tail spent.
+func (t *TailState) TotalUsage() Usage {
+	u := t.Usage
+	for _, a := range t.Earlier {
+		u = u.Add(a.Usage)
+	}
+	return u
+}
+
+// Elapsed is how long the tail ran, or has been running at now.
+func (t *TailState) Elapsed(now time.Time) time.Duration {
+	if !t.Ended.IsZero() {
+		return t.Ended.Sub(t.Started)
+	}
+	return now.Sub(t.Started)
+}
+
+// NewRunState returns an empty state for run id.
+func NewRunState(id string) *RunState {
+	return &RunState{ID: id, Tails: map[string]*TailState{}, Probes: map[string]Probed{}}
+}
+
+// Replay builds a run's state from its events.
+func Replay(id string, events []Event) *RunState {
+	s := NewRunState(id)
+	for _, e := range events {
+		s.Apply(e)
+	}
+	return s
+}
+
+// maxTools bounds the tool calls a TailState keeps for its view.
+const maxTools = 200
+
+// Apply folds one event into the state. Events older than the last applied are ignored, so
+// a watcher may re-read a journal from the start without counting anything twice.
+func (s *RunState) Apply(e Event) {
+	if e.Seq != 0 && e.Seq <= s.Seq {
+		return
+	}
+	e = PrintableEvent(e) // a journal written before tare escaped agent text
+
+	if e.Seq != 0 {
+		s.Seq = e.Seq
+	}
+	if e.Time.After(s.Updated) {
+		s.Updated = e.Time
+	}
+	switch {
+	case e.RunStarted != nil:
+		r := e.RunStarted
+		s.Kind, s.Project, s.Prompt, s.Check, s.Sides, s.Budget, s.Jobs = r.Kind, r.Project, r.Prompt, r.Check, r.Sides, r.Budget, r.Jobs
+		s.Started, s.Simulated = e.Time, r.Simulated
+	case e.Phase != nil:
+		s.Phase = e.Phase.Name
+	case e.Probed != nil:
+		s.Probes[e.Probed.Agent] = *e.Probed
+	case e.TailStarted != nil:
+		t := e.TailStarted
+		ts, ok := s.Tails[t.ID]
+		if !ok {
+			ts = &TailState{ID: t.ID}
+			s.Tails[t.ID] = ts
+			s.Order = append(s.Order, t.ID)
+		}
+		var earlier []Attempt
+		if ok {
+			// A retry, or a rerun after a crash: the attempt so far stays on the record. One
+			// that never finished was interrupted.
+			prev := ts.latest()
+			if !Finished(prev.Status) {
+				prev.Status, prev.Reason = StatusNoVerdict, ReasonInterrupted
+			}
+			earlier = append(ts.Earlier, prev)
+		}
+		*ts = TailState{ID: t.ID, Side: t.Side, Step: t.Step, How: t.How, Attempt: t.Attempt, Status: StatusRunning, Started: e.Time,
+			Earlier: earlier, CapsuleFrom: t.CapsuleFrom}
+	case e.ToolCall != nil:
+		if e.ToolCall.Tail == "original" && s.Tails["original"] == nil {
+			s.Original = append(s.Original, *e.ToolCall)
+		}
+		if ts := s.Tails[e.ToolCall.Tail]; ts != nil {
+			ts.Calls, ts.Usage = e.ToolCall.Calls, e.ToolCall.Usage
+			ts.Stalled = nil
+			ts.Tools = append(ts.Tools, *e.ToolCall)
+			if len(ts.Tools) > maxTools {
+				ts.Tools = ts.Tools[len(ts.Tools)-maxTools:]
+			}
+		}
+	case e.TailChecking != nil:
+		if ts := s.Tails[e.TailChecking.ID]; ts != nil && ts.Status == StatusRunning {
+			ts.Checking, ts.CheckTimeout = e.Time, time.Duration(e.TailChecking.TimeoutSeconds*float64(time.Second))
+		}
+	case e.TailFinished != nil:
+		f := e.TailFinished
+		ts := s.Tails[f.ID]
+		if ts == nil {
+			ts = &TailState{ID: f.ID, Started: e.Time}
+			s.Tails[f.ID] = ts
+			s.Order = append(s.Order, f.ID)
+		}
+		ts.Status, ts.Reason = NormalizeOutcome(f.Status, f.Reason, f.Detail)
+		ts.Detail, ts.Score, ts.Ended, ts.Calls, ts.Usage = f.Detail, f.Score, e.Time, f.Calls, f.Usage
+		ts.CheckUsage, ts.Judge = f.CheckUsage, f.Judge
+		ts.Metered = f.Metered
+		ts.Stalled = nil
+	case e.Stalled != nil:
+		applyStalled(s, e.Stalled)
+	case e.Placed != nil:
+		if ts := s.Tails[e.Placed.Tail]; ts != nil {
+			p := *e.Placed
+			ts.Place = &p
+		}
+	case e.Resumed != nil:
+		// The run goes on (a resume, or a retry of a finished run): it is not finished until
+		// its next report.
+		s.Finished = false
+		for _, id := range e.Resumed.Rerun {
+			if ts := s.Tails[id]; ts != nil && ts.Status == StatusRunning {
+				ts.Status = "rerun"
+			}
+		}
+	case e.RunFinished != nil:
+		s.Finished, s.Report, s.Error = true, e.RunFinished.Report, e.RunFinished.Error
+		s.Phase = "done"
+	}
+}
+
+// SideTally is a side's results so far. The rate is Passed of Verdicts; tails without a
+// verdict are left out of it and counted, with their reasons, in NoVerdict.
+type SideTally struct {
+	Side Side
+	// Passed and Failed count each tail's first verdict (see TailState.Counted).
+	Passed, Failed int
+	// Verdicts is Passed + Failed: the rate's denominator.
+	Verdicts int
+	// NoVerdict counts finished tails with no verdict in any attempt; Reasons holds their
+	// latest attempt's reason, in a report's words.
+	NoVerdict int
+	Reasons   map[string]int
+	// Retried counts tails run more than once; RetriedFrom the outcomes that were retried.
+	Retried     int
+	RetriedFrom map[string]int
+	Running     int
+	Lo, Hi      float64
+	// Usage is every attempt's; CheckUsage what their checks spent (tare's judge), apart.
+	Usage      Usage
+	CheckUsage Usage
+}
+
+// Rate is the pass rate over verdicts, and false when there is none.
+func (t SideTally) Rate() (float64, bool) {
+	if t.Verdicts == 0 {
+		return 0, false
+	}
+	return float64(t.Passed) / float64(t.Verdicts), true
+}
+
+// Summary is the side's counts in one line, every number a reader needs to trust the rate:
+// "3/9 passed · 2 no verdict (1 quota, 1 killed) · 1 retried (1 failed)". A retried tail
+// counts its first verdict. word names a pass
+// ("passed", or "finished" for a run without a check).
+func (t SideTally) Summary(word string) string {
+	parts := []string{fmt.Sprintf("%d/%d %s", t.Passed, t.Verdicts, word)}
+	if out := t.LeftOut(); out != "" {
+		parts = append(parts, out)
+	}
+	if t.Running > 0 {
+		parts = append(parts, fmt.Sprintf("%d running", t.Running))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// LeftOut is what the side's rate does not count, with reasons: "2 no verdict (1 quota,
+// 1 killed) · 1 retried (1 failed)"; empty when nothing is left out.
+func (t SideTally) LeftOut() string {
+	var parts []string
+	if t.NoVerdict > 0 {
+		parts = append(parts, fmt.Sprintf("%d no verdict (%s)", t.NoVerdict, countList(t.Reasons)))
+	}
+	if t.Retried > 0 {
+		parts = append(parts, fmt.Sprintf("%d retried (%s)", t.Retried, countList(t.RetriedFrom)))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// Tally counts each side's verdicts, no verdicts and running tails, with the Wilson interval
+// of the verdicts.
+func (s *RunState) Tally() []SideTally {
+	out := make([]SideTally, len(s.Sides))
+	index := map[string]int{}
+	for i, side := range s.Sides {
+		out[i] = SideTally{Side: side, Reasons: map[string]int{}, RetriedFrom: map[string]int{}}
+		index[side.Key] = i
+	}
+	for _, id := range s.Order {
+		t := s.Tails[id]
+		i, ok := index[t.Side]
+		if !ok {
+			continue
+		}
+		o := &out[i]
+		o.Usage = o.Usage.Add(t.TotalUsage())
+		for _, a := range t.Attempts() {
+			o.CheckUsage = o.CheckUsage.Add(a.CheckUsage)
+		}
+		if t.Status == StatusRunning {
+			o.Running++
+		}
+		if len(t.Earlier) > 0 {
+			o.Retried++
+			for _, a := range t.Earlier {
+				o.RetriedFrom[outcomeLabel(a.Status, a.Reason)]++
+			}
+		}
+		if a, ok := t.Counted(); ok {
+			if a.Status == StatusPassed {
+				o.Passed++
+			} else {
+				o.Failed++
+			}
+			o.Verdicts++
+			continue
+		}
+		if t.Status == StatusNoVerdict {
+			o.NoVerdict++
+			o.Reasons[t.Reason.Label()]++
+		}
+	}
+	for i := range out {
+		out[i].Lo, out[i].Hi = Wilson(out[i].Passed, out[i].Verdicts)
+	}
+	return out
+}
+
+// Counts is how many tails are finished (a verdict or none) and running, against the budget.
+func (s *RunState) Counts() (done, running, budget int) {
+	for _, t := range s.Tails {
+		switch {
+		case t.Status == StatusRunning:
+			running++
+		case Finished(t.Status):
+			done++
+		}
+	}
+	return done, running, s.Budget
+}
+
+// Cost is the run's total cost so far, in USD.
+func (s *RunState) Cost() float64 {
+	var c float64
+	for _, t := range s.Tails {
+		c += t.TotalUsage().Cost
+	}
+	return c
+}
+
+// TailIDs returns the tail ids in start order, optionally only those of one status.
+func (s *RunState) TailIDs(status string) []string {
+	var out []string
+	for _, id := range s.Order {
+		if status == "" || s.Tails[id].Status == status {
+			out = append(out, id)
+		}
+	}
+	return out
+}

@@ -1,0 +1,593 @@
+// Package probe builds the room an agent runs in (Plan, BuildRoom, the agent's sessions in
+// it) and proves it clean: the probe runs the agent in twins of the room, its detectors read
+// what reached the model and what the in-room inspection and the MCP canary saw, and the
+// Reading says "tare: 0.00" or names each leak. InRoom dispatches the entry points tare
+// serves inside a room.
+package probe
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"tare/agent"
+	"tare/config"
+	"tare/modelserver"
+	"tare/sandbox"
+)
+
+// ProbeOptions says which agent to probe, for which project.
+type ProbeOptions struct {
+	Agent   agent.Agent
+	Project string
+	Config  *config.Config
+	// Progress receives one line per phase; nil for none.
+	Progress io.Writer
+	// HostHome is the operator's home folder (default: the current user's).
+	HostHome string
+	// HostNetwork probes a room that shares the host's network (the --network-host opt-in).
+	HostNetwork bool
+	// Requests, when set, receives every request that reached the model in the clean room,
+	// one JSON object per line, as the model server recorded it (secrets redacted).
+	Requests io.Writer
+	// NoControl skips the control twin: every detector is then blind. For tests of the verdict.
+	NoControl bool
+	// twinRequests, when set, receives the requests of the twin with a copy of the operator's
+	// setup, as Requests does the clean room's: the tests read what that twin's agent sent.
+	twinRequests io.Writer
+	// AllowDirty probes a project that is the host root, the operator's home or holds it
+	// (refused otherwise, before anything starts); its reading names the secrets in it.
+	AllowDirty bool
+	// HostUser is the operator's login name, watched for in the room (default: the current
+	// user's, when HostHome is their home).
+	HostUser string
+}
+
+// probePrompt is what the agent is asked in the probe; the model server answers it with a
+// short text, so no tool runs.
+const probePrompt = "tare probe: reply with one word."
+
+// probeTimeout bounds one agent start in the probe.
+const probeTimeout = 90 * time.Second
+
+// Probe starts the agent in a clean room against tare's model server in probe mode, then in
+// a control twin with a planted dirty home (and, where the operator has a real setup, in a twin
+// with a copy of it), and reads what reached the model and what each room could see.
+func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
+	began := time.Now()
+	if o.HostHome == "" {
+		o.HostHome, _ = os.UserHomeDir()
+	}
+	if o.Config == nil {
+		o.Config, _ = config.Parse(nil, "defaults")
+	}
+	if !o.AllowDirty {
+		if err := CheckProject(o.Project, o.HostHome); err != nil {
+			return nil, err
+		}
+	}
+	if o.HostUser == "" {
+		o.HostUser = operatorName(o.HostHome)
+	}
+	if !o.Agent.Verified() {
+		progress(o.Progress, "probe %s: note: %s's adapter is written from its public docs and has not been verified here", o.Agent.Name(), o.Agent.Name())
+	}
+	inst, err := FindAgent(o.Agent, o.Config, o.Project)
+	if err != nil {
+		return nil, err
+	}
+	canary, err := newCanaryListener()
+	if err != nil {
+		return nil, err
+	}
+	defer canary.Close()
+
+	r := &Reading{
+		Agent: o.Agent.Name(), Version: inst.Version, Verified: o.Agent.Verified(), Project: o.Project, Room: probedRoom(o.HostNetwork),
+		At: began.UTC(), ControlSaw: map[string]string{},
+	}
+	operator := subject{
+		home: o.HostHome, project: o.Project, sources: o.Agent.Personal(o.HostHome, o.Project),
+		loopback: canary.Addr(), show: tilde, runtime: inst.Runtime, user: o.HostUser,
+	}
+	cleanPlan := Plan{Agent: o.Agent, Inst: inst, Config: o.Config, Workspace: o.Project, ReadOnly: true, HostNet: o.HostNetwork}
+
+	// The clean room, the control twin and the twin with a copy of the operator's setup share
+	// nothing but the agent's install and the canary listener (each has its own model server,
+	// home and network), so they run at the same time: the probe takes about as long as its
+	// slowest room, not their sum. Each is read exactly as if it had run alone.
+	var personal []agent.Source
+	if !o.NoControl {
+		personal = copyable(operator.sources)
+	}
+	rooms := "clean room"
+	if !o.NoControl {
+		rooms += ", control twin in a planted dirty home"
+	}
+	if len(personal) > 0 {
+		rooms += fmt.Sprintf(", twin with a copy of your setup (%d files)", len(personal))
+	}
+	progress(o.Progress, "probe %s: %s", o.Agent.Name(), rooms)
+	// The first room to fail stops the others; its error is the probe's. The bwrap check
+	// runs beside them: when it fails, it stops them too, and its error, which says what is
+	// wrong with bwrap, is the probe's whatever a room said.
+	roomsCtx, stopRooms := context.WithCancel(ctx)
+	defer stopRooms()
+	var bw sandbox.BwrapInfo
+	checked := make(chan error, 1)
+	go func() {
+		var err error
+		if bw, err = sandbox.CheckBwrap(ctx, o.Config.Bwrap); err != nil {
+			stopRooms()
+		}
+		checked <- err
+	}()
+	g, gctx := errgroup.WithContext(roomsCtx)
+	var (
+		ev      evidence
+		setup   RoomSetup
+		saw     map[string][]Leak
+		planted []agent.Source
+		kept    []Leak
+	)
+	g.Go(func() (err error) {
+		ev, setup, err = observe(gctx, cleanPlan, operator, canary.Addr(), nil, nil)
+		return err
+	})
+	if !o.NoControl {
+		g.Go(func() (err error) {
+			if saw, planted, err = control(gctx, cleanPlan, canary.Addr()); err != nil {
+				return fmt.Errorf("probe %s: control twin: %w", o.Agent.Name(), err)
+			}
+			return nil
+		})
+	}
+	if len(personal) > 0 {
+		g.Go(func() (err error) {
+			if kept, err = realTwin(gctx, cleanPlan, operator, personal, canary.Addr(), o.twinRequests); err != nil {
+				return fmt.Errorf("probe %s: twin with your setup: %w", o.Agent.Name(), err)
+			}
+			return nil
+		})
+	}
+	roomsErr := g.Wait()
+	if err := <-checked; err != nil {
+		return nil, err
+	}
+	if roomsErr != nil {
+		return nil, roomsErr
+	}
+	r.Bwrap = bw.Version.String()
+
+	if err := writeRequests(o.Requests, ev.raw); err != nil {
+		return nil, err
+	}
+	r.Requests = ev.requests
+	r.Network = networkLine(o.HostNetwork, false)
+	r.Kernel = ev.sight.kernel
+	r.Declared = append(setup.Declared, roomDeclared(ev.sight.room, operator)...)
+	operator.env = setup.EnvNames
+	for _, leaks := range detect(ev, operator) {
+		r.Leaks = append(r.Leaks, leaks...)
+	}
+	sortLeaks(r.Leaks)
+
+	if o.NoControl {
+		for _, d := range Detectors {
+			r.blind(d, "", "")
+		}
+	} else {
+		uses := applicable(planted)
+		for _, d := range Detectors {
+			if !uses[d] {
+				r.NotApplicable = append(r.NotApplicable, d)
+				continue
+			}
+			if len(saw[d]) == 0 {
+				r.blind(d, "", "")
+				continue
+			}
+			r.ControlSaw[d] = saw[d][0].What
+		}
+		r.KeptOut = kept
+	}
+	// A personal file a detector cannot recognise makes that detector blind: its silence
+	// says nothing about that file, however well the control's long canary was seen. (A
+	// detector of a mechanism the agent lacks has nothing to see.)
+	for _, src := range operator.sources {
+		if det := detectorOf[src.Kind]; det != "" && src.Unseen != "" && !slices.Contains(r.NotApplicable, det) {
+			r.blind(det, src.Unseen, tilde(src.Path))
+		}
+	}
+	markBlind(r, ev.sight.room)
+	r.Took = time.Since(began).Seconds()
+	return r, nil
+}
+
+// Plan is everything needed to build one agent room.
+type Plan struct {
+	Agent     agent.Agent
+	Inst      agent.Install
+	Config    *config.Config
+	Workspace string
+	ReadOnly  bool
+	HostNet   bool
+	// Login places the agent's login copy (real providers only).
+	Login bool
+	// Sessions, when set, is a host folder bound at the agent's session folder, so the
+	// session outlives the room (for resumes, trails and tails).
+	Sessions string
+	// Extra are files placed in HOME besides the agent's own (a session to resume).
+	Extra []agent.File
+	// Hooks are commands the agent runs on its events (tare snap after each tool call).
+	Hooks []agent.Hook
+	// RunStore is a host folder bound read-write at /tare-run: the room's capsule staging
+	// folder, never the run's store (see storeInRoom).
+	RunStore string
+	// Guard are workspace paths the room sees read-only (sandbox.Room.Guard).
+	Guard []string
+	// Inert turns off whatever in the room's copied config would run a command (the twin
+	// with a copy of the operator's setup).
+	Inert bool
+	// Model is the model the agent asks for (a workshop writer's); empty leaves its default.
+	Model string
+}
+
+// RoomSetup is what observe learned about the room it built.
+type RoomSetup struct {
+	Declared []string
+	EnvNames map[string]bool
+	// Args go on the agent's command line before the caller's (Codex's hook trust flag).
+	Args []string
+	// ModelHosts are the allowed hosts serving the model's API, which a metered room's
+	// proxy reads (see interceptRoom).
+	ModelHosts []string
+}
+
+// twin describes how a twin differs from the clean room: a planted home bound at its own
+// host path, the cwd below it, a canary variable and, for the control, the host's network.
+type twin struct {
+	home, cwd string
+	env       map[string]string
+	// binds are extra host folders bound at their own path (the planted tree).
+	binds []string
+	// hostNet shares the host's network: only the control, whose planted home is tare's own.
+	hostNet bool
+}
+
+// observe runs the inspection and the agent in one room shape (clean, or a twin) against a
+// fresh model server in probe mode and gathers the evidence. The inspection runs beside the
+// agent where it cannot see anything the agent does: in the clean room (a read-only
+// workspace, and each room its own home), or in the twin look plants alike in a folder of its
+// own (planted beside the agent's run, off its path); otherwise (a twin whose agent may write
+// in what the inspection walks) before it.
+func observe(ctx context.Context, p Plan, s subject, loopback string, tw *twin, look func() (*aside, error)) (evidence, RoomSetup, error) {
+	srv, err := modelserver.New(modelserver.Options{})
+	if err != nil {
+		return evidence{}, RoomSetup{}, err
+	}
+	if err := srv.Start("127.0.0.1:0"); err != nil {
+		return evidence{}, RoomSetup{}, fmt.Errorf("model server: %v", err)
+	}
+	defer srv.Close()
+
+	room, setup, err := BuildRoom(p, srv.Addr(), tw)
+	if err != nil {
+		return evidence{}, RoomSetup{}, err
+	}
+	// The inspection runs in a room of the same shape, so it sees what the agent would.
+	beside := look != nil || tw == nil && p.ReadOnly && p.RunStore == "" && p.Sessions == ""
+	lookCtx, stopLook := context.WithCancel(ctx)
+	defer stopLook()
+	var view sandbox.View
+	var lookErr error
+	looked := make(chan struct{})
+	go func() {
+		defer close(looked)
+		lookRoom, lookS, lookTw := room, s, tw
+		if look != nil {
+			a, err := look()
+			if err == nil {
+				lookRoom, _, err = BuildRoom(a.p, srv.Addr(), a.tw)
+			}
+			if err != nil {
+				lookErr = err
+				return
+			}
+			lookS, lookTw = a.s, a.tw
+		}
+		lookErr = inspectRoom(lookCtx, lookRoom, lookS, loopback, lookTw, &view)
+	}()
+	if !beside {
+		if <-looked; lookErr != nil {
+			return evidence{}, RoomSetup{}, lookErr
+		}
+	}
+
+	wrap := func(argv []string) []string { return argv }
+	if tw != nil {
+		wrap = func(argv []string) []string { return twinArgv(tw, argv) }
+	}
+	reqs, err := askAgent(ctx, p, room, setup, wrap, srv)
+	if err != nil {
+		stopLook()
+		<-looked
+		return evidence{}, RoomSetup{}, err
+	}
+	if <-looked; lookErr != nil {
+		return evidence{}, RoomSetup{}, lookErr
+	}
+	bodies := make([][]byte, len(reqs))
+	for i, rq := range reqs {
+		bodies[i] = rq.Body
+	}
+	ev := scanRequests(bodies)
+	ev.raw = reqs
+	ev.sight = sightOf(&view, loopback)
+	return ev, setup, nil
+}
+
+// inspectRoom runs the in-room inspection for subject s in room (as twin tw runs its
+// commands, when set) and decodes what it saw into view.
+func inspectRoom(ctx context.Context, room sandbox.Room, s subject, loopback string, tw *twin, view *sandbox.View) error {
+	// A twin runs its commands in its planted home; a clean room in its own.
+	room.Argv = inspectArgv(s, loopback, "")
+	if tw != nil {
+		room.Argv = twinArgv(tw, inspectArgv(s, loopback, tw.home))
+	}
+	var out, lookErr strings.Builder
+	room.Stdout, room.Stderr, room.Stdin = &out, &lookErr, nil
+	code, err := RunRoom(ctx, room)
+	if err != nil {
+		return fmt.Errorf("inspection room: %v", err)
+	}
+	if code != 0 {
+		return fmt.Errorf("inspection room exited %d: %s", code, strings.TrimSpace(lookErr.String()))
+	}
+	if err := json.Unmarshal([]byte(out.String()), view); err != nil {
+		return fmt.Errorf("inspection room: unreadable view: %v", err)
+	}
+	return nil
+}
+
+// askAgent runs the agent once in room on the probe's prompt and returns the requests that
+// reached srv: one agent run, the unit the probe's time is measured against.
+func askAgent(ctx context.Context, p Plan, room sandbox.Room, setup RoomSetup, wrap func([]string) []string, srv *modelserver.Server) ([]modelserver.Request, error) {
+	room.Argv = p.Agent.RunArgs(probePrompt, append(setup.Args, p.Config.Agents[p.Agent.Name()].Args...))
+	room.Argv = wrap(append([]string{p.Inst.Command}, room.Argv...))
+	var agentOut, agentErr strings.Builder
+	room.Stdout, room.Stderr = &agentOut, &agentErr
+	runCtx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	if _, err := RunRoom(runCtx, room); err != nil {
+		return nil, fmt.Errorf("agent room: %v", err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) == 0 {
+		return nil, fmt.Errorf("%s sent nothing to the model server; its output: %s",
+			p.Agent.Name(), clip(agentErr.String()+agentOut.String(), 400))
+	}
+	return reqs, nil
+}
+
+// twinArgv starts argv as a twin does: in the twin's cwd (below its planted home, not
+// /work), with HOME at the planted home and a canary descriptor open (fd 7 on a planted
+// file). The room itself fixes HOME and passes no descriptors, so the twin plants these in
+// its own command, the one place that is not the room's promise.
+func twinArgv(tw *twin, argv []string) []string {
+	return append([]string{"/bin/sh", "-c", `cd "$0" && HOME="$1" && export HOME && exec 7<"$1/.tare-canary-fd" && shift && exec "$@"`, tw.cwd, tw.home}, argv...)
+}
+
+// applicable is the set of detectors that apply to an agent, from what its adapter planted
+// in the control's dirty home: an agent that reads no MCP servers (pi) has none to leak, and
+// its MCP detector has nothing to prove. Detectors of the room itself always apply.
+func applicable(planted []agent.Source) map[string]bool {
+	uses := map[string]bool{DetHomePath: true, DetEnv: true, DetFDs: true, DetHostFiles: true, DetSecrets: true, DetLoopback: true, DetOtherHosts: true}
+	for _, src := range planted {
+		if d := detectorOf[src.Kind]; d != "" {
+			uses[d] = true
+		}
+		if src.Kind == agent.KindMCP {
+			uses[DetMCP] = true
+		}
+	}
+	return uses
+}
+
+// control runs the twin in a planted dirty home and returns what each detector saw there,
+// and the personal files the adapter planted. Its inspection runs beside its agent in a second
+// home planted alike (the same canaries), which the agent's writes never reach: what reached
+// the model is read against the agent's home, what the room showed against the inspection's.
+func control(ctx context.Context, p Plan, loopback string) (map[string][]Leak, []agent.Source, error) {
+	token := newToken()
+	dir, err := os.MkdirTemp("", "tare-control-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(dir)
+	lookDir, err := os.MkdirTemp("", "tare-control-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(lookDir)
+	q, s, tw, err := plantControl(p, filepath.Join(dir, "home"), token, loopback)
+	if err != nil {
+		return nil, nil, err
+	}
+	var look aside
+	plantLook := func() (*aside, error) {
+		var err error
+		look.p, look.s, look.tw, err = plantControl(p, filepath.Join(lookDir, "home"), token, loopback)
+		return &look, err
+	}
+	ev, setup, err := observe(ctx, q, s, loopback, tw, plantLook)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.env, look.s.env = setup.EnvNames, setup.EnvNames
+	return detectApart(ev, s, look.s), s.sources, nil
+}
+
+// realTwin runs a twin in a copy of the operator's personal files and returns what the
+// clean room kept out of their real setup.
+func realTwin(ctx context.Context, p Plan, operator subject, files []agent.Source, loopback string, requests io.Writer) ([]Leak, error) {
+	dir, err := os.MkdirTemp("", "tare-twin-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	for _, src := range files {
+		data, err := os.ReadFile(src.Path)
+		if err != nil {
+			continue
+		}
+		dst := filepath.Join(dir, src.Path)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(dst, data, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	home := filepath.Join(dir, operator.home)
+	proj := filepath.Join(dir, operator.project)
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(home, ".tare-canary-fd"), nil, 0o644); err != nil {
+		return nil, err
+	}
+	s := subject{
+		home: home, project: proj, sources: p.Agent.Personal(home, proj), loopback: loopback,
+		show: func(path string) string { return tilde(strings.TrimPrefix(path, dir)) },
+	}
+	// The copy is the operator's: its twin gets a room like the clean one (its own network,
+	// out only to the model server), and the agent starts with its hooks and helpers off, so
+	// a probe never runs the operator's code with their reach.
+	tw := &twin{home: home, cwd: proj, binds: []string{dir}}
+	q := p
+	q.Workspace, q.ReadOnly, q.HostNet, q.Inert = proj, false, false, true
+	ev, setup, err := observe(ctx, q, s, loopback, tw, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeRequests(requests, ev.raw); err != nil {
+		return nil, err
+	}
+	s.env = setup.EnvNames
+	var kept []Leak
+	for _, d := range []string{DetInstructions, DetMCP, DetSkills, DetPlugins, DetEmail} {
+		kept = append(kept, detect(ev, s)[d]...)
+	}
+	sortLeaks(kept)
+	return kept, nil
+}
+
+// writeRequests writes each request as the model server recorded it, one JSON object a line.
+func writeRequests(w io.Writer, reqs []modelserver.Request) error {
+	if w == nil {
+		return nil
+	}
+	enc := json.NewEncoder(w)
+	for _, rq := range reqs {
+		if err := enc.Encode(rq); err != nil {
+			return fmt.Errorf("writing the requests: %v", err)
+		}
+	}
+	return nil
+}
+
+// copyable is the operator's personal files a real-setup twin may copy: the ones a detector
+// looks for in what reached the model. Never a login (Codex's auth.json is also where its
+// email is), and never a file that is only settings: those hold hooks, helpers, providers and
+// keys, nothing a detector reads, and running them is not the probe's business.
+func copyable(sources []agent.Source) []agent.Source {
+	login := map[string]bool{}
+	for _, s := range sources {
+		if s.Kind == agent.KindLogin {
+			login[s.Path] = true
+		}
+	}
+	var out []agent.Source
+	seen := map[string]bool{}
+	for _, s := range sources {
+		// Nor an env file: its variables name host paths (a system prompt) the twin has not.
+		if login[s.Path] || seen[s.Path] || s.Kind == agent.KindEnvFile || (detectorOf[s.Kind] == "" && s.Kind != agent.KindMCP) {
+			continue
+		}
+		if info, err := os.Stat(s.Path); err == nil && info.Mode().IsRegular() && info.Size() < 1<<20 {
+			seen[s.Path] = true
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// canaryListener is a TCP listener on the host's loopback that a clean room must not reach.
+type canaryListener struct {
+	ln   net.Listener
+	wg   sync.WaitGroup
+	once sync.Once
+}
+
+func newCanaryListener() (*canaryListener, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("canary listener: %v", err)
+	}
+	c := &canaryListener{ln: ln}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conn.Close()
+		}
+	}()
+	return c, nil
+}
+
+func (c *canaryListener) Addr() string { return c.ln.Addr().String() }
+
+func (c *canaryListener) Close() {
+	c.once.Do(func() { c.ln.Close(); c.wg.Wait() })
+}
+
+func newToken() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return "tc" + hex.EncodeToString(b)
+}
+
+func progress(w io.Writer, format string, args ...any) {
+	if w != nil {
+		fmt.Fprintf(w, format+"\n", args...)
+	}
+}
+
+func networkLine(hostNet, provider bool) string {
+	switch {
+	case hostNet:
+		return "network: HOST (--network-host: the room shares the host's network)"
+	case provider:
+		return "network: own namespace; out only through tare's proxy to network.allow"
+	}
+	return "network: own namespace; out only through a relay to tare's model server"
+}

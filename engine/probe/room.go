@@ -1,0 +1,209 @@
+package probe
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"tare/agent"
+	"tare/config"
+	"tare/sandbox"
+)
+
+// In-room ports of the relays: the room has its own loopback, so fixed ports never collide.
+const (
+	modelPort = 4000
+	proxyPort = 4001
+)
+
+// FindAgent locates the agent's CLI, honouring the config's agents.NAME.bin. A CLI inside
+// one of the projects is never used: the agent can write there.
+func FindAgent(a agent.Agent, cfg *config.Config, projects ...string) (agent.Install, error) {
+	bins := map[string]string{}
+	for name, ac := range cfg.Agents {
+		if ac.Bin != "" {
+			bins[name] = ac.Bin
+		}
+	}
+	return a.Find(agent.FindOptions{Bins: bins, Search: agent.DefaultSearch(), Avoid: projects, Sensitive: config.Sensitive})
+}
+
+// BuildRoom turns a plan into a room whose agent talks to upstream (tare's model server) or,
+// with p.login set and upstream empty, to its real provider through tare's proxy.
+func BuildRoom(p Plan, upstream string, tw *twin) (sandbox.Room, RoomSetup, error) {
+	opts := agent.RoomOptions{Hooks: p.Hooks, Inert: p.Inert, Model: p.Model}
+	room := sandbox.Room{
+		Workspace:         p.Workspace,
+		WorkspaceReadOnly: p.ReadOnly,
+		Guard:             p.Guard,
+		Agent:             p.Inst.Runtime,
+		RunStore:          p.RunStore,
+		Bwrap:             p.Config.Bwrap,
+	}
+	for _, ro := range p.Config.Room.ReadOnly {
+		room.Binds = append(room.Binds, sandbox.Bind{Source: ro, Dest: ro, Try: true})
+	}
+	if tw != nil {
+		opts.Base = tw.home
+	}
+	switch {
+	case tw != nil && tw.hostNet:
+		// The control twin shares the host network on purpose (its loopback and other-hosts
+		// detectors must see), and talks to the model server directly.
+		room.Network = sandbox.NetHost
+		opts.BaseURL = "http://" + upstream
+	case upstream != "":
+		opts.BaseURL = fmt.Sprintf("http://127.0.0.1:%d", modelPort)
+		room.Relays = []sandbox.Relay{{Port: modelPort, Upstream: upstream}}
+	default:
+		opts.Proxy = fmt.Sprintf("http://127.0.0.1:%d", proxyPort)
+		opts.Login = p.Login
+		opts.HostHome, _ = os.UserHomeDir()
+		opts.AllowOnly = p.Config.Network.Allow
+	}
+	if p.HostNet {
+		room.Network = sandbox.NetHost
+	}
+	setup, err := p.Agent.Room(opts)
+	if err != nil {
+		return sandbox.Room{}, RoomSetup{}, err
+	}
+	if opts.Proxy != "" {
+		// Exactly the hosts this agent needs and its reading declares, never a global list.
+		room.Relays = []sandbox.Relay{{Port: proxyPort, Allow: setup.Allow}}
+	}
+	room.Env = setup.Env
+	room.Path = setup.Path
+	for _, f := range append(setup.Files, p.Extra...) {
+		room.Files = append(room.Files, sandbox.File{Path: f.Path, Data: f.Data, Mode: f.Mode})
+	}
+	if p.Sessions != "" {
+		room.Binds = append(room.Binds, sandbox.Bind{Source: p.Sessions, Dest: "/" + agent.SessionRoot(p.Agent), Write: true})
+	}
+	if tw != nil {
+		if err := moveHome(&room, tw); err != nil {
+			return sandbox.Room{}, RoomSetup{}, err
+		}
+	}
+	// The room's own variables: what tare sets, plus PWD, which bwrap sets for --chdir.
+	names := map[string]bool{"PWD": true}
+	for _, kv := range room.EnvList() {
+		k, _, _ := strings.Cut(kv, "=")
+		names[k] = true
+	}
+	declared := append(room.Declared(), setup.Declared...)
+	return room, RoomSetup{Declared: declared, EnvNames: names, Args: setup.Args, ModelHosts: setup.ModelHosts}, nil
+}
+
+// moveHome turns a clean room into a twin: HOME is the planted folder at its own host path
+// (tare's config files, already merged with the planted ones by the adapter, are written
+// there), the canary variables are set, and the planted tree is bound read-write at its own path.
+func moveHome(room *sandbox.Room, tw *twin) error {
+	for _, f := range room.Files {
+		dst := filepath.Join(tw.home, strings.TrimPrefix(f.Path, sandbox.HomeDir+"/"))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(dst, f.Data, f.Mode|0o600); err != nil {
+			return err
+		}
+	}
+	room.Files = nil
+	env := map[string]string{}
+	for k, v := range room.Env {
+		env[k] = strings.ReplaceAll(v, sandbox.HomeDir, tw.home)
+	}
+	for k, v := range tw.env {
+		env[k] = v
+	}
+	room.Env = env
+	for _, b := range tw.binds {
+		room.Binds = append(room.Binds, sandbox.Bind{Source: b, Dest: b, Write: true})
+	}
+	return nil
+}
+
+// RunRoom starts a room and waits for it.
+func RunRoom(ctx context.Context, r sandbox.Room) (int, error) {
+	proc, err := sandbox.Start(ctx, r)
+	if err != nil {
+		return -1, err
+	}
+	return proc.Wait()
+}
+
+// inspectArgv is the in-room inspection's command line for a subject: connect to the
+// host's canary listener, look for the subject's personal files by (dev, ino), and search the
+// room's files for its account email.
+func inspectArgv(s subject, loopback, home string) []string {
+	o := sandbox.InspectOptions{Connect: []string{loopback}, Home: home, Watch: watchFor(s)}
+	for _, src := range s.sources {
+		if id, err := sandbox.IdentOf(src.Path, src.Path); err == nil {
+			o.Idents = append(o.Idents, id)
+		}
+		if src.Kind == agent.KindEmail {
+			o.Needles = append(o.Needles, src.Fingerprints...)
+		}
+	}
+	return append([]string{sandbox.TareBin}, o.Args()...)
+}
+
+// sightOf reduces the inspection's view to what the detectors read.
+func sightOf(v *sandbox.View, loopback string) sight {
+	out := sight{env: map[string]string{}, found: map[string]string{}, needles: map[string][]string{}}
+	for _, kv := range v.Env {
+		k, val, _ := strings.Cut(kv, "=")
+		out.env[k] = val
+	}
+	for _, env := range v.Environ {
+		for _, kv := range env {
+			k, val, _ := strings.Cut(kv, "=")
+			out.env[k] = val
+		}
+	}
+	for _, fd := range v.FDs {
+		if fd.FD > 2 && !fd.Runtime {
+			out.fds = append(out.fds, fmt.Sprintf("%d (%s)", fd.FD, fd.Target))
+		}
+	}
+	for _, f := range v.Found {
+		if label, ok := strings.CutPrefix(f.Why, "ident "); ok {
+			out.found[f.Path] = label
+		}
+	}
+	for needle, files := range v.Needles {
+		out.needles[needle] = files
+	}
+	for _, c := range v.Connect {
+		if c.Target == loopback && c.OK {
+			out.loopback = true
+		}
+	}
+	for _, i := range v.Interfaces {
+		if i != "lo" {
+			out.interfaces = append(out.interfaces, i)
+		}
+	}
+	sort.Strings(out.interfaces)
+	out.routes = len(v.Routes)
+	out.kernel = kernelLine(v)
+	out.room = roomSightOf(v)
+	return out
+}
+
+// kernelLine says, from the inspection's view, whether the room ran under its seccomp
+// filter and whether any kernel key was in sight (keyctl on the session keyring, /proc/keys).
+func kernelLine(v *sandbox.View) string {
+	seccomp := "seccomp filter"
+	if v.Status.Seccomp != "2" {
+		seccomp = fmt.Sprintf("no seccomp filter (Seccomp: %q)", v.Status.Seccomp)
+	}
+	keys := "no kernel keys in sight"
+	if n := len(v.SessionKeys) + len(v.ProcKeys); n > 0 {
+		keys = fmt.Sprintf("%d kernel keys in sight", n)
+	}
+	return seccomp + " · " + keys
+}

@@ -1,0 +1,41 @@
+package engine
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestMakeFreeRunDirUnderRace: runs that start in the same second for folders of the same
+// name (tare judge as the check of tails judged side by side: every tail's workspace is
+// "work") each get a run directory of their own.
+func TestMakeFreeRunDirUnderRace(t *testing.T) {
+	parent := t.TempDir()
+	now := time.Now()
+	const n = 24
+	dirs := make(chan string, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dir, err := MakeFreeRunDir(parent, "/runs/a-0/work", now)
+			if err != nil {
+				t.Error(err)
+			}
+			dirs <- dir
+		}()
+	}
+	wg.Wait()
+	close(dirs)
+	seen := map[string]bool{}
+	for d := range dirs {
+		if seen[d] {
+			t.Errorf("two runs got %s", d)
+		}
+		seen[d] = true
+	}
+	if len(seen) != n {
+		t.Errorf("%d directories for %d runs", len(seen), n)
+	}
+}
