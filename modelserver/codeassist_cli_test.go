@@ -1,0 +1,128 @@
+package modelserver
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// codeAssistRun is Gemini CLI headless with a Google login (an access token by env, so no
+// token check leaves the machine) whose Code Assist endpoint is url.
+func codeAssistRun(bin, url string) cliRun {
+	settings := `{"security":{"auth":{"selectedType":"oauth-personal"}},"privacy":{"usageStatisticsEnabled":false},"model":{"name":"gemini-2.5-pro"}}`
+	return cliRun{name: "gemini", bin: bin,
+		args: []string{"--output-format", "stream-json", "--yolo", "--skip-trust", "-p", "Make the file."},
+		env: append([]string{"CODE_ASSIST_ENDPOINT=" + url, "GOOGLE_GENAI_USE_GCA=true", "GOOGLE_CLOUD_ACCESS_TOKEN=ya29.tare-test",
+			"GEMINI_CLI_NO_RELAUNCH=true", "GEMINI_CLI_SYSTEM_SETTINGS_PATH=/nonexistent/settings.json"}, baseEnv...),
+		files: map[string]string{".gemini/settings.json": settings}}
+}
+
+// TestRealGeminiCLICodeAssist: Gemini CLI with a Google login talks to Code Assist; pointed at
+// tare's model server (CODE_ASSIST_ENDPOINT) through a meter, it sets the user up, runs the
+// script's shell call and final text, and the meter's count of each call equals the server's.
+func TestRealGeminiCLICodeAssist(t *testing.T) {
+	bin := agentBin(t, "gemini")
+	sc := mustScript(t, `
+[[turn]]
+text = "Making the file."
+shell = "echo tare-ok > made.txt"
+[[turn]]
+text = "All done."
+`)
+	var logBuf safeBuffer
+	srv := startServer(t, Options{Script: sc, Log: &logBuf, Seed: 1})
+	m, err := NewMeter(strings.TrimPrefix(srv.URL(), "http://"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	r := codeAssistRun(bin, "http://"+m.Addr())
+	a := newAgentHome(t, r)
+	stdout, stderr, code := a.exec(t, "gemini", r.bin, r.args...)
+	got, _ := os.ReadFile(filepath.Join(a.cwd, "made.txt"))
+	if code != 0 || string(got) != "tare-ok\n" || !strings.Contains(stdout, "All done.") {
+		t.Fatalf("gemini exit %d, made.txt %q\nstdout:\n%s\nstderr:\n%s\nserver log:\n%s", code, got, tail(stdout, 4000), tail(stderr, 3000), tail(logBuf.String(), 4000))
+	}
+	var in, out int64
+	calls := 0
+	for _, q := range srv.Requests() {
+		switch q.Outcome {
+		case "unmapped", "bad_request", "not_found":
+			t.Errorf("request %s %s answered %q: %s", q.Method, q.Path, q.Outcome, q.Note)
+		}
+		if q.API == string(apiCodeAssist) {
+			calls++
+			in += int64(q.InputTokens)
+			out += int64(q.OutputTokens)
+		}
+	}
+	var mi, mo int64
+	for _, c := range m.Calls() {
+		if c.API != string(apiCodeAssist) || c.Model != "gemini-2.5-pro" {
+			t.Errorf("metered call %+v: want a Code Assist call of gemini-2.5-pro", c)
+		}
+		mi += c.Input + c.CacheRead
+		mo += c.Output
+	}
+	if calls < 2 || len(m.Calls()) != calls || mi != in || mo != out {
+		t.Errorf("meter counted %d calls, %d in, %d out; the server answered %d, %d in, %d out", len(m.Calls()), mi, mo, calls, in, out)
+	}
+}
+
+// TestCodeAssistCapStopsGemini: under a token cap the first Code Assist call spends, the meter
+// refuses the next in Google's error shape, and Gemini CLI reports it and stops.
+func TestCodeAssistCapStopsGemini(t *testing.T) {
+	bin := agentBin(t, "gemini")
+	srv := startServer(t, Options{Script: mustScript(t, `
+[[turn]]
+text = "Making the file."
+shell = "echo tare-ok > made.txt"
+[[turn]]
+text = "All done."
+`)})
+	m, err := NewMeter(strings.TrimPrefix(srv.URL(), "http://"), nil, &Budget{Name: "tail", MaxTokens: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	r := codeAssistRun(bin, "http://"+m.Addr())
+	stdout, stderr, code := newAgentHome(t, r).exec(t, "gemini", r.bin, r.args...)
+	through, refused := 0, 0
+	for _, c := range m.Calls() {
+		if c.OverBudget {
+			refused++
+		} else {
+			through++
+		}
+	}
+	if through != 1 || refused != 1 || code == 0 {
+		t.Errorf("exit %d, %d calls through, %d refused; want 1 through, the next refused, the run failed", code, through, refused)
+	}
+	if !strings.Contains(stdout+stderr, "tare: over budget: the tail's token cap (1) is spent") {
+		t.Errorf("gemini did not report the refusal:\nstdout: %s\nstderr: %s", tail(stdout, 2000), tail(stderr, 2000))
+	}
+}
+
+// TestMeterReadsCodeAssist: Code Assist's wrapped answers, streamed and whole, are read with
+// the prompt's cached part as cache reads and the thoughts counted as output.
+func TestMeterReadsCodeAssist(t *testing.T) {
+	if modelCall("/v1internal:streamGenerateContent") != apiCodeAssist || modelCall("/v1internal:generateContent") != apiCodeAssist ||
+		modelCall("/v1internal:countTokens") != "" || modelCall("/v1internal:loadCodeAssist") != "" {
+		t.Fatalf("Code Assist's model calls are not told from its other methods")
+	}
+	usage := `"usageMetadata":{"promptTokenCount":1000,"cachedContentTokenCount":600,"candidatesTokenCount":50,"thoughtsTokenCount":30,"totalTokenCount":1080}`
+	sse := "data: {\"response\":{\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"a\"}]}}]},\"traceId\":\"t\"}\n\n" +
+		"data: {\"response\":{\"candidates\":[],\"modelVersion\":\"gemini-2.5-pro\"," + usage + "},\"traceId\":\"t\"}\n\n"
+	whole := `{"response":{"candidates":[],` + usage + `},"traceId":"t"}`
+	for name, c := range map[string]struct {
+		body string
+		sse  bool
+	}{"stream": {sse, true}, "whole": {whole, false}} {
+		var call CallUsage
+		readUsage(&call, []byte(c.body), c.sse)
+		if call.Input != 400 || call.CacheRead != 600 || call.Output != 80 {
+			t.Errorf("%s: read %+v; want 400 in, 600 cache read, 80 out (50 + 30 thoughts)", name, call)
+		}
+	}
+}
