@@ -1,6 +1,7 @@
 package modelserver
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,5 +125,44 @@ func TestMeterReadsCodeAssist(t *testing.T) {
 		if call.Input != 400 || call.CacheRead != 600 || call.Output != 80 {
 			t.Errorf("%s: read %+v; want 400 in, 600 cache read, 80 out (50 + 30 thoughts)", name, call)
 		}
+	}
+}
+
+// TestCodeAssistOnboarding: the setup answers read as Gemini CLI's setupUser reads them:
+// loadCodeAssist offers the free tier as the default (what a CLI onboarding picks),
+// onboardUser's operation is done at once and names the project the CLI then sends with every
+// call, and a method the server does not know is Google's 404.
+func TestCodeAssistOnboarding(t *testing.T) {
+	srv := startServer(t, Options{})
+	var load struct {
+		AllowedTiers []struct {
+			ID        string `json:"id"`
+			IsDefault bool   `json:"isDefault"`
+		} `json:"allowedTiers"`
+	}
+	resp := post(t, srv.URL()+"/v1internal:loadCodeAssist", `{"metadata":{"pluginType":"GEMINI"}}`)
+	if err := json.NewDecoder(resp.Body).Decode(&load); err != nil || len(load.AllowedTiers) != 1 || !load.AllowedTiers[0].IsDefault || load.AllowedTiers[0].ID != "free-tier" {
+		t.Fatalf("loadCodeAssist: %+v, %v; want the free tier as the default", load, err)
+	}
+	var op struct {
+		Done     bool `json:"done"`
+		Response struct {
+			Project struct {
+				ID string `json:"id"`
+			} `json:"cloudaicompanionProject"`
+		} `json:"response"`
+	}
+	resp = post(t, srv.URL()+"/v1internal:onboardUser", `{"tierId":"free-tier","metadata":{"pluginType":"GEMINI"}}`)
+	if err := json.NewDecoder(resp.Body).Decode(&op); err != nil || !op.Done || op.Response.Project.ID == "" {
+		t.Fatalf("onboardUser: %+v, %v; want a done operation naming the project", op, err)
+	}
+	resp = post(t, srv.URL()+"/v1internal:noSuchMethod", `{}`)
+	var e struct {
+		Error struct {
+			Status string `json:"status"`
+		} `json:"error"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&e); resp.StatusCode != 404 || e.Error.Status != "NOT_FOUND" {
+		t.Errorf("an unknown method: %d %+v; want Google's 404 NOT_FOUND", resp.StatusCode, e)
 	}
 }
