@@ -2,6 +2,9 @@ package modelserver
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -164,5 +167,27 @@ func TestCodeAssistOnboarding(t *testing.T) {
 	}
 	if json.NewDecoder(resp.Body).Decode(&e); resp.StatusCode != 404 || e.Error.Status != "NOT_FOUND" {
 		t.Errorf("an unknown method: %d %+v; want Google's 404 NOT_FOUND", resp.StatusCode, e)
+	}
+}
+
+// TestMeterReadsAnAltSSEStreamOfAnyType: a Code Assist stream (asked for with ?alt=sse) is read
+// as events even when its answer is not typed text/event-stream.
+func TestMeterReadsAnAltSSEStreamOfAnyType(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+		io.WriteString(w, "data: {\"response\":{\"candidates\":[]},\"traceId\":\"t\"}\r\n\r\n"+
+			"data: {\"response\":{\"usageMetadata\":{\"promptTokenCount\":70,\"candidatesTokenCount\":7}},\"traceId\":\"t\"}\r\n\r\n")
+	}))
+	defer up.Close()
+	m, err := NewMeter(strings.TrimPrefix(up.URL, "http://"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	resp := post(t, "http://"+m.Addr()+"/v1internal:streamGenerateContent?alt=sse", `{"model":"gemini-2.5-pro","request":{}}`)
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if calls := m.Calls(); len(calls) != 1 || calls[0].Input != 70 || calls[0].Output != 7 || calls[0].Model != "gemini-2.5-pro" {
+		t.Errorf("metered %+v; want one call of gemini-2.5-pro, 70 in, 7 out", calls)
 	}
 }

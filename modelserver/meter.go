@@ -332,7 +332,8 @@ func (m *Meter) meterResponse(resp *http.Response) error {
 	}
 	call.Status = resp.StatusCode
 	resp.Body = &usageReader{rc: resp.Body, m: m, call: call,
-		sse: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")}
+		// Google's streams are asked for with ?alt=sse: read as events whatever type they say.
+		sse: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") || resp.Request.URL.Query().Get("alt") == "sse"}
 	return nil
 }
 
