@@ -1109,9 +1109,10 @@ func modelServerCmd() *cobra.Command {
 	var seed int64
 	cmd := &cobra.Command{
 		Use:   "model-server",
-		Short: "Serve tare's own model endpoints on loopback (Anthropic Messages, OpenAI Responses and Chat, Gemini)",
-		Long: `Serves POST /v1/messages, /v1/responses, /v1/chat/completions and Gemini's
-/v1beta/models/MODEL:streamGenerateContent, streaming as the agent CLIs expect. Without --script it is in probe mode: it records every request and answers with a
+		Short: "Serve tare's own model endpoints on loopback (Anthropic Messages, OpenAI Responses and Chat, Gemini, Code Assist)",
+		Long: `Serves POST /v1/messages, /v1/responses, /v1/chat/completions, Gemini's
+/v1beta/models/MODEL:streamGenerateContent and Code Assist's /v1internal:streamGenerateContent
+(Gemini CLI on a Google login; point CODE_ASSIST_ENDPOINT at the server), streaming as the agent CLIs expect. Without --script it is in probe mode: it records every request and answers with a
 short text. With --script it replays a scripted conversation (see modelserver's package doc).
 Every request is logged to --log as one JSON line.`,
 		Args: cobra.NoArgs,

@@ -197,7 +197,7 @@ func TestBadInputIsOneLineAndLeavesNothing(t *testing.T) {
 		{"tail from a step without a capsule", "", []string{"tail", inherited, "--step", "2", "--handoff", "pi"},
 			[]string{"--step 2: the step has no capsule of its own", "step 1's", "fix: add --from-nearest"}},
 		{"serve without an address", "", []string{"serve"}, []string{"--ssh ADDR"}},
-		{"cost cap on gemini's real provider", "", []string{"calibrate", "x", "--side", "gemini", "--max-cost", "1", "--project", project}, []string{"--max-cost", "Code Assist", "fix: drop the cap for gemini"}},
+		{"cost cap on agy's real provider", "", []string{"calibrate", "x", "--side", "agy", "--max-cost", "1", "--project", project}, []string{"--max-cost", "Code Assist", "fix: drop the cap for agy"}},
 		{"cliff budget below the start and end", "", []string{"cliff", "pi", "x", "--check", "true", "--budget", "5", "--project", project}, []string{"--budget 5", "raise --budget"}},
 		{"cliff without a check", "", []string{"cliff", "pi", "x", "--project", project}, []string{"--check", "cliff needs a check"}},
 		{"cliff of a folder that is not a run", "", []string{"cliff", "--run", project}, []string{"not a tare run", "fix:"}},

@@ -83,14 +83,16 @@ func (g Gemini) Room(o RoomOptions) (Setup, error) {
 			fmt.Sprintf("retries: %d attempts per model request (Gemini CLI's default is 10)", geminiServerAttempts))
 	} else {
 		s.Allow = []string{"generativelanguage.googleapis.com:443"}
-		// Code Assist (a Google login's cloudcode-pa.googleapis.com) wraps its answers in a
-		// shape the meter does not read yet: left unread, so caps are refused there.
-		s.ModelHosts = []string{"generativelanguage.googleapis.com:443"}
+		// The relay reads the model calls to either: the Gemini API (an API key) and Code
+		// Assist (a Google login), whose wrapped answers the meter reads as well.
+		s.ModelHosts = []string{"generativelanguage.googleapis.com:443", "cloudcode-pa.googleapis.com:443"}
 		proxyEnv(s.Env, o.Proxy)
 		switch {
 		case o.Login:
-			// A Google login reaches the model through Code Assist, with its token refreshed
-			// by Google's OAuth server. Not run here: no Google account was at hand.
+			// A Google login reaches the model through Code Assist, with its token checked
+			// (tokeninfo) and refreshed by Google's OAuth server, which stays an unread
+			// tunnel. Run here against tare's model server standing in for both; no Google
+			// account was at hand.
 			f, line, err := loginCopy(g.Name(), o.HostHome, geminiLogin, "log in on the host with `gemini` (Login with Google), or give an API key (GEMINI_API_KEY)")
 			if err != nil {
 				return Setup{}, err

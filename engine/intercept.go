@@ -65,6 +65,24 @@ var systemBundles = []string{
 var testUpstream struct {
 	addrs map[string]string
 	roots *x509.CertPool
+	// trust is the stand-in's CA in PEM, which the room then trusts besides its own: the
+	// allowed hosts it tunnels unread (a login's token check) reach the stand-in as well.
+	trust []byte
+}
+
+// tunnelDial is how a room's proxy reaches the hosts it tunnels: nil (directly) but in this
+// package's tests, which send them to the stand-in.
+func tunnelDial() func(addr string) (net.Conn, error) {
+	addrs := testUpstream.addrs
+	if addrs == nil {
+		return nil
+	}
+	return func(addr string) (net.Conn, error) {
+		if a, ok := addrs[addr]; ok {
+			addr = a
+		}
+		return net.DialTimeout("tcp", addr, 10*time.Second)
+	}
 }
 
 // providerTransport carries a meter's requests to the real provider: direct, and verifying
@@ -205,6 +223,7 @@ func (env *tailEnv) interceptRoom(room *sandbox.Room, setup *probe.RoomSetup, ca
 		return nil, err
 	}
 	rl := &room.Relays[i]
+	rl.Dial = tunnelDial()
 	for _, h := range hosts {
 		leaf, err := ca.leaf(h)
 		if err != nil {
@@ -213,9 +232,10 @@ func (env *tailEnv) interceptRoom(room *sandbox.Room, setup *probe.RoomSetup, ca
 		}
 		rl.Intercept = append(rl.Intercept, sandbox.Intercept{Host: h, Cert: leaf, Upstream: m.Addr()})
 	}
+	trusted := append(append([]byte(nil), ca.pem...), testUpstream.trust...)
 	room.Files = append(room.Files,
-		sandbox.File{Path: roomCAFile, Data: ca.pem, Mode: 0o644},
-		sandbox.File{Path: roomBundleFile, Data: append(append(append([]byte(nil), bundle...), '\n'), ca.pem...), Mode: 0o644})
+		sandbox.File{Path: roomCAFile, Data: trusted, Mode: 0o644},
+		sandbox.File{Path: roomBundleFile, Data: append(append(append([]byte(nil), bundle...), '\n'), trusted...), Mode: 0o644})
 	if room.Env == nil {
 		room.Env = map[string]string{}
 	}

@@ -21,7 +21,8 @@ import (
 )
 
 // providerHosts are the real providers' model hosts the tests stand tare's model server in for.
-var providerHosts = []string{"api.anthropic.com:443", "api.openai.com:443", "chatgpt.com:443"}
+var providerHosts = []string{"api.anthropic.com:443", "api.openai.com:443", "chatgpt.com:443",
+	"cloudcode-pa.googleapis.com:443", "oauth2.googleapis.com:443"}
 
 // standIn serves srv over TLS with a certificate for providerHosts from a test CA, and points
 // the interception's upstream at it: trusted says whether the meter's roots hold that CA
@@ -62,8 +63,8 @@ func standIn(t *testing.T, srv *modelserver.Server, trusted bool) {
 	for _, h := range providerHosts {
 		addrs[h] = ts.Listener.Addr().String()
 	}
-	testUpstream.addrs, testUpstream.roots = addrs, roots
-	t.Cleanup(func() { testUpstream.addrs, testUpstream.roots = nil, nil })
+	testUpstream.addrs, testUpstream.roots, testUpstream.trust = addrs, roots, ca.pem
+	t.Cleanup(func() { testUpstream.addrs, testUpstream.roots, testUpstream.trust = nil, nil, nil })
 }
 
 // loginHome is a HOME with a dummy login of the agent, for a room on the real provider.
@@ -75,6 +76,8 @@ func loginHome(t *testing.T, name string) {
 		"claude": {".claude/.credentials.json", `{"claudeAiOauth":{"accessToken":"sk-ant-oat01-dummy","refreshToken":"sk-ant-ort01-dummy","expiresAt":4102444800000,"scopes":["user:inference"],"subscriptionType":"max"}}`},
 		"codex":  {".codex/auth.json", `{"OPENAI_API_KEY":"sk-test-dummy"}`},
 		"pi":     {".pi/agent/auth.json", `{"anthropic":{"type":"api_key","key":"sk-ant-api03-dummy"}}`},
+		// An access token far from expiry: Gemini CLI checks it (tokeninfo) but needs no refresh.
+		"gemini": {".gemini/oauth_creds.json", `{"access_token":"ya29.dummy","refresh_token":"1//dummy","scope":"https://www.googleapis.com/auth/cloud-platform","token_type":"Bearer","expiry_date":4102444800000}`},
 	}
 	f := files[name]
 	p := filepath.Join(home, f[0])
@@ -280,31 +283,36 @@ func TestInterceptReadsOnlyModelHosts(t *testing.T) {
 }
 
 // TestInterceptedRoomReadsClean: the probe's detectors, run on the inspection of a metered
-// claude room on its real provider, find nothing: the CA's variables are tare's own,
-// declared, and its files are in the room's fresh HOME, not the host's.
+// claude room and a metered Gemini room (Code Assist read) on their real providers, find
+// nothing: the CA's variables are tare's own, declared, and its files are in the room's
+// fresh HOME, not the host's.
 func TestInterceptedRoomReadsClean(t *testing.T) {
-	a, inst, cfg := mustFind(t, "claude")
-	loginHome(t, "claude")
-	project := t.TempDir()
-	room, setup, err := probe.BuildRoom(probe.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: project, Login: true}, "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := (&tailEnv{recipe: &Recipe{}}).interceptRoom(&room, &setup, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	env, leaks, err := probe.InspectRoom(ctx, room, setup, project)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if env["SSL_CERT_FILE"] != roomBundleFile {
-		t.Fatalf("room env %v: want SSL_CERT_FILE set", env)
-	}
-	if len(leaks) != 0 {
-		t.Errorf("a metered room read as leaking: %+v", leaks)
+	for _, name := range []string{"claude", "gemini"} {
+		t.Run(name, func(t *testing.T) {
+			a, inst, cfg := mustFind(t, name)
+			loginHome(t, name)
+			project := t.TempDir()
+			room, setup, err := probe.BuildRoom(probe.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: project, Login: true}, "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := (&tailEnv{recipe: &Recipe{}}).interceptRoom(&room, &setup, false)
+			if err != nil || m == nil {
+				t.Fatalf("interceptRoom: %v, %v: want the model host read", m, err)
+			}
+			defer m.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			env, leaks, err := probe.InspectRoom(ctx, room, setup, project)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if env["SSL_CERT_FILE"] != roomBundleFile {
+				t.Fatalf("room env %v: want SSL_CERT_FILE set", env)
+			}
+			if len(leaks) != 0 {
+				t.Errorf("a metered room read as leaking: %+v", leaks)
+			}
+		})
 	}
 }

@@ -58,11 +58,10 @@ func sideAgents(sides []journal.Side) []string {
 }
 
 // unreadProviders are the agents whose real provider's model calls the relay leaves unread
-// (their adapters name no model host their login reaches): a tare room gives them a Google
-// login, which talks to Code Assist, whose wrapped answers the meter does not read yet.
+// (their adapters name no model host): agy's Code Assist calls were never seen (agy is a
+// native binary from Google's installer, never run here), so a cap on it cannot be promised.
 var unreadProviders = map[string]string{
-	"gemini": "Google's Code Assist (a Google login)",
-	"agy":    "Google's Code Assist",
+	"agy": "Google's Code Assist as Antigravity calls it (never run here)",
 }
 
 // meterTolerance is how far (relative) an agent's own token count may stray from the relay's

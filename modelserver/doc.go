@@ -18,6 +18,11 @@
 //	POST /v1beta/models/M:streamGenerateContent?alt=sse, :generateContent
 //	                               Gemini API (SSE "data:" events or JSON) - Gemini CLI
 //	POST /v1beta/models/M:countTokens {"totalTokens": N}
+//	POST /v1internal:streamGenerateContent?alt=sse, :generateContent
+//	                               Code Assist (the Gemini API wrapped, model in the body) -
+//	                               Gemini CLI on a Google login; its setup calls
+//	                               (loadCodeAssist, onboardUser, ...) see codeassist.go
+//	POST /tokeninfo                a Google token check (tests' stand-in for oauth2)
 //
 // Paths are matched by their ending, so a base URL with or without /v1
 // works. Give Claude Code and pi's anthropic provider Server.URL(), and

@@ -254,6 +254,9 @@ func modelCall(p string) api {
 	if _, action, ok := geminiAction(p); ok && strings.HasSuffix(action, "enerateContent") {
 		return apiGemini
 	}
+	if isCodeAssistCall(p) {
+		return apiCodeAssist
+	}
 	return ""
 }
 
@@ -329,7 +332,8 @@ func (m *Meter) meterResponse(resp *http.Response) error {
 	}
 	call.Status = resp.StatusCode
 	resp.Body = &usageReader{rc: resp.Body, m: m, call: call,
-		sse: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")}
+		// Google's streams are asked for with ?alt=sse: read as events whatever type they say.
+		sse: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") || resp.Request.URL.Query().Get("alt") == "sse"}
 	return nil
 }
 
@@ -466,6 +470,10 @@ func usagesIn(o map[string]any) []map[string]any {
 	for _, k := range []string{"message", "response"} { // Anthropic's message_start, Responses' events
 		if inner, ok := o[k].(map[string]any); ok {
 			if u, ok := inner["usage"].(map[string]any); ok {
+				out = append(out, u)
+			}
+			// Code Assist wraps each Gemini answer: {"response": {..., "usageMetadata"}}.
+			if u, ok := inner["usageMetadata"].(map[string]any); ok {
 				out = append(out, u)
 			}
 		}

@@ -73,6 +73,8 @@ func (m *reply) events() []sseEvent {
 		return m.responsesEvents()
 	case apiGemini:
 		return m.geminiEvents()
+	case apiCodeAssist:
+		return m.codeAssistEvents()
 	default:
 		return m.chatEvents()
 	}
@@ -86,6 +88,8 @@ func (m *reply) body() any {
 		return m.responsesObject("completed", true)
 	case apiGemini:
 		return m.geminiBody()
+	case apiCodeAssist:
+		return m.codeAssistBody()
 	default:
 		return m.chatCompletion()
 	}
@@ -161,7 +165,7 @@ func (m *reply) idHeader(h http.Header) {
 // writeFailure answers an injected provider error with the provider's
 // real status and body.
 func writeFailure(w http.ResponseWriter, a api, kind ErrorKind) {
-	if a == apiGemini {
+	if a == apiGemini || a == apiCodeAssist {
 		writeGeminiFailure(w, kind)
 		return
 	}
@@ -200,7 +204,7 @@ func writeFailure(w http.ResponseWriter, a api, kind ErrorKind) {
 
 // errorBody is an error in the dialect's shape.
 func errorBody(a api, typ, msg string) map[string]any {
-	if a == apiGemini {
+	if a == apiGemini || a == apiCodeAssist {
 		code, status := http.StatusBadRequest, "INVALID_ARGUMENT"
 		if typ == "not_found_error" {
 			code, status = http.StatusNotFound, "NOT_FOUND"

@@ -368,6 +368,11 @@ func (s *Server) route(w *statusWriter, r *http.Request, rec *Request) {
 	case isGemini(p):
 		model, action, _ := geminiAction(p)
 		s.gemini(w, r, rec, model, action, body)
+	case isCodeAssist(p):
+		method, _ := codeAssistMethod(p)
+		s.codeAssist(w, r, rec, method, body)
+	case p == "/tokeninfo":
+		s.tokenInfo(w, r, rec)
 	case strings.HasSuffix(p, "/models"):
 		if r.Method != http.MethodGet {
 			s.notAllowed(w, r, rec, "GET")
@@ -521,6 +526,8 @@ func apiFor(p string) api {
 	switch {
 	case isGemini(p):
 		return apiGemini
+	case isCodeAssist(p):
+		return apiCodeAssist
 	case strings.Contains(p, "/messages"):
 		return apiAnthropic
 	case strings.Contains(p, "/responses"):

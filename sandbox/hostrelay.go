@@ -229,7 +229,11 @@ func (h *hostRelays) proxy(c net.Conn, rl Relay) {
 		h.intercept(c, br, rl, ic)
 		return
 	}
-	up, err := net.DialTimeout("tcp", target, dialTimeout)
+	dial := rl.Dial
+	if dial == nil {
+		dial = func(addr string) (net.Conn, error) { return net.DialTimeout("tcp", addr, dialTimeout) }
+	}
+	up, err := dial(target)
 	if err != nil {
 		h.logf("tare relay :%d: CONNECT %s: %v", rl.Port, target, err)
 		respond(c, http.StatusBadGateway, "tare: "+err.Error()+"\n")

@@ -94,6 +94,9 @@ type Relay struct {
 	Allow    []string
 	// Intercept are Allow targets the proxy reads instead of tunnelling (see Intercept).
 	Intercept []Intercept
+	// Dial, when set, is how the proxy reaches an allowed host it tunnels ("host:port"); nil
+	// dials it directly. Tests point it at stand-ins for real providers.
+	Dial func(addr string) (net.Conn, error)
 }
 
 // sock is the relay's socket name, inside SockDir and inside the host folder.
