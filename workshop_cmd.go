@@ -191,7 +191,10 @@ func workshopCollectCmd() *cobra.Command {
 		Long: `Archives the drafts before anything can fail, keeps the receipt and transcript, checks the
 inputs, START.md and any archived outputs against what was frozen, and the declared outputs
 present and at least min_bytes; otherwise the writer is failed with the reason. A completed
-writer is only checked again. --external imports a session run elsewhere: a JSON file with
+writer is only checked again. A writer whose Slurm job outlived the tare that followed it
+(run --on slurm, then kill -9) is re-attached to first: collect waits for the job (or takes
+its result if it ended meanwhile), serving a scripted writer's model again, and brings back
+what the node wrote; the job is never started twice. --external imports a session run elsewhere: a JSON file with
 session_id, model, provenance and an optional transcript.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -210,7 +213,11 @@ session_id, model, provenance and an optional transcript.`,
 					return fmt.Errorf("--external %s: %v; fix: a JSON file with session_id, model and provenance", external, err)
 				}
 			}
-			s, err := workshop.Collect(e, args[1], ext)
+			cfg, err := settings()
+			if err != nil {
+				return err
+			}
+			s, err := workshop.CollectWith(cmd.Context(), e, args[1], ext, workshop.RunOptions{Config: cfg, Progress: os.Stderr})
 			if err != nil {
 				return err
 			}
