@@ -282,11 +282,7 @@ func runWriterLocked(ctx context.Context, e *Exp, id string, o RunOptions, srv *
 	if err := e.saveState(id, s); err != nil {
 		return nil, err
 	}
-	var args []string
-	if s.Config.Effort != "" && s.Config.Agent == "codex" {
-		args = append(args, "-c", "model_reasoning_effort="+s.Config.Effort)
-	}
-	args = append(args, s.Config.Args...)
+	args := append(effortArgs(s.Config.Agent, s.Config.Effort), s.Config.Args...)
 	say(o.Progress, "%s [%s/%s] starts writing%s", id, s.Config.Agent, s.Config.Model, again(s))
 	end, err := o.runWriter(ctx, id, engine.WriterOptions{Agent: s.Config.Agent, Model: s.Config.Model, Args: args,
 		Workspace: work, ReadOnly: []string{"input", "START.md"}, Sessions: sessions, Prompt: prompt, Resume: resume,
