@@ -147,6 +147,7 @@ result is one status per writer on stdout (exit 1 when one did not complete).`,
 
 func workshopResumeCmd() *cobra.Command {
 	var rf runFlags
+	var on string
 	cmd := &cobra.Command{
 		Use:   "resume EXP WRITER",
 		Short: "Continue a writer a provider quota wall or an expired login stopped, in its own session",
@@ -155,7 +156,8 @@ writer is told only that it was interrupted. Only a writer whose own event strea
 provider quota wall, or the provider refusing its login (HTTP 401: expired or revoked), is
 resumed; after a login, log in again with the agent on this machine first (claude /login,
 codex login, ...), since the room gets a copy of that login. Anything else is refused with the
-reason. The stopped attempt is archived whole under records/WRITER/attempts/NN first.`,
+reason. The stopped attempt is archived whole under records/WRITER/attempts/NN first. With
+--on slurm the continued session runs as a Slurm job, its session folder sent with it.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			e, err := loadExp(args[0])
@@ -166,6 +168,7 @@ reason. The stopped attempt is archived whole under records/WRITER/attempts/NN f
 			if err != nil {
 				return err
 			}
+			o.On = on
 			s, err := workshop.Resume(cmd.Context(), e, args[1], o)
 			if err != nil {
 				return err
@@ -180,6 +183,7 @@ reason. The stopped attempt is archived whole under records/WRITER/attempts/NN f
 		},
 	}
 	rf.add(cmd)
+	cmd.Flags().StringVar(&on, "on", engine.OnLocal, "where the writer continues: local (this machine) or slurm (one sbatch job, as config [cluster] says)")
 	return cmd
 }
 

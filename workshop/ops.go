@@ -114,6 +114,10 @@ func Resume(ctx context.Context, e *Exp, id string, o RunOptions) (*State, error
 		return nil, fmt.Errorf("writer %s: its event stream carries no provider quota stop and no expired login; inspect its record (tare workshop inspect), "+
 			"and use tare workshop retry %s NEW_ID if the work has to start over", id, id)
 	}
+	// --on slurm refused before anything is archived or submitted, as run does.
+	if o.cluster, err = openCluster(ctx, o); err != nil {
+		return nil, err
+	}
 	srv, err := startScripts(e, o)
 	if err != nil {
 		return nil, err
