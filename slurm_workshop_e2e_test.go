@@ -100,6 +100,9 @@ func TestSlurmWorkshopKillNineThenCollectReattaches(t *testing.T) {
 	if r.tare(t, "workshop", "inspect", exp); r.code != 0 || !strings.Contains(r.stdout, "its Slurm job "+s.Job.ID+" is still running on "+s.Job.Node) {
 		t.Fatalf("inspect after kill -9 does not say the job runs on: %s %s", r.stdout, r.stderr)
 	}
+	if r.tare(t, "workshop", "resume", exp, id); r.code != 2 || !strings.Contains(r.stderr, "never launch it twice") {
+		t.Fatalf("resume while the job lives: exit %d %s", r.code, r.stderr)
+	}
 	if r.tare(t, "workshop", "collect", exp, id); r.code != 0 || !strings.Contains(r.stdout, `"completed"`) ||
 		!strings.Contains(r.stderr, "re-attaching to its Slurm job "+s.Job.ID) {
 		t.Fatalf("collect after kill -9: exit %d %s %s", r.code, r.stdout, r.stderr)

@@ -328,6 +328,9 @@ func Inspect(e *Exp, full bool) (map[string]any, error) {
 			in.Next = "running: wait for it (tare workshop watch)"
 		case j != nil && j.State == "finished":
 			in.Next = fmt.Sprintf("its Slurm job %s finished%s after the tare that followed it was stopped; collect it (tare workshop collect) to bring back what the node wrote", j.ID, j.on())
+		case j != nil && j.State == "unknown":
+			in.Next = fmt.Sprintf("its Slurm job %s is no longer listed by Slurm and sent nothing back, and the tare that followed it was stopped; "+
+				"collect it (tare workshop collect): it takes the job's result if one comes, else fails the writer with the job's log", j.ID)
 		case j != nil && j.State != "gone":
 			in.Next = fmt.Sprintf("its Slurm job %s is still %s, but the tare that followed it was stopped; collect it (tare workshop collect): "+
 				"it re-attaches to the job, waits for its end and brings back what the node wrote, without starting it again", j.ID, j.place())
