@@ -163,7 +163,8 @@ func TestSlurmJudgeNoiseKillAndCtrlCCancelTheJobs(t *testing.T) {
 // its room proven clean on the node. Each writer's drafts, session, stdout and stderr come
 // back into its folders as a local run leaves them: the completed writers collect with the
 // same drafts a local run writes, and codex, stopped by a quota wall on its node, is resumed
-// here in its own session and continues the draft it wrote there.
+// (resume --on slurm) in its own session in a job of its own and continues the draft it
+// wrote there.
 func TestSlurmWorkshopRunsEachWriterAsAJob(t *testing.T) {
 	slurmUp(t)
 	r := newRun(t, "")
@@ -215,8 +216,9 @@ func TestSlurmWorkshopRunsEachWriterAsAJob(t *testing.T) {
 	if len(receipt.Argv) == 0 || receipt.Usage.Output == 0 {
 		t.Errorf("claude's receipt from its job lacks the argv or the usage: %+v", receipt)
 	}
-	if r.tare(t, "workshop", "resume", onSlurm, codex, "--script", filepath.Join(td, "quota-lifted.toml")); r.code != 0 {
-		t.Fatalf("resume after the slurm run: exit %d %s %s", r.code, r.stdout, r.stderr)
+	if r.tare(t, "workshop", "resume", onSlurm, codex, "--script", filepath.Join(td, "quota-lifted.toml"), "--on", "slurm"); r.code != 0 ||
+		!strings.Contains(r.stderr, codex+": Slurm job") {
+		t.Fatalf("resume --on slurm after the slurm run: exit %d %s %s", r.code, r.stdout, r.stderr)
 	}
 	partial, _ := os.ReadFile(filepath.Join(onSlurm, "records", codex, "attempts", "01", "artifacts", "scene.md"))
 	final, _ := os.ReadFile(filepath.Join(onSlurm, "writers", codex, "drafts", "scene.md"))

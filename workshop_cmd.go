@@ -147,6 +147,7 @@ result is one status per writer on stdout (exit 1 when one did not complete).`,
 
 func workshopResumeCmd() *cobra.Command {
 	var rf runFlags
+	var on string
 	cmd := &cobra.Command{
 		Use:   "resume EXP WRITER",
 		Short: "Continue a writer a provider quota wall or an expired login stopped, in its own session",
@@ -155,7 +156,8 @@ writer is told only that it was interrupted. Only a writer whose own event strea
 provider quota wall, or the provider refusing its login (HTTP 401: expired or revoked), is
 resumed; after a login, log in again with the agent on this machine first (claude /login,
 codex login, ...), since the room gets a copy of that login. Anything else is refused with the
-reason. The stopped attempt is archived whole under records/WRITER/attempts/NN first.`,
+reason. The stopped attempt is archived whole under records/WRITER/attempts/NN first. With
+--on slurm the continued session runs as a Slurm job, its session folder sent with it.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			e, err := loadExp(args[0])
@@ -166,6 +168,7 @@ reason. The stopped attempt is archived whole under records/WRITER/attempts/NN f
 			if err != nil {
 				return err
 			}
+			o.On = on
 			s, err := workshop.Resume(cmd.Context(), e, args[1], o)
 			if err != nil {
 				return err
@@ -180,6 +183,7 @@ reason. The stopped attempt is archived whole under records/WRITER/attempts/NN f
 		},
 	}
 	rf.add(cmd)
+	cmd.Flags().StringVar(&on, "on", engine.OnLocal, "where the writer continues: local (this machine) or slurm (one sbatch job, as config [cluster] says)")
 	return cmd
 }
 
@@ -191,7 +195,10 @@ func workshopCollectCmd() *cobra.Command {
 		Long: `Archives the drafts before anything can fail, keeps the receipt and transcript, checks the
 inputs, START.md and any archived outputs against what was frozen, and the declared outputs
 present and at least min_bytes; otherwise the writer is failed with the reason. A completed
-writer is only checked again. --external imports a session run elsewhere: a JSON file with
+writer is only checked again. A writer whose Slurm job outlived the tare that followed it
+(run --on slurm, then kill -9) is re-attached to first: collect waits for the job (or takes
+its result if it ended meanwhile), serving a scripted writer's model again, and brings back
+what the node wrote; the job is never started twice. --external imports a session run elsewhere: a JSON file with
 session_id, model, provenance and an optional transcript.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -210,7 +217,11 @@ session_id, model, provenance and an optional transcript.`,
 					return fmt.Errorf("--external %s: %v; fix: a JSON file with session_id, model and provenance", external, err)
 				}
 			}
-			s, err := workshop.Collect(e, args[1], ext)
+			cfg, err := settings()
+			if err != nil {
+				return err
+			}
+			s, err := workshop.CollectWith(cmd.Context(), e, args[1], ext, workshop.RunOptions{Config: cfg, Progress: os.Stderr})
 			if err != nil {
 				return err
 			}

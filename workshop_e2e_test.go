@@ -153,11 +153,18 @@ func TestWorkshopEndToEnd(t *testing.T) {
 			if w.Window == nil || *w.Window <= 0 || w.Peak == nil || w.Reasoning != nil || !strings.HasPrefix(w.ReasoningEvidence, "unknown") || w.EffortServed != "unknown" {
 				t.Errorf("claude's report row: %+v", w)
 			}
-		case pi: // pi's session names its thinking level, and neither a window nor reasoning
-			if w.EffortServed != "off" || w.Window != nil || !strings.HasPrefix(w.WindowEvidence, "unknown") || w.Reasoning != nil {
+		case pi: // asked high, which pi's session names as its thinking level; neither a window nor reasoning
+			if w.EffortServed != "high" || w.Window != nil || !strings.HasPrefix(w.WindowEvidence, "unknown") || w.Reasoning != nil {
 				t.Errorf("pi's report row: %+v", w)
 			}
 		}
+	}
+	// Claude's stream and session do not say the effort it used: its command line shows
+	// it was asked with claude's own flag.
+	var receipt struct{ Argv []string }
+	readJSONFile(t, filepath.Join(exp, "records", claude, "receipt.json"), &receipt)
+	if argv := strings.Join(receipt.Argv, " "); !strings.Contains(argv, "--effort high") {
+		t.Errorf("claude was not asked its effort: %s", argv)
 	}
 	tare("workshop", "report", exp, "--table")
 	if !strings.Contains(r.stdout, "| Window |") || !strings.Contains(r.stdout, "medium (asked medium)") {

@@ -98,7 +98,9 @@ func (p Pi) Room(o RoomOptions) (Setup, error) {
 			"api":     api,
 			"apiKey":  tareKeyEnv, // pi reads the named env var
 			"models": []any{map[string]any{
-				"id": model, "name": model, "reasoning": false, "contextWindow": 200000, "maxTokens": 32000,
+				// Declared able to reason, so a --thinking level asked (a workshop writer's
+				// effort) is taken, not clamped to off; settings keep off as the default.
+				"id": model, "name": model, "reasoning": true, "contextWindow": 200000, "maxTokens": 32000,
 				"cost": map[string]any{"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
 			}},
 		}
@@ -110,7 +112,7 @@ func (p Pi) Room(o RoomOptions) (Setup, error) {
 			return Setup{}, fmt.Errorf("pi: %w", err)
 		}
 		s.Files = append(s.Files, f)
-		settings["defaultProvider"], settings["defaultModel"] = "tare", model
+		settings["defaultProvider"], settings["defaultModel"], settings["defaultThinkingLevel"] = "tare", model, "off"
 		s.Env[tareKeyEnv] = tareKey
 		s.Declared = append(s.Declared, "model: tare's model server at "+o.BaseURL, "login copy: none",
 			"config: ~/.pi/agent/models.json (provider tare, "+api+")")

@@ -392,6 +392,11 @@ func WorkerHTTP(ctx context.Context, url, name string) error {
 	if werr != nil {
 		return werr
 	}
+	if job.Writer != nil {
+		// A writer's job ended by Slurm still sends back its partial draft, in the grace
+		// before SIGKILL.
+		ctx = context.WithoutCancel(ctx)
+	}
 	for _, rel := range []string{journal, "stdout.jsonl", "stderr.log"} {
 		if err := c.put(ctx, x, rel, rel); err != nil {
 			return err

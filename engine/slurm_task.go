@@ -81,10 +81,21 @@ func (e *taskEnded) Error() string { return e.msg }
 
 // runTask submits t's job and follows it to its end, returning the worker's result.
 func (b *slurmBackend) runTask(ctx context.Context, t task) (slurmResult, error) {
-	notStarted := func(err error) (slurmResult, error) {
-		return slurmResult{}, &taskEnded{reason: journal.ReasonNotStarted, msg: "not started: " + err.Error()}
+	x, id, stop, err := b.submitTask(ctx, t)
+	if err != nil {
+		return slurmResult{}, err
 	}
-	x := filepath.Join(b.root, "tails", t.name)
+	defer stop()
+	return b.finishTask(ctx, t, x, id)
+}
+
+// submitTask writes t's job into its exchange folder and submits it: the folder, the job id
+// and what stops the model's forward once the job has ended.
+func (b *slurmBackend) submitTask(ctx context.Context, t task) (x, id string, stop func(), err error) {
+	notStarted := func(err error) (string, string, func(), error) {
+		return "", "", nil, &taskEnded{reason: journal.ReasonNotStarted, msg: "not started: " + err.Error()}
+	}
+	x = filepath.Join(b.root, "tails", t.name)
 	if !exchangeName.MatchString(t.name) {
 		return notStarted(fmt.Errorf("%q is not a name a job's folder can take", t.name))
 	}
@@ -107,59 +118,72 @@ func (b *slurmBackend) runTask(ctx context.Context, t task) (slurmResult, error)
 	if err != nil {
 		return notStarted(err)
 	}
-	defer stopForward()
 	job.Upstream, job.UpstreamToken = upstream, upToken
 	data, err := json.MarshalIndent(job, "", "  ")
 	if err == nil {
 		err = capsule.WriteFileAtomic(filepath.Join(x, "job.json"), data, 0o600)
 	}
+	if err == nil {
+		id, err = b.submitJob(ctx, t.what, b.jobName(strings.TrimSuffix(t.name, filepath.Ext(t.name))), t.runDir, x)
+	}
 	if err != nil {
+		stopForward()
 		return notStarted(err)
 	}
-	id, err := b.submitJob(ctx, t.what, b.jobName(strings.TrimSuffix(t.name, filepath.Ext(t.name))), t.runDir, x)
-	if err != nil {
-		return notStarted(err)
-	}
+	return x, id, stopForward, nil
+}
+
+// finishTask follows t's job id (exchange folder x) to its end and takes the worker's
+// result. A job that ended early (cancelled by tare or outside it, at its time limit) is an
+// error saying so, with whatever the worker sent back before it ended: a writer's end
+// capsule is restored into t.end all the same, so the partial drafts are kept.
+func (b *slurmBackend) finishTask(ctx context.Context, t task, x, id string) (slurmResult, error) {
 	st, cancelled := b.await(ctx, id, x, func() { t.tick(x) }, t.placed)
-	if cancelled {
-		return slurmResult{}, &taskEnded{reason: journal.ReasonKilled, msg: fmt.Sprintf("job %s cancelled", id), started: true}
-	}
 	var wr slurmResult
 	data, rerr := os.ReadFile(filepath.Join(x, "result.json"))
 	if rerr == nil {
 		rerr = json.Unmarshal(data, &wr)
 	}
-	if reason, why, ok := slurmVerdict(st.State); ok {
-		return wr, &taskEnded{reason: reason, msg: fmt.Sprintf("job %s on %s: %s", id, firstNonEmpty(st.Node, "no node"), why), started: true}
-	}
-	if rerr != nil {
+	var ended error
+	if cancelled {
+		ended = &taskEnded{reason: journal.ReasonKilled, msg: fmt.Sprintf("job %s cancelled", id), started: true}
+	} else if reason, why, ok := slurmVerdict(st.State); ok {
+		ended = &taskEnded{reason: reason, msg: fmt.Sprintf("job %s on %s: %s", id, firstNonEmpty(st.Node, "no node"), why), started: true}
+	} else if rerr != nil {
 		log := clip(lastLine(readTail(filepath.Join(x, "slurm.out"))), 160)
 		if b.http != nil {
 			log = "on node " + firstNonEmpty(st.Node, "(none)") + " in " + strings.ReplaceAll(nodeLog, "%j", id)
 		}
 		return wr, &taskEnded{reason: journal.ReasonNotStarted, started: true, msg: fmt.Sprintf("job %s ended %s without a result (%v); its log: %s",
 			id, firstNonEmpty(st.State, "(gone from squeue)"), rerr, log)}
-	}
-	if wr.Result.Reason == ReasonNodeUnfit {
+	} else if wr.Result.Reason == ReasonNodeUnfit {
 		if wr.Node != "" {
 			b.markUnfit(wr.Node)
 		}
 		return wr, &taskEnded{reason: ReasonNodeUnfit, msg: wr.Result.AgentExit, started: true}
 	}
-	if wr.End != nil && t.end != "" {
+	if rerr == nil && wr.End != nil && t.end != "" {
+		// A stopped run's context is done; what came back is brought in regardless.
+		ctx := context.WithoutCancel(ctx)
 		end := *wr.End
+		var err error
 		if b.http != nil {
 			// Over HTTP the end capsule's new objects came as a stage: imported, every
 			// object checked against its hash, before anything is restored from it.
 			if end, err = b.importEnd(ctx, x, wr.End.Root); err != nil {
-				return wr, fmt.Errorf("the end capsule from %s was refused: %v", wr.Node, err)
+				err = fmt.Errorf("the end capsule from %s was refused: %v", wr.Node, err)
 			}
 		}
-		if err := b.store.Restore(ctx, end, t.end); err != nil {
-			return wr, fmt.Errorf("the end capsule from %s could not be restored: %v", wr.Node, err)
+		if err == nil {
+			if err = b.store.Restore(ctx, end, t.end); err != nil {
+				err = fmt.Errorf("the end capsule from %s could not be restored: %v", wr.Node, err)
+			}
+		}
+		if err != nil && ended == nil {
+			return wr, err
 		}
 	}
-	return wr, nil
+	return wr, ended
 }
 
 // shareDir snaps a folder of the caller's into the shared store (and, over HTTP, alone into
@@ -247,12 +271,19 @@ func workTask(ctx context.Context, job slurmJob, x, node string) error {
 	end, err := RunWriter(ctx, WriterOptions{Agent: t.Agent, Model: t.Model, Args: t.Args, Workspace: project, ReadOnly: t.ReadOnly,
 		Sessions: filepath.Join(in, "session"), Prompt: t.Prompt, Resume: t.Resume, Upstream: job.Upstream, Timeout: t.Timeout,
 		Config: job.Config, Events: filepath.Join(x, "stdout.jsonl"), Stderr: stderr}, inst)
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
 	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		out.Result = journal.TailResult{ID: job.Spec.ID, Status: journal.StatusNoVerdict, Reason: journal.ReasonNotStarted, AgentExit: "not started: " + err.Error()}
 		return write()
+	}
+	if ctx.Err() != nil {
+		// Slurm ended the job (scancel, tare's ctrl+c, its time limit): SIGTERM came first,
+		// and the grace before SIGKILL is spent sending back what the room wrote, as a
+		// writer stopped at its timeout here keeps its partial draft.
+		ctx = context.WithoutCancel(ctx)
+		end.Error = fmt.Sprintf("stopped on node %s when Slurm ended its job; the partial draft is kept", node)
 	}
 	out.Writer = &end
 	for from, to := range map[string]string{filepath.Join(x, "stdout.jsonl"): taskEvents, stderr: taskStderr} {
@@ -347,7 +378,22 @@ func (c *Cluster) RunWriter(ctx context.Context, id string, o WriterOptions, ins
 	for exists(filepath.Join(b.root, "tails", fmt.Sprintf("%s.%d", id, n))) {
 		n++
 	}
-	var copied int64
+	job := slurmJob{Config: o.Config, Installs: map[string]agent.Install{o.Agent: inst}, Upstream: o.Upstream,
+		Writer: &writerTask{Agent: o.Agent, Model: o.Model, Args: o.Args, ReadOnly: o.ReadOnly, Prompt: o.Prompt, Resume: o.Resume, Timeout: o.Timeout}}
+	t := writerFollow(id, o, events, 0, placed)
+	t.name, t.what, t.runDir, t.job, t.out, t.end = fmt.Sprintf("%s.%d", id, n), "writer "+id, rec, job, out, filepath.Join(staging, "end")
+	wr, err := b.runTask(ctx, t)
+	var ended *taskEnded
+	if errors.As(err, &ended) && !ended.started {
+		return WriterEnd{}, err
+	}
+	return bringBack(wr, err, t.end, o)
+}
+
+// writerFollow is the task of writer id's job as far as following it goes: its stdout
+// copied into events as it grows (from offset copied on), the caller's Started and placed
+// called as it is placed.
+func writerFollow(id string, o WriterOptions, events *os.File, copied int64, placed func(journal.Placed)) task {
 	follow := func(x string) {
 		// The writer's stdout as it grows, for tare workshop watch.
 		f, err := os.Open(filepath.Join(x, "stdout.jsonl"))
@@ -372,36 +418,39 @@ func (c *Cluster) RunWriter(ctx context.Context, id string, o WriterOptions, ins
 		}
 	}
 	started := false
-	job := slurmJob{Config: o.Config, Installs: map[string]agent.Install{o.Agent: inst}, Upstream: o.Upstream,
-		Writer: &writerTask{Agent: o.Agent, Model: o.Model, Args: o.Args, ReadOnly: o.ReadOnly, Prompt: o.Prompt, Resume: o.Resume, Timeout: o.Timeout}}
-	endDir := filepath.Join(staging, "end")
-	wr, err := b.runTask(ctx, task{name: fmt.Sprintf("%s.%d", id, n), what: "writer " + id, runDir: rec, job: job, out: out, end: endDir,
-		tick: follow, placed: func(p journal.Placed) {
-			p.Tail = id
-			if !started && o.Started != nil {
-				// The submitting tare stands for the writer's process: while it follows the
-				// job the writer is running; a tare killed leaves it interrupted.
-				o.Started(os.Getpid(), []string{"slurm", "job", p.Job})
-				started = true
-			}
-			if placed != nil {
-				placed(p)
-			}
-		}})
-	var ended *taskEnded
-	if errors.As(err, &ended) && !ended.started {
-		return WriterEnd{}, err
-	}
+	return task{tick: follow, placed: func(p journal.Placed) {
+		p.Tail = id
+		if !started && o.Started != nil {
+			// The following tare stands for the writer's process: while it follows the job
+			// the writer is running; a tare killed leaves the job for collect to re-attach.
+			o.Started(os.Getpid(), []string{"slurm", "job", p.Job})
+			started = true
+		}
+		if placed != nil {
+			placed(p)
+		}
+	}}
+}
+
+// bringBack ends a writer's job as RunWriter does here: how the agent ended (or why Slurm or
+// tare ended it first, in Error), and what the node sent back put in place: stdout and
+// stderr as the node wrote them (hash-checked with the capsule), then the writer's folder
+// and session, each swapped in whole. A job ended early still brings back what its worker
+// sent before it ended, so a cancelled writer keeps its partial draft.
+func bringBack(wr slurmResult, err error, endDir string, o WriterOptions) (WriterEnd, error) {
 	res := WriterEnd{Exit: -1}
 	if wr.Writer != nil {
 		res = *wr.Writer
 	}
 	if err != nil {
 		res.Error = err.Error()
+		if wr.Writer != nil && wr.Writer.Error != "" {
+			res.Error += " (" + wr.Writer.Error + ")"
+		}
+	}
+	if !exists(endDir) {
 		return res, nil
 	}
-	// Back into place: stdout and stderr as the node wrote them (hash-checked with the
-	// capsule), then the writer's folder and session, each swapped in whole.
 	if err := putBackLogs(endDir, map[string]string{taskEvents: o.Events, taskStderr: o.Stderr}); err != nil {
 		return res, err
 	}

@@ -72,6 +72,15 @@ type State struct {
 	// StoppedAfterAnswer: the writer answered and did not exit, and tare stopped it after a
 	// grace; it is collected like a writer that exited.
 	StoppedAfterAnswer *engine.AnsweredStop `json:"stopped_after_answer,omitempty"`
+	// Job is the Slurm job the attempt runs as (run --on slurm): a job outlives a kill -9 of
+	// the tare following it, and collect or run re-attach to it instead of launching again.
+	Job *Job `json:"slurm_job,omitempty"`
+}
+
+// Job is a writer's Slurm job: its id and, once it ran, its node.
+type Job struct {
+	ID   string `json:"id"`
+	Node string `json:"node,omitempty"`
 }
 
 // Attempt is an earlier attempt of a writer, archived whole under records/ID/attempts/NN.

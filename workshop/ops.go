@@ -103,6 +103,9 @@ func Resume(ctx context.Context, e *Exp, id string, o RunOptions) (*State, error
 		return nil, err
 	}
 	defer unlock()
+	if s.reattachable() {
+		return nil, fmt.Errorf("writer %s: its Slurm job %s outlived the tare that followed it; collect it first (tare workshop collect re-attaches to the job), never launch it twice", id, s.Job.ID)
+	}
 	if s.Status != "failed" && s.Status != "running" {
 		return nil, fmt.Errorf("writer %s is %s; only a writer stopped by a provider quota wall or an expired login is resumed", id, s.Status)
 	}
@@ -110,6 +113,10 @@ func Resume(ctx context.Context, e *Exp, id string, o RunOptions) (*State, error
 	if stop == nil {
 		return nil, fmt.Errorf("writer %s: its event stream carries no provider quota stop and no expired login; inspect its record (tare workshop inspect), "+
 			"and use tare workshop retry %s NEW_ID if the work has to start over", id, id)
+	}
+	// --on slurm refused before anything is archived or submitted, as run does.
+	if o.cluster, err = openCluster(ctx, o); err != nil {
+		return nil, err
 	}
 	srv, err := startScripts(e, o)
 	if err != nil {
@@ -135,7 +142,7 @@ func Resume(ctx context.Context, e *Exp, id string, o RunOptions) (*State, error
 	s.Status, s.ResumedFrom, s.QuotaStop, s.StopKind = "prepared", session, stop.Detail, stop.Kind
 	s.Error, s.Exit, s.StartedAt, s.EndedAt, s.CollectedAt, s.TimedOutAfter, s.StoppedByQuota = "", nil, nil, nil, nil, 0, false
 	s.StoppedAfterAnswer = nil
-	s.SessionID, s.OutputHashes, s.RecordHashes = "", nil, nil
+	s.SessionID, s.OutputHashes, s.RecordHashes, s.Job = "", nil, nil, nil
 	if err := e.saveState(id, s); err != nil {
 		return nil, err
 	}
@@ -249,11 +256,22 @@ type Inspection struct {
 	ResumedFrom  string  `json:"resumed_from,omitempty"`
 	// StoppedAfterAnswer: it answered and did not exit, and tare stopped it after the grace.
 	StoppedAfterAnswer *engine.AnsweredStop `json:"stopped_after_answer,omitempty"`
-	Attempts           []Attempt            `json:"attempts,omitempty"`
-	DeclaredOutputs    map[string]string    `json:"declared_outputs"`
-	PacketUnchanged    bool                 `json:"packet_unchanged"`
-	RedFlags           []string             `json:"red_flags,omitempty"`
-	Next               string               `json:"next"`
+	// SlurmJob is the attempt's Slurm job while no tare has taken its end: where it stands.
+	SlurmJob        *JobPlace         `json:"slurm_job,omitempty"`
+	Attempts        []Attempt         `json:"attempts,omitempty"`
+	DeclaredOutputs map[string]string `json:"declared_outputs"`
+	PacketUnchanged bool              `json:"packet_unchanged"`
+	RedFlags        []string          `json:"red_flags,omitempty"`
+	Next            string            `json:"next"`
+}
+
+// JobPlace is a writer's Slurm job as inspect tells it: its id, its node, and its state
+// (pending, running, finished, unknown when Slurm no longer lists it and it sent nothing back,
+// gone when its folder below the shared directory is gone too).
+type JobPlace struct {
+	ID    string `json:"id"`
+	State string `json:"state"`
+	Node  string `json:"node,omitempty"`
 }
 
 // Inspect tells each writer's status, whether its process lives, whether its declared
@@ -298,9 +316,24 @@ func Inspect(e *Exp, full bool) (map[string]any, error) {
 		if stop, _ := resumableStop(e, id, s, true); stop != nil && s.Status != "completed" {
 			in.QuotaStop, in.StopKind, in.Resumable = stop.Detail, stop.Kind, true
 		}
+		if s.Job != nil && s.Status == "running" && s.EndedAt == nil {
+			state, node := engine.WriterJobPlace(context.Background(), e.Record(id), id, s.Job.ID)
+			in.SlurmJob = &JobPlace{ID: s.Job.ID, State: state, Node: firstOf(node, s.Job.Node)}
+		}
+		j := in.SlurmJob
 		switch {
+		case in.ProcessAlive != nil && *in.ProcessAlive && j != nil:
+			in.Next = fmt.Sprintf("running as Slurm job %s (%s), followed by tare %d: wait for it (tare workshop watch)", j.ID, j.place(), s.PID)
 		case in.ProcessAlive != nil && *in.ProcessAlive:
 			in.Next = "running: wait for it (tare workshop watch)"
+		case j != nil && j.State == "finished":
+			in.Next = fmt.Sprintf("its Slurm job %s finished%s after the tare that followed it was stopped; collect it (tare workshop collect) to bring back what the node wrote", j.ID, j.on())
+		case j != nil && j.State == "unknown":
+			in.Next = fmt.Sprintf("its Slurm job %s is no longer listed by Slurm and sent nothing back, and the tare that followed it was stopped; "+
+				"collect it (tare workshop collect): it takes the job's result if one comes, else fails the writer with the job's log", j.ID)
+		case j != nil && j.State != "gone":
+			in.Next = fmt.Sprintf("its Slurm job %s is still %s, but the tare that followed it was stopped; collect it (tare workshop collect): "+
+				"it re-attaches to the job, waits for its end and brings back what the node wrote, without starting it again", j.ID, j.place())
 		case s.Status == "running" && s.EndedAt == nil:
 			in.Next = "interrupted: its process is gone and it never ended on record (the tare that ran it was stopped); " +
 				"collect it to archive its draft, then resume it if it hit a quota wall or retry it as a new writer"
@@ -320,4 +353,14 @@ func Inspect(e *Exp, full bool) (map[string]any, error) {
 		out[id] = in
 	}
 	return map[string]any{"experiment": e.Root, "supplied_bytes": e.Plan.SuppliedBytes, "sealed": e.IsSealed(), "writers": out}, nil
+}
+
+// place is "running on n1", "pending".
+func (j *JobPlace) place() string { return j.State + j.on() }
+
+func (j *JobPlace) on() string {
+	if j.Node == "" {
+		return ""
+	}
+	return " on " + j.Node
 }

@@ -207,6 +207,9 @@ func normalize(p *Plan, w Writer, i int) (Writer, error) {
 	if w.RequestedEffort == "" {
 		w.RequestedEffort = w.Effort
 	}
+	if err := checkEffort(field("effort"), w.Agent, w.Effort); err != nil {
+		return w, err
+	}
 	if w.Tier == "" {
 		w.Tier = "standard"
 	}

@@ -207,6 +207,16 @@ func TestPrepareRefusesUnknownTierAndCapability(t *testing.T) {
 	refused(t, strings.Replace(basePlan, `tier = "economy"`, `mode = "later"`, 1), "auto or manual")
 }
 
+// TestPrepareRefusesAnEffortTheAgentCannotTake: an effort is passed with each agent's own
+// flag, so a level its CLI does not take, or an agent with no way to take one, is refused at
+// prepare instead of running at the agent's default under the name asked.
+func TestPrepareRefusesAnEffortTheAgentCannotTake(t *testing.T) {
+	refused(t, strings.Replace(basePlan, `model = "claude-sonnet-4-5"`, "model = \"claude-sonnet-4-5\"\neffort = \"ultra\"", 1),
+		`writers[1].effort "ultra": claude takes one of low, medium, high, xhigh, max`)
+	refused(t, strings.Replace(basePlan, `agent = "claude"`, "agent = \"gemini\"\neffort = \"high\"", 1),
+		`writers[1].effort "high": gemini takes no effort level from tare`)
+}
+
 func TestPrepareRefusesOtherBadPlans(t *testing.T) {
 	refused(t, strings.Replace(basePlan, `brief = "Read the notes."`, `brief = "  "`, 1), "assignment and brief")
 	refused(t, basePlan+"\nbreif = \"typo\"\n", "unknown field")

@@ -96,6 +96,24 @@ func (s *scripted) upstream(id string) (string, error) {
 	return s.servers[file].Stream(id)
 }
 
+// file is the script writer id's model replays, made absolute ("" for the real provider).
+func (s *scripted) file(id string) string {
+	if s == nil {
+		return ""
+	}
+	file, ok := s.files[id]
+	if !ok {
+		if file, ok = s.files[""]; !ok {
+			return ""
+		}
+	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return file
+	}
+	return abs
+}
+
 func (s *scripted) close() {
 	if s == nil {
 		return
@@ -224,6 +242,10 @@ func runWriterLocked(ctx context.Context, e *Exp, id string, o RunOptions, srv *
 	if s.Status == "completed" {
 		return collectLocked(e, id, nil)
 	}
+	if s.reattachable() {
+		// Its job outlived the tare that followed it: followed again, never launched twice.
+		return reattachLocked(ctx, e, id, s, o)
+	}
 	if s.Status != "prepared" {
 		return nil, fmt.Errorf("writer %s is %s; collect its evidence (tare workshop collect), resume it after a quota wall or an expired login, or retry it as a new writer", id, s.Status)
 	}
@@ -256,15 +278,11 @@ func runWriterLocked(ctx context.Context, e *Exp, id string, o RunOptions, srv *
 		return nil, err
 	}
 	now := time.Now().UTC()
-	s.Status, s.StartedAt = "running", &now
+	s.Status, s.StartedAt, s.Job = "running", &now, nil
 	if err := e.saveState(id, s); err != nil {
 		return nil, err
 	}
-	var args []string
-	if s.Config.Effort != "" && s.Config.Agent == "codex" {
-		args = append(args, "-c", "model_reasoning_effort="+s.Config.Effort)
-	}
-	args = append(args, s.Config.Args...)
+	args := append(effortArgs(s.Config.Agent, s.Config.Effort), s.Config.Args...)
 	say(o.Progress, "%s [%s/%s] starts writing%s", id, s.Config.Agent, s.Config.Model, again(s))
 	end, err := o.runWriter(ctx, id, engine.WriterOptions{Agent: s.Config.Agent, Model: s.Config.Model, Args: args,
 		Workspace: work, ReadOnly: []string{"input", "START.md"}, Sessions: sessions, Prompt: prompt, Resume: resume,
@@ -275,9 +293,36 @@ func runWriterLocked(ctx context.Context, e *Exp, id string, o RunOptions, srv *
 			// which process ran and lets inspect tell it alive from gone.
 			s.PID, s.Identity = pid, processIdentity(pid)
 			_ = e.saveState(id, s)
-			_ = writeJSON(filepath.Join(rec, "launch.json"), map[string]any{"argv": argv, "agent_version": inst.Version,
-				"model_server": up != "", "probe": verdict, "resumed_session": resume, "workspace": work})
-		}}, inst)
+			_ = writeJSON(filepath.Join(rec, "launch.json"), launch{Argv: argv, AgentVersion: inst.Version, ModelServer: up != "",
+				Script: srv.file(id), Seed: o.Seed, Probe: verdict, ResumedSession: resume, Workspace: work})
+		}}, inst, func(p journal.Placed) {
+		// The job and its node on record as Slurm places it: what a tare killed while
+		// following it leaves for inspect to tell and for collect to re-attach to.
+		if s.Job == nil || (p.Node != "" && s.Job.Node == "") {
+			s.Job = &Job{ID: p.Job, Node: p.Node}
+			_ = e.saveState(id, s)
+		}
+	})
+	return settle(ctx, e, id, s, o, end, err)
+}
+
+// launch is records/ID/launch.json: how the attempt was launched. Script and Seed let a
+// re-attach serve a scripted writer's model again, as the killed tare served it.
+type launch struct {
+	Argv           []string `json:"argv"`
+	AgentVersion   string   `json:"agent_version,omitempty"`
+	ModelServer    bool     `json:"model_server"`
+	Script         string   `json:"script,omitempty"`
+	Seed           int64    `json:"seed,omitempty"`
+	Probe          string   `json:"probe"`
+	ResumedSession string   `json:"resumed_session"`
+	Workspace      string   `json:"workspace"`
+}
+
+// settle records how a writer's attempt ended (end, or err when it did not start), then
+// collects it: the same after a run and after a re-attach to its Slurm job.
+func settle(ctx context.Context, e *Exp, id string, s *State, o RunOptions, end engine.WriterEnd, err error) (*State, error) {
+	rec := e.Record(id)
 	ended := time.Now().UTC()
 	s.EndedAt, s.PID, s.Identity = &ended, 0, ""
 	if err != nil {
@@ -343,12 +388,7 @@ type External struct {
 // Collect banks a writer's drafts and receipt and checks them; a writer whose declared
 // outputs are missing or short, or whose run ended in error, is failed with the reason.
 func Collect(e *Exp, id string, ext *External) (*State, error) {
-	unlock, err := e.lock(id)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	return collectLocked(e, id, ext)
+	return CollectWith(context.Background(), e, id, ext, RunOptions{})
 }
 
 func collectLocked(e *Exp, id string, ext *External) (*State, error) {
