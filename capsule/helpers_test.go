@@ -19,6 +19,11 @@ func TestMain(m *testing.M) {
 	if os.Getenv("TARE_TEST_SNAPMAIN") == "1" {
 		os.Exit(SnapMain(os.Args[1:]))
 	}
+	if os.Getenv("TARE_TEST_IDLE") == "1" {
+		// A process of many threads that does nothing: TestHookRefusesAThread's target.
+		time.Sleep(time.Minute)
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 

@@ -195,8 +195,10 @@ func parseHookRequest(line []byte) (slot, pid int, ok bool) {
 // the slot once the answer was read.
 func (h *hookServer) serve(slot, pid int) {
 	answer := "error\n"
-	if id, err := readHookInput(pid); err == nil {
-		if h.snap(id) == nil {
+	// A request naming no hook's shell (a thread, the watcher) is answered as a failed hook,
+	// which falls back to tare snap.
+	if isOtherProcess(pid) {
+		if id, err := readHookInput(pid); err == nil && h.snap(id) == nil {
 			answer = "ok\n"
 		}
 	}
@@ -268,7 +270,26 @@ func hookInputFile(pid int) (int, error) {
 			return fd, nil
 		}
 	}
-	return unix.Open("/proc/"+strconv.Itoa(pid)+"/fd/"+strconv.Itoa(hookInputFD), unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	// O_NONBLOCK: opening a FIFO nobody writes blocks in the kernel, beyond any deadline
+	// (a process may hold one at fd 9 on purpose). Poll and read then wait to the deadline.
+	return unix.Open("/proc/"+strconv.Itoa(pid)+"/fd/"+strconv.Itoa(hookInputFD), unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+}
+
+// isOtherProcess reports whether pid is a process of its own, the leader of its thread
+// group, and not of the watcher's: a request names a hook's shell, never a thread (pidfd_open
+// refuses one, and the /proc fallback would read that thread group's fd 9) nor the watcher.
+func isOtherProcess(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "Tgid:"); ok {
+			tgid, err := strconv.Atoi(strings.TrimSpace(v))
+			return err == nil && tgid == pid && tgid != os.Getpid()
+		}
+	}
+	return false
 }
 
 // pollReader reads fd until deadline without changing its flags: the descriptor is shared

@@ -6,9 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestHookStartsNoProgram: the hook's command line gets its capsule from the watcher with
@@ -190,5 +194,75 @@ func TestHookFallsBackWhenTheWatcherDied(t *testing.T) {
 	}
 	if last := list[len(list)-1]; last.ID != "toolu_after" || last.Root != full.Root {
 		t.Fatalf("last capsule %s (root %s), want toolu_after with root %s", last.Name(), last.Root, full.Root)
+	}
+}
+
+// TestHookRefusesAThread: a request naming a thread of another process whose fd 9 is a FIFO
+// nobody writes (held open for reading, non-blocking) neither blocks the watcher nor keeps
+// its room from ending: the /proc path opened that FIFO blocking, forever, and stop waited.
+func TestHookRefusesAThread(t *testing.T) {
+	defer func(r, l time.Duration) { hookReadTimeout, hookRelease = r, l }(hookReadTimeout, hookRelease)
+	hookReadTimeout, hookRelease = 2*time.Second, 2*time.Second
+	ws, storeDir := t.TempDir(), t.TempDir()
+	write(t, filepath.Join(ws, "a.txt"), "one\n", 0o644)
+	s, err := Open(storeDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap(t, s, ws, "start")
+	socket := filepath.Join(t.TempDir(), "snap.sock")
+	stop, err := serveSnaps(storeDir, "", ws, socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	held, err := os.OpenFile(fifo, os.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle := exec.Command(os.Args[0])
+	idle.Env = append(os.Environ(), "TARE_TEST_IDLE=1")
+	idle.ExtraFiles = []*os.File{nil, nil, nil, nil, nil, nil, held} // fd 9
+	if err := idle.Start(); err != nil {
+		t.Fatal(err)
+	}
+	held.Close()
+	defer func() { idle.Process.Kill(); idle.Wait() }()
+	tid := 0
+	for deadline := time.Now().Add(10 * time.Second); tid == 0 && time.Now().Before(deadline); {
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", idle.Process.Pid))
+		for _, e := range tasks {
+			if n, _ := strconv.Atoi(e.Name()); n != 0 && n != idle.Process.Pid {
+				tid = n
+			}
+		}
+		if tid == 0 {
+			runtime.Gosched()
+		}
+	}
+	if tid == 0 {
+		t.Fatal("the idle process started no thread")
+	}
+	req, err := os.OpenFile(filepath.Join(hookDir(socket), "req"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer req.Close()
+	if _, err := fmt.Fprintf(req, "15 %d\n", tid); err != nil {
+		t.Fatal(err)
+	}
+	// A hook after it: once it has its capsule, the watcher has taken the request before it.
+	write(t, filepath.Join(ws, "a.txt"), "changed\n", 0o644)
+	runHook(t, HookCommand(filepath.Join(t.TempDir(), "no-tare-room"), storeDir, "", ws, socket), "toolu_after_thread")
+	checkLast(t, s, ws, "toolu_after_thread")
+	stopped := make(chan struct{})
+	go func() { stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(hookReadTimeout + hookRelease + 5*time.Second):
+		t.Fatalf("the watcher did not stop: a request naming thread %d holds it", tid)
 	}
 }
