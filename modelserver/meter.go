@@ -246,7 +246,8 @@ func modelCall(p string) api {
 	switch {
 	case strings.HasSuffix(p, "/messages"):
 		return apiAnthropic
-	case strings.HasSuffix(p, "/responses"):
+	case strings.HasSuffix(p, "/responses"), strings.HasSuffix(p, "/responses/compact"):
+		// compact: Codex's remote compaction of a long session is a paid model call.
 		return apiResponses
 	case strings.HasSuffix(p, "/chat/completions"):
 		return apiChat
@@ -273,6 +274,10 @@ func (m *Meter) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	a := modelCall(r.URL.Path)
 	if a == "" {
+		if why := m.unmeteredRefusal(r); why != "" {
+			writeJSON(w, http.StatusBadRequest, errorBody(apiAnthropic, "invalid_request_error", "tare: "+why))
+			return
+		}
 		m.proxy.ServeHTTP(w, r)
 		return
 	}
@@ -306,6 +311,27 @@ func (m *Meter) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	m.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callKey{}, call)))
+}
+
+// unpricedEndpoints are paid endpoints whose answers the meter cannot count (batches, the
+// legacy completions, embeddings): under a cap they would spend past it unseen.
+var unpricedEndpoints = []string{"/messages/batches", "/batches", "/completions", "/embeddings", ":batchGenerateContent", ":embedContent", ":batchEmbedContents", "/memories/trace_summarize"}
+
+// unmeteredRefusal says why a request the meter does not count as a model call must not go
+// on, or "": under a cap, a paid endpoint the meter cannot count never does. What else it
+// does not count (model lists, token counts, a CLI's setup calls) costs nothing, and a CLI
+// may need it to say that its next model call was refused.
+func (m *Meter) unmeteredRefusal(r *http.Request) string {
+	if len(m.budgets) == 0 {
+		return ""
+	}
+	p := strings.TrimRight(r.URL.Path, "/")
+	for _, e := range unpricedEndpoints {
+		if strings.HasSuffix(p, e) || strings.Contains(p, e+"/") {
+			return p + " is a paid endpoint tare's relay cannot meter, so it is refused under a cap (--max-cost/--max-tokens)"
+		}
+	}
+	return ""
 }
 
 // refuse answers a call over budget in its dialect, with a status the CLIs do not retry.

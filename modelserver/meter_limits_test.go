@@ -208,3 +208,58 @@ func TestMeterPassesStreamsAsTheyCome(t *testing.T) {
 		t.Errorf("calls %+v: want 7 in, 3 out", calls)
 	}
 }
+
+// TestCapLeavesNoUnmeteredWayToTheProvider: under a cap, a paid endpoint the meter cannot
+// count (a batch) never reaches the provider, before or after the cap is spent, and Codex's
+// remote compaction is metered as the Responses call it is, so it spends the cap.
+func TestCapLeavesNoUnmeteredWayToTheProvider(t *testing.T) {
+	var hits atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id":"r","model":"known-model","usage":{"input_tokens":7,"output_tokens":5,"total_tokens":12},"output":[]}`))
+	}))
+	defer up.Close()
+	b := &Budget{Name: "tail", MaxTokens: 20}
+	m, err := NewMeter(strings.TrimPrefix(up.URL, "http://"), onlyKnown, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	send := func(method, path, body string) int {
+		t.Helper()
+		req, _ := http.NewRequest(method, "http://"+m.Addr()+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := send("POST", "/v1/messages/batches", `{"requests":[]}`); code != http.StatusBadRequest || hits.Load() != 0 {
+		t.Errorf("a batch under a cap: %d, %d reached the provider; want refused at the relay", code, hits.Load())
+	}
+	if code := send("GET", "/v1/models", ""); code != http.StatusOK || hits.Load() != 1 {
+		t.Errorf("a model list before the cap is spent: %d; want it through", code)
+	}
+	if code := send("POST", "/v1/responses/compact", `{"model":"known-model","input":[]}`); code != http.StatusOK {
+		t.Fatalf("compaction: %d", code)
+	}
+	if calls := m.Calls(); len(calls) != 1 || calls[0].API != string(apiResponses) || calls[0].Input != 7 {
+		t.Errorf("compaction metered as %+v; want one Responses call of 7 tokens in", calls)
+	}
+	send("POST", "/v1/responses/compact", `{"model":"known-model","input":[]}`) // 24 tokens: the cap is spent
+	before := hits.Load()
+	if code := send("POST", "/v1/responses", `{"model":"known-model","input":[]}`); code != http.StatusBadRequest {
+		t.Errorf("a model call after compactions spent the cap: %d; want refused", code)
+	}
+	if code := send("POST", "/v1beta/models/m:batchGenerateContent", `{}`); code != http.StatusBadRequest {
+		t.Errorf("a Gemini batch under a cap: %d; want refused", code)
+	}
+	if hits.Load() != before {
+		t.Errorf("%d requests reached the provider after the cap was spent", hits.Load()-before)
+	}
+}
