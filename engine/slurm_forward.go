@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -72,7 +75,12 @@ func nodeForward(addr, token string) (string, func(), error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("listening on the node's loopback for the model's forward: %v", err)
 	}
-	go serveForward(ln, func(net.Conn) (net.Conn, bool) {
+	go serveForward(ln, func(c net.Conn) (net.Conn, bool) {
+		// The node's loopback is every user's on the node: only this worker's own uid (its
+		// rooms' relays) gets the token added.
+		if uid, err := loopbackPeerUID(c); err != nil || uid != os.Getuid() {
+			return nil, false
+		}
 		u, err := net.DialTimeout("tcp", addr, forwardWait)
 		if err != nil {
 			return nil, false
@@ -105,4 +113,31 @@ func serveForward(ln net.Listener, open func(net.Conn) (net.Conn, bool)) {
 			_, _ = io.Copy(c, u)
 		}()
 	}
+}
+
+// loopbackPeerUID is the uid owning the other end of c, a TCP connection over IPv4 loopback,
+// read from /proc/net/tcp: the line whose local address is c's remote one and whose remote
+// address is c's local one.
+func loopbackPeerUID(c net.Conn) (int, error) {
+	local, ok1 := c.LocalAddr().(*net.TCPAddr)
+	remote, ok2 := c.RemoteAddr().(*net.TCPAddr)
+	if !ok1 || !ok2 || remote.IP.To4() == nil || local.IP.To4() == nil {
+		return -1, fmt.Errorf("not a TCP connection over IPv4: %v", c.RemoteAddr())
+	}
+	hexAddr := func(a *net.TCPAddr) string {
+		ip := a.IP.To4()
+		return fmt.Sprintf("%02X%02X%02X%02X:%04X", ip[3], ip[2], ip[1], ip[0], a.Port)
+	}
+	want, peer := hexAddr(remote), hexAddr(local)
+	data, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return -1, err
+	}
+	for _, line := range strings.Split(string(data), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) > 7 && f[1] == want && f[2] == peer {
+			return strconv.Atoi(f[7])
+		}
+	}
+	return -1, fmt.Errorf("no socket of this machine is the other end of %v", c.RemoteAddr())
 }

@@ -3,11 +3,14 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -152,7 +155,53 @@ func TestCallbackAddrForwardsToTheModelServer(t *testing.T) {
 	if got, err := echo(node, ""); err != nil || got != "ping\n" {
 		t.Fatalf("through the worker's end and the forwarder: %q %v", got, err)
 	}
+	// Another user of the node dialling the worker's end gets nothing: the token is added
+	// only for the worker's own uid.
+	dir, err := os.MkdirTemp("", "tare-echo-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "engine.test")
+	data, err := os.ReadFile(os.Args[0])
+	if err == nil {
+		err = os.WriteFile(bin, data, 0o755)
+	}
+	if err != nil || os.Chmod(dir, 0o755) != nil {
+		t.Fatalf("a copy of the test binary another user can run: %v", err)
+	}
+	stranger := exec.Command(bin)
+	stranger.Env = []string{"TARE_TEST_ECHO_DIAL=" + node}
+	stranger.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := stranger.CombinedOutput()
+	if !strings.HasPrefix(string(out), "dialled\n") {
+		t.Fatalf("the test could not dial as user nobody (this test runs as root, as CI does): %v %q", err, out)
+	}
+	if err == nil || strings.Contains(string(out), "ping") {
+		t.Errorf("user nobody reached the model server through the worker's end: %v %q", err, out)
+	}
 	if same, tok, _, _ := (&slurmBackend{}).reachable(ln.Addr().String()); same != ln.Addr().String() || tok != "" {
 		t.Fatalf("without callback_addr the upstream changed to %s (token %q)", same, tok)
 	}
+}
+
+// echoDialMain dials addr, sends a line and exits 0 when it comes back: another user on a
+// node, for TestCallbackAddrForwardsToTheModelServer.
+func echoDialMain(addr string) int {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return 2
+	}
+	defer c.Close()
+	fmt.Println("dialled")
+	c.SetDeadline(time.Now().Add(forwardWait + 5*time.Second))
+	c.Write([]byte("ping\n"))
+	got := make([]byte, 5)
+	if _, err := io.ReadFull(c, got); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	fmt.Print(string(got))
+	return 0
 }
