@@ -260,7 +260,7 @@ func TestJudgeAsCalibrateCheck(t *testing.T) {
 		}
 	}
 	if len(fields) != 3 || !strings.Contains(row, fmt.Sprintf(" %d/3 ", passed)) {
-		t.Fatalf("want 3 scores and as many passes as scores of 8 or more in %q\n%s", row, report)
+		t.Fatalf("want 3 scores and as many passes as scores of 8 or more in %q\n%s\nwhy tails had no verdict:\n%s", row, report, noVerdictLines(onlyRun(t, r)))
 	}
 	// The judge's spending is the check's: its own line, and report.json keeps it apart.
 	agentUsage, checkUsage := line(report, "  usage a"), line(report, "  check usage a")
@@ -371,4 +371,17 @@ func judgeFinished(t *testing.T, dir string) journal.TailFinished {
 	}
 	t.Fatalf("no finished tail in %s", data)
 	return journal.TailFinished{}
+}
+
+// noVerdictLines are the journal's lines of tails that ended with no verdict, for a failure's
+// message: what the agent said when its tail was left out.
+func noVerdictLines(dir string) string {
+	data, _ := os.ReadFile(filepath.Join(dir, "journal.jsonl"))
+	var b strings.Builder
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, `"no-verdict"`) {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
 }
