@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -157,9 +158,35 @@ func checkParentKilled(t *testing.T, mutation string) []string {
 	var pid int
 	fmt.Sscanf(strings.TrimPrefix(line, "started "), "%d", &pid)
 	room := children(pid)
+	if strings.Contains(mutation, "setup-window") {
+		// tare's death takes bwrap with it and releases the room's setup at the same time;
+		// the room's pid 1 outlives both only when bwrap is gone before pid 1 goes on (it
+		// then arms --die-with-parent against its new parent). Under load the other order
+		// came first and the room died with bwrap, lifeline or not: bwrap goes first here.
+		syscall.Kill(pid, syscall.SIGKILL)
+		for deadline := time.Now().Add(10 * time.Second); !reparentedFrom(room, pid); {
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("the room's pid 1 %v was never reparented after its bwrap %d was killed", room, pid)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
 	cmd.Process.Kill()
 	cmd.Wait()
 	return waitGonePids(marker, room, dieDeadline)
+}
+
+// reparentedFrom reports whether every pid of pids (gone ones aside) has a parent other
+// than bwrap.
+func reparentedFrom(pids []int, bwrap int) bool {
+	for _, p := range pids {
+		if pp := procStatus(p)["PPid"]; pp == strconv.Itoa(bwrap) {
+			return false
+		}
+	}
+	return true
 }
 
 // waitGonePids is waitGone that also waits for pids (a room's pid 1) to be gone; those
