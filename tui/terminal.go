@@ -16,6 +16,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/vt"
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 )
 
 // keyQueue is how many writes of keys wait for a program that is slow to read them; more
@@ -64,9 +65,15 @@ func StartTerminal(name string, cmd *exec.Cmd, w, h int) (*Terminal, error) {
 		cmd.Env = os.Environ()
 	}
 	cmd.Env = append(cmd.Env, "TERM=xterm-256color", "COLORTERM=truecolor")
-	f, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: uint16(w), Rows: uint16(h)})
+	started, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: uint16(w), Rows: uint16(h)})
 	if err != nil {
 		return nil, fmt.Errorf("terminal %s: starting %s on a pty: %v", name, cmd.Path, err)
+	}
+	f, err := pollable(started)
+	if err != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+		return nil, fmt.Errorf("terminal %s: %v", name, err)
 	}
 	t := &Terminal{
 		name: name, cmd: cmd, pty: f, emu: vt.NewSafeEmulator(w, h), w: w, h: h,
@@ -82,6 +89,38 @@ func StartTerminal(name string, cmd *exec.Cmd, w, h int) (*Terminal, error) {
 	go t.typist()
 	go t.wait()
 	return t, nil
+}
+
+// pollable gives the pty's master back to Go's poller. creack/pty sizes the pty through
+// File.Fd, which turns the descriptor blocking for good; a blocking write to a program that
+// reads nothing then never returns, and closing the file does not wake it (the close waits
+// for the write). A non-blocking master is closed under a pending read or write at once.
+func pollable(f *os.File) (*os.File, error) {
+	defer f.Close()
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("duplicating the pty: %v", err)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("making the pty non-blocking: %v", err)
+	}
+	return os.NewFile(uintptr(fd), f.Name()), nil
+}
+
+// setsize sizes the pty without File.Fd, so the master stays non-blocking.
+func setsize(f *os.File, w, h int) error {
+	sc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ioErr error
+	if err := sc.Control(func(fd uintptr) {
+		ioErr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Col: uint16(w), Row: uint16(h)})
+	}); err != nil {
+		return err
+	}
+	return ioErr
 }
 
 func (t *Terminal) mode(m ansi.Mode, on bool) {
@@ -119,8 +158,9 @@ func (t *Terminal) answer() {
 	io.Copy(io.Discard, t.emu)
 }
 
-// typist writes the queued keys to the pty until Close. A write blocks while the program
-// does not read; Close ends it by closing the pty.
+// typist writes the queued keys to the pty until Close. A write waits while the program
+// does not read; Close ends it by closing the pty, which wakes the write (the master is
+// non-blocking, see pollable).
 func (t *Terminal) typist() {
 	defer close(t.typed)
 	for {
@@ -201,7 +241,7 @@ func (t *Terminal) Resize(w, h int) error {
 	}
 	t.emu.Resize(w, h)
 	t.w, t.h = w, h
-	if err := pty.Setsize(t.pty, &pty.Winsize{Cols: uint16(w), Rows: uint16(h)}); err != nil && !t.Done() {
+	if err := setsize(t.pty, w, h); err != nil && !t.Done() {
 		return fmt.Errorf("terminal %s: resize to %dx%d: %v", t.name, w, h, err)
 	}
 	return nil
