@@ -288,10 +288,7 @@ func (m *Meter) serve(w http.ResponseWriter, r *http.Request) {
 		// The body goes on as it came, whole (a body past maxBody is read only in part); a
 		// copy is read (gunzipped if need be) for the model, which the response names too
 		// where the request cannot be read.
-		// Not closed through: the server closes its own request body. A transport that
-		// closed it under a streaming answer was the likeliest cause of claude's
-		// "Connection closed mid-response" under load (3 demos of 21, none of 28 without).
-		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+		r.Body = forwardBody(body, r.Body)
 		var head struct {
 			Model string `json:"model"`
 		}
@@ -314,6 +311,21 @@ func (m *Meter) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	m.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callKey{}, call)))
+}
+
+// forwardBody is the body the meter sends upstream: head, the part it read, then the rest of
+// the incoming body if head did not reach its end. A body that ended within head is never
+// read again. Go's transport reads a body once more after its declared length, and may do so
+// late, after the upstream has answered and the server has closed the incoming body (it does
+// when the proxy writes the answer's header); that read of the closed body fails, the
+// transport closes its connection to the upstream, and the agent's answer is cut mid-stream
+// (under load: codex's "error decoding response body", claude's "Connection closed
+// mid-response", a tail left out as dropped). io.MultiReader never rereads a part that ended.
+func forwardBody(head []byte, rest io.Reader) io.ReadCloser {
+	if len(head) < maxBody {
+		return io.NopCloser(bytes.NewReader(head)) // rest ended within maxBody
+	}
+	return io.NopCloser(io.MultiReader(bytes.NewReader(head), rest))
 }
 
 // unpricedEndpoints are paid endpoints whose answers the meter cannot count (batches, the
