@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"tare/sandbox/roomrelay"
 )
 
 // Host side of the relays: one unix socket per Relay in the room's temp
@@ -272,33 +274,5 @@ func respond(c net.Conn, code int, body string) {
 // closeWriter is a connection that can half-close (TCP and unix sockets).
 type closeWriter interface{ CloseWrite() error }
 
-// pipe copies a (read through ar, which may hold bytes already buffered
-// from a) to b and b to a until both directions end, passing each EOF on as
-// a half-close so request/response protocols finish cleanly.
-func pipe(a net.Conn, ar io.Reader, b net.Conn) {
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		halfClose(io.Copy(b, ar))(a, b)
-	}()
-	go func() {
-		defer wg.Done()
-		halfClose(io.Copy(a, b))(b, a)
-	}()
-	wg.Wait()
-}
-
-// halfClose ends one direction of a pipe from src to dst: a clean EOF is
-// passed on as a half-close of dst; an error tears down both connections so
-// the other direction cannot block forever.
-func halfClose(_ int64, err error) func(src, dst net.Conn) {
-	return func(src, dst net.Conn) {
-		if cw, ok := dst.(closeWriter); ok && err == nil {
-			cw.CloseWrite()
-			return
-		}
-		src.Close()
-		dst.Close()
-	}
-}
+// pipe is roomrelay.Pipe: the host side of a relay copies alike.
+func pipe(a net.Conn, ar io.Reader, b net.Conn) { roomrelay.Pipe(a, ar, b) }

@@ -1,4 +1,10 @@
-package sandbox
+// Package roomrelay is the relay every room's command starts under (`tare relay` and
+// `tare-room relay`): it watches tare's lifeline, serves the room's TCP listeners onto the
+// host's unix sockets, and starts the command. It runs at the start of every room, before the
+// agent, so it is its own package with no more imports than it needs: tare-room links it
+// without the host side of package sandbox (net/http, TLS, x509, debug/*), whose package
+// initialisers and pages every room start would otherwise pay for.
+package roomrelay
 
 import (
 	"errors"
@@ -10,6 +16,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -19,7 +26,7 @@ import (
 var relaySignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGWINCH,
 	syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
 
-// RelayMain is `tare relay [--lifeline FD] --listen 127.0.0.1:PORT=/run/tare/NAME.sock
+// Main is `tare relay [--lifeline FD] --listen 127.0.0.1:PORT=/run/tare/NAME.sock
 // ... -- CMD ARGS`, run inside a room as its command. It first makes itself
 // non-dumpable and closes every descriptor it inherited but the lifeline, so
 // CMD sees only 0, 1 and 2 and cannot reach the relay's.
@@ -31,7 +38,7 @@ var relaySignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, 
 // to it, and returns its exit code (128+n when it died of signal n; 127
 // when it could not be started; 2 for a bad command line; 137 when tare was
 // gone).
-func RelayMain(args []string) int {
+func Main(args []string) int {
 	ra, err := parseRelayArgs(args)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "tare relay: %v\n", err)
@@ -70,26 +77,82 @@ func RelayMain(args []string) int {
 		go acceptTo(ln, l.sock)
 	}
 
+	argv := ra.argv
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, relaySignals...)
-	argv := ra.argv
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	if err := cmd.Start(); err != nil {
+	pid, err := startCommand(argv)
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "tare relay: start %s: %v: check the command and the room's PATH\n", argv[0], err)
 		if errors.Is(err, os.ErrPermission) {
 			return 126
 		}
 		return 127
 	}
+	// The command is this process's child, unreaped until wait returns, so its pid cannot
+	// name another process while signals are passed on; done stops them before it is reaped.
+	var mu sync.Mutex
+	done := false
 	go func() {
 		for s := range sigs {
-			cmd.Process.Signal(s)
+			mu.Lock()
+			if !done {
+				_ = syscall.Kill(pid, s.(syscall.Signal))
+			}
+			mu.Unlock()
 		}
 	}()
-	err = cmd.Wait()
+	ws, err := waitCommand(pid, func() {
+		mu.Lock()
+		done = true
+		mu.Unlock()
+	})
 	signal.Stop(sigs)
-	return exitCode(cmd.ProcessState, err)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "tare relay: wait for %s: %v\n", argv[0], err)
+		return 127
+	}
+	return exitCode(ws)
+}
+
+// startCommand starts argv with this process's environment, working folder and stdio (0, 1
+// and 2 only: everything else this process holds is close-on-exec by now). It calls
+// syscall.ForkExec, not os/exec: os/exec's first start in a process forks a throwaway child to
+// check that pidfds work, one more process in every room's start.
+func startCommand(argv []string) (int, error) {
+	bin, err := exec.LookPath(argv[0])
+	if err != nil {
+		return 0, err
+	}
+	pid, err := syscall.ForkExec(bin, argv, &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}})
+	if err != nil {
+		return 0, &os.PathError{Op: "fork/exec", Path: bin, Err: err}
+	}
+	return pid, nil
+}
+
+// waitCommand waits for pid to end without reaping it first (waitid with WNOWAIT), calls
+// ending, then reaps it: ending runs while the pid still belongs to the ended command.
+func waitCommand(pid int, ending func()) (syscall.WaitStatus, error) {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		break
+	}
+	ending()
+	var ws syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(pid, &ws, 0, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		return ws, err
+	}
 }
 
 // NotDumpable takes this process out of reach of the room's other processes. They all
@@ -125,14 +188,12 @@ func closeInherited(keep int) error {
 	return nil
 }
 
-func exitCode(st *os.ProcessState, err error) int {
-	if st == nil {
-		return 127
-	}
-	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+// exitCode is the command's exit code, 128+n when it died of signal n.
+func exitCode(ws syscall.WaitStatus) int {
+	if ws.Signaled() {
 		return 128 + int(ws.Signal())
 	}
-	return st.ExitCode()
+	return ws.ExitStatus()
 }
 
 type relayListen struct{ addr, sock string }
@@ -225,7 +286,41 @@ func acceptTo(ln net.Listener, sock string) {
 				return
 			}
 			defer u.Close()
-			pipe(c, io.Reader(c), u)
+			Pipe(c, io.Reader(c), u)
 		}()
+	}
+}
+
+// closeWriter is a connection that can half-close (TCP and unix sockets).
+type closeWriter interface{ CloseWrite() error }
+
+// Pipe copies a (read through ar, which may hold bytes already buffered
+// from a) to b and b to a until both directions end, passing each EOF on as
+// a half-close so request/response protocols finish cleanly.
+func Pipe(a net.Conn, ar io.Reader, b net.Conn) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		halfClose(io.Copy(b, ar))(a, b)
+	}()
+	go func() {
+		defer wg.Done()
+		halfClose(io.Copy(a, b))(b, a)
+	}()
+	wg.Wait()
+}
+
+// halfClose ends one direction of a pipe from src to dst: a clean EOF is
+// passed on as a half-close of dst; an error tears down both connections so
+// the other direction cannot block forever.
+func halfClose(_ int64, err error) func(src, dst net.Conn) {
+	return func(src, dst net.Conn) {
+		if cw, ok := dst.(closeWriter); ok && err == nil {
+			cw.CloseWrite()
+			return
+		}
+		src.Close()
+		dst.Close()
 	}
 }
