@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -37,7 +38,8 @@ func judgeCounts(events []journal.Event) (started, finished map[string]int, reru
 // the page, the real claude judges it in a room on tare's model server) is SIGKILLed while its
 // second judgement runs. tare resume keeps the judgement that had finished (never judged
 // again), judges the interrupted one again as a new attempt, the interrupted attempt kept on
-// the record, and writes the report with every judgement once.
+// the record, and writes the report with every judgement once. A page changed since is
+// refused in one line, before anything is written.
 func TestKillNineDuringJudgeNoiseThenResume(t *testing.T) {
 	page, rubric, script := judgeFiles(t, "[[turn]]\ndelay = \"3s\"\ntext = \"score 6: fine\"\n")
 	r := newRun(t, "")
@@ -61,6 +63,17 @@ func TestKillNineDuringJudgeNoiseThenResume(t *testing.T) {
 	}
 	<-waited
 	before := journal.Replay("run", readEvents(out))
+
+	// A page that changed since is refused in one line, the run left as it was.
+	added := filepath.Join(page, "new.html")
+	if err := os.WriteFile(added, []byte("<p>new</p>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := len(readEvents(out))
+	if r.tare(t, "resume", out); r.code != 2 || !strings.Contains(r.stderr, page+": the page folder changed") || strings.Count(r.stderr, "\n") != 1 || len(readEvents(out)) != n {
+		t.Fatalf("tare resume of a changed page exited %d, want 2 with one line naming the folder and the journal untouched\n%s", r.code, r.stderr)
+	}
+	os.Remove(added)
 
 	if r.tare(t, "resume", out); r.code != 0 || !strings.Contains(r.stdout, "2 judgements per page") || !strings.Contains(r.stdout, "2/2") {
 		t.Fatalf("tare resume exited %d, want the judge-noise report with both judgements scored\n%s\n%s", r.code, r.stdout, r.stderr)
