@@ -93,12 +93,13 @@ func resumeJudgeNoise(ctx context.Context, o ResumeOptions, rec *Recipe) (string
 			switch {
 			case t == nil:
 				todo = append(todo, judgeWork{page: i, k: k})
-			case t.Status != journal.StatusRunning:
+			case journal.Finished(t.Status):
 				if _, ok := kept[id]; !ok {
 					return "", fmt.Errorf("%s: the journal has judgement %s finished but not what it found; the run cannot be finished", o.Dir, id)
 				}
 			default:
-				if job, ok := attachedJob(o.Dir, rec, o.Config, t); ok {
+				// Running, or "rerun" when an earlier resume died before starting it again.
+				if job, ok := attachedJob(o.Dir, rec, o.Config, t); ok && t.Status == journal.StatusRunning {
 					// Its job outlived tare: followed to its end, not submitted again.
 					attach = append(attach, judgeWork{page: i, k: k, attempt: t.Attempt, job: job})
 					attached = append(attached, id)
@@ -210,7 +211,7 @@ func keptJudgements(dir string, st *journal.RunState) (map[string]Judgement, err
 		if f == nil || f.Judge == nil {
 			continue
 		}
-		if t := st.Tails[f.ID]; t == nil || t.Status == journal.StatusRunning {
+		if t := st.Tails[f.ID]; t == nil || !journal.Finished(t.Status) {
 			continue
 		}
 		kept[f.ID] = Judgement{Score: f.Judge.Score, Reason: f.Judge.Reason, Error: f.Judge.Error, Seconds: f.Seconds, Usage: f.Usage}
