@@ -310,6 +310,8 @@ func (env *judgeEnv) stageAll(ctx context.Context, rep *JudgeReport) ([]string, 
 	return stages, nil
 }
 
+// removeStages removes the staged folders: they hold a copy of each page, which only the
+// judges of this process read.
 func removeStages(stages []string) {
 	for _, st := range stages {
 		if st != "" {
