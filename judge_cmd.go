@@ -200,7 +200,8 @@ func judgeNoiseCmd() *cobra.Command {
 and session, and shows per page the scores' min, median, max and spread. With --threshold it
 refuses (exit 1) a threshold inside any page's score range: there the same page both passes
 and fails, so the verdict is the judge's noise, not the page. calibrate --keep keeps each
-run's workspace for this.`,
+run's workspace for this. A run stopped or killed is finished with tare resume DIR, without
+judging again what it had judged.`,
 		Example: `  tare judge-noise run/tails/*/work --rubric rubric.md --times 5 --threshold 7
   tare judge-noise run/tails/*/work --rubric rubric.md --times 5 --on slurm --jobs 20   # one Slurm job per judgement`,
 		Args: cobra.MinimumNArgs(1),

@@ -442,6 +442,12 @@ func printReport(dir, text string, asJSON bool) error {
 		return nil
 	}
 	data, err := os.ReadFile(filepath.Join(dir, engine.ReportFile))
+	if os.IsNotExist(err) {
+		// A judge-noise run's JSON report is its judgements.json.
+		if judged, jerr := os.ReadFile(filepath.Join(dir, "judgements.json")); jerr == nil {
+			data, err = judged, nil
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %v; the run has no JSON report (a run from an older tare): read report.txt", dir, err)
 	}
@@ -725,7 +731,7 @@ func resumeCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "resume DIR",
-		Short: "Finish a run a crash interrupted, without repeating finished tails",
+		Short: "Finish a run a crash interrupted, without repeating finished tails or judgements",
 		Long: `Finishes a calibrate run that a crash or a kill interrupted: finished tails are kept as the
 journal has them, tails that were running are rerun (their first attempt is kept beside them)
 and the journal says so, tails never started are run, and the report is written. A run made
@@ -736,7 +742,13 @@ its cost, and the rate counts each tail's first verdict, so retrying failures ca
 
 For a recorded run (tare record), an interrupted recording is recorded again from the run's
 start capsule (the first attempt kept as original.attempt-1), and a tail that was running
-(tare tail) is marked interrupted, to be run again with tare tail.`,
+(tare tail) is marked interrupted, to be run again with tare tail.
+
+For a judge-noise run, finished judgements are kept as the journal has them, a judgement that
+was running here is judged again as a new attempt (the interrupted one stays on the record),
+one whose Slurm job outlived tare is re-attached (its model served again) or collected, and
+the report is written as judge-noise writes it (--json: its judgements.json). The page
+folders must be as the run judged them.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := settings()

@@ -209,15 +209,10 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 			return JudgeReport{}, err
 		}
 		rep.Seed = runSeed(o.Seed)
-		srv, err := modelserver.New(modelserver.Options{Script: script, Seed: rep.Seed})
-		if err != nil {
+		if models, err = judgeModels(script, rep.Seed); err != nil {
 			return JudgeReport{}, err
 		}
-		if err := srv.Start("127.0.0.1:0"); err != nil {
-			return JudgeReport{}, fmt.Errorf("model server: %v", err)
-		}
-		defer srv.Close()
-		models = srv
+		defer models.Close()
 	}
 	if o.Out == "" {
 		kind := o.Kind
@@ -244,34 +239,13 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 		}
 	}
 	env := &judgeEnv{o: o, agent: a, inst: inst, args: words[1:], models: models}
-	rep.Pages = make([]PageJudgements, len(o.Dirs))
-	stages := make([]string, len(o.Dirs))
-	defer func() {
-		for _, st := range stages {
-			os.RemoveAll(st)
-		}
-	}()
+	var stages []string
+	defer func() { removeStages(stages) }()
 	// Every page is rendered before any judge starts: a page that cannot be rendered stops
 	// the run before it spends anything, and leaves no judge folder behind.
-	for i, d := range o.Dirs {
-		stages[i], rep.Pages[i], err = env.stage(ctx, i, d)
-		if err != nil {
-			os.RemoveAll(o.Out)
-			return JudgeReport{}, err
-		}
-		rep.Pages[i].Judgements = make([]Judgement, o.Times)
-	}
-	// The judge's room is proven clean as every agent's room is before it runs: the probe
-	// reads a room of the same shape, on the first page's staged folder.
-	reading, err := probe.Probe(ctx, probe.ProbeOptions{Agent: a, Project: stages[0], Config: o.Config, Progress: o.Progress})
-	if err != nil {
+	if stages, err = env.stageAll(ctx, &rep); err != nil {
 		os.RemoveAll(o.Out)
-		return JudgeReport{}, fmt.Errorf("probing the judge's room: %v", err)
-	}
-	rep.Reading = reading.Verdict()
-	if !reading.Zero() && !o.AllowDirty {
-		os.RemoveAll(o.Out)
-		return JudgeReport{}, fmt.Errorf("the judge %s: %s; %v", a.Name(), reading.Verdict(), ErrDirty)
+		return JudgeReport{}, err
 	}
 	if o.Kind == "judge-noise" {
 		// Only now, with every page rendered and the room proven: a run refused before
@@ -288,7 +262,67 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 			return JudgeReport{}, err
 		}
 	}
-	env.judgeAll(ctx, rep.Pages, stages, rep.Scale)
+	pool := env.pool(ctx, judgementGrid(rep.Pages), rep.Scale)
+	for k := range o.Times {
+		for i := range rep.Pages {
+			pool.run(judgeWork{page: i, k: k}, env.fresh(stages[i], len(rep.Pages[i].Blocked) > 0))
+		}
+	}
+	pool.wait()
+	return env.finish(ctx, rep)
+}
+
+// judgeModels is tare's model server replaying script from seed, for the judges.
+func judgeModels(script *modelserver.Script, seed int64) (*modelserver.Server, error) {
+	srv, err := modelserver.New(modelserver.Options{Script: script, Seed: seed})
+	if err != nil {
+		return nil, err
+	}
+	if err := srv.Start("127.0.0.1:0"); err != nil {
+		return nil, fmt.Errorf("model server: %v", err)
+	}
+	return srv, nil
+}
+
+// stageAll renders every page into a staged folder (stage), the pages going to rep with
+// room for Times judgements each, then proves the judge's room clean as every agent's room
+// is before it runs: the probe reads a room of the same shape, on the first page's staged
+// folder. The staged folders are the caller's to remove (removeStages), also on error.
+func (env *judgeEnv) stageAll(ctx context.Context, rep *JudgeReport) ([]string, error) {
+	o := env.o
+	rep.Pages = make([]PageJudgements, len(o.Dirs))
+	stages := make([]string, len(o.Dirs))
+	for i, d := range o.Dirs {
+		var err error
+		if stages[i], rep.Pages[i], err = env.stage(ctx, i, d); err != nil {
+			return stages, err
+		}
+		rep.Pages[i].Judgements = make([]Judgement, o.Times)
+	}
+	reading, err := probe.Probe(ctx, probe.ProbeOptions{Agent: env.agent, Project: stages[0], Config: o.Config, Progress: o.Progress})
+	if err != nil {
+		return stages, fmt.Errorf("probing the judge's room: %v", err)
+	}
+	rep.Reading = reading.Verdict()
+	if !reading.Zero() && !o.AllowDirty {
+		return stages, fmt.Errorf("the judge %s: %s; %v", env.agent.Name(), reading.Verdict(), ErrDirty)
+	}
+	return stages, nil
+}
+
+// removeStages removes the staged folders: they hold a copy of each page, which only the
+// judges of this process read.
+func removeStages(stages []string) {
+	for _, st := range stages {
+		if st != "" {
+			os.RemoveAll(st)
+		}
+	}
+}
+
+// finish writes the report of a judge run whose judgements have all ended (or were stopped):
+// judgements.json and, for judge-noise, the journal's report.
+func (env *judgeEnv) finish(ctx context.Context, rep JudgeReport) (JudgeReport, error) {
 	// Every job has ended or was cancelled: nothing on the cluster is left to follow.
 	cerr := env.slurm.close()
 	if err := ctx.Err(); err != nil {
@@ -302,34 +336,101 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 	}
 	data, err := json.MarshalIndent(rep, "", "  ")
 	if err == nil {
-		err = capsule.WriteFileAtomic(filepath.Join(o.Out, "judgements.json"), append(data, '\n'), 0o644)
+		err = capsule.WriteFileAtomic(filepath.Join(rep.Out, "judgements.json"), append(data, '\n'), 0o644)
 	}
 	err = errors.Join(err, cerr)
-	env.journal.done(rep.NoiseText(o.Threshold), err)
+	env.journal.done(rep.NoiseText(env.o.Threshold), err)
 	return rep, err
 }
 
-// judgeAll runs every judgement of every page, Jobs at a time, each in a fresh room.
-func (env *judgeEnv) judgeAll(ctx context.Context, pages []PageJudgements, stages []string, scale [2]int) {
-	sem := make(chan struct{}, env.o.Jobs)
-	var wg sync.WaitGroup
-	for k := range env.o.Times {
-		for i := range pages {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				stream := fmt.Sprintf("judge-%d-%d", i+1, k+1)
-				env.journal.started(i, k)
-				jctx, stop := env.journal.killable(ctx, i, k)
-				defer stop()
-				pages[i].Judgements[k] = env.judgeOnce(jctx, stages[i], stream, len(pages[i].Blocked) > 0)
-				env.journal.finished(i, k, pages[i], pages[i].Judgements[k], scale)
-			}()
-		}
+// judgementGrid is each page's judgements, the slices the judgements are written into.
+func judgementGrid(pages []PageJudgements) [][]Judgement {
+	grid := make([][]Judgement, len(pages))
+	for i := range pages {
+		grid[i] = pages[i].Judgements
 	}
-	wg.Wait()
+	return grid
+}
+
+// judgeWork is one judgement to run: page's k-th, as attempt (its journal's TailStarted), or,
+// when job is set, the attempt the journal has as running, whose Slurm job outlived the tare
+// that submitted it: followed to its end, not started again.
+type judgeWork struct {
+	page, k, attempt int
+	job              string
+}
+
+// judgePool runs judgements, Jobs at a time, each writing its judgement into grid and its
+// outcome into the journal.
+type judgePool struct {
+	env   *judgeEnv
+	ctx   context.Context
+	sem   chan struct{}
+	wg    sync.WaitGroup
+	grid  [][]Judgement
+	scale [2]int
+}
+
+func (env *judgeEnv) pool(ctx context.Context, grid [][]Judgement, scale [2]int) *judgePool {
+	return &judgePool{env: env, ctx: ctx, sem: make(chan struct{}, env.o.Jobs), grid: grid, scale: scale}
+}
+
+// run starts w once fewer than Jobs judgements run; body judges it.
+func (p *judgePool) run(w judgeWork, body func(ctx context.Context, w judgeWork) Judgement) {
+	p.wg.Add(1)
+	p.sem <- struct{}{}
+	go func() {
+		defer p.wg.Done()
+		defer func() { <-p.sem }()
+		j := p.env.journal
+		if w.job == "" {
+			j.started(w.page, w.k, w.attempt)
+		}
+		jctx, stop := j.killable(p.ctx, w.page, w.k)
+		defer stop()
+		jd := body(jctx, w)
+		if errors.Is(context.Cause(jctx), journal.ErrKilled) && jd.Score == nil {
+			jd.Error = journal.ErrKilled.Error() + ": " + jd.Error
+		}
+		p.grid[w.page][w.k] = jd
+		if p.ctx.Err() != nil && jd.Score == nil {
+			// Stopped with the run, not finished: tare resume runs it again.
+			return
+		}
+		j.finished(w.page, w.k, screenshotPath(p.env.o.Out, w.page), jd, p.scale)
+	}()
+}
+
+// wait is when every judgement started has ended.
+func (p *judgePool) wait() { p.wg.Wait() }
+
+// fresh judges the page staged in stage in a fresh room (or job); on tare's model server each
+// judgement draws from a stream of its own, "judge-P-K", so judgements vary as independent
+// calls to a model would, and an attempt run again draws as the first did.
+func (env *judgeEnv) fresh(stage string, blocked bool) func(context.Context, judgeWork) Judgement {
+	return func(ctx context.Context, w judgeWork) Judgement {
+		upstream, err := env.upstream(w)
+		if err != nil {
+			return Judgement{Error: err.Error()}
+		}
+		if env.slurm != nil {
+			return env.judgeOnSlurm(ctx, stage, upstream, blocked, w)
+		}
+		return env.judgeIn(ctx, stage, upstream, blocked)
+	}
+}
+
+// upstream is w's model address: its stream on tare's model server, "" for the provider.
+func (env *judgeEnv) upstream(w judgeWork) (string, error) {
+	if env.models == nil {
+		return "", nil
+	}
+	return env.models.Stream(fmt.Sprintf("judge-%d-%d", w.page+1, w.k+1))
+}
+
+// screenshotPath is where page n's screenshot is kept in the run folder out.
+func screenshotPath(out string, n int) string {
+	return filepath.Join(out, fmt.Sprintf("page-%d.png", n+1))
 }
 
 // stage makes the judge's workspace for page folder dir, a fresh temp folder (the caller
@@ -353,7 +454,7 @@ func (env *judgeEnv) stage(ctx context.Context, n int, dir string) (string, Page
 		return stage, pj, err
 	}
 	pj.Blocked = shot.Blocked
-	pj.Screenshot = filepath.Join(o.Out, fmt.Sprintf("page-%d.png", n+1))
+	pj.Screenshot = screenshotPath(o.Out, n)
 	if err := capsule.WriteFileAtomic(pj.Screenshot, shot.PNG, 0o644); err != nil {
 		return stage, pj, err
 	}
@@ -397,27 +498,6 @@ func (env *judgeEnv) judgeRoom(stage, sessions, upstream string, blocked bool) (
 	args := append(append(setup.Args, env.o.Config.Agents[env.agent.Name()].Args...), env.args...)
 	room.Argv = append([]string{env.inst.Command}, env.agent.RunArgs(judgePrompt(env.o.Page, env.o.Rubric, blocked), args)...)
 	return room, nil
-}
-
-// judgeOnce runs one judgement in a fresh room and session; on tare's model server it draws
-// from a stream of its own, so judgements vary as independent calls to a model would.
-func (env *judgeEnv) judgeOnce(ctx context.Context, stage, stream string, blocked bool) (j Judgement) {
-	upstream := ""
-	if env.models != nil {
-		var err error
-		if upstream, err = env.models.Stream(stream); err != nil {
-			return Judgement{Error: err.Error()}
-		}
-	}
-	if env.slurm != nil {
-		j = env.judgeOnSlurm(ctx, stage, stream, upstream, blocked)
-	} else {
-		j = env.judgeIn(ctx, stage, upstream, blocked)
-	}
-	if errors.Is(context.Cause(ctx), journal.ErrKilled) && j.Score == nil {
-		j.Error = journal.ErrKilled.Error() + ": " + j.Error
-	}
-	return j
 }
 
 // judgeIn runs one judgement in a fresh room over stage whose judge talks to upstream (""
@@ -490,7 +570,11 @@ func parseScore(text string, r Rubric) (*int, string, error) {
 // model script, and each page and the rubric by content.
 func writeJudgeRecipe(ctx context.Context, o JudgeOptions, inst agent.Install, seed int64) error {
 	rec := &Recipe{Tare: o.Version, Argv: o.Argv, Kind: o.Kind, Time: time.Now().UTC(), Jobs: o.Jobs, Runs: o.Times, Seed: seed,
-		Agents: map[string]RecipeAgent{}, Inputs: map[string]string{}}
+		Agents: map[string]RecipeAgent{}, Inputs: map[string]string{}, On: onRecipe(o.On)}
+	if o.Kind == "judge-noise" {
+		rec.JudgeNoise = &judgeSettings{Dirs: o.Dirs, Page: o.Page, Rubric: o.Rubric, Judge: o.Judge, Times: o.Times,
+			Timeout: o.Timeout, Threshold: o.Threshold, AllowDirty: o.AllowDirty}
+	}
 	words, _ := splitWords(o.Judge)
 	rec.Agents[words[0]] = RecipeAgent{Version: inst.Version, Bin: inst.Bin, Snapshots: "none (a judge takes no capsules)"}
 	for _, d := range o.Dirs {

@@ -48,20 +48,23 @@ func (j *judgeJournal) phase(name string) {
 
 func judgementID(page, k int) string { return fmt.Sprintf("%s-%d", JudgePageKey(page), k+1) }
 
-func (j *judgeJournal) started(page, k int) {
+// started records attempt (0: the first) of judgement k of page; a resume's rerun is a new
+// attempt, the interrupted one kept on the record.
+func (j *judgeJournal) started(page, k, attempt int) {
 	if j != nil {
-		_ = j.r.emit(journal.Event{TailStarted: &journal.TailStarted{ID: judgementID(page, k), Side: JudgePageKey(page), How: "fresh"}})
+		_ = j.r.emit(journal.Event{TailStarted: &journal.TailStarted{ID: judgementID(page, k), Side: JudgePageKey(page), How: "fresh", Attempt: attempt}})
 	}
 }
 
-// finished records judgement k of page: a score is passed or failed by the threshold (passed
-// without one: the judge gave a score); no score is no verdict, with the judge's error.
-func (j *judgeJournal) finished(page, k int, p PageJudgements, jd Judgement, scale [2]int) {
+// finished records judgement k of page (its screenshot shot): a score is passed or failed by
+// the threshold (passed without one: the judge gave a score); no score is no verdict, with the
+// judge's error.
+func (j *judgeJournal) finished(page, k int, shot string, jd Judgement, scale [2]int) {
 	if j == nil {
 		return
 	}
 	v := &journal.JudgeVerdict{Score: jd.Score, Threshold: j.o.Threshold, Scale: scale, Reason: jd.Reason, Error: jd.Error,
-		Screenshot: p.Screenshot, Out: j.o.Out}
+		Screenshot: shot, Out: j.o.Out}
 	f := &journal.TailFinished{ID: judgementID(page, k), Seconds: jd.Seconds, Usage: jd.Usage, Score: jd.Score, Judge: v}
 	switch {
 	case jd.Score == nil && strings.HasPrefix(jd.Error, journal.ErrKilled.Error()):

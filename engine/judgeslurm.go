@@ -2,8 +2,7 @@ package engine
 
 import (
 	"context"
-	"errors"
-	"strings"
+	"fmt"
 	"sync"
 	"time"
 
@@ -50,7 +49,9 @@ func (c *judgeCluster) page(ctx context.Context, stage string) (capsule.Capsule,
 }
 
 // close lets go of the exchange server and the run's folder below the shared directory:
-// every job has ended (or was cancelled) by then, and a judge-noise run is not resumed.
+// every job has ended or was cancelled by then (a stopped run's cancelled jobs are submitted
+// anew by tare resume). A kill -9 never gets here, so the folder stays for resume to find the
+// jobs that outlived tare.
 func (c *judgeCluster) close() error {
 	if c == nil {
 		return nil
@@ -58,30 +59,61 @@ func (c *judgeCluster) close() error {
 	return c.b.release()
 }
 
-// judgeOnSlurm runs one judgement (its draw stream "judge-P-K") as a job.
-func (env *judgeEnv) judgeOnSlurm(ctx context.Context, stage, stream, upstream string, blocked bool) Judgement {
+// judgeOnSlurm runs judgement w (its page staged in stage, whose judge talks to upstream) as
+// a job.
+func (env *judgeEnv) judgeOnSlurm(ctx context.Context, stage, upstream string, blocked bool, w judgeWork) Judgement {
 	began := time.Now()
-	failed := func(err error) Judgement {
-		return Judgement{Error: err.Error(), Seconds: time.Since(began).Seconds()}
-	}
 	start, err := env.slurm.page(ctx, stage)
 	if err != nil {
-		return failed(err)
+		return Judgement{Error: err.Error(), Seconds: time.Since(began).Seconds()}
 	}
-	// The stream "judge-P-K" is judgement P-K, whose journal id is "pP-K" (judgementID).
-	id := "p" + strings.TrimPrefix(stream, "judge-")
+	t := env.slurmTask(w, upstream, blocked)
+	t.start = &start
+	wr, err := env.slurm.b.runTask(ctx, t)
+	return slurmJudgement(wr, err, began)
+}
+
+// reattachOnSlurm follows judgement w's job, submitted by a tare that was killed, to its end
+// and takes its judgement (at once when the job finished meanwhile): no second job is
+// submitted. On tare's model server started again, the judgement's stream is served anew on
+// the address the job's room dials, so a judge that was waiting on its model goes on.
+func (env *judgeEnv) reattachOnSlurm(ctx context.Context, w judgeWork) Judgement {
+	began := time.Now()
+	upstream, err := env.upstream(w)
+	if err != nil {
+		return Judgement{Error: err.Error()}
+	}
+	x := env.slurm.b.exchange(judgementID(w.page, w.k), w.attempt)
+	stop, lost := reviveJobModel(x, upstream)
+	defer stop()
+	wr, err := env.slurm.b.finishTask(ctx, env.slurmTask(w, upstream, false), x, w.job)
+	j := slurmJudgement(wr, err, began)
+	if lost != "" && j.Score == nil {
+		j.Error += "; " + lost
+	}
+	return j
+}
+
+// slurmTask is judgement w's job: its exchange folder is named for the judgement and its
+// attempt ("p1-2.0"), as a tail's is, so a resume finds the job of the attempt it re-attaches.
+func (env *judgeEnv) slurmTask(w judgeWork, upstream string, blocked bool) task {
+	id := judgementID(w.page, w.k)
 	job := slurmJob{Config: env.o.Config, Installs: map[string]agent.Install{env.agent.Name(): env.inst}, Upstream: upstream,
 		Judge: &judgeTask{Agent: env.agent.Name(), Args: env.args, Page: env.o.Page, Rubric: env.o.Rubric, Blocked: blocked, Timeout: env.o.Timeout}}
-	wr, err := env.slurm.b.runTask(ctx, task{name: id + ".0", what: "judgement " + id, runDir: env.o.Out, job: job, start: &start,
+	return task{name: fmt.Sprintf("%s.%d", id, w.attempt), what: "judgement " + id, runDir: env.o.Out, job: job,
 		tick: func(string) {}, placed: func(p journal.Placed) {
 			p.Tail = id
 			env.journal.placed(p)
-		}})
-	if err != nil {
-		return failed(err)
-	}
-	if wr.Judgement == nil {
-		return failed(errors.New("the worker on " + wr.Node + " sent no judgement"))
+		}}
+}
+
+// slurmJudgement is the judgement a job's worker sent back, or why there is none.
+func slurmJudgement(wr slurmResult, err error, began time.Time) Judgement {
+	switch {
+	case err != nil:
+		return Judgement{Error: err.Error(), Seconds: time.Since(began).Seconds()}
+	case wr.Judgement == nil:
+		return Judgement{Error: "the worker on " + wr.Node + " sent no judgement", Seconds: time.Since(began).Seconds()}
 	}
 	return *wr.Judgement
 }

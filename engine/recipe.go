@@ -61,6 +61,8 @@ type Recipe struct {
 	Separate *separateSettings `json:"until_separated,omitempty"`
 	// Swap holds a swap analysis's settings.
 	Swap *swapSettings `json:"swap,omitempty"`
+	// JudgeNoise holds a judge-noise run's settings, so tare resume finishes it.
+	JudgeNoise *judgeSettings `json:"judge_noise,omitempty"`
 	// Inputs are what a judge run read, by content: "page DIR" (the folder's capsule root) and
 	// "rubric FILE" (its sha256). tare rerun names each that changed.
 	Inputs map[string]string `json:"inputs,omitempty"`

@@ -23,8 +23,8 @@ type ResumeOptions struct {
 	Retry []string
 }
 
-// Resume finishes a run that a crash (or a kill) interrupted: finished tails are kept as
-// the journal has them, a tail whose result was written but not journaled is taken from its
+// Resume finishes a run that a crash (or a kill) interrupted (a judge-noise run: see
+// resumeJudgeNoise): finished tails are kept as the journal has them, a tail whose result was written but not journaled is taken from its
 // result.json, a tail that was running is rerun (its folder kept beside it) and the journal
 // says so, and the tails never started are run. Then the report is written.
 func Resume(ctx context.Context, o ResumeOptions) (string, error) {
@@ -32,11 +32,14 @@ func Resume(ctx context.Context, o ResumeOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if rec.Kind != "calibrate" && rec.Kind != "record" && rec.Kind != "swap" {
-		return "", fmt.Errorf("%s: tare resume finishes calibrate, record, cliff and swap runs; this is a %s run", o.Dir, rec.Kind)
+	if rec.Kind != "calibrate" && rec.Kind != "record" && rec.Kind != "swap" && rec.Kind != "judge-noise" {
+		return "", fmt.Errorf("%s: tare resume finishes calibrate, record, cliff, swap and judge-noise runs; this is a %s run", o.Dir, rec.Kind)
 	}
 	if _, err := os.Stat(filepath.Join(o.Dir, journal.JournalFile)); err != nil {
 		return "", fmt.Errorf("%s: not a tare run (no %s); fix: give a directory that tare calibrate or tare record made", o.Dir, journal.JournalFile)
+	}
+	if rec.Kind == "judge-noise" {
+		return resumeJudgeNoise(ctx, o, rec)
 	}
 	if err := checkPreflight(rec.Check, false, rec.CheckRoom, filepath.Join(o.Dir, RecipeFile)); err != nil {
 		return "", err

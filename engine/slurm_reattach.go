@@ -109,7 +109,7 @@ func (c *Cluster) ReattachWriter(ctx context.Context, id, job string, o WriterOp
 		return WriterEnd{}, err
 	}
 	defer os.RemoveAll(staging)
-	stop, lost := reviveWriterModel(x, o.Upstream)
+	stop, lost := reviveJobModel(x, o.Upstream)
 	defer stop()
 	events, err := os.OpenFile(o.Events, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
@@ -130,10 +130,10 @@ func (c *Cluster) ReattachWriter(ctx context.Context, id, job string, o WriterOp
 	return end, err
 }
 
-// reviveWriterModel serves the model again on the address the job in exchange folder x dials
-// (past the forward's token when it had one), relaying to up, the writer's stream on the
-// model server started again; lost says why that address could not be had back.
-func reviveWriterModel(x, up string) (stop func(), lost string) {
+// reviveJobModel serves the model again on the address the job in exchange folder x dials
+// (past the forward's token when it had one), relaying to up, the writer's (or judgement's)
+// stream on the model server started again; lost says why that address could not be had back.
+func reviveJobModel(x, up string) (stop func(), lost string) {
 	noop := func() {}
 	var job struct {
 		Upstream      string `json:"upstream"`
