@@ -181,6 +181,10 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 	if err != nil {
 		return nil, err
 	}
+	if st := recording.Stopped; st != nil {
+		// Where the provider cut a run is not where the agent lost its way.
+		return nil, fmt.Errorf("%s: the recording was %s; a cliff finds where the agent lost its way, and this run was cut by its provider: record the task again (tare cliff without --run)", dir, st.Line())
+	}
 	side := journal.Side{Key: "a", Agent: recording.Agent, Args: recording.Args}
 	installs, err := findInstalls([]journal.Side{side}, o.Config, recipe.Project)
 	if err != nil {

@@ -159,6 +159,11 @@ func record(ctx context.Context, env *tailEnv, side journal.Side, task string, s
 	rec := &journal.Recording{Agent: a.Name(), Args: side.Args, Task: task, SessionID: res.SessionID, Exit: fmt.Sprintf("agent exit %d", code),
 		Snapshots: kind, Steps: trail.Steps, Events: trail.Events, Session: session,
 		Metered: metered(meter, usageOf(runUsage(a, res, nil, filepath.Join(dir, "session"))))}
+	out, _ := os.ReadFile(filepath.Join(dir, "stdout.jsonl"))
+	errOut, _ := os.ReadFile(filepath.Join(dir, "stderr.log"))
+	if stop, ok := agent.ProviderStopped(a, out, errOut); ok {
+		rec.Stopped = &journal.ProviderStop{Kind: stop.Kind, Detail: clip(stop.Detail, 200)}
+	}
 	if rec.Capsules, rec.Inherited, err = stepCapsules(env.store, start, trail.Steps); err != nil {
 		return nil, err
 	}
@@ -389,6 +394,9 @@ func finishRecord(r *run, rec *Recipe, recording *journal.Recording) (string, er
 	}
 	report := journal.Printable(fmt.Sprintf("tare record · %s\n  task      %s\n  agent     %s (%s; capsules from %s)\n%s  steps     %d\n%s",
 		rec.Project, rec.Prompt, sideLabel(rec.Sides[0]), recording.Exit, recording.Snapshots, check, len(recording.Steps), stepSummary(recording)))
+	if st := recording.Stopped; st != nil {
+		report += journal.Printable("  stopped   " + st.Line() + "\n            the provider, not the agent, ended this run: its last steps say nothing about the agent; record it again\n")
+	}
 	if m := recording.Metered; m != nil {
 		report += journal.Printable("  metered   "+m.Line()+"\n") + "  hosts     each room's reach, allowed or refused: original/" + HostsFile + ", tails/<id>/" + HostsFile + "\n"
 	}

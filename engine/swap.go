@@ -234,9 +234,15 @@ func runSwap(ctx context.Context, r *run, rec *Recipe, set swapSettings, install
 		}
 		dir := filepath.Join(r.dir, side.Key)
 		recording, err := journal.ReadRecording(dir)
-		if err != nil {
-			// Not recorded yet, or cut short by a crash: that attempt is kept beside the
-			// new one.
+		for made := 0; err != nil || recording.Stopped != nil; made++ {
+			// Not recorded yet, cut short by a crash, or ended by the provider (its workspaces
+			// would be where the provider cut it, not where the agent took it): recorded again,
+			// the earlier attempt kept beside the new one. Twice stopped, the swap stops and
+			// says why; tare resume records it again.
+			if err == nil && made == 2 {
+				return nil, fmt.Errorf("original %s (%s) was %s, in two recordings: a run the provider ended says nothing about the agent, so no workspace of it is swapped; both attempts are kept beside %s; run tare resume %s to record it again",
+					side.Key, side.Agent, recording.Stopped.Line(), dir, r.dir)
+			}
 			if _, err := setAside(dir); err != nil {
 				return nil, err
 			}

@@ -34,11 +34,35 @@ func TestSwapGeminiWithClaude(t *testing.T) {
 	if len(res.Cuts) != 1 || len(res.Cuts[0].Cells) != 6 {
 		t.Fatalf("want one cut of 6 cells (a and b native, 4 handoffs)\n%s", report)
 	}
+	failed := false
 	for _, cell := range res.Cuts[0].Cells {
 		want := map[string]int{"a": 0, "b": 1}[cell.Workspace]
 		if cell.Verdicts != 1 || cell.Passed != want {
-			t.Errorf("workspace %s continued by %s (%s): %d of %d passed, want %d of 1\n%s",
-				cell.Workspace, cell.Agent, cell.How, cell.Passed, cell.Verdicts, want, report)
+			failed = true
+			t.Errorf("workspace %s continued by %s (%s): %d of %d passed, want %d of 1",
+				cell.Workspace, cell.Agent, cell.How, cell.Passed, cell.Verdicts, want)
 		}
 	}
+	if failed {
+		// What each original did: a recording shorter than the script's four steps is where
+		// the wrong workspace came from.
+		for _, side := range []string{"a", "b"} {
+			rec, err := journal.ReadRecording(filepath.Join(dir, side))
+			if err != nil {
+				t.Logf("original %s: %v", side, err)
+				continue
+			}
+			stderr, _ := os.ReadFile(filepath.Join(dir, side, "original", "stderr.log"))
+			t.Logf("original %s (%s): %s, %d steps, stopped %+v; stderr's end: %s", side, rec.Agent, rec.Exit, len(rec.Steps), rec.Stopped, tailOf(string(stderr), 1500))
+		}
+		t.Logf("the report:\n%s", report)
+	}
+}
+
+// tailOf is the end of s, at most n bytes.
+func tailOf(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
 }

@@ -30,9 +30,25 @@ type Recording struct {
 	Events []agent.Event `json:"events"`
 	// Metered is the recording's usage as tare's relay counted it (on tare's model server).
 	Metered *Metered `json:"metered,omitempty"`
+	// Stopped is set when the model provider, not the agent, ended the recorded run (a quota
+	// wall, an expired login, an overload, a dropped stream): its last steps are where the
+	// provider cut it, so they say nothing about the agent.
+	Stopped *ProviderStop `json:"stopped,omitempty"`
 	// Session is the session file's content (original/session.jsonl), read beside
 	// record.json, never written into it.
 	Session []byte `json:"-"`
+}
+
+// ProviderStop is how a provider ended a run: Kind is agent.StopQuota, StopLogin,
+// StopOverloaded or StopDropped, Detail the CLI's own words.
+type ProviderStop struct {
+	Kind   string `json:"kind"`
+	Detail string `json:"detail"`
+}
+
+// Line says it in a sentence: "ended by the provider (quota): <detail>".
+func (p ProviderStop) Line() string {
+	return fmt.Sprintf("ended by the provider (%s): %s", p.Kind, p.Detail)
 }
 
 // Inherited is a step with no capsule of its own and the step whose capsule it starts from
