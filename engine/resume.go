@@ -36,7 +36,7 @@ func Resume(ctx context.Context, o ResumeOptions) (string, error) {
 		return "", fmt.Errorf("%s: tare resume finishes calibrate, record, cliff, swap and judge-noise runs; this is a %s run", o.Dir, rec.Kind)
 	}
 	if _, err := os.Stat(filepath.Join(o.Dir, journal.JournalFile)); err != nil {
-		return "", fmt.Errorf("%s: not a tare run (no %s); fix: give a directory that tare calibrate or tare record made", o.Dir, journal.JournalFile)
+		return "", fmt.Errorf("%s: not a tare run (no %s); fix: give the run directory tare calibrate, record, cliff, swap or judge-noise made", o.Dir, journal.JournalFile)
 	}
 	if rec.Kind == "judge-noise" {
 		return resumeJudgeNoise(ctx, o, rec)
