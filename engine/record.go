@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -136,12 +137,11 @@ func record(ctx context.Context, env *tailEnv, side journal.Side, task string, s
 			"the staging folder is kept for inspection; record the task again", a.Name(), err)
 	}
 	_ = os.RemoveAll(stage) // imported; what is left of it is the room's, and harmless
-	f, err := os.Open(filepath.Join(dir, "stdout.jsonl"))
+	out, err := os.ReadFile(filepath.Join(dir, "stdout.jsonl"))
 	if err != nil {
 		return nil, err
 	}
-	res, err := a.ParseStream(f)
-	f.Close()
+	res, err := a.ParseStream(bytes.NewReader(out))
 	if err != nil {
 		return nil, fmt.Errorf("recording %s: its stream: %v", a.Name(), err)
 	}
@@ -159,7 +159,6 @@ func record(ctx context.Context, env *tailEnv, side journal.Side, task string, s
 	rec := &journal.Recording{Agent: a.Name(), Args: side.Args, Task: task, SessionID: res.SessionID, Exit: fmt.Sprintf("agent exit %d", code),
 		Snapshots: kind, Steps: trail.Steps, Events: trail.Events, Session: session,
 		Metered: metered(meter, usageOf(runUsage(a, res, nil, filepath.Join(dir, "session"))))}
-	out, _ := os.ReadFile(filepath.Join(dir, "stdout.jsonl"))
 	errOut, _ := os.ReadFile(filepath.Join(dir, "stderr.log"))
 	if stop, ok := agent.ProviderStopped(a, out, errOut); ok {
 		rec.Stopped = &journal.ProviderStop{Kind: stop.Kind, Detail: clip(stop.Detail, 200)}
