@@ -48,7 +48,7 @@ type ProviderStop struct {
 
 // Line says it in a sentence: "ended by the provider (quota): <detail>".
 func (p ProviderStop) Line() string {
-	return fmt.Sprintf("ended by the provider (%s): %s", p.Kind, p.Detail)
+	return Printable(fmt.Sprintf("ended by the provider (%s): %s", p.Kind, p.Detail)) // the CLI's words, printed on the host
 }
 
 // Inherited is a step with no capsule of its own and the step whose capsule it starts from
