@@ -52,11 +52,14 @@ type File struct {
 }
 
 // Bind is an extra host folder or file mounted in the room: read-only unless
-// Write, and skipped when Source is missing if Try.
+// Write, and skipped when Source is missing if Try. With Tmpfs it is instead an empty
+// folder in memory at Dest (Source, Write and Try unset), writable by the room, in which
+// Files may be placed like in HOME: a folder whose writes never reach the host's disk.
 type Bind struct {
 	Source, Dest string
 	Write        bool
 	Try          bool
+	Tmpfs        bool
 }
 
 // Network is the room's network mode.
@@ -411,25 +414,7 @@ func (r Room) Args(fds FDs) ([]string, error) {
 		a = append(a, "--perms", "0700")
 	}
 	a = append(a, "--tmpfs", HomeDir)
-	made := map[string]bool{HomeDir: true}
-	for i, f := range r.Files {
-		var parents []string
-		for d := path.Dir(f.Path); !made[d]; d = path.Dir(d) {
-			parents = append(parents, d)
-			made[d] = true
-		}
-		slices.Reverse(parents)
-		for _, d := range parents {
-			if perms {
-				a = append(a, "--perms", "0700")
-			}
-			a = append(a, "--dir", d)
-		}
-		if perms {
-			a = append(a, "--perms", fmt.Sprintf("%04o", f.mode()))
-		}
-		a = append(a, "--file", strconv.Itoa(fds.Files[i]), f.Path)
-	}
+	a = append(a, r.fileArgs(HomeDir, fds, perms)...)
 
 	// Read-only runtime, then the workspace, the run store and the sockets.
 	if r.Agent != "" {
@@ -454,6 +439,14 @@ func (r Room) Args(fds FDs) ([]string, error) {
 		a = append(a, "--ro-bind", fds.Sock, SockDir)
 	}
 	for _, b := range r.Binds {
+		if b.Tmpfs {
+			if tmpfsPerms {
+				a = append(a, "--perms", "0700")
+			}
+			a = append(a, "--tmpfs", b.Dest)
+			a = append(a, r.fileArgs(b.Dest, fds, perms)...)
+			continue
+		}
 		op := "--ro-bind"
 		if b.Write {
 			op = "--bind"
@@ -504,6 +497,50 @@ func (r Room) guardArgs() []string {
 // binary is bound alone, never with the folder it sits in.
 func (r Room) agentDest() string { return path.Join(AgentDir, path.Base(r.Agent)) }
 
+// fileArgs writes the Files below dir (HOME or a Tmpfs bind's folder, just mounted) into it,
+// making their missing folders (0700) first.
+func (r Room) fileArgs(dir string, fds FDs, perms bool) []string {
+	var a []string
+	made := map[string]bool{dir: true}
+	for i, f := range r.Files {
+		if r.fileDir(f.Path) != dir {
+			continue
+		}
+		var parents []string
+		for d := path.Dir(f.Path); !made[d]; d = path.Dir(d) {
+			parents = append(parents, d)
+			made[d] = true
+		}
+		slices.Reverse(parents)
+		for _, d := range parents {
+			if perms {
+				a = append(a, "--perms", "0700")
+			}
+			a = append(a, "--dir", d)
+		}
+		if perms {
+			a = append(a, "--perms", fmt.Sprintf("%04o", f.mode()))
+		}
+		a = append(a, "--file", strconv.Itoa(fds.Files[i]), f.Path)
+	}
+	return a
+}
+
+// fileDir is the in-memory folder a File at p is placed in: the deepest Tmpfs bind above it,
+// else HOME when p is below it, else "" (no place for it).
+func (r Room) fileDir(p string) string {
+	dir := ""
+	for _, b := range r.Binds {
+		if b.Tmpfs && strings.HasPrefix(p, b.Dest+"/") && len(b.Dest) > len(dir) {
+			dir = b.Dest
+		}
+	}
+	if dir == "" && strings.HasPrefix(p, HomeDir+"/") {
+		dir = HomeDir
+	}
+	return dir
+}
+
 func (f File) mode() fs.FileMode {
 	if f.Mode == 0 {
 		return 0o600
@@ -546,8 +583,8 @@ func (r Room) check() error {
 		if !path.IsAbs(f.Path) || path.Clean(f.Path) != f.Path {
 			return fmt.Errorf("room: %s %q must be a clean absolute path inside the room, below %s", field, f.Path, HomeDir)
 		}
-		if !strings.HasPrefix(f.Path, HomeDir+"/") {
-			return fmt.Errorf("room: %s %q is outside HOME: Files go below %s; use Binds for anything else", field, f.Path, HomeDir)
+		if r.fileDir(f.Path) == "" {
+			return fmt.Errorf("room: %s %q is outside HOME: Files go below %s or a Tmpfs bind; use Binds for anything else", field, f.Path, HomeDir)
 		}
 		if f.Mode&^fs.ModePerm != 0 {
 			return fmt.Errorf("room: Files[%d].Mode %v has type bits: give only permission bits such as 0600", i, f.Mode)
@@ -565,10 +602,14 @@ func (r Room) check() error {
 		}
 	}
 	for i, b := range r.Binds {
-		if err := hostPath(fmt.Sprintf("Binds[%d].Source", i), b.Source); err != nil {
+		field := fmt.Sprintf("Binds[%d].Dest", i)
+		if b.Tmpfs {
+			if b.Source != "" || b.Write || b.Try {
+				return fmt.Errorf("room: Binds[%d] is a Tmpfs folder: leave its Source, Write and Try unset", i)
+			}
+		} else if err := hostPath(fmt.Sprintf("Binds[%d].Source", i), b.Source); err != nil {
 			return err
 		}
-		field := fmt.Sprintf("Binds[%d].Dest", i)
 		if !path.IsAbs(b.Dest) || path.Clean(b.Dest) != b.Dest {
 			return fmt.Errorf("room: %s %q must be a clean absolute path inside the room", field, b.Dest)
 		}
@@ -699,7 +740,7 @@ func (r Room) Validate() error {
 		}
 	}
 	for i, b := range r.Binds {
-		if b.Try {
+		if b.Try || b.Tmpfs {
 			continue
 		}
 		if _, err := os.Stat(b.Source); err != nil {
@@ -745,9 +786,17 @@ func (r Room) Declared() []string {
 	}
 	d = append(d, fmt.Sprintf("home: fresh tmpfs at %s", HomeDir))
 	for _, f := range r.Files {
-		d = append(d, fmt.Sprintf("home file: %s (%04o, %d bytes)", f.Path, f.mode(), len(f.Data)))
+		label := "home file"
+		if r.fileDir(f.Path) != HomeDir {
+			label = "file"
+		}
+		d = append(d, fmt.Sprintf("%s: %s (%04o, %d bytes)", label, f.Path, f.mode(), len(f.Data)))
 	}
 	for _, b := range r.Binds {
+		if b.Tmpfs {
+			d = append(d, fmt.Sprintf("folder: fresh tmpfs at %s", b.Dest))
+			continue
+		}
 		m := "read-only"
 		if b.Write {
 			m = "read-write"

@@ -221,6 +221,12 @@ func TestArgsValidation(t *testing.T) {
 		{"bind over root", func(r *Room) { r.Binds = []Bind{{Source: "/", Dest: "/"}} }, []string{"Binds[0].Dest", "replace"}},
 		{"bind under etc", func(r *Room) { r.Binds = []Bind{{Source: "/etc", Dest: "/etc/gitconfig"}} }, []string{"Binds[0].Dest", "/etc"}},
 		{"bind relative source", func(r *Room) { r.Binds = []Bind{{Source: "x", Dest: "/opt/x"}} }, []string{"Binds[0].Source", "absolute"}},
+		{"tmpfs with a source", func(r *Room) { r.Binds = []Bind{{Source: "/srv/x", Dest: "/opt/x", Tmpfs: true}} }, []string{"Binds[0]", "Tmpfs", "Source"}},
+		{"tmpfs over usr", func(r *Room) { r.Binds = []Bind{{Dest: "/usr/x", Tmpfs: true}} }, []string{"Binds[0].Dest", "/usr"}},
+		{"file beside a tmpfs", func(r *Room) {
+			r.Binds = []Bind{{Dest: "/opt/mem", Tmpfs: true}}
+			r.Files = []File{{Path: "/opt/memo"}}
+		}, []string{"Files[0].Path", "outside HOME", "Tmpfs"}},
 		{"env HOME", func(r *Room) { r.Env = map[string]string{"HOME": "/root"} }, []string{`Env["HOME"]`, "remove"}},
 		{"env PATH", func(r *Room) { r.Env = map[string]string{"PATH": "/x"} }, []string{`Env["PATH"]`, "Room.Path"}},
 		{"env bad key", func(r *Room) { r.Env = map[string]string{"A=B": "x"} }, []string{"Env key", "'='"}},

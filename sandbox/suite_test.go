@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -439,6 +440,39 @@ func TestRoomIsClean(t *testing.T) {
 }
 
 // TestRoomReadOnlyWorkspace: the probe's mode; /work joins the EROFS set.
+// TestRoomTmpfsFolder: a Tmpfs bind is an empty folder in memory at its path holding its
+// Files (content and mode as given, folders made for them), writable by the room while the
+// rest of the root stays read-only, and nothing of it is on the host.
+func TestRoomTmpfsFolder(t *testing.T) {
+	w := newWorld(t)
+	home := filepath.Join(t.TempDir(), "planted", "home")
+	var out bytes.Buffer
+	r := Room{Workspace: w.ws, Stdout: &out, Stderr: &out,
+		Binds: []Bind{{Dest: home, Tmpfs: true}},
+		Files: []File{
+			{Path: home + "/.codex/config.toml", Data: []byte("model = \"x\"\n"), Mode: 0o640},
+			{Path: HomeDir + "/.claude.json", Data: []byte("{}")},
+		},
+		Argv: []string{"/bin/sh", "-c", `set -e
+cd "$0"
+stat -c '%a %s' .codex/config.toml; cat .codex/config.toml
+echo new > made; cat made
+if touch /opt/x 2>/dev/null; then echo root-writable; fi
+test -s /home/agent/.claude.json && echo home-file`, home}}
+	if code := runRoom(t, r); code != 0 {
+		t.Fatalf("room exited %d: %s", code, out.String())
+	}
+	if want := "640 12\nmodel = \"x\"\nnew\n"; !strings.HasPrefix(out.String(), want) {
+		t.Errorf("room printed %q, want it to start %q", out.String(), want)
+	}
+	if strings.Contains(out.String(), "root-writable") || !strings.Contains(out.String(), "home-file") {
+		t.Errorf("room printed %q: the root must stay read-only and HOME keep its files", out.String())
+	}
+	if _, err := os.Lstat(filepath.Dir(home)); !os.IsNotExist(err) {
+		t.Errorf("the in-memory folder reached the host: %s: %v", filepath.Dir(home), err)
+	}
+}
+
 func TestRoomReadOnlyWorkspace(t *testing.T) {
 	w := newWorld(t)
 	r := Room{Workspace: w.ws, WorkspaceReadOnly: true}
