@@ -42,6 +42,9 @@ type FindOptions struct {
 	// Home is the operator's HOME, for installers that drop the CLI in
 	// ~/.local/bin without touching PATH; empty means os.UserHomeDir.
 	Home string
+	// VersionLater leaves Install.Version empty: the caller asks for it with
+	// Install.AskVersion, beside work that needs only where the CLI is.
+	VersionLater bool
 }
 
 // Install is a found CLI.
@@ -140,10 +143,19 @@ func (c cli) find(o FindOptions) (Install, error) {
 	if inst.Node, err = interpreter(bin, o.PATH, o.Avoid); err != nil {
 		return Install{}, fmt.Errorf("%s: %s: %w", c.name, bin, err)
 	}
-	if inst.Version, err = version(c.name, bin, inst.Node); err != nil {
+	if o.VersionLater {
+		return inst, nil
+	}
+	if inst.Version, err = inst.AskVersion(); err != nil {
 		return Install{}, err
 	}
 	return inst, nil
+}
+
+// AskVersion runs the CLI with --version (on the host, in a throwaway HOME) and returns the
+// version it prints: what Find fills Install.Version with.
+func (i Install) AskVersion() (string, error) {
+	return version(i.Name, i.Bin, i.Node)
 }
 
 // locate returns the first existing binary.

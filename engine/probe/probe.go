@@ -85,10 +85,15 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 	if !o.Agent.Verified() {
 		progress(o.Progress, "probe %s: note: %s's adapter is written from its public docs and has not been verified here", o.Agent.Name(), o.Agent.Name())
 	}
-	inst, err := FindAgent(o.Agent, o.Config, o.Project)
+	// The CLI's version is asked beside the rooms (it is only reported): they need only
+	// where the CLI is. A CLI that cannot say its version fails the probe as before.
+	fo := findOptions(o.Config, []string{o.Project})
+	fo.VersionLater = true
+	inst, err := o.Agent.Find(fo)
 	if err != nil {
 		return nil, err
 	}
+	versioned := make(chan error, 1)
 	canary, err := newCanaryListener()
 	if err != nil {
 		return nil, err
@@ -126,6 +131,13 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 	// wrong with bwrap, is the probe's whatever a room said.
 	roomsCtx, stopRooms := context.WithCancel(ctx)
 	defer stopRooms()
+	go func() {
+		var err error
+		if r.Version, err = inst.AskVersion(); err != nil {
+			stopRooms()
+		}
+		versioned <- err
+	}()
 	var bw sandbox.BwrapInfo
 	checked := make(chan error, 1)
 	go func() {
@@ -164,6 +176,10 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 		})
 	}
 	roomsErr := g.Wait()
+	if err := <-versioned; err != nil {
+		<-checked
+		return nil, err
+	}
 	if err := <-checked; err != nil {
 		return nil, err
 	}
@@ -266,6 +282,11 @@ type twin struct {
 	binds []string
 	// hostNet shares the host's network: only the control, whose planted home is tare's own.
 	hostNet bool
+	// mem gives the room a copy of the planted home in memory instead of a bind of it (the
+	// control's agent, whose CLI writes its databases and caches there: on disk they cost
+	// the probe fsyncs the clean room, whose home is in memory, does not pay). Only for a
+	// room that nothing reads by (dev, ino), as the copies are other files.
+	mem bool
 }
 
 // observe runs the inspection and the agent in one room shape (clean, or a twin) against a
@@ -427,6 +448,7 @@ func control(ctx context.Context, p Plan, loopback string) (map[string][]Leak, [
 	if err != nil {
 		return nil, nil, err
 	}
+	tw.mem = true // its room is read only through what reaches the model; look's by (dev, ino)
 	var look aside
 	plantLook := func() (*aside, error) {
 		var err error

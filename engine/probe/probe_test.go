@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"tare/config"
 )
 
 // plantOperator writes an operator's home with a canary in each place the issue names:
@@ -279,5 +281,27 @@ func TestProbeSeesTerseFilesOrSaysItCannot(t *testing.T) {
 				t.Errorf("the reading does not name the file it cannot see\n%s", text)
 			}
 		})
+	}
+}
+
+// TestProbeOfACLIThatCannotSayItsVersion: the probe asks the CLI its version beside its
+// rooms, not before them; a CLI whose --version fails still fails the probe with that
+// error, whatever its rooms said, and leaves no folder behind.
+func TestProbeOfACLIThatCannotSayItsVersion(t *testing.T) {
+	a, _, _ := mustFind(t, "codex")
+	bin := filepath.Join(t.TempDir(), "codex")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho 'codex: cannot load its config' >&2\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t, nil)
+	cfg.Agents["codex"] = config.Agent{Bin: bin}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	_, err := Probe(context.Background(), ProbeOptions{Agent: a, Project: t.TempDir(), Config: cfg, HostHome: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "`"+bin+" --version` failed") || !strings.Contains(err.Error(), "cannot load its config") {
+		t.Fatalf("probe error %v, want the CLI's --version failure", err)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		t.Errorf("the probe left %d entries in TMPDIR, the first %s", len(left), left[0].Name())
 	}
 }

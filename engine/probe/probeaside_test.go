@@ -1,14 +1,19 @@
 package probe
 
 import (
+	"context"
+	"crypto/sha256"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"tare/agent"
+	"tare/modelserver"
 )
 
 // TestControlHomesArePlantedAlike: the control's inspection runs in a second planted home
@@ -56,4 +61,87 @@ func TestControlHomesArePlantedAlike(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestControlAgentWritesStayInMemory: the control's agent runs in a copy of its planted home
+// held in memory (the CLI's databases and caches would otherwise be written, and synced, to
+// the host's disk, which the clean room's in-memory home does not pay): after a real run of
+// each agent the planted folder on disk holds exactly what was planted, byte for byte, while
+// what reached the model still carries the planted instructions.
+func TestControlAgentWritesStayInMemory(t *testing.T) {
+	for _, name := range []string{"codex", "claude"} {
+		t.Run(name, func(t *testing.T) {
+			a, _, cfg := mustFind(t, name)
+			inst, err := FindAgent(a, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			token := newToken()
+			home := filepath.Join(t.TempDir(), "home")
+			p := Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir(), ReadOnly: true}
+			q, _, tw, err := plantControl(p, home, token, "127.0.0.1:9")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tw.mem = true
+			before := treeOf(t, home)
+			srv, err := modelserver.New(modelserver.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := srv.Start("127.0.0.1:0"); err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			room, setup, err := BuildRoom(q, srv.Addr(), tw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			reqs, err := askAgent(ctx, q, room, setup, func(argv []string) []string { return twinArgv(tw, argv) }, srv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after := treeOf(t, home); !slices.Equal(before, after) {
+				t.Errorf("the agent's run changed the planted home on disk:\nbefore: %s\nafter:  %s", strings.Join(before, "\n  "), strings.Join(after, "\n  "))
+			}
+			var sent strings.Builder
+			for _, rq := range reqs {
+				sent.Write(rq.Body)
+			}
+			if !strings.Contains(sent.String(), token) {
+				t.Errorf("no planted canary %s reached the model in %d requests: the copy is not the planted home", token, len(reqs))
+			}
+		})
+	}
+}
+
+// treeOf lists every entry below dir with its type, mode and content hash.
+func treeOf(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		line := fmt.Sprintf("%s %v", strings.TrimPrefix(p, dir), info.Mode())
+		if d.Type().IsRegular() {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			line += fmt.Sprintf(" %x", sha256.Sum256(data))
+		}
+		out = append(out, line)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package probe
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -22,13 +23,17 @@ const (
 // FindAgent locates the agent's CLI, honouring the config's agents.NAME.bin. A CLI inside
 // one of the projects is never used: the agent can write there.
 func FindAgent(a agent.Agent, cfg *config.Config, projects ...string) (agent.Install, error) {
+	return a.Find(findOptions(cfg, projects))
+}
+
+func findOptions(cfg *config.Config, projects []string) agent.FindOptions {
 	bins := map[string]string{}
 	for name, ac := range cfg.Agents {
 		if ac.Bin != "" {
 			bins[name] = ac.Bin
 		}
 	}
-	return a.Find(agent.FindOptions{Bins: bins, Search: agent.DefaultSearch(), Avoid: projects, Sensitive: config.Sensitive})
+	return agent.FindOptions{Bins: bins, Search: agent.DefaultSearch(), Avoid: projects, Sensitive: config.Sensitive}
 }
 
 // BuildRoom turns a plan into a room whose agent talks to upstream (tare's model server) or,
@@ -102,6 +107,11 @@ func BuildRoom(p Plan, upstream string, tw *twin) (sandbox.Room, RoomSetup, erro
 // (tare's config files, already merged with the planted ones by the adapter, are written
 // there), the canary variables are set, and the planted tree is bound read-write at its own path.
 func moveHome(room *sandbox.Room, tw *twin) error {
+	if tw.mem {
+		if files, ok := copyHome(tw.home, tw.cwd); ok {
+			return memHome(room, tw, files)
+		}
+	}
 	for _, f := range room.Files {
 		dst := filepath.Join(tw.home, strings.TrimPrefix(f.Path, sandbox.HomeDir+"/"))
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
@@ -124,6 +134,78 @@ func moveHome(room *sandbox.Room, tw *twin) error {
 		room.Binds = append(room.Binds, sandbox.Bind{Source: b, Dest: b, Write: true})
 	}
 	return nil
+}
+
+// memHome is moveHome for a twin whose home is a folder in memory at the planted home's
+// path: the planted files copied into it, then tare's config files over them (the adapter
+// merged the planted ones into those), the working folder bound at its own path.
+func memHome(room *sandbox.Room, tw *twin, planted []sandbox.File) error {
+	byPath := map[string]int{}
+	files := planted
+	for i, f := range files {
+		byPath[f.Path] = i
+	}
+	for _, f := range room.Files {
+		f.Path = filepath.Join(tw.home, strings.TrimPrefix(f.Path, sandbox.HomeDir+"/"))
+		f.Mode |= 0o600
+		if i, ok := byPath[f.Path]; ok {
+			files[i] = f
+			continue
+		}
+		files = append(files, f)
+	}
+	room.Files = files
+	env := map[string]string{}
+	for k, v := range room.Env {
+		env[k] = strings.ReplaceAll(v, sandbox.HomeDir, tw.home)
+	}
+	for k, v := range tw.env {
+		env[k] = v
+	}
+	room.Env = env
+	room.Binds = append(room.Binds, sandbox.Bind{Dest: tw.home, Tmpfs: true})
+	if tw.cwd != tw.home {
+		room.Binds = append(room.Binds, sandbox.Bind{Source: tw.cwd, Dest: tw.cwd, Write: true})
+	}
+	return nil
+}
+
+// copyHome reads the planted tree at home into Files at their own paths, or says false when
+// it holds anything but folders and regular files (a link, or a folder other than the
+// working one left empty), which only a bind shows as planted.
+func copyHome(home, cwd string) ([]sandbox.File, bool) {
+	var files []sandbox.File
+	ok := true
+	err := filepath.WalkDir(home, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.Type().IsRegular():
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			files = append(files, sandbox.File{Path: p, Data: data, Mode: info.Mode().Perm()})
+		case d.IsDir():
+			if p == cwd {
+				return nil
+			}
+			if ents, err := os.ReadDir(p); err != nil || len(ents) == 0 {
+				ok = false
+				return filepath.SkipAll
+			}
+		default:
+			ok = false
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return files, ok && err == nil
 }
 
 // RunRoom starts a room and waits for it.
