@@ -287,6 +287,9 @@ type twin struct {
 	// the probe fsyncs the clean room, whose home is in memory, does not pay). Only for a
 	// room that nothing reads by (dev, ino), as the copies are other files.
 	mem bool
+	// walk is the folder the twin's inspection walks for its files ("" = the whole room):
+	// the control's, whose files are all planted in its home, walks only that.
+	walk string
 }
 
 // observe runs the inspection and the agent in one room shape (clean, or a twin) against a
@@ -365,9 +368,9 @@ func observe(ctx context.Context, p Plan, s subject, loopback string, tw *twin, 
 // commands, when set) and decodes what it saw into view.
 func inspectRoom(ctx context.Context, room sandbox.Room, s subject, loopback string, tw *twin, view *sandbox.View) error {
 	// A twin runs its commands in its planted home; a clean room in its own.
-	room.Argv = inspectArgv(s, loopback, "")
+	room.Argv = inspectArgv(s, loopback, "", "")
 	if tw != nil {
-		room.Argv = twinArgv(tw, inspectArgv(s, loopback, tw.home))
+		room.Argv = twinArgv(tw, inspectArgv(s, loopback, tw.home, tw.walk))
 	}
 	var out, lookErr strings.Builder
 	room.Stdout, room.Stderr, room.Stdin = &out, &lookErr, nil
@@ -453,6 +456,11 @@ func control(ctx context.Context, p Plan, loopback string) (map[string][]Leak, [
 	plantLook := func() (*aside, error) {
 		var err error
 		look.p, look.s, look.tw, err = plantControl(p, filepath.Join(lookDir, "home"), token, loopback)
+		if err == nil {
+			// Every file the control proves a detector on is planted in its home; the rest of
+			// the room (the system, the agent's install) is the clean room's and walked there.
+			look.tw.walk = look.tw.home
+		}
 		return &look, err
 	}
 	ev, setup, err := observe(ctx, q, s, loopback, tw, plantLook)

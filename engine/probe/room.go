@@ -218,10 +218,10 @@ func RunRoom(ctx context.Context, r sandbox.Room) (int, error) {
 }
 
 // inspectArgv is the in-room inspection's command line for a subject: connect to the
-// host's canary listener, look for the subject's personal files by (dev, ino), and search the
-// room's files for its account email.
-func inspectArgv(s subject, loopback, home string) []string {
-	o := sandbox.InspectOptions{Connect: []string{loopback}, Home: home, Watch: watchFor(s)}
+// host's canary listener, look for the subject's personal files by (dev, ino) below root (""
+// = the whole room), and search the room's files for its account email.
+func inspectArgv(s subject, loopback, home, root string) []string {
+	o := sandbox.InspectOptions{Connect: []string{loopback}, Home: home, Root: root, Watch: watchFor(s)}
 	for _, src := range s.sources {
 		if id, err := sandbox.IdentOf(src.Path, src.Path); err == nil {
 			o.Idents = append(o.Idents, id)
