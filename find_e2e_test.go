@@ -12,7 +12,8 @@ import (
 )
 
 // TestProjectAgentsAreNeverRun: an agent in an attached run can write the project, so a CLI
-// planted there (agents/node_modules/.bin, the folder tare once searched in the working dir)
+// planted there (agents/node_modules/.bin, the folder tare once searched in the working dir, and
+// agents/NAME/node_modules/.bin, where tare's own install keeps each CLI)
 // must never run on the host, whether tare is started from the project, finds it through a
 // PATH entry inside the project, or is pointed at it by agents.NAME.bin. tare is installed
 // outside a checkout here (a copy of the binary with no agents/ beside it), the case where
@@ -36,6 +37,13 @@ func TestProjectAgentsAreNeverRun(t *testing.T) {
 	for _, name := range []string{"claude", "codex", "pi"} {
 		script := "#!/bin/sh\necho \"$0 $*\" > " + filepath.Join(marks, name) + "\necho '2.1.197 (Claude Code)'\n"
 		if err := os.WriteFile(filepath.Join(planted, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		own := filepath.Join(project, "agents", name, "node_modules", ".bin")
+		if err := os.MkdirAll(own, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(own, name), []byte(script), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -100,7 +108,7 @@ func TestProjectAgentsAreNeverRun(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		agents, err := filepath.Abs(filepath.Join("agents", "node_modules", ".bin"))
+		agents, err := filepath.Abs(filepath.Join("agents", "pi", "node_modules", ".bin"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,7 +14,7 @@ import (
 // Claude is the Claude Code adapter (verified with 2.1.197).
 type Claude struct{}
 
-var claudeCLI = cli{name: "claude", bin: "claude", install: "npm ci --prefix agents"}
+var claudeCLI = cli{name: "claude", bin: "claude", install: "npm ci --prefix agents/claude"}
 
 // claudeLogin is the login file below HOME.
 const claudeLogin = ".claude/.credentials.json"

@@ -18,7 +18,7 @@ import (
 // Codex is the Codex CLI adapter (verified with 0.171.0).
 type Codex struct{}
 
-var codexCLI = cli{name: "codex", bin: "codex", install: "npm ci --prefix agents"}
+var codexCLI = cli{name: "codex", bin: "codex", install: "npm ci --prefix agents/codex"}
 
 const (
 	codexConfig = ".codex/config.toml"

@@ -25,8 +25,9 @@ type FindOptions struct {
 	// Bins maps an agent name to a binary path from tare's config
 	// (agents.<name>.bin); it wins over every other place.
 	Bins map[string]string
-	// Search are folders that may hold node_modules/.bin (tare's own
-	// agents/ folder next to its binary), tried in order. DefaultSearch gives
+	// Search are folders that may hold <agent>/node_modules/.bin or
+	// node_modules/.bin (tare's own agents/ folder next to its binary: an
+	// install of each agent's CLI alone), tried in order. DefaultSearch gives
 	// the usual list.
 	Search []string
 	// Avoid are folders no CLI may come from: the project, which an agent in
@@ -183,9 +184,12 @@ func (c cli) locate(o FindOptions) (string, error) {
 		return true
 	}
 	for _, dir := range o.Search {
-		p := filepath.Join(dir, "node_modules", ".bin", c.bin)
-		if ok(p, p) {
-			return p, nil
+		// The agent's own install first: its room binds that node_modules, which holds
+		// its CLI and that CLI's dependencies, not every agent's.
+		for _, p := range []string{filepath.Join(dir, c.name, "node_modules", ".bin", c.bin), filepath.Join(dir, "node_modules", ".bin", c.bin)} {
+			if ok(p, p) {
+				return p, nil
+			}
 		}
 	}
 	path := o.PATH

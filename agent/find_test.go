@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// agentsDir is the project's agents/ folder (npm ci --prefix agents).
+// agentsDir is the project's agents/ folder (npm ci --prefix agents/NAME for each agent).
 func agentsDir(t *testing.T) string {
 	dir, err := filepath.Abs(filepath.Join("..", "agents"))
 	if err != nil {
@@ -27,11 +27,11 @@ func TestFindInstalled(t *testing.T) {
 	for _, a := range []Agent{Claude{}, Codex{}, Pi{}, Gemini{}} {
 		inst, err := a.Find(FindOptions{Search: []string{filepath.Join(t.TempDir(), "empty"), dir}, PATH: "/usr/local/bin:/usr/bin:/bin"})
 		if err != nil {
-			t.Errorf("%v\n(install the pinned CLIs with `npm ci --prefix agents` in the project root)", err)
+			t.Errorf("%v\n(install the pinned CLIs with scripts/setup in the project root)", err)
 			continue
 		}
-		want := Install{Name: a.Name(), Bin: filepath.Join(dir, "node_modules", ".bin", a.Name()), Version: pins[a.Name()],
-			Runtime: filepath.Join(dir, "node_modules"), Command: "/opt/agent/node_modules/.bin/" + a.Name()}
+		want := Install{Name: a.Name(), Bin: filepath.Join(dir, a.Name(), "node_modules", ".bin", a.Name()), Version: pins[a.Name()],
+			Runtime: filepath.Join(dir, a.Name(), "node_modules"), Command: "/opt/agent/node_modules/.bin/" + a.Name()}
 		if a.Name() != "claude" {
 			want.Node = "/usr/bin/node" // codex's launcher, pi and gemini are node scripts; claude is a native binary
 		}
@@ -48,7 +48,7 @@ func TestFindOverrideAndMissing(t *testing.T) {
 	dir := agentsDir(t)
 	empty := t.TempDir()
 	// The config override wins over the search list.
-	bin := filepath.Join(dir, "node_modules", ".bin", "pi")
+	bin := filepath.Join(dir, "pi", "node_modules", ".bin", "pi")
 	inst, err := Pi{}.Find(FindOptions{Bins: map[string]string{"pi": bin}, Search: []string{empty}, PATH: empty})
 	if err != nil || inst.Bin != bin {
 		t.Errorf("override: %+v, %v", inst, err)
@@ -103,5 +103,36 @@ func TestRuntimeOf(t *testing.T) {
 	inst, err = runtimeOf("claude", native)
 	if err != nil || inst.Runtime != native || inst.Command != "/opt/agent/claude" {
 		t.Errorf("standalone binary: %+v, %v", inst, err)
+	}
+}
+
+// TestFindPrefersTheAgentsOwnInstall: in a search folder, agents/NAME/node_modules (the CLI
+// installed alone, what scripts/setup makes) wins over a node_modules shared by every agent,
+// which is still found; the runtime bound is the node_modules the CLI came from.
+func TestFindPrefersTheAgentsOwnInstall(t *testing.T) {
+	dir := t.TempDir()
+	mk := func(rel string) string {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("#!/bin/sh\necho 0.73.1\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	shared := mk("node_modules/.bin/codex")
+	o := FindOptions{Search: []string{dir}, PATH: t.TempDir(), VersionLater: true}
+	inst, err := Codex{}.Find(o)
+	if err != nil || inst.Bin != shared || inst.Runtime != filepath.Join(dir, "node_modules") || inst.Version != "" {
+		t.Fatalf("shared install: %+v, %v", inst, err)
+	}
+	own := mk("codex/node_modules/.bin/codex")
+	inst, err = Codex{}.Find(o)
+	if err != nil || inst.Bin != own || inst.Runtime != filepath.Join(dir, "codex", "node_modules") {
+		t.Fatalf("own install: %+v, %v", inst, err)
+	}
+	if v, err := inst.AskVersion(); err != nil || v != "0.73.1" {
+		t.Errorf("AskVersion: %q, %v", v, err)
 	}
 }

@@ -12,7 +12,7 @@ import (
 // Gemini is the Gemini CLI adapter (verified with @google/gemini-cli 0.61.0).
 type Gemini struct{}
 
-var geminiCLI = cli{name: "gemini", bin: "gemini", install: "npm ci --prefix agents"}
+var geminiCLI = cli{name: "gemini", bin: "gemini", install: "npm ci --prefix agents/gemini"}
 
 // GeminiAPI is Google's Gemini API (models/NAME:streamGenerateContent), which
 // Gemini CLI speaks with an API key and tare's model server answers.

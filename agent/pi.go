@@ -20,7 +20,7 @@ type Pi struct {
 // NewPi returns the pi adapter speaking api.
 func NewPi(api Provider) Pi { return Pi{API: api} }
 
-var piCLI = cli{name: "pi", bin: "pi", install: "npm ci --prefix agents"}
+var piCLI = cli{name: "pi", bin: "pi", install: "npm ci --prefix agents/pi"}
 
 const (
 	piDir      = ".pi/agent"

@@ -41,7 +41,7 @@ type Config struct {
 
 // Agent is one agent CLI's settings.
 type Agent struct {
-	// Bin is the CLI's executable; empty means search agents/node_modules/.bin, then PATH.
+	// Bin is the CLI's executable; empty means search agents/NAME/node_modules/.bin beside tare, then PATH.
 	Bin string `toml:"bin"`
 	// Args are added to every run of this agent (for example a model).
 	Args []string `toml:"args"`

@@ -21,10 +21,10 @@ import (
 
 const cliPrompt = "Create made.txt and notes/hello.txt."
 
-// agentBin finds an agent CLI in ../agents/node_modules/.bin.
+// agentBin finds an agent CLI in ../agents/NAME/node_modules/.bin.
 func agentBin(t *testing.T, name string) string {
 	t.Helper()
-	p, err := filepath.Abs(filepath.Join("..", "agents", "node_modules", ".bin", name))
+	p, err := filepath.Abs(filepath.Join("..", "agents", name, "node_modules", ".bin", name))
 	if err != nil {
 		t.Fatal(err)
 	}

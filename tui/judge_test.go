@@ -41,7 +41,7 @@ func newJudgeWorld(t *testing.T, script string) judgeWorld {
 	}
 	cfg.StateDir = t.TempDir()
 	wd, _ := os.Getwd()
-	cfg.Agents["claude"] = config.Agent{Bin: filepath.Join(filepath.Dir(wd), "agents", "node_modules", ".bin", "claude")}
+	cfg.Agents["claude"] = config.Agent{Bin: filepath.Join(filepath.Dir(wd), "agents", "claude", "node_modules", ".bin", "claude")}
 	dir := t.TempDir()
 	w := judgeWorld{cfg: cfg, page: filepath.Join(dir, "site"), rubric: filepath.Join(dir, "rubric.md"), script: filepath.Join(dir, "judge.toml")}
 	os.MkdirAll(w.page, 0o755)

@@ -98,7 +98,7 @@ func BenchmarkManyTails(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	bin := filepath.Join(root, "agents", "node_modules", ".bin", "codex")
+	bin := filepath.Join(root, "agents", "codex", "node_modules", ".bin", "codex")
 	if _, err := os.Stat(bin); err != nil {
 		b.Fatalf("%v (run scripts/setup to install the pinned agent CLIs)", err)
 	}

@@ -60,7 +60,7 @@ func writerConfig(state string) (*config.Config, error) {
 	}
 	cfg.StateDir = state
 	wd, _ := os.Getwd()
-	cfg.Agents["pi"] = config.Agent{Bin: filepath.Join(filepath.Dir(wd), "agents", "node_modules", ".bin", "pi")}
+	cfg.Agents["pi"] = config.Agent{Bin: filepath.Join(filepath.Dir(wd), "agents", "pi", "node_modules", ".bin", "pi")}
 	return cfg, nil
 }
 

@@ -25,7 +25,7 @@ func Config(t testing.TB, agents []string) *config.Config {
 	}
 	cfg.StateDir = t.TempDir()
 	for _, name := range append(agents, RealAgents...) {
-		if bin := filepath.Join(RepoRoot(t), "agents", "node_modules", ".bin", name); FileExists(bin) {
+		if bin := filepath.Join(RepoRoot(t), "agents", name, "node_modules", ".bin", name); FileExists(bin) {
 			cfg.Agents[name] = config.Agent{Bin: bin}
 		}
 	}
