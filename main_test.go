@@ -323,3 +323,20 @@ func TestAllowDirtyProbesTheHomeAndNamesItsSecrets(t *testing.T) {
 		t.Errorf("exit %d, want 1 (not 0.00)", r.code)
 	}
 }
+
+// TestTareRoomServesTheMCPCanary: the probe's control plants its MCP server as tare-room's
+// (what a room with tare-room runs, started in a fraction of tare's time); that binary
+// answers as the server, and refuses a bad command line with exit 2.
+func TestTareRoomServesTheMCPCanary(t *testing.T) {
+	room := filepath.Join(filepath.Dir(tareBin), "tare-room")
+	cmd := exec.Command(room, "mcp-canary", "tok9")
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}` + "\n")
+	out, err := cmd.Output()
+	if err != nil || !strings.Contains(string(out), `"name":"tare_canary_tok9"`) {
+		t.Fatalf("tare-room mcp-canary: %v: %s", err, out)
+	}
+	err = exec.Command(room, "mcp-canary").Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+		t.Errorf("tare-room mcp-canary without a token: %v, want exit 2", err)
+	}
+}

@@ -291,6 +291,9 @@ type Source struct {
 // digits and hyphens (it becomes skill and MCP server names), e.g. "tare-canary-3f9a2c".
 type Canary struct {
 	Token string
+	// Server is the in-room path of the binary that serves the planted MCP server
+	// (`mcp-canary TOKEN`): "" is TareBin; the probe gives the room's tare-room when it has one.
+	Server string
 }
 
 // All returns every adapter, in a stable order.

@@ -30,7 +30,11 @@ func (c Canary) mcpName() string { return c.Token + "-mcp" }
 
 // mcpServer is the planted MCP server entry (a stdio server tare implements).
 func (c Canary) mcpServer() map[string]any {
-	return map[string]any{"command": TareBin, "args": []string{"mcp-canary", c.mcpName()}}
+	server := c.Server
+	if server == "" {
+		server = TareBin
+	}
+	return map[string]any{"command": server, "args": []string{"mcp-canary", c.mcpName()}}
 }
 
 // email is the planted account address.

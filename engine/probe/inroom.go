@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"tare/agent/mcpcanary"
 	"tare/capsule"
 	"tare/engine/browser"
 	"tare/sandbox"
@@ -38,15 +39,7 @@ func InRoom(args []string) (code int, ok bool) {
 	case "screenshot":
 		return browser.Main(args[1:]), true
 	case "mcp-canary":
-		if len(args) != 2 {
-			fmt.Fprintln(os.Stderr, "tare mcp-canary: want one argument, the canary token")
-			return 2, true
-		}
-		if err := MCPCanary(args[1], os.Stdin, os.Stdout); err != nil {
-			fmt.Fprintln(os.Stderr, "tare mcp-canary:", err)
-			return 1, true
-		}
-		return 0, true
+		return mcpcanary.Main(args[1:]), true
 	}
 	return 0, false
 }

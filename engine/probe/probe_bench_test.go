@@ -3,6 +3,9 @@ package probe
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -11,6 +14,7 @@ import (
 	"tare/agent"
 	"tare/config"
 	"tare/modelserver"
+	"tare/sandbox"
 )
 
 // runOnce is one offline agent run as tare makes it: find the agent's CLI (which asks it for
@@ -38,6 +42,18 @@ func runOnce(ctx context.Context, a agent.Agent, cfg *config.Config, project str
 	return err
 }
 
+// buildHelper builds tare-room (static, as scripts/setup does) into a temporary folder.
+func buildHelper(tb testing.TB) string {
+	tb.Helper()
+	bin := filepath.Join(tb.TempDir(), sandbox.HelperName)
+	cmd := exec.Command("go", "build", "-o", bin, "tare/cmd/tare-room")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("build tare-room: %v\n%s", err, out)
+	}
+	return bin
+}
+
 func medianSpread(x []float64) (med, lo, hi float64) {
 	s := append([]float64(nil), x...)
 	sort.Float64s(s)
@@ -51,6 +67,10 @@ func medianSpread(x []float64) (med, lo, hi float64) {
 //
 //	go test ./engine -run '^$' -bench Probe -benchtime 5x
 func BenchmarkProbe(b *testing.B) {
+	// The rooms run their relay and the control's MCP server from tare-room, as an
+	// install's do (scripts/setup builds it beside tare).
+	helperOverride = buildHelper(b)
+	defer func() { helperOverride = "" }()
 	for _, name := range realAgents {
 		b.Run(name, func(b *testing.B) {
 			a, _, cfg := mustFind(b, name)

@@ -47,6 +47,7 @@ func BuildRoom(p Plan, upstream string, tw *twin) (sandbox.Room, RoomSetup, erro
 		Agent:             p.Inst.Runtime,
 		RunStore:          p.RunStore,
 		Bwrap:             p.Config.Bwrap,
+		Helper:            roomHelper(),
 	}
 	for _, ro := range p.Config.Room.ReadOnly {
 		room.Binds = append(room.Binds, sandbox.Bind{Source: ro, Dest: ro, Try: true})
@@ -122,6 +123,15 @@ func moveHome(room *sandbox.Room, tw *twin) error {
 		}
 	}
 	room.Files = nil
+	twinEnv(room, tw)
+	for _, b := range tw.binds {
+		room.Binds = append(room.Binds, sandbox.Bind{Source: b, Dest: b, Write: true})
+	}
+	return nil
+}
+
+// twinEnv points the room's variables at the twin's home and adds its canary variables.
+func twinEnv(room *sandbox.Room, tw *twin) {
 	env := map[string]string{}
 	for k, v := range room.Env {
 		env[k] = strings.ReplaceAll(v, sandbox.HomeDir, tw.home)
@@ -130,10 +140,6 @@ func moveHome(room *sandbox.Room, tw *twin) error {
 		env[k] = v
 	}
 	room.Env = env
-	for _, b := range tw.binds {
-		room.Binds = append(room.Binds, sandbox.Bind{Source: b, Dest: b, Write: true})
-	}
-	return nil
 }
 
 // memHome is moveHome for a twin whose home is a folder in memory at the planted home's
@@ -155,14 +161,7 @@ func memHome(room *sandbox.Room, tw *twin, planted []sandbox.File) error {
 		files = append(files, f)
 	}
 	room.Files = files
-	env := map[string]string{}
-	for k, v := range room.Env {
-		env[k] = strings.ReplaceAll(v, sandbox.HomeDir, tw.home)
-	}
-	for k, v := range tw.env {
-		env[k] = v
-	}
-	room.Env = env
+	twinEnv(room, tw)
 	room.Binds = append(room.Binds, sandbox.Bind{Dest: tw.home, Tmpfs: true})
 	if tw.cwd != tw.home {
 		room.Binds = append(room.Binds, sandbox.Bind{Source: tw.cwd, Dest: tw.cwd, Write: true})
@@ -206,6 +205,19 @@ func copyHome(home, cwd string) ([]sandbox.File, bool) {
 		return nil
 	})
 	return files, ok && err == nil
+}
+
+// helperOverride, set only by this package's benchmark, is the tare-room its rooms run
+// from, as an install's rooms do (the test binary has none beside it).
+var helperOverride string
+
+// roomHelper is the tare-room a room of the probe's runs its relay and in-room servers from
+// ("" = none: they run from tare): the one beside tare, as sandbox.Start would default it.
+func roomHelper() string {
+	if helperOverride != "" {
+		return helperOverride
+	}
+	return sandbox.FindHelper()
 }
 
 // RunRoom starts a room and waits for it.

@@ -1,16 +1,35 @@
-package probe
+// Package mcpcanary is the MCP server the probe's control plants in its dirty home
+// (`tare mcp-canary TOKEN`, or `tare-room mcp-canary TOKEN` where the room has tare-room):
+// if the agent loads the operator's MCP servers, its tool shows up in what reaches the
+// model. It imports nothing of tare's, so the small in-room binary can serve it: the agent
+// waits for its MCP servers before its first call.
+package mcpcanary
 
 import (
 	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 )
 
-// MCPCanary serves a minimal MCP server on stdio (JSON-RPC, one message per line) that
-// offers one tool named after token. The probe's control plants it in a dirty home: if the
-// agent loads the operator's MCP servers, the tool shows up in what reaches the model.
-func MCPCanary(token string, in io.Reader, out io.Writer) error {
+// Main is `mcp-canary TOKEN`: Serve on stdin and stdout, returning the exit code (2 for a
+// bad command line, 1 when serving failed).
+func Main(args []string) int {
+	if len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "mcp-canary: want one argument, the canary token")
+		return 2
+	}
+	if err := Serve(args[0], os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "mcp-canary:", err)
+		return 1
+	}
+	return 0
+}
+
+// Serve serves a minimal MCP server on stdio (JSON-RPC, one message per line) that offers
+// one tool named after token.
+func Serve(token string, in io.Reader, out io.Writer) error {
 	tool := "tare_canary_" + token
 	enc := json.NewEncoder(out)
 	scan := bufio.NewScanner(in)
