@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -106,23 +107,35 @@ func TestFlowWritersManualInTerminalPane(t *testing.T) {
 		workshop: true, stateDir: state})
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(160, 40))
 	var seen, all bytes.Buffer
-	wait := func(d time.Duration, parts ...string) {
+	// waitLines waits until, for each set of parts, one line of the output since the last
+	// wait holds them all. Lines a frame drew together are waited for together: a wait
+	// drops what it read, and the renderer does not draw an unchanged line again.
+	waitLines := func(d time.Duration, sets ...[]string) {
 		t.Helper()
 		teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
 			seen.Write(b)
-			for _, l := range bytes.Split(seen.Bytes(), []byte("\n")) {
-				ok := true
-				for _, p := range parts {
-					ok = ok && bytes.Contains(l, []byte(p))
-				}
-				if ok {
-					all.Write(seen.Bytes())
-					seen.Reset()
+			lines := bytes.Split(seen.Bytes(), []byte("\n"))
+			for _, parts := range sets {
+				found := slices.ContainsFunc(lines, func(l []byte) bool {
+					for _, p := range parts {
+						if !bytes.Contains(l, []byte(p)) {
+							return false
+						}
+					}
 					return true
+				})
+				if !found {
+					return false
 				}
 			}
-			return false
+			all.Write(seen.Bytes())
+			seen.Reset()
+			return true
 		}, teatest.WithDuration(d), teatest.WithCheckInterval(50*time.Millisecond))
+	}
+	wait := func(d time.Duration, parts ...string) {
+		t.Helper()
+		waitLines(d, parts)
 	}
 	wait(10*time.Second, "exp", pi, "prepared")
 	tm.Send(keyMsg("tab")) // runs → writers
@@ -155,8 +168,8 @@ func TestFlowWritersManualInTerminalPane(t *testing.T) {
 	tm.Send(keyMsg("A"))
 	wait(5*time.Second, "Anonymize exp?")
 	tm.Send(keyMsg("y"))
-	wait(30*time.Second, "1 drafts sealed as A")
-	wait(10*time.Second, pi, "completed", "exp (s")
+	// The status line and the sealed experiment's row can come in one frame.
+	waitLines(30*time.Second, []string{"1 drafts sealed as A"}, []string{pi, "completed", "exp (s"})
 	tm.Send(keyMsg("enter")) // the report: sizes now that it is sealed
 	wait(10*time.Second, "Report · exp")
 
