@@ -155,13 +155,26 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 		planted []agent.Source
 		kept    []Leak
 	)
+	// The control, the slowest room (its agent reads the planted setup), goes first: the
+	// clean room starts once the control's home is planted, not beside the planting.
+	controlPlanted := make(chan struct{})
+	plantedOnce := sync.OnceFunc(func() { close(controlPlanted) })
+	if o.NoControl {
+		plantedOnce()
+	}
 	g.Go(func() (err error) {
+		select {
+		case <-controlPlanted:
+		case <-gctx.Done():
+			return gctx.Err()
+		}
 		ev, setup, err = observe(gctx, cleanPlan, operator, canary.Addr(), nil, nil)
 		return err
 	})
 	if !o.NoControl {
 		g.Go(func() (err error) {
-			if saw, planted, err = control(gctx, cleanPlan, canary.Addr()); err != nil {
+			defer plantedOnce()
+			if saw, planted, err = control(gctx, cleanPlan, canary.Addr(), plantedOnce); err != nil {
 				return fmt.Errorf("probe %s: control twin: %w", o.Agent.Name(), err)
 			}
 			return nil
@@ -435,7 +448,8 @@ func applicable(planted []agent.Source) map[string]bool {
 // and the personal files the adapter planted. Its inspection runs beside its agent in a second
 // home planted alike (the same canaries), which the agent's writes never reach: what reached
 // the model is read against the agent's home, what the room showed against the inspection's.
-func control(ctx context.Context, p Plan, loopback string) (map[string][]Leak, []agent.Source, error) {
+// planted is called once the agent's home is planted, before its room starts.
+func control(ctx context.Context, p Plan, loopback string, planted func()) (map[string][]Leak, []agent.Source, error) {
 	token := newToken()
 	dir, err := os.MkdirTemp("", "tare-control-")
 	if err != nil {
@@ -452,6 +466,7 @@ func control(ctx context.Context, p Plan, loopback string) (map[string][]Leak, [
 		return nil, nil, err
 	}
 	tw.mem = true // its room is read only through what reaches the model; look's by (dev, ino)
+	planted()
 	var look aside
 	plantLook := func() (*aside, error) {
 		var err error
