@@ -13,7 +13,7 @@ const HelperBin = "/opt/tare/tare-room"
 
 // HelperName is the file name of tare-room, the small binary (no terminal UI, no command
 // line library) that serves the in-room entry points a room starts on every run or tool
-// call: relay, snap and snap-watch. It is built beside tare (scripts/setup builds
+// call: relay, snap, snap-watch and the probe control's mcp-canary. It is built beside tare (scripts/setup builds
 // bin/tare-room next to bin/tare) from ./cmd/tare-room.
 const HelperName = "tare-room"
 

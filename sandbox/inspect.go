@@ -39,8 +39,12 @@ type InspectOptions struct {
 	Timeout  time.Duration // per connect or fetch (0 = 500ms)
 	Home     string        // folder hashed as HOME ("" = HomeDir)
 	Root     string        // folder walked for Idents and Names ("" = "/")
-	Needles  []string      // strings to look for in the files below Home (an account email)
-	Watch    []string      // strings to look for in the mount table and every process's command line and environment (host paths)
+	// Within, when set, is the one folder the walk from Root looks into: it enters only
+	// Within, the folders on the way to it and what lies below it (the way is walked as
+	// every walk is: mounts, kernel file systems and skipped trees alike).
+	Within  string
+	Needles []string // strings to look for in the files below Home (an account email)
+	Watch   []string // strings to look for in the mount table and every process's command line and environment (host paths)
 }
 
 // Ident is a host file identity: bind mounts keep (st_dev, st_ino), so a

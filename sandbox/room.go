@@ -41,10 +41,10 @@ const (
 // basePath ends every room's PATH.
 const basePath = "/usr/local/bin:/usr/bin:/bin"
 
-// File is a file placed in the fresh HOME before the command starts (through
-// `bwrap --file FD`, so the descriptor is consumed by bwrap and the agent sees
-// only 0, 1 and 2). Path is absolute inside the room and below HomeDir; Mode
-// is the permission bits (0600 when zero).
+// File is a file placed in the fresh HOME, or in a Tmpfs bind's folder, before the command
+// starts (through `bwrap --file FD`, so the descriptor is consumed by bwrap and the agent sees
+// only 0, 1 and 2). Path is absolute inside the room and below HomeDir or a Tmpfs bind's
+// Dest; Mode is the permission bits (0600 when zero).
 type File struct {
 	Path string
 	Data []byte
@@ -120,7 +120,7 @@ type Room struct {
 	// may be a symlink (Validate checks, on the host).
 	Guard []string
 
-	Files   []File            // placed in the fresh HOME
+	Files   []File            // placed in the fresh HOME or a Tmpfs bind's folder
 	Binds   []Bind            // extra mounts, never below WorkDir
 	Env     map[string]string // added to the base env (HOME, USER, PATH, LANG, TERM, TMPDIR)
 	Path    []string          // PATH entries placed before /usr/local/bin:/usr/bin:/bin
@@ -548,6 +548,9 @@ func (f File) mode() fs.FileMode {
 	return f.Mode.Perm()
 }
 
+// rootLinks are the room's top-level symlinks into /usr: a mount below one would land in /usr.
+var rootLinks = map[string]bool{"bin": true, "sbin": true, "lib": true, "lib64": true}
+
 // reserved are room paths a Bind may not cover or sit below.
 var reserved = []string{"/proc", "/dev", "/usr", "/etc", SockDir, TareBin, HelperBin, AgentDir, RunDir, WorkDir}
 
@@ -623,6 +626,19 @@ func (r Room) check() error {
 					why = "a symlink an agent planted in the workspace could redirect the mount"
 				}
 				return fmt.Errorf("room: %s %q is at or below %s (%s): choose another destination", field, b.Dest, p, why)
+			}
+		}
+		for _, p := range append([]string{HomeDir, ShmDir, "/tmp"}, reserved...) {
+			if strings.HasPrefix(p, b.Dest+"/") {
+				return fmt.Errorf("room: %s %q would hide the room's %s below it: choose another destination", field, b.Dest, p)
+			}
+		}
+		if first, _, _ := strings.Cut(strings.TrimPrefix(b.Dest, "/"), "/"); rootLinks[first] {
+			return fmt.Errorf("room: %s %q is below /%s, a symlink into /usr in the room: use the path below /usr, which is tare's", field, b.Dest, first)
+		}
+		for j := i + 1; j < len(r.Binds); j++ {
+			if t := r.Binds[j]; t.Tmpfs && (b.Dest == t.Dest || strings.HasPrefix(b.Dest, t.Dest+"/")) {
+				return fmt.Errorf("room: %s %q would be hidden by the Tmpfs folder of Binds[%d] %q mounted after it: list the Tmpfs first", field, b.Dest, j, t.Dest)
 			}
 		}
 	}

@@ -223,6 +223,12 @@ func TestArgsValidation(t *testing.T) {
 		{"bind relative source", func(r *Room) { r.Binds = []Bind{{Source: "x", Dest: "/opt/x"}} }, []string{"Binds[0].Source", "absolute"}},
 		{"tmpfs with a source", func(r *Room) { r.Binds = []Bind{{Source: "/srv/x", Dest: "/opt/x", Tmpfs: true}} }, []string{"Binds[0]", "Tmpfs", "Source"}},
 		{"tmpfs over usr", func(r *Room) { r.Binds = []Bind{{Dest: "/usr/x", Tmpfs: true}} }, []string{"Binds[0].Dest", "/usr"}},
+		{"tmpfs above tare", func(r *Room) { r.Binds = []Bind{{Dest: "/opt/tare", Tmpfs: true}} }, []string{"Binds[0].Dest", "hide", TareBin}},
+		{"bind above the shm folder", func(r *Room) { r.Binds = []Bind{{Source: "/srv/x", Dest: "/dev"}} }, []string{"Binds[0].Dest", "/dev"}},
+		{"bind below a root link", func(r *Room) { r.Binds = []Bind{{Source: "/srv/x", Dest: "/lib/x"}} }, []string{"Binds[0].Dest", "/lib", "/usr"}},
+		{"bind hidden by a later tmpfs", func(r *Room) {
+			r.Binds = []Bind{{Source: "/srv/x", Dest: "/opt/mem/x"}, {Dest: "/opt/mem", Tmpfs: true}}
+		}, []string{"Binds[0].Dest", "hidden", "Binds[1]", "Tmpfs first"}},
 		{"file beside a tmpfs", func(r *Room) {
 			r.Binds = []Bind{{Dest: "/opt/mem", Tmpfs: true}}
 			r.Files = []File{{Path: "/opt/memo"}}

@@ -55,6 +55,7 @@ type walker struct {
 	idents   map[[2]uint64]string
 	names    map[string]bool
 	mounts   map[string]bool // mount points: a file mounted on its own has its own identity
+	within   string          // the one folder the walk looks into ("" = all; InspectOptions.Within)
 	max      int
 	deadline time.Time
 	found    []Found
@@ -75,7 +76,7 @@ type dirent struct {
 // the secret files met beyond secretMax, and why it stopped early ("" when it saw everything).
 func walk(o InspectOptions, v *View) {
 	w := &walker{idents: map[[2]uint64]string{}, names: map[string]bool{}, mounts: map[string]bool{},
-		max: o.MaxFiles, deadline: time.Now().Add(walkBudget), buf: make([]byte, 64<<10)}
+		within: path.Clean(o.Within), max: o.MaxFiles, deadline: time.Now().Add(walkBudget), buf: make([]byte, 64<<10)}
 	if w.max <= 0 {
 		w.max = DefaultMaxFiles
 	}
@@ -189,10 +190,17 @@ func (w *walker) dir(p string, dev uint64, tail []string, secret string) {
 		if report {
 			w.secret(child, edev, ino, csecret)
 		}
-		if typ == unix.DT_DIR && !walkSkip[child] {
+		if typ == unix.DT_DIR && !walkSkip[child] && w.enters(child) {
 			w.dir(child, edev, ctail, csecret)
 		}
 	}
+}
+
+// enters says whether the walk looks into folder p: every folder, or with within set only
+// within, the folders on the way to it and those below it.
+func (w *walker) enters(p string) bool {
+	return w.within == "." || w.within == "/" || p == w.within ||
+		strings.HasPrefix(p, w.within+"/") || strings.HasPrefix(w.within, p+"/")
 }
 
 // match records an entry that is a host file by identity or a looked-for name.

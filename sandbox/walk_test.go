@@ -109,6 +109,48 @@ func TestWalkSeesEverySecretAndTheAgentRuntime(t *testing.T) {
 	t.Logf("walked %d entries in the inspection's %.0f ms", v.Walked, v.ElapsedMS)
 }
 
+// TestWalkWithinOneFolder: a walk from / with Within set looks into that folder only, reached
+// through the room like any walk (here a read-write bind below the room's own /tmp): it finds
+// the host file and the secret there, and none of those in the workspace beside it.
+func TestWalkWithinOneFolder(t *testing.T) {
+	root := t.TempDir()
+	ws, planted := filepath.Join(root, "ws"), filepath.Join(root, "planted", "home")
+	writeTree(t, ws, ".aws/credentials", "notes.md")
+	writeTree(t, planted, ".ssh/id_ed25519", "CLAUDE.md")
+	manyFiles(t, filepath.Join(ws, "many"), 2000)
+	var idents []Ident
+	for _, p := range []string{filepath.Join(ws, "notes.md"), filepath.Join(planted, "CLAUDE.md")} {
+		id, err := IdentOf(p, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idents = append(idents, id)
+	}
+	r := Room{Workspace: ws, WorkspaceReadOnly: true, Binds: []Bind{{Source: planted, Dest: planted, Write: true}}}
+	for _, c := range []struct {
+		within string
+		want   []string
+	}{
+		{planted, []string{planted + "/.ssh/id_ed25519 secret .ssh/", planted + "/CLAUDE.md ident " + planted + "/CLAUDE.md"}},
+		{"", []string{planted + "/.ssh/id_ed25519 secret .ssh/", planted + "/CLAUDE.md ident " + planted + "/CLAUDE.md",
+			WorkDir + "/.aws/credentials secret .aws/", WorkDir + "/notes.md ident " + filepath.Join(ws, "notes.md")}},
+	} {
+		v := runInspect(t, r, InspectOptions{Idents: idents, Within: c.within}).View
+		var found []string
+		for _, f := range v.Found {
+			found = append(found, f.Path+" "+f.Why)
+		}
+		sort.Strings(found)
+		sort.Strings(c.want)
+		if !slices.Equal(found, c.want) || v.WalkStopped != "" {
+			t.Errorf("within %q: found\n  %s\nwant\n  %s\n(stopped %q)", c.within, strings.Join(found, "\n  "), strings.Join(c.want, "\n  "), v.WalkStopped)
+		}
+		if c.within != "" && v.Walked > 200 {
+			t.Errorf("within %q: walked %d entries, beyond the way to it and what is below it", c.within, v.Walked)
+		}
+	}
+}
+
 // TestWalkThatStopsSaysSo: a walk cut short by its cap says so, with the reason, so the
 // probe reads its detectors as blind rather than clean.
 func TestWalkThatStopsSaysSo(t *testing.T) {
