@@ -147,16 +147,16 @@ func (c cli) find(o FindOptions) (Install, error) {
 	if o.VersionLater {
 		return inst, nil
 	}
-	if inst.Version, err = inst.AskVersion(); err != nil {
+	if inst.Version, err = inst.AskVersion(context.Background()); err != nil {
 		return Install{}, err
 	}
 	return inst, nil
 }
 
 // AskVersion runs the CLI with --version (on the host, in a throwaway HOME) and returns the
-// version it prints: what Find fills Install.Version with.
-func (i Install) AskVersion() (string, error) {
-	return version(i.Name, i.Bin, i.Node)
+// version it prints: what Find fills Install.Version with. Ending ctx ends the CLI.
+func (i Install) AskVersion(ctx context.Context) (string, error) {
+	return version(ctx, i.Name, i.Bin, i.Node)
 }
 
 // locate returns the first existing binary.
@@ -319,13 +319,13 @@ var versionRE = regexp.MustCompile(`\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?`)
 
 // version runs `bin --version` in a fresh empty HOME with a minimal env, so
 // the CLI writes nothing of the operator's (codex creates $CODEX_HOME/tmp).
-func version(name, bin, node string) (string, error) {
+func version(ctx context.Context, name, bin, node string) (string, error) {
 	home, err := os.MkdirTemp("", "tare-version-")
 	if err != nil {
 		return "", fmt.Errorf("%s: version check: %w", name, err)
 	}
 	defer os.RemoveAll(home)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	path := "/usr/local/bin:/usr/bin:/bin"
 	if node != "" {
@@ -333,6 +333,7 @@ func version(name, bin, node string) (string, error) {
 	}
 	cmd := exec.CommandContext(ctx, bin, "--version")
 	cmd.Dir = home
+	cmd.WaitDelay = time.Second // a child that keeps its output open does not hold the caller
 	cmd.Env = []string{"PATH=" + path, "HOME=" + home, "TMPDIR=" + home, "LANG=C.UTF-8",
 		"DISABLE_AUTOUPDATER=1", "PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0"}
 	out, err := cmd.CombinedOutput() // pi prints its version on stderr

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -132,7 +133,7 @@ func TestFindPrefersTheAgentsOwnInstall(t *testing.T) {
 	if err != nil || inst.Bin != own || inst.Runtime != filepath.Join(dir, "codex", "node_modules") {
 		t.Fatalf("own install: %+v, %v", inst, err)
 	}
-	if v, err := inst.AskVersion(); err != nil || v != "0.73.1" {
+	if v, err := inst.AskVersion(context.Background()); err != nil || v != "0.73.1" {
 		t.Errorf("AskVersion: %q, %v", v, err)
 	}
 }

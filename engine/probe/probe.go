@@ -133,7 +133,7 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 	defer stopRooms()
 	go func() {
 		var err error
-		if r.Version, err = inst.AskVersion(); err != nil {
+		if r.Version, err = inst.AskVersion(ctx); err != nil {
 			stopRooms()
 		}
 		versioned <- err
@@ -191,6 +191,9 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 	roomsErr := g.Wait()
 	if err := <-versioned; err != nil {
 		<-checked
+		if ctx.Err() != nil {
+			return nil, ctx.Err() // the CLI was ended with the probe
+		}
 		return nil, err
 	}
 	if err := <-checked; err != nil {
@@ -300,8 +303,8 @@ type twin struct {
 	// the probe fsyncs the clean room, whose home is in memory, does not pay). Only for a
 	// room that nothing reads by (dev, ino), as the copies are other files.
 	mem bool
-	// walk is the folder the twin's inspection walks for its files ("" = the whole room):
-	// the control's, whose files are all planted in its home, walks only that.
+	// walk is the one folder the twin's inspection's walk from / looks into ("" = the whole
+	// room): the control's, whose files are all planted in its home, looks into that only.
 	walk string
 }
 

@@ -106,7 +106,8 @@ func BuildRoom(p Plan, upstream string, tw *twin) (sandbox.Room, RoomSetup, erro
 
 // moveHome turns a clean room into a twin: HOME is the planted folder at its own host path
 // (tare's config files, already merged with the planted ones by the adapter, are written
-// there), the canary variables are set, and the planted tree is bound read-write at its own path.
+// there), the canary variables are set, and the planted tree is bound read-write at its own
+// path; a mem twin gets an in-memory copy of it instead (memHome).
 func moveHome(room *sandbox.Room, tw *twin) error {
 	if tw.mem {
 		if files, ok := copyHome(tw.home, tw.cwd); ok {
@@ -230,10 +231,11 @@ func RunRoom(ctx context.Context, r sandbox.Room) (int, error) {
 }
 
 // inspectArgv is the in-room inspection's command line for a subject: connect to the
-// host's canary listener, look for the subject's personal files by (dev, ino) below root (""
-// = the whole room), and search the room's files for its account email.
-func inspectArgv(s subject, loopback, home, root string) []string {
-	o := sandbox.InspectOptions{Connect: []string{loopback}, Home: home, Root: root, Watch: watchFor(s)}
+// host's canary listener, look for the subject's personal files by (dev, ino) in the room (a
+// walk from / that, with within set, looks into that folder only), and search the room's
+// files for its account email.
+func inspectArgv(s subject, loopback, home, within string) []string {
+	o := sandbox.InspectOptions{Connect: []string{loopback}, Home: home, Within: within, Watch: watchFor(s)}
 	for _, src := range s.sources {
 		if id, err := sandbox.IdentOf(src.Path, src.Path); err == nil {
 			o.Idents = append(o.Idents, id)
