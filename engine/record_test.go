@@ -96,7 +96,11 @@ func TestRecordThenTailNativelyAndByHandoff(t *testing.T) {
 				t.Errorf("the recording's relay count %+v: want every call metered, the agent's count within 5%%", m)
 			}
 			if len(rec.Steps) != 5 || len(rec.Capsules) != 6 {
-				t.Fatalf("%d steps and %d capsules, want 5 and 6 (snapshots: %s)", len(rec.Steps), len(rec.Capsules), rec.Snapshots)
+				// What the agent said when it stopped early (seen once for gemini under load,
+				// its third call's answer uncounted): its exit, a provider stop and its stderr.
+				stderr, _ := os.ReadFile(filepath.Join(env.run.dir, "original", "stderr.log"))
+				t.Fatalf("%d steps and %d capsules, want 5 and 6 (snapshots: %s); exit %s, stopped %+v; stderr's end: %s",
+					len(rec.Steps), len(rec.Capsules), rec.Snapshots, rec.Exit, rec.Stopped, tailOf(string(stderr), 1500))
 			}
 			for k, c := range rec.Capsules {
 				if k > 0 && c.Walk != "dirty" {

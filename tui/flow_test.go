@@ -3,6 +3,7 @@ package tui
 import (
 	"bytes"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -157,7 +158,13 @@ func TestFlowKillATailWithConfirmation(t *testing.T) {
 	tm.Send(keyMsg("x"))
 	waitOut(t, tm, "Kill tail a-2 of calibrate-demo?")
 	tm.Send(keyMsg("y"))
-	waitLine(t, tm, "a-2", "no verdict", "killed by the operator after 4 calls")
+	// The tail's line comes from the journal, the status from the engine's answer: either can
+	// be drawn first, and in the same frame, so both are waited for together.
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
+		return bytes.Contains(b, []byte("kill a-2 of calibrate-demo: asked")) && slices.ContainsFunc(bytes.Split(b, []byte("\n")), func(l []byte) bool {
+			return bytes.Contains(l, []byte("a-2")) && bytes.Contains(l, []byte("no verdict")) && bytes.Contains(l, []byte("killed by the operator after 4 calls"))
+		})
+	}, teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
 	m := quit(t, tm)
 	if calls := stub.Calls(); !reflect.DeepEqual(calls, []call{{"Kill", []string{cal, "a-2"}}}) {
 		t.Fatalf("engine calls: %v", calls)
