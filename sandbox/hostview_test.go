@@ -151,7 +151,10 @@ func TestArgsFileRefusesNUL(t *testing.T) {
 func checkProcMem(t *testing.T, mutate func([]string) []string) []string {
 	t.Helper()
 	var out strings.Builder
+	// The sibling's memory is read once it runs sleep: until its exec is done its maps are
+	// empty or the shell's, and the read finds nothing (seen under load).
 	script := `sleep 30 & s=$!
+i=0; while [ "$(readlink /proc/$s/exe)" != /usr/bin/sleep ] && [ $i -lt 100000 ]; do i=$((i+1)); done
 mem() { a=$(sed -n '1s/-.*//p' /proc/$1/maps 2>/dev/null); dd if=$2 bs=8 count=1 iflag=skip_bytes skip=$((0x${a:-400000})) 2>/dev/null | wc -c; }
 echo "sibling=$(mem $s /proc/$s/mem) init=$(mem 1 /proc/1/mem) init-task=$(mem 1 /proc/1/task/1/mem) relay=$(mem 2 /proc/2/mem)"
 kill $s`
