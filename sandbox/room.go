@@ -410,11 +410,7 @@ func (r Room) Args(fds FDs) ([]string, error) {
 		"--tmpfs", "/tmp")
 
 	// Fresh HOME and the files placed in it.
-	if tmpfsPerms {
-		a = append(a, "--perms", "0700")
-	}
-	a = append(a, "--tmpfs", HomeDir)
-	a = append(a, r.fileArgs(HomeDir, fds, perms)...)
+	a = append(a, r.memArgs(HomeDir, fds, perms, tmpfsPerms)...)
 
 	// Read-only runtime, then the workspace, the run store and the sockets.
 	if r.Agent != "" {
@@ -440,11 +436,7 @@ func (r Room) Args(fds FDs) ([]string, error) {
 	}
 	for _, b := range r.Binds {
 		if b.Tmpfs {
-			if tmpfsPerms {
-				a = append(a, "--perms", "0700")
-			}
-			a = append(a, "--tmpfs", b.Dest)
-			a = append(a, r.fileArgs(b.Dest, fds, perms)...)
+			a = append(a, r.memArgs(b.Dest, fds, perms, tmpfsPerms)...)
 			continue
 		}
 		op := "--ro-bind"
@@ -497,10 +489,15 @@ func (r Room) guardArgs() []string {
 // binary is bound alone, never with the folder it sits in.
 func (r Room) agentDest() string { return path.Join(AgentDir, path.Base(r.Agent)) }
 
-// fileArgs writes the Files below dir (HOME or a Tmpfs bind's folder, just mounted) into it,
-// making their missing folders (0700) first.
-func (r Room) fileArgs(dir string, fds FDs, perms bool) []string {
+// memArgs mounts a fresh in-memory folder at dir (HOME or a Tmpfs bind's Dest, 0700 where
+// bwrap takes --perms for it) and writes the Files below it into it, making their missing
+// folders (0700) first.
+func (r Room) memArgs(dir string, fds FDs, perms, tmpfsPerms bool) []string {
 	var a []string
+	if tmpfsPerms {
+		a = append(a, "--perms", "0700")
+	}
+	a = append(a, "--tmpfs", dir)
 	made := map[string]bool{dir: true}
 	for i, f := range r.Files {
 		if r.fileDir(f.Path) != dir {

@@ -76,9 +76,12 @@ type dirent struct {
 // the secret files met beyond secretMax, and why it stopped early ("" when it saw everything).
 func walk(o InspectOptions, v *View) {
 	w := &walker{idents: map[[2]uint64]string{}, names: map[string]bool{}, mounts: map[string]bool{},
-		within: path.Clean(o.Within), max: o.MaxFiles, deadline: time.Now().Add(walkBudget), buf: make([]byte, 64<<10)}
+		max: o.MaxFiles, deadline: time.Now().Add(walkBudget), buf: make([]byte, 64<<10)}
 	if w.max <= 0 {
 		w.max = DefaultMaxFiles
+	}
+	if within := path.Clean(o.Within); o.Within != "" && within != "/" {
+		w.within = within
 	}
 	for _, id := range o.Idents {
 		w.idents[[2]uint64{id.Dev, id.Ino}] = id.Label
@@ -199,8 +202,7 @@ func (w *walker) dir(p string, dev uint64, tail []string, secret string) {
 // enters says whether the walk looks into folder p: every folder, or with within set only
 // within, the folders on the way to it and those below it.
 func (w *walker) enters(p string) bool {
-	return w.within == "." || w.within == "/" || p == w.within ||
-		strings.HasPrefix(p, w.within+"/") || strings.HasPrefix(w.within, p+"/")
+	return w.within == "" || p == w.within || strings.HasPrefix(p, w.within+"/") || strings.HasPrefix(w.within, p+"/")
 }
 
 // match records an entry that is a host file by identity or a looked-for name.

@@ -16,21 +16,34 @@ import (
 // waitLine waits for one line of output that holds every part (a table row, say).
 func waitLine(t *testing.T, tm *teatest.TestModel, parts ...string) {
 	t.Helper()
-	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
-		for _, line := range bytes.Split(b, []byte("\n")) {
-			ok := true
+	waitLines(t, tm, parts)
+}
+
+// waitLines waits until, for each set of parts, one line of the output holds them all. Lines
+// one frame draws are waited for together: a wait drops what it read, and the renderer does
+// not draw an unchanged line again.
+func waitLines(t *testing.T, tm *teatest.TestModel, sets ...[]string) {
+	t.Helper()
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return hasLines(b, sets...) },
+		teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
+}
+
+// hasLines says whether, for each set of parts, one line of b holds them all.
+func hasLines(b []byte, sets ...[]string) bool {
+	lines := bytes.Split(b, []byte("\n"))
+	for _, parts := range sets {
+		if !slices.ContainsFunc(lines, func(l []byte) bool {
 			for _, p := range parts {
-				if !bytes.Contains(line, []byte(p)) {
-					ok = false
-					break
+				if !bytes.Contains(l, []byte(p)) {
+					return false
 				}
 			}
-			if ok {
-				return true
-			}
+			return true
+		}) {
+			return false
 		}
-		return false
-	}, teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
+	}
+	return true
 }
 
 // flowApp is the app on the demo state in a real program (teatest), fed by a real bridge.
@@ -160,11 +173,7 @@ func TestFlowKillATailWithConfirmation(t *testing.T) {
 	tm.Send(keyMsg("y"))
 	// The tail's line comes from the journal, the status from the engine's answer: either can
 	// be drawn first, and in the same frame, so both are waited for together.
-	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
-		return bytes.Contains(b, []byte("kill a-2 of calibrate-demo: asked")) && slices.ContainsFunc(bytes.Split(b, []byte("\n")), func(l []byte) bool {
-			return bytes.Contains(l, []byte("a-2")) && bytes.Contains(l, []byte("no verdict")) && bytes.Contains(l, []byte("killed by the operator after 4 calls"))
-		})
-	}, teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
+	waitLines(t, tm, []string{"kill a-2 of calibrate-demo: asked"}, []string{"a-2", "no verdict", "killed by the operator after 4 calls"})
 	m := quit(t, tm)
 	if calls := stub.Calls(); !reflect.DeepEqual(calls, []call{{"Kill", []string{cal, "a-2"}}}) {
 		t.Fatalf("engine calls: %v", calls)

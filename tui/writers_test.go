@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -107,26 +106,13 @@ func TestFlowWritersManualInTerminalPane(t *testing.T) {
 		workshop: true, stateDir: state})
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(160, 40))
 	var seen, all bytes.Buffer
-	// waitLines waits until, for each set of parts, one line of the output since the last
-	// wait holds them all. Lines a frame drew together are waited for together: a wait
-	// drops what it read, and the renderer does not draw an unchanged line again.
+	// waitLines is the package's waitLines with a deadline of its own, keeping all output.
 	waitLines := func(d time.Duration, sets ...[]string) {
 		t.Helper()
 		teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
 			seen.Write(b)
-			lines := bytes.Split(seen.Bytes(), []byte("\n"))
-			for _, parts := range sets {
-				found := slices.ContainsFunc(lines, func(l []byte) bool {
-					for _, p := range parts {
-						if !bytes.Contains(l, []byte(p)) {
-							return false
-						}
-					}
-					return true
-				})
-				if !found {
-					return false
-				}
+			if !hasLines(seen.Bytes(), sets...) {
+				return false
 			}
 			all.Write(seen.Bytes())
 			seen.Reset()
