@@ -90,6 +90,11 @@ type View struct {
 	WalkTruncated        bool
 	WalkStopped          string              `json:",omitempty"` // why the walk did not see everything ("" = it did)
 	SecretsUnlisted      int                 `json:",omitempty"` // secret files met beyond those in Found
+	// Unentered are folders the walk could not open or list though the room's user owns them,
+	// so the agent can open them up (chmod): what they hold was not seen. At most
+	// unenteredMax; UnenteredMore counts the rest.
+	Unentered     []string `json:",omitempty"`
+	UnenteredMore int      `json:",omitempty"`
 	Seen                 []Seen              `json:",omitempty"` // where each Watch string is visible
 	Home                 map[string]string   // path -> sha256 of every regular file below Home
 	Needles              map[string][]string `json:",omitempty"` // needle -> files below Home that hold it

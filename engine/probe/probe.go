@@ -215,6 +215,8 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 	for _, leaks := range detect(ev, operator) {
 		r.Leaks = append(r.Leaks, leaks...)
 	}
+	loginDeclared, loginLeaked := loginReading(cleanPlan, o.HostHome, operator)
+	r.Declared, r.Leaks = append(r.Declared, loginDeclared...), append(r.Leaks, loginLeaked...)
 	sortLeaks(r.Leaks)
 
 	if o.NoControl {
@@ -244,7 +246,7 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 			r.blind(det, src.Unseen, tilde(src.Path))
 		}
 	}
-	markBlind(r, ev.sight.room)
+	markBlind(r, ev.sight.room, operator)
 	r.Took = time.Since(began).Seconds()
 	return r, nil
 }
@@ -259,6 +261,9 @@ type Plan struct {
 	HostNet   bool
 	// Login places the agent's login copy (real providers only).
 	Login bool
+	// HostHome is the operator's home the login copy is read from (default: the current
+	// user's).
+	HostHome string
 	// Sessions, when set, is a host folder bound at the agent's session folder, so the
 	// session outlives the room (for resumes, trails and tails).
 	Sessions string
@@ -287,6 +292,8 @@ type RoomSetup struct {
 	// ModelHosts are the allowed hosts serving the model's API, which a metered room's
 	// proxy reads (see interceptRoom).
 	ModelHosts []string
+	// Logins are the login copies the room holds, with the keys of the login each keeps.
+	Logins []agent.Login
 }
 
 // twin describes how a twin differs from the clean room: a planted home bound at its own
