@@ -65,9 +65,9 @@ type walker struct {
 	secrets  int // secret files met, reported or not
 	// unentered are the folders the room's user owns that the walk could not open or list.
 	unentered []string
-	n        int
-	stopped  string
-	buf      []byte
+	n         int
+	stopped   string
+	buf       []byte
 }
 
 // dirent is one record of a folder listing.
