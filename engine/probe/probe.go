@@ -509,6 +509,13 @@ func realTwin(ctx context.Context, p Plan, operator subject, files []agent.Sourc
 		if err != nil {
 			continue
 		}
+		if declaresMCP(operator.sources, src.Path) {
+			// The servers keep their names; each command is tare's canary, never theirs. A
+			// config that cannot be rewritten is not copied.
+			if data, _, err = stubMCP(src.Path, data); err != nil {
+				continue
+			}
+		}
 		dst := filepath.Join(dir, src.Path)
 		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 			return nil, err
@@ -530,8 +537,9 @@ func realTwin(ctx context.Context, p Plan, operator subject, files []agent.Sourc
 		show: func(path string) string { return tilde(strings.TrimPrefix(path, dir)) },
 	}
 	// The copy is the operator's: its twin gets a room like the clean one (its own network,
-	// out only to the model server), and the agent starts with its hooks and helpers off, so
-	// a probe never runs the operator's code with their reach.
+	// out only to the model server), the agent starts with its hooks and helpers off, and
+	// each MCP server is tare's canary under the server's name: a probe runs none of the
+	// operator's code.
 	tw := &twin{home: home, cwd: proj, binds: []string{dir}}
 	q := p
 	q.Workspace, q.ReadOnly, q.HostNet, q.Inert = proj, false, false, true
@@ -549,6 +557,12 @@ func realTwin(ctx context.Context, p Plan, operator subject, files []agent.Sourc
 	}
 	sortLeaks(kept)
 	return kept, nil
+}
+
+// declaresMCP reports whether the file at path is one of sources declaring MCP servers
+// (~/.claude.json is also the account email's source).
+func declaresMCP(sources []agent.Source, path string) bool {
+	return slices.ContainsFunc(sources, func(s agent.Source) bool { return s.Path == path && s.Kind == agent.KindMCP })
 }
 
 // writeRequests writes each request as the model server recorded it, one JSON object a line.
