@@ -26,11 +26,12 @@ type loginShape map[string]loginShape
 var leaf loginShape
 
 // Login is a login copy a room holds, for the probe to read back: the room path of the file,
-// its host source, the keys of the one login kept (dotted paths of the fields) and the
-// reading's declared line naming them.
+// its host source, which login it is (What: "claudeAiOauth", pi's provider entry), the keys
+// of that login kept (dotted paths of the fields) and the reading's declared line naming them.
 type Login struct {
 	Path   string
 	Source string
+	What   string
 	Keys   []string
 	Line   string
 }
@@ -84,7 +85,7 @@ func loginCopy(name, hostHome string, spec loginSpec) (File, string, Login, erro
 		return File{}, "", Login{}, fmt.Errorf("%s: login copy: %w", name, err)
 	}
 	line := fmt.Sprintf("login copy: %s (0600), only %s: %s", tilde(spec.rel), what, strings.Join(keys, ", "))
-	return File{Path: inRoom(spec.rel), Data: out, Mode: 0o600}, line, Login{Path: inRoom(spec.rel), Source: src, Keys: keys, Line: line}, nil
+	return File{Path: inRoom(spec.rel), Data: out, Mode: 0o600}, line, Login{Path: inRoom(spec.rel), Source: src, What: what, Keys: keys, Line: line}, nil
 }
 
 // keepShape is the part of doc that shape names; nil for none.
@@ -170,13 +171,18 @@ var claudeLoginSpec = loginSpec{
 }
 
 // piLoginSpec keeps the entry of provider in pi's auth.json: an API key or an OAuth login,
-// the fields pi 0.73 writes (accountId: a ChatGPT login's).
+// the fields pi 0.73 writes (accountId: a ChatGPT login's). For openai, a ChatGPT
+// subscription login (openai-codex) is taken where the file has one.
 func piLoginSpec(provider string) loginSpec {
 	return loginSpec{
 		rel: piLogin, fix: "log in on the host with `pi` then /login (provider " + provider + "), or give an API key",
-		pick: func(map[string]any) (loginShape, string, []string) {
-			return loginShape{provider: {"type": leaf, "key": leaf, "access": leaf, "refresh": leaf, "expires": leaf, "accountId": leaf}},
-				provider, []string{provider + ".key", provider + ".access", provider + ".refresh"}
+		pick: func(doc map[string]any) (loginShape, string, []string) {
+			entry := provider
+			if _, ok := doc["openai-codex"].(map[string]any); ok && provider == "openai" {
+				entry = "openai-codex"
+			}
+			return loginShape{entry: {"type": leaf, "key": leaf, "access": leaf, "refresh": leaf, "expires": leaf, "accountId": leaf}},
+				entry, []string{entry + ".key", entry + ".access", entry + ".refresh"}
 		},
 	}
 }

@@ -489,3 +489,24 @@ func TestInertRoomRunsNoneOfTheBasesCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestRoomLoginPiChatGPT: pi on OpenAI with a ChatGPT subscription login in auth.json gets
+// that entry alone (not the OpenAI key beside it, nor the Anthropic login), and the proxy
+// lets through ChatGPT's hosts.
+func TestRoomLoginPiChatGPT(t *testing.T) {
+	host := t.TempDir()
+	p := filepath.Join(host, piLogin)
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	os.WriteFile(p, []byte(`{"openai":{"type":"api_key","key":"sk-other"},"openai-codex":{"type":"oauth","access":"a","refresh":"r","expires":1,"accountId":"acc"},
+		"anthropic":{"type":"api_key","key":"sk-ant-other"}}`), 0o600)
+	s, err := NewPi(OpenAIResponses).Room(RoomOptions{HostHome: host, Login: true, Proxy: "http://127.0.0.1:3128"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	json.Unmarshal(fileAt(t, s, "/home/agent/"+piLogin).Data, &doc)
+	want := "openai-codex.access openai-codex.accountId openai-codex.expires openai-codex.refresh openai-codex.type"
+	if got := strings.Join(LoginKeys(doc), " "); got != want || !slices.Contains(s.Allow, "chatgpt.com:443") {
+		t.Errorf("pi on OpenAI with a ChatGPT login: copy keys %q (want %q), allow %v", got, want, s.Allow)
+	}
+}
