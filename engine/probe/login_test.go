@@ -132,3 +132,57 @@ func TestProbeOfAShutFolderIsBlind(t *testing.T) {
 		t.Fatalf("reading %q of a project with a shut folder, want blind naming it\n%s", r.Verdict(), r.Render())
 	}
 }
+
+// TestAnUnenteredFolderIsBlindNotClean: a walk that could not enter folders the agent can
+// open up reads blind for host files and secrets, naming each folder by its host path and
+// counting those beyond the list, never 0.00.
+func TestAnUnenteredFolderIsBlindNotClean(t *testing.T) {
+	r := &Reading{Agent: "pi", ControlSaw: map[string]string{}}
+	s := subject{project: "/src/proj", show: tilde}
+	markBlind(r, roomSightOf(&sandbox.View{Unentered: []string{sandbox.WorkDir + "/locked"}, UnenteredMore: 3}), s)
+	if r.Zero() || !slices.Equal(r.Blind, []string{DetHostFiles, DetSecrets}) {
+		t.Fatalf("verdict %q, blind %v after a walk that could not enter /work/locked", r.Verdict(), r.Blind)
+	}
+	text := r.Render()
+	for _, want := range []string{
+		"blind     host files    /src/proj/locked: the walk could not enter /work/locked, which the agent owns",
+		"blind     secrets       the clean room's walk: the walk could not enter 3 more folders",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("reading lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// TestStubMCPKeepsNamesNotCommands: the twin's copy of each MCP config names the same
+// servers, wherever the file declares them, each tare's canary; nothing of the operator's
+// commands, URLs, env or headers is left.
+func TestStubMCPKeepsNamesNotCommands(t *testing.T) {
+	for _, c := range []struct {
+		path, data string
+		names      []string
+	}{
+		{"/h/.claude.json", `{"mcpServers":{"a":{"command":"/opbin/run-a","env":{"TOKEN":"op-secret"}}},
+			"projects":{"/p":{"mcpServers":{"b":{"type":"http","url":"https://op.example/mcp","headers":{"Authorization":"op-secret"}}}}},"oauthAccount":{"emailAddress":"me@x"}}`,
+			[]string{"a", "b"}},
+		{"/h/.gemini/settings.json", `{"mcpServers":{"g":{"command":"python3","args":["/opbin/server.py"],"cwd":"/opbin"}}}`, []string{"g"}},
+		{"/h/.codex/config.toml", "model = \"m\"\n[mcp_servers.c]\ncommand = \"/opbin/run-c\"\n[mcp_servers.c.env]\nTOKEN = \"op-secret\"\n[profiles.p.mcp_servers.d]\nurl = \"https://op.example\"\n",
+			[]string{"c", "d"}},
+	} {
+		out, names, err := stubMCP(c.path, []byte(c.data))
+		if err != nil {
+			t.Fatalf("%s: %v", c.path, err)
+		}
+		if !slices.Equal(names, c.names) || strings.Contains(string(out), "/opbin") || strings.Contains(string(out), "op-secret") || strings.Contains(string(out), "op.example") {
+			t.Errorf("%s: servers %v (want %v), copy:\n%s", c.path, names, c.names, out)
+		}
+		for _, n := range c.names {
+			if !strings.Contains(string(out), "mcp-canary") || !strings.Contains(string(out), `"`+n+`"`) {
+				t.Errorf("%s: server %s is not tare's canary under its name:\n%s", c.path, n, out)
+			}
+		}
+	}
+	if _, _, err := stubMCP("/h/.claude.json", []byte("{")); err == nil {
+		t.Error("a config that is not JSON was rewritten")
+	}
+}
