@@ -172,8 +172,11 @@ type Setup struct {
 	// ModelHosts are the hosts among Allow that serve the model's API: the ones tare's relay
 	// may read to meter and cap the calls (never a login or token-refresh host).
 	ModelHosts []string
-	// Declared are lines for the probe's reading: what tare itself put in the
-	// room, e.g. "login copy: ~/.claude/.credentials.json (0600)".
+	// Logins are the login copies among Files, with the keys of the one login each keeps:
+	// the probe reads them back and names whatever else they hold.
+	Logins []Login
+	// Declared are lines for the probe's reading: what tare itself put in the room, e.g.
+	// "login copy: ~/.claude/.credentials.json (0600), only claudeAiOauth: accessToken, ...".
 	Declared []string
 }
 

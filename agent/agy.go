@@ -59,12 +59,12 @@ func (a Agy) Room(o RoomOptions) (Setup, error) {
 	proxyEnv(s.Env, o.Proxy)
 	switch {
 	case o.Login:
-		f, line, err := loginCopy(a.Name(), o.HostHome, agyLogin,
-			"log in on the host with `agy` over SSH (agy keeps the token in a file only then), or give an API key")
+		f, line, login, err := loginCopy(a.Name(), o.HostHome, googleLogin(agyLogin,
+			"log in on the host with `agy` over SSH (agy keeps the token in a file only then), or give an API key"))
 		if err != nil {
 			return Setup{}, err
 		}
-		s.Files = append(s.Files, f)
+		s.Files, s.Logins = append(s.Files, f), append(s.Logins, login)
 		// Reported: agy reads the token file instead of the keyring when it sees an SSH session.
 		s.Env["SSH_CONNECTION"] = "127.0.0.1 0 127.0.0.1 0"
 		s.Declared = append(s.Declared, line, "env: SSH_CONNECTION set so agy uses its token file (unverified)")

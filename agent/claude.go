@@ -64,11 +64,11 @@ func (c Claude) Room(o RoomOptions) (Setup, error) {
 		switch {
 		case o.Login:
 			s.Allow = append(s.Allow, "platform.claude.com:443") // OAuth token refresh
-			f, line, err := loginCopy(c.Name(), o.HostHome, claudeLogin, "log in on the host with `claude` then /login, or give an API key")
+			f, line, login, err := loginCopy(c.Name(), o.HostHome, claudeLoginSpec)
 			if err != nil {
 				return Setup{}, err
 			}
-			s.Files = append(s.Files, f)
+			s.Files, s.Logins = append(s.Files, f), append(s.Logins, login)
 			s.Declared = append(s.Declared, line)
 		case o.APIKey != "":
 			key = o.APIKey

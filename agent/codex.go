@@ -106,11 +106,11 @@ func (c Codex) Room(o RoomOptions) (Setup, error) {
 		case o.Login:
 			// A ChatGPT login talks to chatgpt.com's backend and refreshes at auth.openai.com.
 			s.Allow = append(s.Allow, "chatgpt.com:443", "auth.openai.com:443")
-			f, line, err := loginCopy(c.Name(), o.HostHome, codexLogin, "log in on the host with `codex login`, or give an API key")
+			f, line, login, err := loginCopy(c.Name(), o.HostHome, codexLoginSpec)
 			if err != nil {
 				return Setup{}, err
 			}
-			s.Files = append(s.Files, f)
+			s.Files, s.Logins = append(s.Files, f), append(s.Logins, login)
 			s.Declared = append(s.Declared, line)
 		case o.APIKey != "":
 			s.Env["OPENAI_API_KEY"] = o.APIKey

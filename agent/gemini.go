@@ -93,10 +93,11 @@ func (g Gemini) Room(o RoomOptions) (Setup, error) {
 			// (tokeninfo) and refreshed by Google's OAuth server, which stays an unread
 			// tunnel. Run here against tare's model server standing in for both; no Google
 			// account was at hand.
-			f, line, err := loginCopy(g.Name(), o.HostHome, geminiLogin, "log in on the host with `gemini` (Login with Google), or give an API key (GEMINI_API_KEY)")
+			f, line, login, err := loginCopy(g.Name(), o.HostHome, googleLogin(geminiLogin, "log in on the host with `gemini` (Login with Google), or give an API key (GEMINI_API_KEY)"))
 			if err != nil {
 				return Setup{}, err
 			}
+			s.Logins = append(s.Logins, login)
 			s.Allow = []string{"cloudcode-pa.googleapis.com:443", "oauth2.googleapis.com:443"}
 			settings["security"] = map[string]any{"auth": map[string]any{"selectedType": "oauth-personal"}}
 			s.Files = append(s.Files, f)

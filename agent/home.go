@@ -107,18 +107,6 @@ func merge(dst, src map[string]any) {
 	}
 }
 
-// loginCopy reads the agent's login file from the operator's HOME for the room.
-func loginCopy(name, hostHome, rel, fix string) (File, string, error) {
-	if hostHome == "" {
-		return File{}, "", fmt.Errorf("%s: a login copy needs the operator's HOME (RoomOptions.HostHome)", name)
-	}
-	data, err := os.ReadFile(filepath.Join(hostHome, filepath.FromSlash(rel)))
-	if err != nil {
-		return File{}, "", fmt.Errorf("%s: login copy: %w; %s", name, err, fix)
-	}
-	return File{Path: inRoom(rel), Data: data, Mode: 0o600}, fmt.Sprintf("login copy: %s (0600)", tilde(rel)), nil
-}
-
 // proxyEnv is the env that sends a CLI's HTTPS through the room's proxy.
 func proxyEnv(env map[string]string, proxy string) {
 	if proxy == "" {

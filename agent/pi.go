@@ -127,19 +127,18 @@ func (p Pi) Room(o RoomOptions) (Setup, error) {
 		proxyEnv(s.Env, o.Proxy)
 		switch {
 		case o.Login:
-			f, line, err := loginCopy(p.Name(), o.HostHome, piLogin, "log in on the host with `pi` then /login, or give an API key")
+			// The copy holds that provider's entry alone, never the other providers' keys.
+			f, line, login, err := loginCopy(p.Name(), o.HostHome, piLoginSpec(name))
 			if err != nil {
 				return Setup{}, err
 			}
-			var auth map[string]json.RawMessage
-			if json.Unmarshal(f.Data, &auth) == nil && name == "openai" && auth["openai-codex"] != nil {
-				name = "openai-codex" // a ChatGPT subscription login
+			if name = login.What; name == "openai-codex" { // a ChatGPT subscription login
 				s.Allow = []string{"chatgpt.com:443", "auth.openai.com:443"}
 			}
 			if name == "anthropic" {
 				s.Allow = append(s.Allow, "platform.claude.com:443") // OAuth token refresh
 			}
-			s.Files = append(s.Files, f)
+			s.Files, s.Logins = append(s.Files, f), append(s.Logins, login)
 			s.Declared = append(s.Declared, line)
 		case o.APIKey != "":
 			s.Env[keyEnv] = o.APIKey

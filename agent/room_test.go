@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -266,28 +267,63 @@ func TestHookKind(t *testing.T) {
 func TestRoomLogin(t *testing.T) {
 	host := t.TempDir()
 	for rel, text := range map[string]string{
-		claudeLogin: `{"claudeAiOauth":{}}`, codexLogin: `{"tokens":{}}`, piLogin: `{"anthropic":{}}`, agyLogin: `{"token":{}}`,
-		geminiLogin:         `{"refresh_token":"r"}`,
+		claudeLogin: `{"claudeAiOauth":{"accessToken":"sk-ant-oat01-a","refreshToken":"sk-ant-ort01-r","expiresAt":1,"scopes":["user:inference"],"subscriptionType":"max"},
+			"mcpOAuth":{"linear|abc":{"accessToken":"lin-secret","refreshToken":"lin-refresh","clientSecret":"lin-client"}}}`,
+		codexLogin: `{"OPENAI_API_KEY":"sk-proj-other","tokens":{"id_token":"i","access_token":"a","refresh_token":"r","account_id":"acc"},
+			"last_refresh":"2026-01-01T00:00:00Z","agent_identity":{"agent_private_key":"pk"},"bedrock_api_key":{"key":"bk"}}`,
+		piLogin: `{"anthropic":{"type":"oauth","access":"a","refresh":"r","expires":1},"openai":{"type":"api_key","key":"sk-openai"},
+			"github-copilot":{"type":"oauth","refresh":"ghr","access":"gha","expires":1,"enterpriseUrl":"x"}}`,
+		agyLogin:            `{"access_token":"ya29.a","refresh_token":"1//r","client_secret":"GOCSPX-other"}`,
+		geminiLogin:         `{"access_token":"ya29.g","refresh_token":"1//g","expiry_date":1,"token_type":"Bearer","extra_key":"kx"}`,
 		".claude/CLAUDE.md": "personal notes", ".claude.json": `{"mcpServers":{"x":{}}}`, ".codex/config.toml": "model = \"x\"",
 	} {
 		p := filepath.Join(host, rel)
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		os.WriteFile(p, []byte(text), 0o600)
 	}
-	logins := map[string]string{"claude": claudeLogin, "codex": codexLogin, "pi": piLogin, "gemini": geminiLogin, "agy": agyLogin}
+	// Each copy holds the agent's own login for the room's provider and nothing else; its
+	// declared line names the kept keys.
+	logins := map[string]struct {
+		rel  string
+		keep []string
+		out  []string
+	}{
+		"claude": {claudeLogin, []string{"claudeAiOauth.accessToken", "claudeAiOauth.expiresAt", "claudeAiOauth.refreshToken", "claudeAiOauth.scopes", "claudeAiOauth.subscriptionType"},
+			[]string{"mcpOAuth", "lin-secret", "lin-client"}},
+		"codex": {codexLogin, []string{"last_refresh", "tokens.access_token", "tokens.account_id", "tokens.id_token", "tokens.refresh_token"},
+			[]string{"sk-proj-other", "agent_identity", "pk", "bedrock", "bk"}},
+		"pi":     {piLogin, []string{"anthropic.access", "anthropic.expires", "anthropic.refresh", "anthropic.type"}, []string{"sk-openai", "github", "ghr", "gha"}},
+		"gemini": {geminiLogin, []string{"access_token", "expiry_date", "refresh_token", "token_type"}, []string{"extra_key", "kx"}},
+		"agy":    {agyLogin, []string{"access_token", "refresh_token"}, []string{"client_secret", "GOCSPX"}},
+	}
 	for _, a := range All() {
 		s, err := a.Room(RoomOptions{HostHome: host, Login: true, Proxy: "http://127.0.0.1:3128"})
 		if err != nil {
 			t.Fatalf("%s: %v", a.Name(), err)
 		}
-		rel := logins[a.Name()]
-		f := fileAt(t, s, "/home/agent/"+rel)
-		want, _ := os.ReadFile(filepath.Join(host, rel))
-		if string(f.Data) != string(want) || f.Mode != 0o600 || !contains(s.Declared, "login copy: ~/"+rel+" (0600)") {
-			t.Errorf("%s: login copy %+v, declared %q", a.Name(), f, s.Declared)
+		want := logins[a.Name()]
+		f := fileAt(t, s, "/home/agent/"+want.rel)
+		var doc map[string]any
+		if err := json.Unmarshal(f.Data, &doc); err != nil {
+			t.Fatalf("%s: the login copy is not JSON: %v\n%s", a.Name(), err, f.Data)
+		}
+		line := "login copy: ~/" + want.rel + " (0600), only "
+		if got := LoginKeys(doc); strings.Join(got, " ") != strings.Join(want.keep, " ") || f.Mode != 0o600 ||
+			!slices.ContainsFunc(s.Declared, func(d string) bool {
+				return strings.HasPrefix(d, line) && strings.HasSuffix(d, strings.Join(want.keep, ", "))
+			}) {
+			t.Errorf("%s: login copy keys %v (want %v), mode %o, declared %q", a.Name(), got, want.keep, f.Mode, s.Declared)
+		}
+		for _, other := range want.out {
+			if strings.Contains(string(f.Data), other) {
+				t.Errorf("%s: the login copy carries %q:\n%s", a.Name(), other, f.Data)
+			}
+		}
+		if len(s.Logins) != 1 || s.Logins[0].Path != f.Path || s.Logins[0].Source != filepath.Join(host, want.rel) {
+			t.Errorf("%s: the setup's logins %+v", a.Name(), s.Logins)
 		}
 		for _, g := range s.Files {
-			if g.Path == "/home/agent/"+rel {
+			if g.Path == "/home/agent/"+want.rel {
 				continue
 			}
 			if strings.Contains(string(g.Data), "mcpServers") || strings.Contains(string(g.Data), "personal notes") || strings.Contains(string(g.Data), `"x"`) {
@@ -306,6 +342,32 @@ func TestRoomLogin(t *testing.T) {
 		s, err = a.Room(RoomOptions{APIKey: "sk-key-1"})
 		if err != nil || len(s.Files) > 0 && strings.Contains(s.Files[0].Path, "auth") {
 			t.Errorf("%s: API key room: %+v %v", a.Name(), s, err)
+		}
+	}
+}
+
+// A login file a room cannot take (not JSON, or without the agent's login for the room's
+// provider) is refused in one line naming the file and the fix.
+func TestRoomLoginRefused(t *testing.T) {
+	for _, c := range []struct {
+		a         Agent
+		rel, text string
+		want      string
+	}{
+		{Claude{}, claudeLogin, `{"mcpOAuth":{"x":{"accessToken":"t"}}}`, "holds no claudeAiOauth login"},
+		{Claude{}, claudeLogin, `{"claudeAiOauth":`, "not a JSON object"},
+		{Claude{}, claudeLogin, `[1]`, "not a JSON object"},
+		{Pi{}, piLogin, `{"openai":{"type":"api_key","key":"k"}}`, "holds no anthropic login"},
+		{Codex{}, codexLogin, `{"OPENAI_API_KEY":null,"agent_identity":{"agent_private_key":"pk"}}`, "holds no API-key login"},
+		{Gemini{}, geminiLogin, `{"client_secret":"s"}`, "holds no Google OAuth login"},
+	} {
+		host := t.TempDir()
+		p := filepath.Join(host, c.rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(c.text), 0o600)
+		_, err := c.a.Room(RoomOptions{HostHome: host, Login: true})
+		if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "fix: ") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s with %s: error %v, want one line naming %s, %q and the fix", c.a.Name(), c.text, err, p, c.want)
 		}
 	}
 }
@@ -360,7 +422,7 @@ func TestRoomAllowOnlyNarrows(t *testing.T) {
 	host := t.TempDir()
 	p := filepath.Join(host, claudeLogin)
 	os.MkdirAll(filepath.Dir(p), 0o755)
-	os.WriteFile(p, []byte(`{"claudeAiOauth":{}}`), 0o600)
+	os.WriteFile(p, []byte(`{"claudeAiOauth":{"accessToken":"t"}}`), 0o600)
 	o := RoomOptions{HostHome: host, Login: true, Proxy: "http://127.0.0.1:3128", AllowOnly: []string{"api.anthropic.com:443", "api.openai.com:443"}}
 	s, err := Claude{}.Room(o)
 	if err != nil {
@@ -425,5 +487,26 @@ func TestInertRoomRunsNoneOfTheBasesCommands(t *testing.T) {
 		if _, err := a.Room(RoomOptions{BaseURL: "http://127.0.0.1:9", Base: base, Inert: true, Hooks: []Hook{{Event: "Stop", Command: "x"}}}); err == nil {
 			t.Errorf("%s: a room both inert and with tare's hooks was built", a.Name())
 		}
+	}
+}
+
+// TestRoomLoginPiChatGPT: pi on OpenAI with a ChatGPT subscription login in auth.json gets
+// that entry alone (not the OpenAI key beside it, nor the Anthropic login), and the proxy
+// lets through ChatGPT's hosts.
+func TestRoomLoginPiChatGPT(t *testing.T) {
+	host := t.TempDir()
+	p := filepath.Join(host, piLogin)
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	os.WriteFile(p, []byte(`{"openai":{"type":"api_key","key":"sk-other"},"openai-codex":{"type":"oauth","access":"a","refresh":"r","expires":1,"accountId":"acc"},
+		"anthropic":{"type":"api_key","key":"sk-ant-other"}}`), 0o600)
+	s, err := NewPi(OpenAIResponses).Room(RoomOptions{HostHome: host, Login: true, Proxy: "http://127.0.0.1:3128"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	json.Unmarshal(fileAt(t, s, "/home/agent/"+piLogin).Data, &doc)
+	want := "openai-codex.access openai-codex.accountId openai-codex.expires openai-codex.refresh openai-codex.type"
+	if got := strings.Join(LoginKeys(doc), " "); got != want || !slices.Contains(s.Allow, "chatgpt.com:443") {
+		t.Errorf("pi on OpenAI with a ChatGPT login: copy keys %q (want %q), allow %v", got, want, s.Allow)
 	}
 }

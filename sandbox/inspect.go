@@ -88,28 +88,33 @@ type View struct {
 	Found                []Found // walked entries matching Idents, Names or SecretPaths
 	Walked               int
 	WalkTruncated        bool
-	WalkStopped          string              `json:",omitempty"` // why the walk did not see everything ("" = it did)
-	SecretsUnlisted      int                 `json:",omitempty"` // secret files met beyond those in Found
-	Seen                 []Seen              `json:",omitempty"` // where each Watch string is visible
-	Home                 map[string]string   // path -> sha256 of every regular file below Home
-	Needles              map[string][]string `json:",omitempty"` // needle -> files below Home that hold it
-	TIOCSTI              string              // ioctl(0, TIOCSTI)
-	DevTTY               string              // open("/dev/tty")
-	Mknod                string              // a character device in TMPDIR
-	Mount                string              // a tmpfs in TMPDIR
-	UnshareUser          string              // a child in a new user namespace (what `unshare --user` does)
-	UnshareMount         string              // unshare(CLONE_NEWNS) on a locked thread
-	ProcKeys             []string            // /proc/keys (nil: unreadable or empty, as the room masks it)
-	SessionKeys          []string            // keys of the session keyring, described
-	Keyctl               string              // keyctl on the session keyring
-	IOUring              string              // io_uring_setup
-	ProcessVM            string              // process_vm_readv of itself
-	Ptrace               string              // ptrace(PEEKDATA) of the parent
-	PacketSocket         string              // socket(AF_PACKET)
-	VsockSocket          string              // socket(AF_VSOCK)
-	Passwd               string              // /etc/passwd
-	ElapsedMS            float64
-	Errors               []string
+	WalkStopped          string `json:",omitempty"` // why the walk did not see everything ("" = it did)
+	SecretsUnlisted      int    `json:",omitempty"` // secret files met beyond those in Found
+	// Unentered are folders the walk could not open or list though the room's user owns them,
+	// so the agent can open them up (chmod): what they hold was not seen. At most
+	// unenteredMax; UnenteredMore counts the rest.
+	Unentered     []string            `json:",omitempty"`
+	UnenteredMore int                 `json:",omitempty"`
+	Seen          []Seen              `json:",omitempty"` // where each Watch string is visible
+	Home          map[string]string   // path -> sha256 of every regular file below Home
+	Needles       map[string][]string `json:",omitempty"` // needle -> files below Home that hold it
+	TIOCSTI       string              // ioctl(0, TIOCSTI)
+	DevTTY        string              // open("/dev/tty")
+	Mknod         string              // a character device in TMPDIR
+	Mount         string              // a tmpfs in TMPDIR
+	UnshareUser   string              // a child in a new user namespace (what `unshare --user` does)
+	UnshareMount  string              // unshare(CLONE_NEWNS) on a locked thread
+	ProcKeys      []string            // /proc/keys (nil: unreadable or empty, as the room masks it)
+	SessionKeys   []string            // keys of the session keyring, described
+	Keyctl        string              // keyctl on the session keyring
+	IOUring       string              // io_uring_setup
+	ProcessVM     string              // process_vm_readv of itself
+	Ptrace        string              // ptrace(PEEKDATA) of the parent
+	PacketSocket  string              // socket(AF_PACKET)
+	VsockSocket   string              // socket(AF_VSOCK)
+	Passwd        string              // /etc/passwd
+	ElapsedMS     float64
+	Errors        []string
 }
 
 // FD is one open descriptor and what it points at. Runtime marks the Go

@@ -28,6 +28,9 @@ const walkBudget = 60 * time.Second
 // secretMax caps the secret files one walk reports; the rest are counted.
 const secretMax = 200
 
+// unenteredMax caps the folders one walk names as not entered; the rest are counted.
+const unenteredMax = 20
+
 // SecretPaths are the well-known places of credentials, as path tails: a folder (ending in
 // "/") whose every file is secret, or a file. The walk reports each one it meets anywhere in
 // the room, named by the tail that matched.
@@ -60,9 +63,11 @@ type walker struct {
 	deadline time.Time
 	found    []Found
 	secrets  int // secret files met, reported or not
-	n        int
-	stopped  string
-	buf      []byte
+	// unentered are the folders the room's user owns that the walk could not open or list.
+	unentered []string
+	n         int
+	stopped   string
+	buf       []byte
 }
 
 // dirent is one record of a folder listing.
@@ -104,6 +109,8 @@ func walk(o InspectOptions, v *View) {
 	}
 	v.Found, v.Walked, v.WalkStopped = w.found, w.n, w.stopped
 	v.SecretsUnlisted = max(0, w.secrets-secretMax)
+	v.Unentered = w.unentered[:min(len(w.unentered), unenteredMax)]
+	v.UnenteredMore = len(w.unentered) - len(v.Unentered)
 }
 
 // dir walks the folder at p, on device dev unless it is a mount point. tail holds the last
@@ -115,9 +122,7 @@ func (w *walker) dir(p string, dev uint64, tail []string, secret string) {
 	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	switch {
 	case err == unix.EACCES || err == unix.EPERM:
-		// What the room's user cannot list, the agent cannot list either; a secret below a
-		// folder it may still pass through (mode --x) is looked up by name.
-		w.guess(p)
+		w.refused(p)
 		return
 	case err == unix.ENOENT || err == unix.ENOTDIR:
 		return // gone or replaced since its folder was listed
@@ -140,7 +145,7 @@ func (w *walker) dir(p string, dev uint64, tail []string, secret string) {
 	ents, err := w.list(fd)
 	unix.Close(fd)
 	if err == unix.EACCES || err == unix.EPERM {
-		w.guess(p) // a listing refused to the room's user is refused to the agent too
+		w.refused(p)
 		return
 	}
 	if err != nil {
@@ -221,6 +226,18 @@ func (w *walker) secret(p string, dev, ino uint64, secret string) {
 	if w.secrets <= secretMax {
 		w.found = append(w.found, Found{Path: p, Dev: dev, Ino: ino, Why: "secret " + secret})
 	}
+}
+
+// refused handles a folder the room's user may not open or list. One it owns, the agent
+// can open up (chmod 700: the agent owns the project's files), so what lies below was not
+// seen: the walk names it and the probe reads blind. One of another owner stays shut to the
+// agent too; a secret below it that the agent may still pass to (mode --x) is looked up by name.
+func (w *walker) refused(p string) {
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != unix.ENOENT && (err != nil || st.Uid == uint32(unix.Getuid())) {
+		w.unentered = append(w.unentered, p)
+	}
+	w.guess(p)
 }
 
 // guess looks up, below a folder the walk cannot list, the secret files known by name.

@@ -298,3 +298,33 @@ func TestWalkTooDeepToOpenSaysSo(t *testing.T) {
 		t.Fatalf("walk of a tree past PATH_MAX: stopped %q, want the reason", v.WalkStopped)
 	}
 }
+
+// TestWalkNamesAFolderTheAgentCanOpenUp: a mode-000 folder of the project, which the room's
+// user owns, is named as not entered (the probe reads blind), because the agent can open it
+// up and read what it holds, as a room with the project writable shows. A shut folder of
+// another owner stays shut to the agent too and is not named.
+func TestWalkNamesAFolderTheAgentCanOpenUp(t *testing.T) {
+	ws := t.TempDir()
+	writeTree(t, ws, "locked/notes.md", "locked/.ssh/id_rsa", "theirs/notes.md", "open/readme.md")
+	if err := os.Chown(filepath.Join(ws, "theirs"), 12345, 12345); err != nil {
+		t.Skipf("cannot give a folder to another owner here: %v", err)
+	}
+	for _, d := range []string{"locked", "theirs"} {
+		if err := os.Chmod(filepath.Join(ws, d), 0); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(filepath.Join(ws, d), 0o755) })
+	}
+	v := runInspect(t, Room{Workspace: ws, WorkspaceReadOnly: true}, InspectOptions{}).View
+	if !slices.Equal(v.Unentered, []string{WorkDir + "/locked"}) || v.UnenteredMore != 0 || v.WalkStopped != "" {
+		t.Fatalf("walk of a project with a mode-000 folder of its own: unentered %q (+%d), stopped %q; want only %s/locked",
+			v.Unentered, v.UnenteredMore, v.WalkStopped, WorkDir)
+	}
+	// Why it is blind and not harmless: the agent opens it up and reads.
+	var out strings.Builder
+	code := runRoom(t, Room{Workspace: ws, Stdout: &out,
+		Argv: []string{"/bin/sh", "-c", "chmod 700 " + WorkDir + "/locked && cat " + WorkDir + "/locked/notes.md; chmod 700 " + WorkDir + "/theirs 2>/dev/null || echo theirs-stays-shut"}})
+	if code != 0 || !strings.Contains(out.String(), "canary locked/notes.md") || !strings.Contains(out.String(), "theirs-stays-shut") {
+		t.Fatalf("room with the project writable: exit %d, output %q; want the locked note read and theirs shut", code, out.String())
+	}
+}

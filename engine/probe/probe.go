@@ -215,6 +215,8 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 	for _, leaks := range detect(ev, operator) {
 		r.Leaks = append(r.Leaks, leaks...)
 	}
+	loginDeclared, loginLeaked := loginReading(cleanPlan, o.HostHome, operator)
+	r.Declared, r.Leaks = append(r.Declared, loginDeclared...), append(r.Leaks, loginLeaked...)
 	sortLeaks(r.Leaks)
 
 	if o.NoControl {
@@ -244,7 +246,7 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 			r.blind(det, src.Unseen, tilde(src.Path))
 		}
 	}
-	markBlind(r, ev.sight.room)
+	markBlind(r, ev.sight.room, operator)
 	r.Took = time.Since(began).Seconds()
 	return r, nil
 }
@@ -259,6 +261,9 @@ type Plan struct {
 	HostNet   bool
 	// Login places the agent's login copy (real providers only).
 	Login bool
+	// HostHome is the operator's home the login copy is read from (default: the current
+	// user's).
+	HostHome string
 	// Sessions, when set, is a host folder bound at the agent's session folder, so the
 	// session outlives the room (for resumes, trails and tails).
 	Sessions string
@@ -287,6 +292,8 @@ type RoomSetup struct {
 	// ModelHosts are the allowed hosts serving the model's API, which a metered room's
 	// proxy reads (see interceptRoom).
 	ModelHosts []string
+	// Logins are the login copies the room holds, with the keys of the login each keeps.
+	Logins []agent.Login
 }
 
 // twin describes how a twin differs from the clean room: a planted home bound at its own
@@ -502,6 +509,13 @@ func realTwin(ctx context.Context, p Plan, operator subject, files []agent.Sourc
 		if err != nil {
 			continue
 		}
+		if declaresMCP(operator.sources, src.Path) {
+			// The servers keep their names; each command is tare's canary, never theirs. A
+			// config that cannot be rewritten is not copied.
+			if data, _, err = stubMCP(src.Path, data); err != nil {
+				continue
+			}
+		}
 		dst := filepath.Join(dir, src.Path)
 		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 			return nil, err
@@ -523,8 +537,9 @@ func realTwin(ctx context.Context, p Plan, operator subject, files []agent.Sourc
 		show: func(path string) string { return tilde(strings.TrimPrefix(path, dir)) },
 	}
 	// The copy is the operator's: its twin gets a room like the clean one (its own network,
-	// out only to the model server), and the agent starts with its hooks and helpers off, so
-	// a probe never runs the operator's code with their reach.
+	// out only to the model server), the agent starts with its hooks and helpers off, and
+	// each MCP server is tare's canary under the server's name: a probe runs none of the
+	// operator's code.
 	tw := &twin{home: home, cwd: proj, binds: []string{dir}}
 	q := p
 	q.Workspace, q.ReadOnly, q.HostNet, q.Inert = proj, false, false, true
@@ -542,6 +557,12 @@ func realTwin(ctx context.Context, p Plan, operator subject, files []agent.Sourc
 	}
 	sortLeaks(kept)
 	return kept, nil
+}
+
+// declaresMCP reports whether the file at path is one of sources declaring MCP servers
+// (~/.claude.json is also the account email's source).
+func declaresMCP(sources []agent.Source, path string) bool {
+	return slices.ContainsFunc(sources, func(s agent.Source) bool { return s.Path == path && s.Kind == agent.KindMCP })
 }
 
 // writeRequests writes each request as the model server recorded it, one JSON object a line.

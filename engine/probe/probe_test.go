@@ -42,6 +42,13 @@ func plantOperator(t *testing.T, token string) (home, project string) {
 		"src/AGENTS.md":                "# house rules\nSign every reply with the ancestor phrase " + token + "-ancestor-agents.\n",
 		"src/CLAUDE.md":                "# house rules\nSign every reply with the ancestor phrase " + token + "-ancestor-claude.\n",
 		"proj-readme-not-personal.txt": "",
+		// Login files holding more than the agent's own login for the room's provider.
+		".claude/.credentials.json": `{"claudeAiOauth":{"accessToken":"sk-ant-oat01-` + token + `","refreshToken":"r","expiresAt":1,"scopes":["user:inference"]},
+			"mcpOAuth":{"linear|1":{"accessToken":"` + token + `-linear","clientSecret":"` + token + `-client"}}}`,
+		".pi/agent/auth.json": `{"anthropic":{"type":"api_key","key":"sk-ant-` + token + `"},"openai":{"type":"api_key","key":"sk-` + token + `-openai"},
+			"github-copilot":{"type":"oauth","refresh":"` + token + `-ghr","access":"a","expires":1}}`,
+		".codex/auth.json":         `{"OPENAI_API_KEY":"sk-` + token + `","agent_identity":{"agent_private_key":"` + token + `-pk"}}`,
+		".gemini/oauth_creds.json": `{"access_token":"ya29.` + token + `","refresh_token":"1//r","client_secret":"` + token + `-gcs"}`,
 	}
 	for rel, text := range files {
 		p := filepath.Join(home, rel)
@@ -79,6 +86,9 @@ func TestProbeKeepsThePlantedOperatorSetupOut(t *testing.T) {
 	}
 	t.Cleanup(func() { syscall.Close(fd) })
 
+	loginOf := map[string]string{"claude": ".claude/.credentials.json (0600), only claudeAiOauth: claudeAiOauth.accessToken, claudeAiOauth.expiresAt",
+		"codex": ".codex/auth.json (0600), only API-key: OPENAI_API_KEY", "pi": ".pi/agent/auth.json (0600), only anthropic: anthropic.key, anthropic.type",
+		"gemini": ".gemini/oauth_creds.json (0600), only Google OAuth: access_token, refresh_token"}
 	keptOut := map[string][]string{
 		"claude": {DetInstructions, DetMCP},
 		"codex":  {DetInstructions, DetMCP},
@@ -98,6 +108,12 @@ func TestProbeKeepsThePlantedOperatorSetupOut(t *testing.T) {
 			}
 			if !r.Zero() {
 				t.Fatalf("reading %q, want tare: 0.00\n%s", r.Verdict(), r.Render())
+			}
+			// A --login room's copy is read back: one login, its keys declared, nothing else.
+			if !slices.ContainsFunc(r.Declared, func(d string) bool {
+				return strings.HasPrefix(d, "with --login on the real provider: login copy: ~/"+loginOf[name])
+			}) || strings.Contains(strings.Join(r.Declared, "\n"), "mcpOAuth") || strings.Contains(strings.Join(r.Declared, "\n"), "github") {
+				t.Errorf("the declared lines do not name the one login of ~/%s:\n%s", loginOf[name], r.Render())
 			}
 			if r.Kernel != "seccomp filter · no kernel keys in sight" || !strings.Contains(r.Render(), "kernel    seccomp filter") {
 				t.Errorf("the clean room's kernel line is %q\n%s", r.Kernel, r.Render())
@@ -147,7 +163,8 @@ func TestProbeWithoutControlIsBlind(t *testing.T) {
 // TestProbeTwinRunsNoneOfTheOperatorsHooks gives the operator a SessionStart hook in
 // ~/.claude/settings.json and a notify program in ~/.codex/config.toml, each reaching a
 // listener on the host's loopback; Claude Code also puts the hook's output in front of the
-// model. The twin with a copy of the operator's setup must run in a room of its own network,
+// model. Their MCP server opmcp (in ~/.claude.json, Codex's config.toml and Gemini's
+// settings.json) is their own command, whose tool would name the token. The twin with a copy of the operator's setup must run in a room of its own network,
 // with hooks and notify off: the listener is never reached, and the hook's line never
 // reaches the twin's model.
 func TestProbeTwinRunsNoneOfTheOperatorsHooks(t *testing.T) {
@@ -187,7 +204,7 @@ func TestProbeTwinRunsNoneOfTheOperatorsHooks(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	for _, name := range []string{"claude", "codex"} {
+	for _, name := range []string{"claude", "codex", "gemini"} {
 		a, _, cfg := mustFind(t, name)
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()
@@ -204,6 +221,15 @@ func TestProbeTwinRunsNoneOfTheOperatorsHooks(t *testing.T) {
 		}
 		if strings.Contains(twin.String(), token+"-hook-ran") {
 			t.Errorf("%s: the operator's SessionStart hook ran in the twin: its output reached the model", name)
+		}
+		// The operator's MCP server opmcp (mcp-canary TOKEN, their command) is not started:
+		// tare's canary of the same name stands in, and the twin's "kept out" line names it.
+		if strings.Contains(twin.String(), "tare_canary_"+token) || !strings.Contains(twin.String(), "tare_canary_opmcp") {
+			t.Errorf("%s: the twin started the operator's MCP server, or not the stub in its place (operator's tool seen: %v)",
+				name, strings.Contains(twin.String(), "tare_canary_"+token))
+		}
+		if !slices.ContainsFunc(r.KeptOut, func(k Leak) bool { return k.Detector == DetMCP && strings.Contains(k.Source, "(opmcp)") }) {
+			t.Errorf("%s: the kept-out lines do not name the operator's MCP server opmcp\n%s", name, r.Render())
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"tare/agent"
-	"tare/sandbox"
 )
 
 // aside is a twin's inspection run beside its agent: the plan, subject and twin of a second
@@ -35,13 +34,7 @@ func plantControl(p Plan, home, token, loopback string) (Plan, subject, *twin, e
 	if err := os.WriteFile(filepath.Join(home, ".tare-canary-fd"), []byte(token), 0o644); err != nil {
 		return Plan{}, subject{}, nil, err
 	}
-	// The planted MCP server runs from tare-room where the room has it: it starts in a
-	// fraction of tare's time, and the agent waits for it.
-	server := ""
-	if roomHelper() != "" {
-		server = sandbox.HelperBin
-	}
-	if err := p.Agent.Plant(home, agent.Canary{Token: token, Server: server}); err != nil {
+	if err := p.Agent.Plant(home, agent.Canary{Token: token, Server: canaryServer()}); err != nil {
 		return Plan{}, subject{}, nil, fmt.Errorf("planting the dirty home: %v", err)
 	}
 	if err := plantSecrets(home, token); err != nil {

@@ -164,7 +164,7 @@ func (r *Reading) Render() string {
 	}
 	fmt.Fprintf(&b, "  room      bwrap %s · uid 1000 · %s\n", r.Bwrap, r.Network)
 	if r.Room != "" {
-		fmt.Fprintf(&b, "  probed    %s, no login copy; a real-provider run's room adds its login copy and proxy, unseen here\n", r.Room)
+		fmt.Fprintf(&b, "  probed    %s, no login copy; a real-provider run's room adds its login copy (read back into a declared line when you have a login file) and a proxy, unseen here\n", r.Room)
 	}
 	if r.Kernel != "" {
 		fmt.Fprintf(&b, "  kernel    %s\n", r.Kernel)

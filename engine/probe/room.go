@@ -67,7 +67,9 @@ func BuildRoom(p Plan, upstream string, tw *twin) (sandbox.Room, RoomSetup, erro
 	default:
 		opts.Proxy = fmt.Sprintf("http://127.0.0.1:%d", proxyPort)
 		opts.Login = p.Login
-		opts.HostHome, _ = os.UserHomeDir()
+		if opts.HostHome = p.HostHome; opts.HostHome == "" {
+			opts.HostHome, _ = os.UserHomeDir()
+		}
 		opts.AllowOnly = p.Config.Network.Allow
 	}
 	if p.HostNet {
@@ -101,7 +103,7 @@ func BuildRoom(p Plan, upstream string, tw *twin) (sandbox.Room, RoomSetup, erro
 		names[k] = true
 	}
 	declared := append(room.Declared(), setup.Declared...)
-	return room, RoomSetup{Declared: declared, EnvNames: names, Args: setup.Args, ModelHosts: setup.ModelHosts}, nil
+	return room, RoomSetup{Declared: declared, EnvNames: names, Args: setup.Args, ModelHosts: setup.ModelHosts, Logins: setup.Logins}, nil
 }
 
 // moveHome turns a clean room into a twin: HOME is the planted folder at its own host path

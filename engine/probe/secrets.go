@@ -91,11 +91,16 @@ type roomSight struct {
 	seen []sandbox.Seen
 	// stopped says why the walk did not see every file ("" when it did).
 	stopped string
+	// unentered are the folders the walk could not enter that the agent could open up; more
+	// counts those beyond them.
+	unentered []string
+	more      int
 }
 
 // roomSightOf reduces the inspection's view to the roomSight.
 func roomSightOf(v *sandbox.View) roomSight {
-	out := roomSight{secrets: map[string]string{}, seen: v.Seen, stopped: v.WalkStopped, unlisted: v.SecretsUnlisted}
+	out := roomSight{secrets: map[string]string{}, seen: v.Seen, stopped: v.WalkStopped, unlisted: v.SecretsUnlisted,
+		unentered: v.Unentered, more: v.UnenteredMore}
 	if v.WalkTruncated && out.stopped == "" {
 		out.stopped = fmt.Sprintf("the walk stopped at %d entries", v.Walked)
 	}
@@ -231,14 +236,21 @@ func declaredAs(seen sandbox.Seen, s subject) string {
 	return ""
 }
 
-// markBlind makes the detectors that read the in-room walk blind when it did not finish:
-// what it did not see proves nothing.
-func markBlind(r *Reading, rs roomSight) {
-	if rs.stopped == "" {
-		return
-	}
-	for _, d := range []string{DetHostFiles, DetSecrets} {
-		r.blind(d, rs.stopped, "the clean room's walk")
+// markBlind makes the detectors that read the in-room walk blind when it did not finish, or
+// did not enter a folder the agent can open up (its own, mode 000): what it did not see
+// proves nothing. Each such folder is named by its host path.
+func markBlind(r *Reading, rs roomSight, s subject) {
+	walked := []string{DetHostFiles, DetSecrets}
+	for _, d := range walked {
+		if rs.stopped != "" {
+			r.blind(d, rs.stopped, "the clean room's walk")
+		}
+		for _, p := range rs.unentered {
+			r.blind(d, fmt.Sprintf("the walk could not enter %s, which the agent owns and can open up (chmod); fix: make it readable or move it out of the project", p), s.show(hostOf(p, s)))
+		}
+		if rs.more > 0 {
+			r.blind(d, fmt.Sprintf("the walk could not enter %d more folders the agent can open up", rs.more), "the clean room's walk")
+		}
 	}
 }
 

@@ -124,7 +124,7 @@ func TestRoomDetectorsNameSecretsAndHostPaths(t *testing.T) {
 // proven (blind)" for the detectors that read the walk, with the reason, never 0.00.
 func TestATruncatedWalkIsBlindNotClean(t *testing.T) {
 	r := &Reading{Agent: "pi", ControlSaw: map[string]string{}}
-	markBlind(r, roomSightOf(&sandbox.View{Walked: 20000, WalkTruncated: true}))
+	markBlind(r, roomSightOf(&sandbox.View{Walked: 20000, WalkTruncated: true}), subject{show: tilde})
 	if r.Zero() || r.Verdict() != "not proven (blind)" {
 		t.Fatalf("verdict %q after a truncated walk, want not proven (blind)", r.Verdict())
 	}
