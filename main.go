@@ -936,8 +936,12 @@ three effects, each the mean of two differences weighed equally: the state effec
 workspace, per continuing agent), the model effect (which agent continues, per workspace) and
 the handoff cost (an agent on its own workspace, natively against by handoff, per agent). It
 says in words which are distinguishable from zero, 95% family-wise: each effect's interval is
-Bonferroni-corrected over every effect measured at a cut past step 0. A cut at step 0 is shown
-as a control and makes no calls.`,
+Bonferroni-corrected over every effect it calls. A cut at step 0 is a control: both workspaces
+are the untouched project, so its state effect is shown and never called; its model and handoff
+effects are called (agent a against b from the same start). Each agent makes one original, so
+every effect is about these two runs' workspaces, not the agents' runs in general. Beside a
+non-call the report gives the smallest effect the cells could have called; --detect D sizes
+--tails so that a real effect of D is called with 80% power.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
@@ -952,6 +956,9 @@ as a control and makes no calls.`,
 				return err
 			}
 			o.A, o.B = sides[0], sides[1]
+			if o.Detect != 0 && cmd.Flags().Changed("tails") {
+				return errors.New("--detect sizes --tails: give one of them, not both")
+			}
 			if o.Project, err = projectDir(project, o.AllowDirty); err != nil {
 				return err
 			}
@@ -975,6 +982,7 @@ as a control and makes no calls.`,
 	f.StringVar(&bArgs, "b-args", "", "the second agent's own arguments")
 	f.StringVar(&cuts, "cuts", "0,0.5,1", "where to swap: fractions of each original run's steps, increasing")
 	f.IntVar(&o.Tails, "tails", 3, "tails per cut, workspace, agent and way of continuing")
+	f.Float64Var(&o.Detect, "detect", 0, "size --tails to call a real effect of this size (a difference of pass rates, like 0.5) with 80% power")
 	f.IntVar(&o.Jobs, "jobs", 3, "tails at the same time")
 	f.StringVar(&o.Handoff, "handoff", "trail", "what a handoff gives the other agent: trail or workspace")
 	onFlag(cmd, &o.On)
@@ -1016,8 +1024,8 @@ codex against tare's own model server (--seed %d: original a adds the file, orig
 not), at cuts 0 (a control: both workspaces the untouched project) and 1 (the end of each
 run). Both agents follow one script, so at the last cut the report shows a state effect and no
 model effect. Two cuts, not the three of tare swap's default: each cut past step 0 adds three
-calls to correct for, and with three tails a cell the demo's state effect stands out of the
-intervals corrected for three calls, not always of those corrected for six.`, demo.SwapSeed),
+calls to correct for (the control two), and with three tails a cell the demo's state effect
+stands out of the intervals corrected for five calls, not always of those corrected for eight.`, demo.SwapSeed),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error

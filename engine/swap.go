@@ -30,6 +30,9 @@ type SwapOptions struct {
 	Cuts []float64
 	// Tails per cut, workspace, agent and way of continuing.
 	Tails, Jobs int
+	// Detect, when above 0, sizes Tails instead: the fewest tails a cell with which a real
+	// effect of this size (a difference of pass rates) is called with 80% power (SwapTailsFor).
+	Detect float64
 	// Handoff is what a handoff gives the continuing agent: "trail" (the written summary of
 	// the steps so far) or "workspace" (nothing but the files).
 	Handoff string
@@ -44,6 +47,8 @@ type swapSettings struct {
 	Tails   int       `json:"tails"`
 	Jobs    int       `json:"jobs"`
 	Handoff string    `json:"handoff"`
+	// Detect is the effect --detect sized Tails for (0: --tails was given).
+	Detect float64 `json:"detect,omitempty"`
 }
 
 // ParseCuts reads --cuts: fractions in [0, 1], strictly increasing.
@@ -93,6 +98,13 @@ type SwapEffect struct {
 	// Parts are the two differences the effect is the mean of: the state effect per
 	// continuing agent, the model effect per workspace, the handoff cost per agent.
 	Parts []SwapPart `json:"parts"`
+	// Called: the effect is one of the swap's calls (every measured effect but the state
+	// effect at a control cut, which can only be noise).
+	Called bool `json:"called"`
+	// Callable is the smallest observed effect its cells' verdicts could have called at the
+	// family's level (0 when none could): a call is never made below it, so a non-call says
+	// nothing about effects smaller than this.
+	Callable float64 `json:"smallest_callable"`
 }
 
 // SwapPart is one of an effect's two differences, with its interval at the family's level.
@@ -111,8 +123,9 @@ type SwapCut struct {
 	StepA int     `json:"step_a"`
 	StepB int     `json:"step_b"`
 	// Control: both workspaces are the untouched project (step 0), so a state effect here
-	// can only be noise. Its effects are shown but make no calls and do not count among
-	// the family's.
+	// can only be noise: it is shown and never called. The model and handoff effects are
+	// called here as at any cut: agent a against b from the same untouched project is the
+	// cleanest A/B comparison a swap has.
 	Control bool `json:"control"`
 	// Level is the confidence of each effect's interval: 1 - alpha/calls (SwapFamily).
 	Level   float64      `json:"level"`
@@ -130,8 +143,8 @@ func (c SwapCut) Cell(ws, who, how string) (SwapCell, bool) {
 	return SwapCell{}, false
 }
 
-// SwapFamily is how swap keeps its calls honest together: every measured effect at a cut
-// that is not a control is one call ("distinguishable from zero"), and each interval is
+// SwapFamily is how swap keeps its calls honest together: every measured effect (but the
+// state effect at a control cut) is one call ("distinguishable from zero"), and each interval is
 // made at 1 - Alpha/Calls (Bonferroni), so the chance that any call is made where no effect
 // is real stays at most Alpha.
 type SwapFamily struct {
@@ -146,6 +159,8 @@ type SwapResult struct {
 	A         string     `json:"a"`
 	B         string     `json:"b"`
 	Handoff   string     `json:"handoff"`
+	Tails     int        `json:"tails"`
+	Detect    float64    `json:"detect,omitempty"`
 	Cuts      []SwapCut  `json:"cuts"`
 	Family    SwapFamily `json:"family"`
 	NoVerdict int        `json:"no_verdict"`
@@ -160,7 +175,13 @@ type SwapResult struct {
 // Swap runs the analysis and returns its run directory and result; the report is in
 // report.txt.
 func Swap(ctx context.Context, o SwapOptions) (string, *SwapResult, error) {
-	set := swapSettings{Cuts: o.Cuts, Tails: o.Tails, Jobs: o.Jobs, Handoff: o.Handoff}
+	set := swapSettings{Cuts: o.Cuts, Tails: o.Tails, Jobs: o.Jobs, Handoff: o.Handoff, Detect: o.Detect}
+	if o.Detect != 0 {
+		var err error
+		if set.Tails, err = SwapTailsFor(o.Detect, o.Cuts); err != nil {
+			return "", nil, err
+		}
+	}
 	switch {
 	case o.Prompt == "":
 		return "", nil, errors.New("give the task as PROMPT")
@@ -356,7 +377,8 @@ func cutStep(cut float64, steps int) int { return int(math.Round(cut * float64(s
 
 // swapResult counts each cell's tails and works out the effects.
 func swapResult(runDir string, rec *Recipe, set swapSettings, recs map[string]*journal.Recording, st *journal.RunState) *SwapResult {
-	res := &SwapResult{A: sideLabel(rec.Sides[0]), B: sideLabel(rec.Sides[1]), Handoff: set.Handoff, CostKnown: true, Simulated: rec.ScriptText != ""}
+	res := &SwapResult{A: sideLabel(rec.Sides[0]), B: sideLabel(rec.Sides[1]), Handoff: set.Handoff, Tails: set.Tails, Detect: set.Detect,
+		CostKnown: true, Simulated: rec.ScriptText != ""}
 	table := SwapTable(st)
 	res.Family = SwapFamilyOf(table)
 	for ci, cut := range set.Cuts {
@@ -473,7 +495,7 @@ func swapCuts(counts []map[string]StepRate, control []bool) []SwapCut {
 	calls := 0
 	for ci, c := range counts {
 		for _, e := range swapEffects {
-			if !control[ci] && measured(c, e.parts[0].plus, e.parts[0].minus, e.parts[1].plus, e.parts[1].minus) {
+			if swapCalled(e.name, control[ci]) && measured(c, e.parts[0].plus, e.parts[0].minus, e.parts[1].plus, e.parts[1].minus) {
 				calls++
 			}
 		}
@@ -506,14 +528,20 @@ func swapCuts(counts []map[string]StepRate, control []bool) []SwapCut {
 		}
 		for _, e := range swapEffects {
 			var terms []stats.Term
+			var ns [4]int
 			eff := SwapEffect{Name: e.name, Meaning: e.meaning}
-			for _, p := range e.parts {
+			for i, p := range e.parts {
 				d, lo, hi, ok := stats.MoverOn([]stats.Term{term(c, p.plus, 1), term(c, p.minus, -1)}, exact)
 				eff.Parts = append(eff.Parts, SwapPart{Name: p.name, Diff: d, Lo: lo, Hi: hi, Measured: ok})
 				terms = append(terms, term(c, p.plus, 0.5), term(c, p.minus, -0.5))
+				ns[2*i], ns[2*i+1] = c[p.plus].Verdicts, c[p.minus].Verdicts
 			}
 			eff.Diff, eff.Lo, eff.Hi, eff.Measured = stats.MoverOn(terms, exact)
-			eff.Significant = eff.Measured && !cut.Control && stats.Distinguishable(eff.Lo, eff.Hi)
+			eff.Called = eff.Measured && swapCalled(e.name, cut.Control)
+			eff.Significant = eff.Called && stats.Distinguishable(eff.Lo, eff.Hi)
+			if eff.Called {
+				eff.Callable, _ = smallestCallable(ns, level)
+			}
 			cut.Effects = append(cut.Effects, eff)
 		}
 		cuts = append(cuts, cut)
@@ -521,13 +549,17 @@ func swapCuts(counts []map[string]StepRate, control []bool) []SwapCut {
 	return cuts
 }
 
-// SwapFamilyOf is the family the cuts' calls were made in: every measured effect at a cut
-// that is not a control.
+// swapCalled says whether an effect is called at a cut: every one but the state effect at a
+// control cut, where both workspaces are the untouched project.
+func swapCalled(name string, control bool) bool { return !control || name != "state" }
+
+// SwapFamilyOf is the family the cuts' calls were made in: every measured effect but the
+// state effects of control cuts.
 func SwapFamilyOf(cuts []SwapCut) SwapFamily {
 	f := SwapFamily{Method: "bonferroni", Alpha: swapAlpha, Level: 1 - swapAlpha}
 	for _, c := range cuts {
 		for _, e := range c.Effects {
-			if e.Measured && !c.Control {
+			if e.Called {
 				f.Calls++
 			}
 		}
@@ -544,6 +576,9 @@ func SwapReport(rec *Recipe, res *SwapResult) string {
 	fmt.Fprintf(&b, "tare swap · %s\n  task      %s\n  check     %s\n  a         %s\n  b         %s\n  handoff   %s\n",
 		rec.Project, rec.Prompt, rec.Check, res.A, res.B, res.Handoff)
 	level := fmt.Sprintf("%.4g%%", 100*res.Family.Level)
+	if res.Detect > 0 {
+		fmt.Fprintf(&b, "  tails     %d a cell, sized by --detect %g: a real effect of %g at rates near one half is called with 80%% power\n", res.Tails, res.Detect, res.Detect)
+	}
 	fmt.Fprintf(&b, "  calls     %s\n", swapFamilyLine(res.Family))
 	cell := func(c SwapCut, ws, who, how string) string {
 		if x, ok := c.Cell(ws, who, how); ok {
@@ -554,47 +589,58 @@ func SwapReport(rec *Recipe, res *SwapResult) string {
 		}
 		return "-"
 	}
+	b.WriteString("  estimand  one original run per agent: every effect is about these two runs' workspaces (a's original\n" +
+		"            and b's at each cut), not about the agents' runs in general; another pair of originals may differ\n")
 	for _, c := range res.Cuts {
-		fmt.Fprintf(&b, "\ncut %.2g (a at step %d, b at step %d)\n", c.Cut, c.StepA, c.StepB)
+		fmt.Fprintf(&b, "\ncut %.2g (a's original at step %d, b's at step %d)\n", c.Cut, c.StepA, c.StepB)
 		fmt.Fprintf(&b, "  %-16s %-26s %-26s\n", "workspace \\ agent", "a continues", "b continues")
 		fmt.Fprintf(&b, "  %-16s %-26s %-26s\n", "a's, handoff", cell(c, "a", "a", "handoff"), cell(c, "a", "b", "handoff"))
 		fmt.Fprintf(&b, "  %-16s %-26s %-26s\n", "b's, handoff", cell(c, "b", "a", "handoff"), cell(c, "b", "b", "handoff"))
 		fmt.Fprintf(&b, "  %-16s %-26s %-26s\n", "own, native", cell(c, "a", "a", "native"), cell(c, "b", "b", "native"))
 		var seen, unmeasured []string
+		smallest := 0.0 // the largest of the non-calls' smallest callable effects
 		for _, e := range c.Effects {
 			mark := "not distinguishable from 0"
 			switch {
 			case !e.Measured:
 				mark = "not measured (a cell has no verdict)"
 				unmeasured = append(unmeasured, e.Name)
-			case c.Control:
+			case !e.Called:
 				mark = "control, no call"
 			case e.Significant:
 				mark = "distinguishable from 0"
 				seen = append(seen, e.Name)
+			case e.Callable > 0:
+				mark = fmt.Sprintf("not distinguishable from 0 (these cells call only an effect of %.2f or more)", e.Callable)
+				smallest = math.Max(smallest, e.Callable)
+			default:
+				mark = "not distinguishable from 0 (too few verdicts to call any effect)"
+				smallest = math.Inf(1)
 			}
 			if e.Measured {
-				fmt.Fprintf(&b, "  %-14s %+.2f (%s %+.2f to %+.2f) %s: %s\n", e.Name+" effect", e.Diff, level, e.Lo, e.Hi, mark, e.Meaning)
+				fmt.Fprintf(&b, "  %-14s %+.2f (%s %s to %s) %s: %s\n", e.Name+" effect", e.Diff, level, bound(e.Lo), bound(e.Hi), mark, e.Meaning)
 			} else {
 				fmt.Fprintf(&b, "  %-14s %s: %s\n", e.Name+" effect", mark, e.Meaning)
 			}
 			var parts []string
 			for _, p := range e.Parts {
 				if p.Measured {
-					parts = append(parts, fmt.Sprintf("%s %+.2f (%+.2f to %+.2f)", p.Name, p.Diff, p.Lo, p.Hi))
+					parts = append(parts, fmt.Sprintf("%s %+.2f (%s to %s)", p.Name, p.Diff, bound(p.Lo), bound(p.Hi)))
 				} else {
 					parts = append(parts, p.Name+" not measured")
 				}
 			}
 			fmt.Fprintf(&b, "  %-14s %s\n", "", strings.Join(parts, " · "))
 		}
+		if c.Control {
+			b.WriteString("  control   both workspaces are the untouched project (step 0): the state effect here can only be noise and\n" +
+				"            is not called; the model and handoff effects are, agent a against b from the same start\n")
+		}
 		switch {
-		case c.Control:
-			b.WriteString("  control   both workspaces are the untouched project (step 0): a state effect here can only be noise; this cut makes no calls\n")
 		case len(seen) == 0:
-			fmt.Fprintf(&b, "  in words  no effect is distinguishable from zero at this cut%s\n", unmeasuredNote(unmeasured))
+			fmt.Fprintf(&b, "  in words  no effect is distinguishable from zero at this cut%s%s\n", smallestNote(smallest), unmeasuredNote(unmeasured))
 		default:
-			fmt.Fprintf(&b, "  in words  the %s effect%s distinguishable from zero; the others are not%s\n", strings.Join(seen, " and the "), map[bool]string{true: " is", false: "s are"}[len(seen) == 1], unmeasuredNote(unmeasured))
+			fmt.Fprintf(&b, "  in words  the %s effect%s distinguishable from zero; the others are not%s%s\n", strings.Join(seen, " and the "), map[bool]string{true: " is", false: "s are"}[len(seen) == 1], smallestNote(smallest), unmeasuredNote(unmeasured))
 		}
 	}
 	cost := fmt.Sprintf("recordings $%.4f + tails $%.4f = $%.4f (tare's prices)", res.RecordingCost, res.TailsCost, res.Cost)
@@ -615,10 +661,34 @@ func SwapReport(rec *Recipe, res *SwapResult) string {
 // swapFamilyLine says how the calls were corrected for their number.
 func swapFamilyLine(f SwapFamily) string {
 	if f.Calls == 0 {
-		return "none: no effect was measured at a cut past step 0 (intervals at 95%)"
+		return "none: no effect was measured (intervals at 95%)"
 	}
-	return fmt.Sprintf("%d (the measured effects at cuts past step 0); Bonferroni: each effect's interval at %.4g%% (MOVER on exact per-cell limits), so all %d together call a zero effect distinguishable at most %.0f%% of the time",
+	return fmt.Sprintf("%d (the measured effects; at a cut at step 0 the model and handoff effects); Bonferroni: each effect's interval at %.4g%% (MOVER on exact per-cell limits), so all %d together call a zero effect distinguishable at most %.0f%% of the time",
 		f.Calls, 100*f.Level, f.Calls, 100*f.Alpha)
+}
+
+// smallestNote says what the cut's non-calls cannot rule out: effects below the size its
+// cells could call.
+func smallestNote(smallest float64) string {
+	switch {
+	case smallest == 0:
+		return ""
+	case math.IsInf(smallest, 1):
+		return "; a cell has too few verdicts to call any effect, so a non-call here rules nothing out (--detect sizes the cells)"
+	}
+	return fmt.Sprintf("; with these tails only an observed effect of %.2f or more could be called, so a non-call rules out nothing smaller (--detect D sizes the cells for an effect D)", smallest)
+}
+
+// bound prints an interval's bound to two decimals, or three where two would read as zero:
+// a bound of -0.002 beside "distinguishable from 0" must not print as -0.00.
+func bound(x float64) string {
+	switch a := math.Abs(x); {
+	case a == 0 || a >= 0.005:
+		return fmt.Sprintf("%+.2f", x)
+	case a >= 0.0005:
+		return fmt.Sprintf("%+.3f", x)
+	}
+	return fmt.Sprintf("%+.1g", x)
 }
 
 func unmeasuredNote(names []string) string {
