@@ -939,7 +939,9 @@ says in words which are distinguishable from zero, 95% family-wise: each effect'
 Bonferroni-corrected over every effect it calls. A cut at step 0 is a control: both workspaces
 are the untouched project, so its state effect is shown and never called; its model and handoff
 effects are called (agent a against b from the same start). Each agent makes one original, so
-every effect is about these two runs' workspaces, not the agents' runs in general. Beside a
+every effect is about these two runs' workspaces, not the agents' runs in general; with
+--originals N each agent makes N, the k-th pair is swapped as one swap, and each effect is the
+mean over the pairs with an interval over them, which speaks of the agents. Beside a
 non-call the report gives the smallest effect the cells could have called; --detect D sizes
 --tails so that a real effect of D is called with 80% power.`,
 		Args: cobra.ExactArgs(1),
@@ -958,6 +960,9 @@ non-call the report gives the smallest effect the cells could have called; --det
 			o.A, o.B = sides[0], sides[1]
 			if o.Detect != 0 && cmd.Flags().Changed("tails") {
 				return errors.New("--detect sizes --tails: give one of them, not both")
+			}
+			if o.Originals < 1 {
+				return fmt.Errorf("--originals %d: give at least 1 original run per agent", o.Originals)
 			}
 			if o.Project, err = projectDir(project, o.AllowDirty); err != nil {
 				return err
@@ -982,6 +987,7 @@ non-call the report gives the smallest effect the cells could have called; --det
 	f.StringVar(&bArgs, "b-args", "", "the second agent's own arguments")
 	f.StringVar(&cuts, "cuts", "0,0.5,1", "where to swap: fractions of each original run's steps, increasing")
 	f.IntVar(&o.Tails, "tails", 3, "tails per cut, workspace, agent and way of continuing")
+	f.IntVar(&o.Originals, "originals", 1, "original runs per agent: 1 speaks of the two originals' workspaces; N pairs of originals, of the agents")
 	f.Float64Var(&o.Detect, "detect", 0, "size --tails to call a real effect of this size (a difference of pass rates, like 0.5) with 80% power")
 	f.IntVar(&o.Jobs, "jobs", 3, "tails at the same time")
 	f.StringVar(&o.Handoff, "handoff", "trail", "what a handoff gives the other agent: trail or workspace")

@@ -33,6 +33,11 @@ type SwapOptions struct {
 	// Detect, when above 0, sizes Tails instead: the fewest tails a cell with which a real
 	// effect of this size (a difference of pass rates) is called with 80% power (SwapTailsFor).
 	Detect float64
+	// Originals is how many original runs each agent makes (0 or 1: one). With one, every
+	// effect is about the two originals' workspaces; with several, each pair of originals
+	// (the k-th of a and of b) is swapped as one swap, and the effects are the means over the
+	// pairs with intervals over them: about the agents' runs.
+	Originals int
 	// Handoff is what a handoff gives the continuing agent: "trail" (the written summary of
 	// the steps so far) or "workspace" (nothing but the files).
 	Handoff string
@@ -49,6 +54,30 @@ type swapSettings struct {
 	Handoff string    `json:"handoff"`
 	// Detect is the effect --detect sized Tails for (0: --tails was given).
 	Detect float64 `json:"detect,omitempty"`
+	// Originals per agent; 0 in a recipe written before there could be more than one.
+	Originals int `json:"originals,omitempty"`
+}
+
+// originals is how many original runs each agent makes.
+func (s swapSettings) originals() int { return max(1, s.Originals) }
+
+// originalDir is the folder of agent key's k-th original (from 0) in the run: a/ and b/ for
+// the first, as a swap of one original has always had them, a2/, b2/, ... for the others.
+func originalDir(key string, k int) string {
+	if k == 0 {
+		return key
+	}
+	return fmt.Sprintf("%s%d", key, k+1)
+}
+
+// swapTailName is a tail's id: c<cut>-<workspace><agent>-<n|h>-<n>, with o<k+1>- before it
+// for the k-th pair of originals past the first.
+func swapTailName(k, cut int, ws, who, how string, n int) string {
+	id := fmt.Sprintf("c%d-%s%s-%s-%d", cut, ws, who, how[:1], n)
+	if k > 0 {
+		id = fmt.Sprintf("o%d-%s", k+1, id)
+	}
+	return id
 }
 
 // ParseCuts reads --cuts: fractions in [0, 1], strictly increasing.
@@ -131,6 +160,13 @@ type SwapCut struct {
 	Level   float64      `json:"level"`
 	Cells   []SwapCell   `json:"cells"`
 	Effects []SwapEffect `json:"effects"`
+	// StepsA and StepsB are each original's step at this cut, with more than one original
+	// per agent (StepA and StepB are then the first's).
+	StepsA []int `json:"steps_a,omitempty"`
+	StepsB []int `json:"steps_b,omitempty"`
+	// Originals is how many pairs of originals the effects are over (0 or 1: one pair, and
+	// the effects are about those two workspaces).
+	Originals int `json:"originals,omitempty"`
 }
 
 // Cell is the cut's cell of workspace ws continued by agent who, natively or by handoff.
@@ -161,6 +197,7 @@ type SwapResult struct {
 	Handoff   string     `json:"handoff"`
 	Tails     int        `json:"tails"`
 	Detect    float64    `json:"detect,omitempty"`
+	Originals int        `json:"originals"`
 	Cuts      []SwapCut  `json:"cuts"`
 	Family    SwapFamily `json:"family"`
 	NoVerdict int        `json:"no_verdict"`
@@ -175,7 +212,7 @@ type SwapResult struct {
 // Swap runs the analysis and returns its run directory and result; the report is in
 // report.txt.
 func Swap(ctx context.Context, o SwapOptions) (string, *SwapResult, error) {
-	set := swapSettings{Cuts: o.Cuts, Tails: o.Tails, Jobs: o.Jobs, Handoff: o.Handoff, Detect: o.Detect}
+	set := swapSettings{Cuts: o.Cuts, Tails: o.Tails, Jobs: o.Jobs, Handoff: o.Handoff, Detect: o.Detect, Originals: o.Originals}
 	if o.Detect != 0 {
 		var err error
 		if set.Tails, err = SwapTailsFor(o.Detect, o.Cuts); err != nil {
@@ -193,6 +230,8 @@ func Swap(ctx context.Context, o SwapOptions) (string, *SwapResult, error) {
 		return "", nil, fmt.Errorf("--tails %d: give at least 1 tail per cut, workspace and agent", set.Tails)
 	case set.Jobs < 1:
 		return "", nil, fmt.Errorf("--jobs %d: run at least 1 tail at a time", set.Jobs)
+	case set.Originals < 0 || set.Originals > maxOriginals:
+		return "", nil, fmt.Errorf("--originals %d: give 1 (effects about the two originals) to %d original runs per agent", set.Originals, maxOriginals)
 	case set.Handoff != "trail" && set.Handoff != "workspace":
 		return "", nil, fmt.Errorf("--handoff %q: give trail (the steps so far, written) or workspace (the files alone)", set.Handoff)
 	}
@@ -249,80 +288,87 @@ func Swap(ctx context.Context, o SwapOptions) (string, *SwapResult, error) {
 func runSwap(ctx context.Context, r *run, rec *Recipe, set swapSettings, installs map[string]agent.Install, o RecordOptions) (*SwapResult, error) {
 	recs := map[string]*journal.Recording{}
 	envs := map[string]*tailEnv{}
-	for i, side := range rec.Sides {
-		if err := r.emit(journal.Event{Phase: &journal.Phase{Name: "original " + side.Key + ": " + sideLabel(side)}}); err != nil {
-			return nil, err
-		}
-		dir := filepath.Join(r.dir, side.Key)
-		recording, err := journal.ReadRecording(dir)
-		for made := 0; err != nil || recording.Stopped != nil; made++ {
-			// Not recorded yet, cut short by a crash, or ended by the provider (its workspaces
-			// would be where the provider cut it, not where the agent took it): recorded again,
-			// the earlier attempt kept beside the new one. Twice stopped, the swap stops and
-			// says why; tare resume records it again.
-			if err == nil && made == 2 {
-				return nil, fmt.Errorf("original %s (%s) was %s, in two recordings: a run the provider ended says nothing about the agent, so no workspace of it is swapped; both attempts are kept beside %s; run tare resume %s to record it again",
-					side.Key, side.Agent, recording.Stopped.Line(), dir, r.dir)
-			}
-			if _, err := setAside(dir); err != nil {
+	var first *tailEnv
+	for k := range set.originals() {
+		for i, side := range rec.Sides {
+			name := originalDir(side.Key, k)
+			label := "original " + name + ": " + sideLabel(side)
+			if err := r.emit(journal.Event{Phase: &journal.Phase{Name: label}}); err != nil {
 				return nil, err
 			}
-			ro := o
-			// The two originals draw from the run's seed and the next one: the same script
-			// must not make them the same run.
-			ro.Prompt, ro.Project, ro.Check, ro.Script = rec.Prompt, rec.Project, rec.Check, ""
-			ro.CheckTimeout = time.Duration(rec.CheckTimeout * float64(time.Second))
-			ro.AgentTimeout = time.Duration(rec.AgentTimeout * float64(time.Second))
-			ro.CheckOnHost = rec.CheckRoom.OnHost
-			ro.Side, ro.Out, ro.Seed, ro.Bus = side, dir, rec.Seed+int64(i), nil
-			ro.scriptText, ro.scriptName = rec.ScriptText, rec.Script
-			if dir, recording, err = Record(ctx, ro); err != nil {
-				return nil, fmt.Errorf("original %s (%s): %v", side.Key, side.Agent, err)
+			dir := filepath.Join(r.dir, name)
+			recording, err := journal.ReadRecording(dir)
+			for made := 0; err != nil || recording.Stopped != nil; made++ {
+				// Not recorded yet, cut short by a crash, or ended by the provider (its workspaces
+				// would be where the provider cut it, not where the agent took it): recorded again,
+				// the earlier attempt kept beside the new one. Twice stopped, the swap stops and
+				// says why; tare resume records it again.
+				if err == nil && made == 2 {
+					return nil, fmt.Errorf("original %s (%s) was %s, in two recordings: a run the provider ended says nothing about the agent, so no workspace of it is swapped; both attempts are kept beside %s; run tare resume %s to record it again",
+						name, side.Agent, recording.Stopped.Line(), dir, r.dir)
+				}
+				if _, err := setAside(dir); err != nil {
+					return nil, err
+				}
+				ro := o
+				// Each original draws from the run's seed plus its own number: the same script
+				// must not make two originals the same run.
+				ro.Prompt, ro.Project, ro.Check, ro.Script = rec.Prompt, rec.Project, rec.Check, ""
+				ro.CheckTimeout = time.Duration(rec.CheckTimeout * float64(time.Second))
+				ro.AgentTimeout = time.Duration(rec.AgentTimeout * float64(time.Second))
+				ro.CheckOnHost = rec.CheckRoom.OnHost
+				ro.Side, ro.Out, ro.Seed, ro.Bus = side, dir, rec.Seed+int64(len(rec.Sides)*k+i), nil
+				ro.scriptText, ro.scriptName = rec.ScriptText, rec.Script
+				if dir, recording, err = Record(ctx, ro); err != nil {
+					return nil, fmt.Errorf("original %s (%s): %v", name, side.Agent, err)
+				}
 			}
-		}
-		store, err := capsule.Open(filepath.Join(dir, "store"))
-		if err != nil {
-			return nil, err
-		}
-		env, stop, err := newTailEnv(r, store, rec, installs, o.Config)
-		if err != nil {
-			return nil, err
-		}
-		defer stop()
-		if i == 0 {
-			if err := attachBackend(env, rec, o.AllowDirty || allowDirty(r)); err != nil {
+			store, err := capsule.Open(filepath.Join(dir, "store"))
+			if err != nil {
 				return nil, err
 			}
-		} else {
-			env.backend = envs[rec.Sides[0].Key].backend // one queue, one shared folder
+			env, stop, err := newTailEnv(r, store, rec, installs, o.Config)
+			if err != nil {
+				return nil, err
+			}
+			defer stop()
+			if first == nil {
+				if err := attachBackend(env, rec, o.AllowDirty || allowDirty(r)); err != nil {
+					return nil, err
+				}
+				first = env
+			} else {
+				env.backend = first.backend // one queue, one shared folder
+			}
+			recs[name], envs[name] = recording, env
 		}
-		recs[side.Key], envs[side.Key] = recording, env
 	}
 	type job struct {
 		env  *tailEnv
 		spec tailSpec
 	}
 	var jobs []job
-	for ci, cut := range set.Cuts {
-		for _, ws := range rec.Sides {
-			recording := recs[ws.Key]
-			step := cutStep(cut, len(recording.Steps))
-			for _, who := range rec.Sides {
-				hows := []string{"handoff"}
-				if who.Key == ws.Key {
-					hows = []string{"native", "handoff"}
-				}
-				for _, how := range hows {
-					for n := range set.Tails {
-						id := fmt.Sprintf("c%d-%s%s-%s-%d", ci, ws.Key, who.Key, how[:1], n)
-						spec, err := tailFrom(recording, who, step, how, id, true)
-						if err != nil {
-							return nil, err
+	for k := range set.originals() {
+		for ci, cut := range set.Cuts {
+			for _, ws := range rec.Sides {
+				recording := recs[originalDir(ws.Key, k)]
+				step := cutStep(cut, len(recording.Steps))
+				for _, who := range rec.Sides {
+					hows := []string{"handoff"}
+					if who.Key == ws.Key {
+						hows = []string{"native", "handoff"}
+					}
+					for _, how := range hows {
+						for n := range set.Tails {
+							spec, err := tailFrom(recording, who, step, how, swapTailName(k, ci, ws.Key, who.Key, how, n), true)
+							if err != nil {
+								return nil, err
+							}
+							if how == "handoff" && set.Handoff == "workspace" && step > 0 {
+								spec.Prompt = recording.Task
+							}
+							jobs = append(jobs, job{envs[originalDir(ws.Key, k)], spec})
 						}
-						if how == "handoff" && set.Handoff == "workspace" && step > 0 {
-							spec.Prompt = recording.Task
-						}
-						jobs = append(jobs, job{envs[ws.Key], spec})
 					}
 				}
 			}
@@ -369,7 +415,7 @@ func runSwap(ctx context.Context, r *run, rec *Recipe, set swapSettings, install
 	if err := capsule.WriteFileAtomic(filepath.Join(r.dir, "swap-result.json"), append(data, '\n'), 0o644); err != nil {
 		return nil, err
 	}
-	return res, releaseBackend(envs[rec.Sides[0].Key], r.emit(journal.Event{RunFinished: &journal.RunFinished{Report: report}}))
+	return res, releaseBackend(first, r.emit(journal.Event{RunFinished: &journal.RunFinished{Report: report}}))
 }
 
 // cutStep is the step a cut falls on: the fraction of the run's steps, rounded.
@@ -381,10 +427,17 @@ func swapResult(runDir string, rec *Recipe, set swapSettings, recs map[string]*j
 		CostKnown: true, Simulated: rec.ScriptText != ""}
 	table := SwapTable(st)
 	res.Family = SwapFamilyOf(table)
+	res.Originals = set.originals()
 	for ci, cut := range set.Cuts {
 		c := SwapCut{Cut: cut, StepA: cutStep(cut, len(recs["a"].Steps)), StepB: cutStep(cut, len(recs["b"].Steps))}
+		if res.Originals > 1 {
+			for k := range res.Originals {
+				c.StepsA = append(c.StepsA, cutStep(cut, len(recs[originalDir("a", k)].Steps)))
+				c.StepsB = append(c.StepsB, cutStep(cut, len(recs[originalDir("b", k)].Steps)))
+			}
+		}
 		if ci < len(table) {
-			c.Cells, c.Effects, c.Control = table[ci].Cells, table[ci].Effects, table[ci].Control
+			c.Cells, c.Effects, c.Control, c.Level, c.Originals = table[ci].Cells, table[ci].Effects, table[ci].Control, table[ci].Level, table[ci].Originals
 		}
 		for _, cell := range c.Cells {
 			res.NoVerdict += cell.NoVerdict
@@ -400,45 +453,57 @@ func swapResult(runDir string, rec *Recipe, set swapSettings, recs map[string]*j
 			}
 		}
 	}
-	for _, side := range rec.Sides {
-		u, ok := recordingUsage(filepath.Join(runDir, side.Key), recs[side.Key])
-		res.RecordingCost += u.Cost
-		if !ok || len(u.Unpriced) > 0 {
-			res.CostKnown = false
+	for k := range set.originals() {
+		for _, side := range rec.Sides {
+			name := originalDir(side.Key, k)
+			u, ok := recordingUsage(filepath.Join(runDir, name), recs[name])
+			res.RecordingCost += u.Cost
+			if !ok || len(u.Unpriced) > 0 {
+				res.CostKnown = false
+			}
 		}
 	}
 	res.Cost = res.RecordingCost + res.TailsCost
 	return res
 }
 
-// swapTailID is a swap tail's id: c<cut>-<workspace><agent>-<n(ative)|h(andoff)>-<n>.
-var swapTailID = regexp.MustCompile(`^c(\d+)-([ab])([ab])-([nh])-\d+$`)
+// swapTailID is a swap tail's id: c<cut>-<workspace><agent>-<n(ative)|h(andoff)>-<n>, with
+// o<k>- before it for the k-th pair of originals past the first (swapTailName).
+var swapTailID = regexp.MustCompile(`^(?:o(\d+)-)?c(\d+)-([ab])([ab])-([nh])-\d+$`)
 
 // SwapTable is a swap run's cells and effects per cut, from its tails as the journal has
 // them (the first verdict of each; no verdict left out), so the report and the app agree.
 // Cut and the steps are left for the caller, who knows the recipe; a cut is a control when
 // all its tails start from step 0.
 func SwapTable(st *journal.RunState) []SwapCut {
-	counts := map[int]map[string]*StepRate{}
-	moved := map[int]bool{} // cuts with a tail from past step 0
-	last := -1
+	counts := map[int]map[int]map[string]*StepRate{} // cut, original (from 0), cell
+	moved := map[int]bool{}                          // cuts with a tail from past step 0
+	last, originals := -1, 1
 	for id, t := range st.Tails {
 		m := swapTailID.FindStringSubmatch(id)
 		if m == nil {
 			continue
 		}
+		k := 0
+		if m[1] != "" {
+			fmt.Sscan(m[1], &k)
+			k-- // o2 is the second pair, from 0 the first
+		}
 		var ci int
-		fmt.Sscan(m[1], &ci)
-		last = max(last, ci)
+		fmt.Sscan(m[2], &ci)
+		last, originals = max(last, ci), max(originals, k+1)
 		if counts[ci] == nil {
-			counts[ci] = map[string]*StepRate{}
+			counts[ci] = map[int]map[string]*StepRate{}
+		}
+		if counts[ci][k] == nil {
+			counts[ci][k] = map[string]*StepRate{}
 		}
 		moved[ci] = moved[ci] || t.Step > 0
-		key := m[2] + m[3] + m[4]
-		n := counts[ci][key]
+		key := m[3] + m[4] + m[5]
+		n := counts[ci][k][key]
 		if n == nil {
 			n = &StepRate{}
-			counts[ci][key] = n
+			counts[ci][k][key] = n
 		}
 		if !tailFinished(t) {
 			continue
@@ -451,16 +516,26 @@ func SwapTable(st *journal.RunState) []SwapCut {
 			}
 		}
 	}
-	table := make([]map[string]StepRate, last+1)
+	table := make([][]map[string]StepRate, last+1)
 	control := make([]bool, last+1)
 	for ci := range table {
-		table[ci] = map[string]StepRate{}
-		for k, n := range counts[ci] {
-			table[ci][k] = *n
+		table[ci] = make([]map[string]StepRate, originals)
+		for k := range originals {
+			table[ci][k] = map[string]StepRate{}
+			for key, n := range counts[ci][k] {
+				table[ci][k][key] = *n
+			}
 		}
 		control[ci] = !moved[ci]
 	}
-	return swapCuts(table, control)
+	if originals == 1 {
+		one := make([]map[string]StepRate, len(table))
+		for ci := range table {
+			one[ci] = table[ci][0]
+		}
+		return swapCuts(one, control)
+	}
+	return swapCutsOverOriginals(table, control)
 }
 
 // swapEffects are the three effects, each the mean of two differences of cells (keys
@@ -589,10 +664,21 @@ func SwapReport(rec *Recipe, res *SwapResult) string {
 		}
 		return "-"
 	}
-	b.WriteString("  estimand  one original run per agent: every effect is about these two runs' workspaces (a's original\n" +
-		"            and b's at each cut), not about the agents' runs in general; another pair of originals may differ\n")
+	if res.Originals > 1 {
+		fmt.Fprintf(&b, "  estimand  %d original runs per agent, the k-th of a's and of b's swapped as one swap: every effect is the\n"+
+			"            mean over the %d pairs, its interval over the pairs (a betting interval for a bounded mean: valid\n"+
+			"            at any number of pairs, wide with few), so it is about the agents' runs, not two workspaces\n", res.Originals, res.Originals)
+	} else {
+		b.WriteString("  estimand  one original run per agent: every effect is about these two runs' workspaces (a's original\n" +
+			"            and b's at each cut), not about the agents' runs in general; another pair of originals may differ\n" +
+			"            (--originals N swaps N pairs and speaks of the agents)\n")
+	}
 	for _, c := range res.Cuts {
-		fmt.Fprintf(&b, "\ncut %.2g (a's original at step %d, b's at step %d)\n", c.Cut, c.StepA, c.StepB)
+		if len(c.StepsA) > 0 {
+			fmt.Fprintf(&b, "\ncut %.2g (a's originals at steps %s, b's at %s; the cells pool the pairs' tails)\n", c.Cut, strings.ReplaceAll(joinInts(c.StepsA), " ", ","), strings.ReplaceAll(joinInts(c.StepsB), " ", ","))
+		} else {
+			fmt.Fprintf(&b, "\ncut %.2g (a's original at step %d, b's at step %d)\n", c.Cut, c.StepA, c.StepB)
+		}
 		fmt.Fprintf(&b, "  %-16s %-26s %-26s\n", "workspace \\ agent", "a continues", "b continues")
 		fmt.Fprintf(&b, "  %-16s %-26s %-26s\n", "a's, handoff", cell(c, "a", "a", "handoff"), cell(c, "a", "b", "handoff"))
 		fmt.Fprintf(&b, "  %-16s %-26s %-26s\n", "b's, handoff", cell(c, "b", "a", "handoff"), cell(c, "b", "b", "handoff"))
@@ -610,9 +696,15 @@ func SwapReport(rec *Recipe, res *SwapResult) string {
 			case e.Significant:
 				mark = "distinguishable from 0"
 				seen = append(seen, e.Name)
+			case e.Callable > 0 && c.Originals > 1:
+				mark = fmt.Sprintf("not distinguishable from 0 (%d pairs of originals call only an effect of %.2f or more, every pair agreeing)", c.Originals, e.Callable)
+				smallest = math.Max(smallest, e.Callable)
 			case e.Callable > 0:
 				mark = fmt.Sprintf("not distinguishable from 0 (these cells call only an effect of %.2f or more)", e.Callable)
 				smallest = math.Max(smallest, e.Callable)
+			case c.Originals > 1:
+				mark = fmt.Sprintf("not distinguishable from 0 (%d pairs of originals are too few to call any effect at this level)", c.Originals)
+				smallest = math.Inf(1)
 			default:
 				mark = "not distinguishable from 0 (too few verdicts to call any effect)"
 				smallest = math.Inf(1)
@@ -638,9 +730,9 @@ func SwapReport(rec *Recipe, res *SwapResult) string {
 		}
 		switch {
 		case len(seen) == 0:
-			fmt.Fprintf(&b, "  in words  no effect is distinguishable from zero at this cut%s%s\n", smallestNote(smallest), unmeasuredNote(unmeasured))
+			fmt.Fprintf(&b, "  in words  no effect is distinguishable from zero at this cut%s%s\n", smallestNote(smallest, c.Originals), unmeasuredNote(unmeasured))
 		default:
-			fmt.Fprintf(&b, "  in words  the %s effect%s distinguishable from zero; the others are not%s%s\n", strings.Join(seen, " and the "), map[bool]string{true: " is", false: "s are"}[len(seen) == 1], smallestNote(smallest), unmeasuredNote(unmeasured))
+			fmt.Fprintf(&b, "  in words  the %s effect%s distinguishable from zero; the others are not%s%s\n", strings.Join(seen, " and the "), map[bool]string{true: " is", false: "s are"}[len(seen) == 1], smallestNote(smallest, c.Originals), unmeasuredNote(unmeasured))
 		}
 	}
 	cost := fmt.Sprintf("recordings $%.4f + tails $%.4f = $%.4f (tare's prices)", res.RecordingCost, res.TailsCost, res.Cost)
@@ -669,10 +761,14 @@ func swapFamilyLine(f SwapFamily) string {
 
 // smallestNote says what the cut's non-calls cannot rule out: effects below the size its
 // cells could call.
-func smallestNote(smallest float64) string {
+func smallestNote(smallest float64, originals int) string {
 	switch {
 	case smallest == 0:
 		return ""
+	case originals > 1 && math.IsInf(smallest, 1):
+		return "; too few pairs of originals to call any effect, so a non-call here rules nothing out (give more --originals)"
+	case originals > 1:
+		return fmt.Sprintf("; with these originals only an effect of %.2f or more could be called, so a non-call rules out nothing smaller (more --originals narrow it)", smallest)
 	case math.IsInf(smallest, 1):
 		return "; a cell has too few verdicts to call any effect, so a non-call here rules nothing out (--detect sizes the cells)"
 	}

@@ -189,10 +189,19 @@ func TestSwapReportFamilyControlAndCost(t *testing.T) {
 // than its cells' figure is ever called (random tables through SwapTable, the code the report
 // uses), and a non-call says so in words.
 func TestSwapSmallestCallableEffect(t *testing.T) {
-	for tails, want := range map[int]float64{3: 0.83, 5: 0.60, 10: 0.40} {
-		d, ok := smallestCallable([4]int{tails, tails, tails, tails}, 0.05/6)
-		if !ok || math.Abs(d-want) > 0.005 {
-			t.Errorf("%d tails a cell, six calls: smallest callable effect %.3f (%v), want %.2f", tails, d, ok, want)
+	for _, tc := range []struct {
+		calls, tails int
+		want, power  float64
+	}{
+		{6, 3, 0.83, 0.27}, {6, 5, 0.60, 0.47}, {6, 10, 0.40, 0.91}, // the review's figures
+		{8, 3, 0.83, 0.27}, {8, 5, 0.70, 0.41}, {8, 10, 0.40, 0.87}, // the default cuts now
+	} {
+		d, ok := smallestCallable([4]int{tc.tails, tc.tails, tc.tails, tc.tails}, 0.05/float64(tc.calls))
+		if !ok || math.Abs(d-tc.want) > 0.005 {
+			t.Errorf("%d tails a cell, %d calls: smallest callable effect %.3f (%v), want %.2f", tc.tails, tc.calls, d, ok, tc.want)
+		}
+		if p := swapEffectPower(0.6, tc.tails, tc.calls); math.Abs(p-tc.power) > 0.01 {
+			t.Errorf("%d tails a cell, %d calls: power at 0.6 %.3f, want %.2f", tc.tails, tc.calls, p, tc.power)
 		}
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -308,6 +317,133 @@ func TestSwapBoundNearZero(t *testing.T) {
 	for x, want := range map[float64]string{-0.0021: "-0.002", 0.0021: "+0.002", -0.0001: "-0.0001", 0: "+0.00", -0.4: "-0.40", 0.005: "+0.01"} {
 		if got := bound(x); got != want {
 			t.Errorf("bound(%g) = %q, want %q", x, got, want)
+		}
+	}
+}
+
+// swapStateOver is swapState for several pairs of originals: pairs[k][ci] the k-th pair's
+// cells at cut ci, its tails named as runSwap names them (swapTailName).
+func swapStateOver(pairs [][]map[string]swapCounts, step []int) *journal.RunState {
+	st := &journal.RunState{Kind: "swap", Tails: map[string]*journal.TailState{}}
+	for k, cuts := range pairs {
+		for ci, cells := range cuts {
+			for key, c := range cells {
+				how := map[string]string{"n": "native", "h": "handoff"}[key[3:]]
+				n := 0
+				add := func(count int, status string) {
+					for range count {
+						id := swapTailName(k, ci, key[:1], key[1:2], how, n)
+						st.Tails[id] = &journal.TailState{ID: id, Side: key[1:2], Step: step[ci], Status: status}
+						st.Order = append(st.Order, id)
+						n++
+					}
+				}
+				add(c.passed, journal.StatusPassed)
+				add(c.failed, journal.StatusFailed)
+				add(c.none, journal.StatusNoVerdict)
+			}
+		}
+	}
+	return st
+}
+
+// TestSwapOriginalsSpeakOfTheAgents: two identical agents, each of whose originals breaks its
+// workspace for whoever continues with probability 0.3 (the statistics review's
+// TestLabSwapOneOriginal world). One original per agent calls a "state effect" in about a
+// fifth of swaps: true of those two workspaces, false of the agents. Over 16 pairs of
+// originals (--originals 16) no effect, each now the mean over the pairs, is called in more
+// than 5%; where agent a's originals break far more often than b's (0.9 against 0.05), the
+// state effect is called in at least 80%.
+func TestSwapOriginalsSpeakOfTheAgents(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	const tails, runs, pairsN = 3, 400, 16
+	draw := func(p float64) swapCounts {
+		var c swapCounts
+		for range tails {
+			if rng.Float64() < p {
+				c.passed++
+			} else {
+				c.failed++
+			}
+		}
+		return c
+	}
+	// pair draws one pair of originals: each breaks (every continuation fails) with its
+	// agent's probability, else continuations pass at 0.8; the control cut is untouched.
+	pair := func(breakA, breakB float64) []map[string]swapCounts {
+		pa, pb := 0.8, 0.8
+		if rng.Float64() < breakA {
+			pa = 0
+		}
+		if rng.Float64() < breakB {
+			pb = 0
+		}
+		control := map[string]swapCounts{"aa-h": draw(0.8), "ab-h": draw(0.8), "ba-h": draw(0.8), "bb-h": draw(0.8), "aa-n": draw(0.8), "bb-n": draw(0.8)}
+		last := map[string]swapCounts{"aa-h": draw(pa), "ab-h": draw(pa), "ba-h": draw(pb), "bb-h": draw(pb), "aa-n": draw(pa), "bb-n": draw(pb)}
+		return []map[string]swapCounts{control, last}
+	}
+	stateCalled := func(pairs [][]map[string]swapCounts) bool {
+		cuts := SwapTable(swapStateOver(pairs, []int{0, 4}))
+		return effectNamed(cuts[1], "state").Significant
+	}
+	anyCalled := func(pairs [][]map[string]swapCounts) bool {
+		for _, c := range SwapTable(swapStateOver(pairs, []int{0, 4})) {
+			for _, e := range c.Effects {
+				if e.Significant {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	one, over, power := 0, 0, 0
+	for range runs {
+		if stateCalled([][]map[string]swapCounts{pair(0.3, 0.3)}) {
+			one++
+		}
+		var null, real [][]map[string]swapCounts
+		for range pairsN {
+			null = append(null, pair(0.3, 0.3))
+			real = append(real, pair(0.9, 0.05))
+		}
+		if anyCalled(null) {
+			over++
+		}
+		if stateCalled(real) {
+			power++
+		}
+	}
+	oneRate, overRate, powerRate := float64(one)/runs, float64(over)/runs, float64(power)/runs
+	t.Logf("identical agents: a state effect called in %.3f of one-original swaps, any effect in %.3f over %d pairs; a breaks 0.9 against 0.05: called in %.3f", oneRate, overRate, pairsN, powerRate)
+	if oneRate < 0.1 {
+		t.Errorf("one original per agent called a state effect in only %.3f of swaps of identical agents: the world does not show the problem --originals is for", oneRate)
+	}
+	if overRate > 0.05+3*math.Sqrt(0.05*0.95/runs) {
+		t.Errorf("%d pairs of originals of identical agents: an effect called in %.3f of swaps, want at most 0.05", pairsN, overRate)
+	}
+	if powerRate < 0.8 {
+		t.Errorf("%d pairs where a's originals break far more often: the state effect called in %.3f, want at least 0.8", pairsN, powerRate)
+	}
+	// The report says what the effects are about and what a pair count can call.
+	var pairs [][]map[string]swapCounts
+	for range 3 {
+		pairs = append(pairs, pair(0.3, 0.3))
+	}
+	table := SwapTable(swapStateOver(pairs, []int{0, 4}))
+	res := &SwapResult{A: "claude", B: "codex", Handoff: "trail", Family: SwapFamilyOf(table), CostKnown: true, Originals: 3}
+	for i, c := range table {
+		c.Cut, c.StepsA, c.StepsB = float64(i), []int{4 * i, 4 * i, 4 * i}, []int{4 * i, 3 * i, 4 * i}
+		res.Cuts = append(res.Cuts, c)
+	}
+	report := SwapReport(&Recipe{Project: "/p", Prompt: "task", Check: "make test"}, res)
+	for _, want := range []string{
+		"estimand  3 original runs per agent",
+		"so it is about the agents' runs",
+		"a's originals at steps 4,4,4, b's at 4,3,4",
+		"3 pairs of originals are too few to call any effect at this level",
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the report lacks %q:\n%s", want, report)
 		}
 	}
 }
