@@ -471,11 +471,13 @@ func showRun(ctx context.Context, cfg *config.Config, dir string, bus *journal.B
 	viewCtx, stopView := context.WithCancel(ctx)
 	defer stopView()
 	done := make(chan error, 1)
+	returned := make(chan struct{}) // the view ends once the command has, not at the journal's first run_finished
 	go func() {
 		err := run(runCtx, false)
 		if err != nil {
 			stopView()
 		}
+		close(returned)
 		done <- err
 	}()
 	eng, err := newAppEngine(cfg)
@@ -484,8 +486,13 @@ func showRun(ctx context.Context, cfg *config.Config, dir string, bus *journal.B
 		<-done
 		return err
 	}
-	if err := tui.LiveRun(viewCtx, tui.LiveOptions{Dir: dir, Bus: bus, Engine: eng}); errors.Is(err, tui.ErrInterrupted) {
+	switch err := tui.LiveRun(viewCtx, tui.LiveOptions{Dir: dir, Bus: bus, Engine: eng, Done: returned}); {
+	case errors.Is(err, tui.ErrInterrupted):
 		stopRun()
+	case err != nil && viewCtx.Err() == nil:
+		// The view failed while the run goes on: say so, and follow the run in lines.
+		fmt.Fprintf(os.Stderr, "tare: the live view ended: %v; the run goes on, one line per event from here\n", err)
+		defer follow(ctx, bus)()
 	}
 	return <-done
 }
