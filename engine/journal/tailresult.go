@@ -20,6 +20,9 @@ type TailResult struct {
 	// AgentExit is how the agent ended: "agent exit N", or why it was stopped.
 	AgentExit string  `json:"agent_exit"`
 	Check     string  `json:"check"`
+	// CheckLog is the last lines the check printed (Printable); check.log beside result.json
+	// has all of it, bounded.
+	CheckLog []string `json:"check_log,omitempty"`
 	Score     *int    `json:"score,omitempty"`
 	Seconds   float64 `json:"seconds"`
 	Calls     int     `json:"calls"`
