@@ -81,4 +81,3 @@ func TestCheckLogIsBounded(t *testing.T) {
 		t.Errorf("check.log does not say how much it left out (%d bytes)", left)
 	}
 }
-
