@@ -471,11 +471,13 @@ func showRun(ctx context.Context, cfg *config.Config, dir string, bus *journal.B
 	viewCtx, stopView := context.WithCancel(ctx)
 	defer stopView()
 	done := make(chan error, 1)
+	returned := make(chan struct{}) // the view ends once the command has, not at the journal's first run_finished
 	go func() {
 		err := run(runCtx, false)
 		if err != nil {
 			stopView()
 		}
+		close(returned)
 		done <- err
 	}()
 	eng, err := newAppEngine(cfg)
@@ -484,8 +486,13 @@ func showRun(ctx context.Context, cfg *config.Config, dir string, bus *journal.B
 		<-done
 		return err
 	}
-	if err := tui.LiveRun(viewCtx, tui.LiveOptions{Dir: dir, Bus: bus, Engine: eng}); errors.Is(err, tui.ErrInterrupted) {
+	switch err := tui.LiveRun(viewCtx, tui.LiveOptions{Dir: dir, Bus: bus, Engine: eng, Done: returned}); {
+	case errors.Is(err, tui.ErrInterrupted):
 		stopRun()
+	case err != nil && viewCtx.Err() == nil:
+		// The view failed while the run goes on: say so, and follow the run in lines.
+		fmt.Fprintf(os.Stderr, "tare: the live view ended: %v; the run goes on, one line per event from here\n", err)
+		defer follow(ctx, bus)()
 	}
 	return <-done
 }
@@ -936,8 +943,14 @@ three effects, each the mean of two differences weighed equally: the state effec
 workspace, per continuing agent), the model effect (which agent continues, per workspace) and
 the handoff cost (an agent on its own workspace, natively against by handoff, per agent). It
 says in words which are distinguishable from zero, 95% family-wise: each effect's interval is
-Bonferroni-corrected over every effect measured at a cut past step 0. A cut at step 0 is shown
-as a control and makes no calls.`,
+Bonferroni-corrected over every effect it calls. A cut at step 0 is a control: both workspaces
+are the untouched project, so its state effect is shown and never called; its model and handoff
+effects are called (agent a against b from the same start). Each agent makes one original, so
+every effect is about these two runs' workspaces, not the agents' runs in general; with
+--originals N each agent makes N, the k-th pair is swapped as one swap, and each effect is the
+mean over the pairs with an interval over them, which speaks of the agents. Beside a
+non-call the report gives the smallest effect the cells could have called; --detect D sizes
+--tails so that a real effect of D is called with 80% power.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
@@ -952,6 +965,12 @@ as a control and makes no calls.`,
 				return err
 			}
 			o.A, o.B = sides[0], sides[1]
+			if o.Detect != 0 && cmd.Flags().Changed("tails") {
+				return errors.New("--detect sizes --tails: give one of them, not both")
+			}
+			if o.Originals < 1 {
+				return fmt.Errorf("--originals %d: give at least 1 original run per agent", o.Originals)
+			}
 			if o.Project, err = projectDir(project, o.AllowDirty); err != nil {
 				return err
 			}
@@ -975,6 +994,8 @@ as a control and makes no calls.`,
 	f.StringVar(&bArgs, "b-args", "", "the second agent's own arguments")
 	f.StringVar(&cuts, "cuts", "0,0.5,1", "where to swap: fractions of each original run's steps, increasing")
 	f.IntVar(&o.Tails, "tails", 3, "tails per cut, workspace, agent and way of continuing")
+	f.IntVar(&o.Originals, "originals", 1, "original runs per agent: 1 speaks of the two originals' workspaces; N pairs of originals, of the agents")
+	f.Float64Var(&o.Detect, "detect", 0, "size --tails to call a real effect of this size (a difference of pass rates, like 0.5) with 80% power")
 	f.IntVar(&o.Jobs, "jobs", 3, "tails at the same time")
 	f.StringVar(&o.Handoff, "handoff", "trail", "what a handoff gives the other agent: trail or workspace")
 	onFlag(cmd, &o.On)
@@ -1016,8 +1037,8 @@ codex against tare's own model server (--seed %d: original a adds the file, orig
 not), at cuts 0 (a control: both workspaces the untouched project) and 1 (the end of each
 run). Both agents follow one script, so at the last cut the report shows a state effect and no
 model effect. Two cuts, not the three of tare swap's default: each cut past step 0 adds three
-calls to correct for, and with three tails a cell the demo's state effect stands out of the
-intervals corrected for three calls, not always of those corrected for six.`, demo.SwapSeed),
+calls to correct for (the control two), and with three tails a cell the demo's state effect
+stands out of the intervals corrected for five calls, not always of those corrected for eight.`, demo.SwapSeed),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error

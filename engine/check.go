@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -192,7 +193,7 @@ func inUsr(host, room string) bool {
 }
 
 // room is the sandbox a check runs in: the workspace dir at /work, cwd /work.
-func (c CheckRoom) room(check, dir, bwrap string, out *bytes.Buffer) sandbox.Room {
+func (c CheckRoom) room(check, dir, bwrap string, out io.Writer) sandbox.Room {
 	r := sandbox.Room{
 		Workspace: dir,
 		Argv:      []string{"/bin/sh", "-c", check},
@@ -232,6 +233,9 @@ type checkResult struct {
 	CouldNotRun bool
 	// Detail is one line: the exit and the last line the check printed.
 	Detail string
+	// Output is what the check printed (stdout and stderr together), bounded (checkLog):
+	// the tail keeps it as check.log, so a failure's reason is never lost.
+	Output []byte
 	// Score is a judge's score when the check printed "score N".
 	Score *int
 	// Judge is the built-in judge's verdict, and Usage what the judge agent spent: the
@@ -266,7 +270,7 @@ func runCheck(ctx context.Context, check, dir string, timeout time.Duration, cr 
 		}
 		return r
 	}
-	var out bytes.Buffer
+	var out checkLog
 	var code int
 	var err error
 	if cr.OnHost {
@@ -277,17 +281,17 @@ func runCheck(ctx context.Context, check, dir string, timeout time.Duration, cr 
 	}
 	switch {
 	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
-		return checkResult{Detail: fmt.Sprintf("check timed out after %s%s", timeout.Round(time.Second), cr.mark())}
+		return checkResult{Detail: fmt.Sprintf("check timed out after %s%s", timeout.Round(time.Second), cr.mark()), Output: out.Bytes()}
 	case ctx.Err() != nil:
-		return checkResult{Detail: "check stopped: " + ctx.Err().Error()}
+		return checkResult{Detail: "check stopped: " + ctx.Err().Error(), Output: out.Bytes()}
 	case err != nil:
-		return checkResult{CouldNotRun: true, Detail: fmt.Sprintf("check could not run%s: %v", cr.mark(), err)}
+		return checkResult{CouldNotRun: true, Detail: fmt.Sprintf("check could not run%s: %v", cr.mark(), err), Output: out.Bytes()}
 	}
-	r := checkResult{Passed: code == 0, Detail: fmt.Sprintf("check exit %d%s", code, cr.mark())}
-	if last := lastLine(out.String()); last != "" {
+	r := checkResult{Passed: code == 0, Detail: fmt.Sprintf("check exit %d%s", code, cr.mark()), Output: out.Bytes()}
+	if last := lastLine(out.tail.String()); last != "" {
 		r.Detail += ": " + clip(last, 120)
 	}
-	if m := scoreLine.FindAllStringSubmatch(out.String(), -1); len(m) > 0 {
+	if m := scoreLine.FindAllStringSubmatch(out.tail.String(), -1); len(m) > 0 {
 		if n, err := strconv.Atoi(m[len(m)-1][1]); err == nil {
 			r.Score = &n
 		}
@@ -297,7 +301,7 @@ func runCheck(ctx context.Context, check, dir string, timeout time.Duration, cr 
 
 // runOnHost is the --check-on-host opt-in: /bin/sh -c check in dir, in a process group of its
 // own that is killed, background children included, when the check ends or ctx does.
-func runOnHost(ctx context.Context, check, dir string, out *bytes.Buffer) (int, error) {
+func runOnHost(ctx context.Context, check, dir string, out io.Writer) (int, error) {
 	cmd := exec.Command("/bin/sh", "-c", check)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = out, out
@@ -323,6 +327,57 @@ func runOnHost(ctx context.Context, check, dir string, out *bytes.Buffer) (int, 
 	}
 	return 0, err
 }
+
+// checkLog is what a check printed, bounded: its first checkHead bytes and its last
+// checkKeep, with a line between them saying how much was left out. The check runs what the
+// agent wrote, which decides how much it prints; the end is where a test runner says why.
+type checkLog struct {
+	head, tail bytes.Buffer
+	cut        int64 // bytes dropped between head and tail
+}
+
+const (
+	checkHead = 16 << 10
+	checkKeep = 240 << 10
+)
+
+func (l *checkLog) Write(p []byte) (int, error) {
+	n := len(p)
+	if room := checkHead - l.head.Len(); room > 0 {
+		k := min(room, len(p))
+		l.head.Write(p[:k])
+		p = p[k:]
+	}
+	l.tail.Write(p)
+	if over := l.tail.Len() - checkKeep; over > checkKeep/4 {
+		// Drop in chunks, not on every write: the tail is copied once per quarter.
+		rest := append([]byte(nil), l.tail.Bytes()[over:]...)
+		l.tail.Reset()
+		l.tail.Write(rest)
+		l.cut += int64(over)
+	}
+	return n, nil
+}
+
+// Bytes is the log as check.log keeps it.
+func (l *checkLog) Bytes() []byte {
+	tail := l.tail.Bytes()
+	cut := l.cut
+	if over := len(tail) - checkKeep; over > 0 {
+		tail, cut = tail[over:], cut+int64(over)
+	}
+	out := append([]byte(nil), l.head.Bytes()...)
+	if cut > 0 {
+		out = append(out, fmt.Sprintf("\n[tare: %d bytes of the check's output left out here]\n", cut)...)
+	}
+	return append(out, tail...)
+}
+
+// CheckLogFile is the check's output in a tail's folder.
+const CheckLogFile = "check.log"
+
+// checkLogLines is how many of its last lines a tail's result keeps of its check's output.
+const checkLogLines = 12
 
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")

@@ -131,10 +131,25 @@ type RunReport struct {
 	Sides   []SideReport `json:"sides"`
 	// Separation is how an --until-separated calibrate stopped and why.
 	Separation *Separation `json:"separation,omitempty"`
+	// Tails are the run's tails, each as its result.json last had it: how the agent and the
+	// check ended, and the check's last lines (check.log beside it has the rest).
+	Tails []TailReport `json:"tails"`
 }
 
-// runReport is the run's report as data.
-func runReport(rec *Recipe, st *journal.RunState) RunReport {
+// TailReport is one tail in report.json.
+type TailReport struct {
+	ID        string         `json:"id"`
+	Side      string         `json:"side"`
+	Status    string         `json:"status"`
+	Reason    journal.Reason `json:"reason,omitempty"`
+	AgentExit string         `json:"agent_exit"`
+	Check     string         `json:"check"`
+	CheckLog  []string       `json:"check_log,omitempty"`
+}
+
+// runReport is the run's report as data; dir is the run's folder, whose tails' results it
+// reads.
+func runReport(dir string, rec *Recipe, st *journal.RunState) RunReport {
 	out := RunReport{Kind: rec.Kind, Project: rec.Project, Check: rec.Check, Sides: []SideReport{}}
 	for _, t := range st.Tally() {
 		sr := SideReport{Key: t.Side.Key, Agent: t.Side.Agent, Args: t.Side.Args, Passed: t.Passed, Failed: t.Failed,
@@ -149,6 +164,13 @@ func runReport(rec *Recipe, st *journal.RunState) RunReport {
 		sep := separation(rec, st)
 		out.Separation = &sep
 	}
+	out.Tails = []TailReport{}
+	for _, id := range st.Order {
+		if res, ok := readResult(filepath.Join(dir, "tails", id)); ok {
+			out.Tails = append(out.Tails, TailReport{ID: id, Side: res.Side, Status: res.Status, Reason: res.Reason,
+				AgentExit: journal.Printable(res.AgentExit), Check: journal.Printable(res.Check), CheckLog: res.CheckLog})
+		}
+	}
 	return out
 }
 
@@ -157,7 +179,7 @@ func writeReport(dir, text string, rec *Recipe, st *journal.RunState) error {
 	if err := capsule.WriteFileAtomic(filepath.Join(dir, "report.txt"), []byte(text), 0o644); err != nil {
 		return err
 	}
-	data, err := json.MarshalIndent(runReport(rec, st), "", "  ")
+	data, err := json.MarshalIndent(runReport(dir, rec, st), "", "  ")
 	if err != nil {
 		return err
 	}

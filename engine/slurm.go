@@ -503,7 +503,7 @@ func (b *slurmBackend) collect(ctx context.Context, env *tailEnv, st jobState, x
 	if rerr == nil {
 		rerr = json.Unmarshal(data, &wr)
 	}
-	for _, f := range []string{"stdout.jsonl", "stderr.log"} {
+	for _, f := range []string{"stdout.jsonl", "stderr.log", CheckLogFile} {
 		if data, err := os.ReadFile(filepath.Join(x, f)); err == nil {
 			_ = capsule.WriteFileAtomic(filepath.Join(dir, f), data, 0o644)
 		}

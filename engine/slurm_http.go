@@ -60,7 +60,7 @@ var (
 	exchangeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,200}\.[0-9]+$`)
 	rootHash     = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	objectFile   = regexp.MustCompile(`^(blobs|trees)/[0-9a-f]{2}/[0-9a-f]{62}$|^capsules/[0-9]{4}-[A-Za-z0-9_.-]{1,200}\.json$`)
-	putFiles     = map[string]bool{"result.json": true, "stdout.jsonl": true, "stderr.log": true, "worker/" + journal.JournalFile: true}
+	putFiles     = map[string]bool{"result.json": true, "stdout.jsonl": true, "stderr.log": true, CheckLogFile: true, "worker/" + journal.JournalFile: true}
 )
 
 // serveExchange starts the run's exchange server on [cluster] callback_addr (loopback when
@@ -397,7 +397,7 @@ func WorkerHTTP(ctx context.Context, url, name string) error {
 		// before SIGKILL.
 		ctx = context.WithoutCancel(ctx)
 	}
-	for _, rel := range []string{journal, "stdout.jsonl", "stderr.log"} {
+	for _, rel := range []string{journal, "stdout.jsonl", "stderr.log", CheckLogFile} {
 		if err := c.put(ctx, x, rel, rel); err != nil {
 			return err
 		}

@@ -30,6 +30,14 @@ type SwapOptions struct {
 	Cuts []float64
 	// Tails per cut, workspace, agent and way of continuing.
 	Tails, Jobs int
+	// Detect, when above 0, sizes Tails instead: the fewest tails a cell with which a real
+	// effect of this size (a difference of pass rates) is called with 80% power (SwapTailsFor).
+	Detect float64
+	// Originals is how many original runs each agent makes (0 or 1: one). With one, every
+	// effect is about the two originals' workspaces; with several, each pair of originals
+	// (the k-th of a and of b) is swapped as one swap, and the effects are the means over the
+	// pairs with intervals over them: about the agents' runs.
+	Originals int
 	// Handoff is what a handoff gives the continuing agent: "trail" (the written summary of
 	// the steps so far) or "workspace" (nothing but the files).
 	Handoff string
@@ -44,6 +52,32 @@ type swapSettings struct {
 	Tails   int       `json:"tails"`
 	Jobs    int       `json:"jobs"`
 	Handoff string    `json:"handoff"`
+	// Detect is the effect --detect sized Tails for (0: --tails was given).
+	Detect float64 `json:"detect,omitempty"`
+	// Originals per agent; 0 in a recipe written before there could be more than one.
+	Originals int `json:"originals,omitempty"`
+}
+
+// originals is how many original runs each agent makes.
+func (s swapSettings) originals() int { return max(1, s.Originals) }
+
+// originalDir is the folder of agent key's k-th original (from 0) in the run: a/ and b/ for
+// the first, as a swap of one original has always had them, a2/, b2/, ... for the others.
+func originalDir(key string, k int) string {
+	if k == 0 {
+		return key
+	}
+	return fmt.Sprintf("%s%d", key, k+1)
+}
+
+// swapTailName is a tail's id: c<cut>-<workspace><agent>-<n|h>-<n>, with o<k+1>- before it
+// for the k-th pair of originals past the first.
+func swapTailName(k, cut int, ws, who, how string, n int) string {
+	id := fmt.Sprintf("c%d-%s%s-%s-%d", cut, ws, who, how[:1], n)
+	if k > 0 {
+		id = fmt.Sprintf("o%d-%s", k+1, id)
+	}
+	return id
 }
 
 // ParseCuts reads --cuts: fractions in [0, 1], strictly increasing.
@@ -93,6 +127,13 @@ type SwapEffect struct {
 	// Parts are the two differences the effect is the mean of: the state effect per
 	// continuing agent, the model effect per workspace, the handoff cost per agent.
 	Parts []SwapPart `json:"parts"`
+	// Called: the effect is one of the swap's calls (every measured effect but the state
+	// effect at a control cut, which can only be noise).
+	Called bool `json:"called"`
+	// Callable is the smallest observed effect its cells' verdicts could have called at the
+	// family's level (0 when none could): a call is never made below it, so a non-call says
+	// nothing about effects smaller than this.
+	Callable float64 `json:"smallest_callable"`
 }
 
 // SwapPart is one of an effect's two differences, with its interval at the family's level.
@@ -111,13 +152,21 @@ type SwapCut struct {
 	StepA int     `json:"step_a"`
 	StepB int     `json:"step_b"`
 	// Control: both workspaces are the untouched project (step 0), so a state effect here
-	// can only be noise. Its effects are shown but make no calls and do not count among
-	// the family's.
+	// can only be noise: it is shown and never called. The model and handoff effects are
+	// called here as at any cut: agent a against b from the same untouched project is the
+	// cleanest A/B comparison a swap has.
 	Control bool `json:"control"`
 	// Level is the confidence of each effect's interval: 1 - alpha/calls (SwapFamily).
 	Level   float64      `json:"level"`
 	Cells   []SwapCell   `json:"cells"`
 	Effects []SwapEffect `json:"effects"`
+	// StepsA and StepsB are each original's step at this cut, with more than one original
+	// per agent (StepA and StepB are then the first's).
+	StepsA []int `json:"steps_a,omitempty"`
+	StepsB []int `json:"steps_b,omitempty"`
+	// Originals is how many pairs of originals the effects are over (0 or 1: one pair, and
+	// the effects are about those two workspaces).
+	Originals int `json:"originals,omitempty"`
 }
 
 // Cell is the cut's cell of workspace ws continued by agent who, natively or by handoff.
@@ -130,8 +179,8 @@ func (c SwapCut) Cell(ws, who, how string) (SwapCell, bool) {
 	return SwapCell{}, false
 }
 
-// SwapFamily is how swap keeps its calls honest together: every measured effect at a cut
-// that is not a control is one call ("distinguishable from zero"), and each interval is
+// SwapFamily is how swap keeps its calls honest together: every measured effect (but the
+// state effect at a control cut) is one call ("distinguishable from zero"), and each interval is
 // made at 1 - Alpha/Calls (Bonferroni), so the chance that any call is made where no effect
 // is real stays at most Alpha.
 type SwapFamily struct {
@@ -146,6 +195,9 @@ type SwapResult struct {
 	A         string     `json:"a"`
 	B         string     `json:"b"`
 	Handoff   string     `json:"handoff"`
+	Tails     int        `json:"tails"`
+	Detect    float64    `json:"detect,omitempty"`
+	Originals int        `json:"originals"`
 	Cuts      []SwapCut  `json:"cuts"`
 	Family    SwapFamily `json:"family"`
 	NoVerdict int        `json:"no_verdict"`
@@ -160,7 +212,13 @@ type SwapResult struct {
 // Swap runs the analysis and returns its run directory and result; the report is in
 // report.txt.
 func Swap(ctx context.Context, o SwapOptions) (string, *SwapResult, error) {
-	set := swapSettings{Cuts: o.Cuts, Tails: o.Tails, Jobs: o.Jobs, Handoff: o.Handoff}
+	set := swapSettings{Cuts: o.Cuts, Tails: o.Tails, Jobs: o.Jobs, Handoff: o.Handoff, Detect: o.Detect, Originals: o.Originals}
+	if o.Detect != 0 {
+		var err error
+		if set.Tails, err = SwapTailsFor(o.Detect, o.Cuts); err != nil {
+			return "", nil, err
+		}
+	}
 	switch {
 	case o.Prompt == "":
 		return "", nil, errors.New("give the task as PROMPT")
@@ -172,6 +230,8 @@ func Swap(ctx context.Context, o SwapOptions) (string, *SwapResult, error) {
 		return "", nil, fmt.Errorf("--tails %d: give at least 1 tail per cut, workspace and agent", set.Tails)
 	case set.Jobs < 1:
 		return "", nil, fmt.Errorf("--jobs %d: run at least 1 tail at a time", set.Jobs)
+	case set.Originals < 0 || set.Originals > maxOriginals:
+		return "", nil, fmt.Errorf("--originals %d: give 1 (effects about the two originals) to %d original runs per agent", set.Originals, maxOriginals)
 	case set.Handoff != "trail" && set.Handoff != "workspace":
 		return "", nil, fmt.Errorf("--handoff %q: give trail (the steps so far, written) or workspace (the files alone)", set.Handoff)
 	}
@@ -228,80 +288,87 @@ func Swap(ctx context.Context, o SwapOptions) (string, *SwapResult, error) {
 func runSwap(ctx context.Context, r *run, rec *Recipe, set swapSettings, installs map[string]agent.Install, o RecordOptions) (*SwapResult, error) {
 	recs := map[string]*journal.Recording{}
 	envs := map[string]*tailEnv{}
-	for i, side := range rec.Sides {
-		if err := r.emit(journal.Event{Phase: &journal.Phase{Name: "original " + side.Key + ": " + sideLabel(side)}}); err != nil {
-			return nil, err
-		}
-		dir := filepath.Join(r.dir, side.Key)
-		recording, err := journal.ReadRecording(dir)
-		for made := 0; err != nil || recording.Stopped != nil; made++ {
-			// Not recorded yet, cut short by a crash, or ended by the provider (its workspaces
-			// would be where the provider cut it, not where the agent took it): recorded again,
-			// the earlier attempt kept beside the new one. Twice stopped, the swap stops and
-			// says why; tare resume records it again.
-			if err == nil && made == 2 {
-				return nil, fmt.Errorf("original %s (%s) was %s, in two recordings: a run the provider ended says nothing about the agent, so no workspace of it is swapped; both attempts are kept beside %s; run tare resume %s to record it again",
-					side.Key, side.Agent, recording.Stopped.Line(), dir, r.dir)
-			}
-			if _, err := setAside(dir); err != nil {
+	var first *tailEnv
+	for k := range set.originals() {
+		for i, side := range rec.Sides {
+			name := originalDir(side.Key, k)
+			label := "original " + name + ": " + sideLabel(side)
+			if err := r.emit(journal.Event{Phase: &journal.Phase{Name: label}}); err != nil {
 				return nil, err
 			}
-			ro := o
-			// The two originals draw from the run's seed and the next one: the same script
-			// must not make them the same run.
-			ro.Prompt, ro.Project, ro.Check, ro.Script = rec.Prompt, rec.Project, rec.Check, ""
-			ro.CheckTimeout = time.Duration(rec.CheckTimeout * float64(time.Second))
-			ro.AgentTimeout = time.Duration(rec.AgentTimeout * float64(time.Second))
-			ro.CheckOnHost = rec.CheckRoom.OnHost
-			ro.Side, ro.Out, ro.Seed, ro.Bus = side, dir, rec.Seed+int64(i), nil
-			ro.scriptText, ro.scriptName = rec.ScriptText, rec.Script
-			if dir, recording, err = Record(ctx, ro); err != nil {
-				return nil, fmt.Errorf("original %s (%s): %v", side.Key, side.Agent, err)
+			dir := filepath.Join(r.dir, name)
+			recording, err := journal.ReadRecording(dir)
+			for made := 0; err != nil || recording.Stopped != nil; made++ {
+				// Not recorded yet, cut short by a crash, or ended by the provider (its workspaces
+				// would be where the provider cut it, not where the agent took it): recorded again,
+				// the earlier attempt kept beside the new one. Twice stopped, the swap stops and
+				// says why; tare resume records it again.
+				if err == nil && made == 2 {
+					return nil, fmt.Errorf("original %s (%s) was %s, in two recordings: a run the provider ended says nothing about the agent, so no workspace of it is swapped; both attempts are kept beside %s; run tare resume %s to record it again",
+						name, side.Agent, recording.Stopped.Line(), dir, r.dir)
+				}
+				if _, err := setAside(dir); err != nil {
+					return nil, err
+				}
+				ro := o
+				// Each original draws from the run's seed plus its own number: the same script
+				// must not make two originals the same run.
+				ro.Prompt, ro.Project, ro.Check, ro.Script = rec.Prompt, rec.Project, rec.Check, ""
+				ro.CheckTimeout = time.Duration(rec.CheckTimeout * float64(time.Second))
+				ro.AgentTimeout = time.Duration(rec.AgentTimeout * float64(time.Second))
+				ro.CheckOnHost = rec.CheckRoom.OnHost
+				ro.Side, ro.Out, ro.Seed, ro.Bus = side, dir, rec.Seed+int64(len(rec.Sides)*k+i), nil
+				ro.scriptText, ro.scriptName = rec.ScriptText, rec.Script
+				if dir, recording, err = Record(ctx, ro); err != nil {
+					return nil, fmt.Errorf("original %s (%s): %v", name, side.Agent, err)
+				}
 			}
-		}
-		store, err := capsule.Open(filepath.Join(dir, "store"))
-		if err != nil {
-			return nil, err
-		}
-		env, stop, err := newTailEnv(r, store, rec, installs, o.Config)
-		if err != nil {
-			return nil, err
-		}
-		defer stop()
-		if i == 0 {
-			if err := attachBackend(env, rec, o.AllowDirty || allowDirty(r)); err != nil {
+			store, err := capsule.Open(filepath.Join(dir, "store"))
+			if err != nil {
 				return nil, err
 			}
-		} else {
-			env.backend = envs[rec.Sides[0].Key].backend // one queue, one shared folder
+			env, stop, err := newTailEnv(r, store, rec, installs, o.Config)
+			if err != nil {
+				return nil, err
+			}
+			defer stop()
+			if first == nil {
+				if err := attachBackend(env, rec, o.AllowDirty || allowDirty(r)); err != nil {
+					return nil, err
+				}
+				first = env
+			} else {
+				env.backend = first.backend // one queue, one shared folder
+			}
+			recs[name], envs[name] = recording, env
 		}
-		recs[side.Key], envs[side.Key] = recording, env
 	}
 	type job struct {
 		env  *tailEnv
 		spec tailSpec
 	}
 	var jobs []job
-	for ci, cut := range set.Cuts {
-		for _, ws := range rec.Sides {
-			recording := recs[ws.Key]
-			step := cutStep(cut, len(recording.Steps))
-			for _, who := range rec.Sides {
-				hows := []string{"handoff"}
-				if who.Key == ws.Key {
-					hows = []string{"native", "handoff"}
-				}
-				for _, how := range hows {
-					for n := range set.Tails {
-						id := fmt.Sprintf("c%d-%s%s-%s-%d", ci, ws.Key, who.Key, how[:1], n)
-						spec, err := tailFrom(recording, who, step, how, id, true)
-						if err != nil {
-							return nil, err
+	for k := range set.originals() {
+		for ci, cut := range set.Cuts {
+			for _, ws := range rec.Sides {
+				recording := recs[originalDir(ws.Key, k)]
+				step := cutStep(cut, len(recording.Steps))
+				for _, who := range rec.Sides {
+					hows := []string{"handoff"}
+					if who.Key == ws.Key {
+						hows = []string{"native", "handoff"}
+					}
+					for _, how := range hows {
+						for n := range set.Tails {
+							spec, err := tailFrom(recording, who, step, how, swapTailName(k, ci, ws.Key, who.Key, how, n), true)
+							if err != nil {
+								return nil, err
+							}
+							if how == "handoff" && set.Handoff == "workspace" && step > 0 {
+								spec.Prompt = recording.Task
+							}
+							jobs = append(jobs, job{envs[originalDir(ws.Key, k)], spec})
 						}
-						if how == "handoff" && set.Handoff == "workspace" && step > 0 {
-							spec.Prompt = recording.Task
-						}
-						jobs = append(jobs, job{envs[ws.Key], spec})
 					}
 				}
 			}
@@ -348,7 +415,7 @@ func runSwap(ctx context.Context, r *run, rec *Recipe, set swapSettings, install
 	if err := capsule.WriteFileAtomic(filepath.Join(r.dir, "swap-result.json"), append(data, '\n'), 0o644); err != nil {
 		return nil, err
 	}
-	return res, releaseBackend(envs[rec.Sides[0].Key], r.emit(journal.Event{RunFinished: &journal.RunFinished{Report: report}}))
+	return res, releaseBackend(first, r.emit(journal.Event{RunFinished: &journal.RunFinished{Report: report}}))
 }
 
 // cutStep is the step a cut falls on: the fraction of the run's steps, rounded.
@@ -356,13 +423,21 @@ func cutStep(cut float64, steps int) int { return int(math.Round(cut * float64(s
 
 // swapResult counts each cell's tails and works out the effects.
 func swapResult(runDir string, rec *Recipe, set swapSettings, recs map[string]*journal.Recording, st *journal.RunState) *SwapResult {
-	res := &SwapResult{A: sideLabel(rec.Sides[0]), B: sideLabel(rec.Sides[1]), Handoff: set.Handoff, CostKnown: true, Simulated: rec.ScriptText != ""}
+	res := &SwapResult{A: sideLabel(rec.Sides[0]), B: sideLabel(rec.Sides[1]), Handoff: set.Handoff, Tails: set.Tails, Detect: set.Detect,
+		CostKnown: true, Simulated: rec.ScriptText != ""}
 	table := SwapTable(st)
 	res.Family = SwapFamilyOf(table)
+	res.Originals = set.originals()
 	for ci, cut := range set.Cuts {
 		c := SwapCut{Cut: cut, StepA: cutStep(cut, len(recs["a"].Steps)), StepB: cutStep(cut, len(recs["b"].Steps))}
+		if res.Originals > 1 {
+			for k := range res.Originals {
+				c.StepsA = append(c.StepsA, cutStep(cut, len(recs[originalDir("a", k)].Steps)))
+				c.StepsB = append(c.StepsB, cutStep(cut, len(recs[originalDir("b", k)].Steps)))
+			}
+		}
 		if ci < len(table) {
-			c.Cells, c.Effects, c.Control = table[ci].Cells, table[ci].Effects, table[ci].Control
+			c.Cells, c.Effects, c.Control, c.Level, c.Originals = table[ci].Cells, table[ci].Effects, table[ci].Control, table[ci].Level, table[ci].Originals
 		}
 		for _, cell := range c.Cells {
 			res.NoVerdict += cell.NoVerdict
@@ -378,45 +453,57 @@ func swapResult(runDir string, rec *Recipe, set swapSettings, recs map[string]*j
 			}
 		}
 	}
-	for _, side := range rec.Sides {
-		u, ok := recordingUsage(filepath.Join(runDir, side.Key), recs[side.Key])
-		res.RecordingCost += u.Cost
-		if !ok || len(u.Unpriced) > 0 {
-			res.CostKnown = false
+	for k := range set.originals() {
+		for _, side := range rec.Sides {
+			name := originalDir(side.Key, k)
+			u, ok := recordingUsage(filepath.Join(runDir, name), recs[name])
+			res.RecordingCost += u.Cost
+			if !ok || len(u.Unpriced) > 0 {
+				res.CostKnown = false
+			}
 		}
 	}
 	res.Cost = res.RecordingCost + res.TailsCost
 	return res
 }
 
-// swapTailID is a swap tail's id: c<cut>-<workspace><agent>-<n(ative)|h(andoff)>-<n>.
-var swapTailID = regexp.MustCompile(`^c(\d+)-([ab])([ab])-([nh])-\d+$`)
+// swapTailID is a swap tail's id: c<cut>-<workspace><agent>-<n(ative)|h(andoff)>-<n>, with
+// o<k>- before it for the k-th pair of originals past the first (swapTailName).
+var swapTailID = regexp.MustCompile(`^(?:o(\d+)-)?c(\d+)-([ab])([ab])-([nh])-\d+$`)
 
 // SwapTable is a swap run's cells and effects per cut, from its tails as the journal has
 // them (the first verdict of each; no verdict left out), so the report and the app agree.
 // Cut and the steps are left for the caller, who knows the recipe; a cut is a control when
 // all its tails start from step 0.
 func SwapTable(st *journal.RunState) []SwapCut {
-	counts := map[int]map[string]*StepRate{}
-	moved := map[int]bool{} // cuts with a tail from past step 0
-	last := -1
+	counts := map[int]map[int]map[string]*StepRate{} // cut, original (from 0), cell
+	moved := map[int]bool{}                          // cuts with a tail from past step 0
+	last, originals := -1, 1
 	for id, t := range st.Tails {
 		m := swapTailID.FindStringSubmatch(id)
 		if m == nil {
 			continue
 		}
+		k := 0
+		if m[1] != "" {
+			fmt.Sscan(m[1], &k)
+			k-- // o2 is the second pair, from 0 the first
+		}
 		var ci int
-		fmt.Sscan(m[1], &ci)
-		last = max(last, ci)
+		fmt.Sscan(m[2], &ci)
+		last, originals = max(last, ci), max(originals, k+1)
 		if counts[ci] == nil {
-			counts[ci] = map[string]*StepRate{}
+			counts[ci] = map[int]map[string]*StepRate{}
+		}
+		if counts[ci][k] == nil {
+			counts[ci][k] = map[string]*StepRate{}
 		}
 		moved[ci] = moved[ci] || t.Step > 0
-		key := m[2] + m[3] + m[4]
-		n := counts[ci][key]
+		key := m[3] + m[4] + m[5]
+		n := counts[ci][k][key]
 		if n == nil {
 			n = &StepRate{}
-			counts[ci][key] = n
+			counts[ci][k][key] = n
 		}
 		if !tailFinished(t) {
 			continue
@@ -429,16 +516,26 @@ func SwapTable(st *journal.RunState) []SwapCut {
 			}
 		}
 	}
-	table := make([]map[string]StepRate, last+1)
+	table := make([][]map[string]StepRate, last+1)
 	control := make([]bool, last+1)
 	for ci := range table {
-		table[ci] = map[string]StepRate{}
-		for k, n := range counts[ci] {
-			table[ci][k] = *n
+		table[ci] = make([]map[string]StepRate, originals)
+		for k := range originals {
+			table[ci][k] = map[string]StepRate{}
+			for key, n := range counts[ci][k] {
+				table[ci][k][key] = *n
+			}
 		}
 		control[ci] = !moved[ci]
 	}
-	return swapCuts(table, control)
+	if originals == 1 {
+		one := make([]map[string]StepRate, len(table))
+		for ci := range table {
+			one[ci] = table[ci][0]
+		}
+		return swapCuts(one, control)
+	}
+	return swapCutsOverOriginals(table, control)
 }
 
 // swapEffects are the three effects, each the mean of two differences of cells (keys
@@ -473,7 +570,7 @@ func swapCuts(counts []map[string]StepRate, control []bool) []SwapCut {
 	calls := 0
 	for ci, c := range counts {
 		for _, e := range swapEffects {
-			if !control[ci] && measured(c, e.parts[0].plus, e.parts[0].minus, e.parts[1].plus, e.parts[1].minus) {
+			if swapCalled(e.name, control[ci]) && measured(c, e.parts[0].plus, e.parts[0].minus, e.parts[1].plus, e.parts[1].minus) {
 				calls++
 			}
 		}
@@ -506,14 +603,20 @@ func swapCuts(counts []map[string]StepRate, control []bool) []SwapCut {
 		}
 		for _, e := range swapEffects {
 			var terms []stats.Term
+			var ns [4]int
 			eff := SwapEffect{Name: e.name, Meaning: e.meaning}
-			for _, p := range e.parts {
+			for i, p := range e.parts {
 				d, lo, hi, ok := stats.MoverOn([]stats.Term{term(c, p.plus, 1), term(c, p.minus, -1)}, exact)
 				eff.Parts = append(eff.Parts, SwapPart{Name: p.name, Diff: d, Lo: lo, Hi: hi, Measured: ok})
 				terms = append(terms, term(c, p.plus, 0.5), term(c, p.minus, -0.5))
+				ns[2*i], ns[2*i+1] = c[p.plus].Verdicts, c[p.minus].Verdicts
 			}
 			eff.Diff, eff.Lo, eff.Hi, eff.Measured = stats.MoverOn(terms, exact)
-			eff.Significant = eff.Measured && !cut.Control && stats.Distinguishable(eff.Lo, eff.Hi)
+			eff.Called = eff.Measured && swapCalled(e.name, cut.Control)
+			eff.Significant = eff.Called && stats.Distinguishable(eff.Lo, eff.Hi)
+			if eff.Called {
+				eff.Callable, _ = smallestCallable(ns, level)
+			}
 			cut.Effects = append(cut.Effects, eff)
 		}
 		cuts = append(cuts, cut)
@@ -521,13 +624,17 @@ func swapCuts(counts []map[string]StepRate, control []bool) []SwapCut {
 	return cuts
 }
 
-// SwapFamilyOf is the family the cuts' calls were made in: every measured effect at a cut
-// that is not a control.
+// swapCalled says whether an effect is called at a cut: every one but the state effect at a
+// control cut, where both workspaces are the untouched project.
+func swapCalled(name string, control bool) bool { return !control || name != "state" }
+
+// SwapFamilyOf is the family the cuts' calls were made in: every measured effect but the
+// state effects of control cuts.
 func SwapFamilyOf(cuts []SwapCut) SwapFamily {
 	f := SwapFamily{Method: "bonferroni", Alpha: swapAlpha, Level: 1 - swapAlpha}
 	for _, c := range cuts {
 		for _, e := range c.Effects {
-			if e.Measured && !c.Control {
+			if e.Called {
 				f.Calls++
 			}
 		}
@@ -544,6 +651,9 @@ func SwapReport(rec *Recipe, res *SwapResult) string {
 	fmt.Fprintf(&b, "tare swap · %s\n  task      %s\n  check     %s\n  a         %s\n  b         %s\n  handoff   %s\n",
 		rec.Project, rec.Prompt, rec.Check, res.A, res.B, res.Handoff)
 	level := fmt.Sprintf("%.4g%%", 100*res.Family.Level)
+	if res.Detect > 0 {
+		fmt.Fprintf(&b, "  tails     %d a cell, sized by --detect %g: a real effect of %g at rates near one half is called with 80%% power\n", res.Tails, res.Detect, res.Detect)
+	}
 	fmt.Fprintf(&b, "  calls     %s\n", swapFamilyLine(res.Family))
 	cell := func(c SwapCut, ws, who, how string) string {
 		if x, ok := c.Cell(ws, who, how); ok {
@@ -554,47 +664,75 @@ func SwapReport(rec *Recipe, res *SwapResult) string {
 		}
 		return "-"
 	}
+	if res.Originals > 1 {
+		fmt.Fprintf(&b, "  estimand  %d original runs per agent, the k-th of a's and of b's swapped as one swap: every effect is the\n"+
+			"            mean over the %d pairs, its interval over the pairs (a betting interval for a bounded mean: valid\n"+
+			"            at any number of pairs, wide with few), so it is about the agents' runs, not two workspaces\n", res.Originals, res.Originals)
+	} else {
+		b.WriteString("  estimand  one original run per agent: every effect is about these two runs' workspaces (a's original\n" +
+			"            and b's at each cut), not about the agents' runs in general; another pair of originals may differ\n" +
+			"            (--originals N swaps N pairs and speaks of the agents)\n")
+	}
 	for _, c := range res.Cuts {
-		fmt.Fprintf(&b, "\ncut %.2g (a at step %d, b at step %d)\n", c.Cut, c.StepA, c.StepB)
+		if len(c.StepsA) > 0 {
+			fmt.Fprintf(&b, "\ncut %.2g (a's originals at steps %s, b's at %s; the cells pool the pairs' tails)\n", c.Cut, strings.ReplaceAll(joinInts(c.StepsA), " ", ","), strings.ReplaceAll(joinInts(c.StepsB), " ", ","))
+		} else {
+			fmt.Fprintf(&b, "\ncut %.2g (a's original at step %d, b's at step %d)\n", c.Cut, c.StepA, c.StepB)
+		}
 		fmt.Fprintf(&b, "  %-16s %-26s %-26s\n", "workspace \\ agent", "a continues", "b continues")
 		fmt.Fprintf(&b, "  %-16s %-26s %-26s\n", "a's, handoff", cell(c, "a", "a", "handoff"), cell(c, "a", "b", "handoff"))
 		fmt.Fprintf(&b, "  %-16s %-26s %-26s\n", "b's, handoff", cell(c, "b", "a", "handoff"), cell(c, "b", "b", "handoff"))
 		fmt.Fprintf(&b, "  %-16s %-26s %-26s\n", "own, native", cell(c, "a", "a", "native"), cell(c, "b", "b", "native"))
 		var seen, unmeasured []string
+		smallest := 0.0 // the largest of the non-calls' smallest callable effects
 		for _, e := range c.Effects {
 			mark := "not distinguishable from 0"
 			switch {
 			case !e.Measured:
 				mark = "not measured (a cell has no verdict)"
 				unmeasured = append(unmeasured, e.Name)
-			case c.Control:
+			case !e.Called:
 				mark = "control, no call"
 			case e.Significant:
 				mark = "distinguishable from 0"
 				seen = append(seen, e.Name)
+			case e.Callable > 0 && c.Originals > 1:
+				mark = fmt.Sprintf("not distinguishable from 0 (%d pairs of originals call only an effect of %.2f or more, every pair agreeing)", c.Originals, e.Callable)
+				smallest = math.Max(smallest, e.Callable)
+			case e.Callable > 0:
+				mark = fmt.Sprintf("not distinguishable from 0 (these cells call only an effect of %.2f or more)", e.Callable)
+				smallest = math.Max(smallest, e.Callable)
+			case c.Originals > 1:
+				mark = fmt.Sprintf("not distinguishable from 0 (%d pairs of originals are too few to call any effect at this level)", c.Originals)
+				smallest = math.Inf(1)
+			default:
+				mark = "not distinguishable from 0 (too few verdicts to call any effect)"
+				smallest = math.Inf(1)
 			}
 			if e.Measured {
-				fmt.Fprintf(&b, "  %-14s %+.2f (%s %+.2f to %+.2f) %s: %s\n", e.Name+" effect", e.Diff, level, e.Lo, e.Hi, mark, e.Meaning)
+				fmt.Fprintf(&b, "  %-14s %+.2f (%s %s to %s) %s: %s\n", e.Name+" effect", e.Diff, level, bound(e.Lo), bound(e.Hi), mark, e.Meaning)
 			} else {
 				fmt.Fprintf(&b, "  %-14s %s: %s\n", e.Name+" effect", mark, e.Meaning)
 			}
 			var parts []string
 			for _, p := range e.Parts {
 				if p.Measured {
-					parts = append(parts, fmt.Sprintf("%s %+.2f (%+.2f to %+.2f)", p.Name, p.Diff, p.Lo, p.Hi))
+					parts = append(parts, fmt.Sprintf("%s %+.2f (%s to %s)", p.Name, p.Diff, bound(p.Lo), bound(p.Hi)))
 				} else {
 					parts = append(parts, p.Name+" not measured")
 				}
 			}
 			fmt.Fprintf(&b, "  %-14s %s\n", "", strings.Join(parts, " · "))
 		}
+		if c.Control {
+			b.WriteString("  control   both workspaces are the untouched project (step 0): the state effect here can only be noise and\n" +
+				"            is not called; the model and handoff effects are, agent a against b from the same start\n")
+		}
 		switch {
-		case c.Control:
-			b.WriteString("  control   both workspaces are the untouched project (step 0): a state effect here can only be noise; this cut makes no calls\n")
 		case len(seen) == 0:
-			fmt.Fprintf(&b, "  in words  no effect is distinguishable from zero at this cut%s\n", unmeasuredNote(unmeasured))
+			fmt.Fprintf(&b, "  in words  no effect is distinguishable from zero at this cut%s%s\n", smallestNote(smallest, c.Originals), unmeasuredNote(unmeasured))
 		default:
-			fmt.Fprintf(&b, "  in words  the %s effect%s distinguishable from zero; the others are not%s\n", strings.Join(seen, " and the "), map[bool]string{true: " is", false: "s are"}[len(seen) == 1], unmeasuredNote(unmeasured))
+			fmt.Fprintf(&b, "  in words  the %s effect%s distinguishable from zero; the others are not%s%s\n", strings.Join(seen, " and the "), map[bool]string{true: " is", false: "s are"}[len(seen) == 1], smallestNote(smallest, c.Originals), unmeasuredNote(unmeasured))
 		}
 	}
 	cost := fmt.Sprintf("recordings $%.4f + tails $%.4f = $%.4f (tare's prices)", res.RecordingCost, res.TailsCost, res.Cost)
@@ -615,10 +753,38 @@ func SwapReport(rec *Recipe, res *SwapResult) string {
 // swapFamilyLine says how the calls were corrected for their number.
 func swapFamilyLine(f SwapFamily) string {
 	if f.Calls == 0 {
-		return "none: no effect was measured at a cut past step 0 (intervals at 95%)"
+		return "none: no effect was measured (intervals at 95%)"
 	}
-	return fmt.Sprintf("%d (the measured effects at cuts past step 0); Bonferroni: each effect's interval at %.4g%% (MOVER on exact per-cell limits), so all %d together call a zero effect distinguishable at most %.0f%% of the time",
+	return fmt.Sprintf("%d (the measured effects; at a cut at step 0 the model and handoff effects); Bonferroni: each effect's interval at %.4g%% (MOVER on exact per-cell limits), so all %d together call a zero effect distinguishable at most %.0f%% of the time",
 		f.Calls, 100*f.Level, f.Calls, 100*f.Alpha)
+}
+
+// smallestNote says what the cut's non-calls cannot rule out: effects below the size its
+// cells could call.
+func smallestNote(smallest float64, originals int) string {
+	switch {
+	case smallest == 0:
+		return ""
+	case originals > 1 && math.IsInf(smallest, 1):
+		return "; too few pairs of originals to call any effect, so a non-call here rules nothing out (give more --originals)"
+	case originals > 1:
+		return fmt.Sprintf("; with these originals only an effect of %.2f or more could be called, so a non-call rules out nothing smaller (more --originals narrow it)", smallest)
+	case math.IsInf(smallest, 1):
+		return "; a cell has too few verdicts to call any effect, so a non-call here rules nothing out (--detect sizes the cells)"
+	}
+	return fmt.Sprintf("; with these tails only an observed effect of %.2f or more could be called, so a non-call rules out nothing smaller (--detect D sizes the cells for an effect D)", smallest)
+}
+
+// bound prints an interval's bound to two decimals, or three where two would read as zero:
+// a bound of -0.002 beside "distinguishable from 0" must not print as -0.00.
+func bound(x float64) string {
+	switch a := math.Abs(x); {
+	case a == 0 || a >= 0.005:
+		return fmt.Sprintf("%+.2f", x)
+	case a >= 0.0005:
+		return fmt.Sprintf("%+.3f", x)
+	}
+	return fmt.Sprintf("%+.1g", x)
 }
 
 func unmeasuredNote(names []string) string {

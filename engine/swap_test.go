@@ -108,3 +108,57 @@ func readJournalT(t *testing.T, dir string) []journal.Event {
 	}
 	return ev
 }
+
+// TestSwapOverTwoPairsOfOriginals: real Codex CLIs on tare's model server, --originals 2:
+// each agent records two originals (a/, b/, a2/, b2/), every pair is swapped as one swap
+// (the second pair's tails named o2-...), the cells pool both pairs' verdicts, the report
+// speaks of the agents and says two pairs are too few to call anything, and tare resume of
+// the finished run starts nothing again.
+func TestSwapOverTwoPairsOfOriginals(t *testing.T) {
+	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cfg := testConfig(t, []string{"codex"})
+	dir, res, err := Swap(ctx, SwapOptions{RecordOptions: RecordOptions{Prompt: demo.Task, Project: paths.Project, Check: demo.Check,
+		CheckTimeout: time.Minute, AgentTimeout: 2 * time.Minute, Out: filepath.Join(t.TempDir(), "swap"), Config: cfg,
+		Script: paths.SwapScript, Seed: demo.SwapSeed},
+		A: journal.Side{Agent: "codex"}, B: journal.Side{Agent: "codex"}, Cuts: []float64{1}, Tails: 1, Jobs: 3, Handoff: "trail", Originals: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, _ := os.ReadFile(filepath.Join(dir, "report.txt"))
+	for _, name := range []string{"a", "b", "a2", "b2"} {
+		if _, err := journal.ReadRecording(filepath.Join(dir, name)); err != nil {
+			t.Errorf("original %s: %v\n%s", name, err, report)
+		}
+	}
+	if res.Originals != 2 || len(res.Cuts) != 1 || len(res.Cuts[0].StepsA) != 2 {
+		t.Fatalf("originals %d, cuts %+v, want two pairs at one cut\n%s", res.Originals, res.Cuts, report)
+	}
+	for _, cell := range res.Cuts[0].Cells {
+		if cell.Tails != 2 {
+			t.Errorf("workspace %s, agent %s, %s: %d tails, want one from each pair\n%s", cell.Workspace, cell.Agent, cell.How, cell.Tails, report)
+		}
+	}
+	st := journal.Replay(dir, readJournalT(t, dir))
+	if _, ok := st.Tails["o2-c0-ab-h-0"]; !ok {
+		t.Errorf("no tail o2-c0-ab-h-0 (the second pair's): %v", st.Order)
+	}
+	for _, want := range []string{"estimand  2 original runs per agent", "2 pairs of originals are too few to call any effect"} {
+		if !strings.Contains(string(report), want) {
+			t.Errorf("the report lacks %q:\n%s", want, report)
+		}
+	}
+	before := len(readJournalT(t, dir))
+	if _, err := Resume(ctx, ResumeOptions{Dir: dir, Config: cfg}); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range readJournalT(t, dir)[before:] {
+		if e.TailStarted != nil {
+			t.Errorf("resuming a finished swap of two pairs started tail %s", e.TailStarted.ID)
+		}
+	}
+}

@@ -247,6 +247,13 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	_ = env.run.emit(journal.Event{TailChecking: &journal.TailChecking{ID: spec.ID, TimeoutSeconds: env.recipe.CheckTimeout}})
 	c := runCheck(ctx, env.recipe.Check, work, time.Duration(env.recipe.CheckTimeout*float64(time.Second)), env.recipe.CheckRoom, env.cfg)
 	res.Passed, res.Score, res.CheckUsage, res.Judge = c.Passed, c.Score, c.Usage, c.Judge
+	if c.Output != nil {
+		// The check's own words: why a tail failed is in them, not in its exit code.
+		if err := capsule.WriteFileAtomic(filepath.Join(dir, CheckLogFile), c.Output, 0o644); err != nil {
+			c.Detail += "; check.log not written: " + err.Error()
+		}
+		res.CheckLog = journal.LastLines(c.Output, checkLogLines)
+	}
 	res.Status, res.Reason = checkOutcome(c)
 	return ran, c.Detail
 }

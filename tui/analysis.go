@@ -195,6 +195,9 @@ func swapTable(s styles, cuts []engine.SwapCut, family engine.SwapFamily, w, h i
 		if c.Control {
 			name = fmt.Sprintf("cut %d (control: step 0)", i+1)
 		}
+		if c.Originals > 1 {
+			name += fmt.Sprintf(" · %d pairs", c.Originals)
+		}
 		lines = append(lines, fit(fmt.Sprintf("%s  a's: a %s b %s · b's: a %s b %s · own native: a %s b %s", name,
 			cell(c, "a", "a", "handoff"), cell(c, "a", "b", "handoff"), cell(c, "b", "a", "handoff"), cell(c, "b", "b", "handoff"),
 			cell(c, "a", "a", "native"), cell(c, "b", "b", "native")), w))

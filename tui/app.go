@@ -154,6 +154,11 @@ type LiveOptions struct {
 	Engine Engine
 	// LogFile receives the view's log; empty: none.
 	LogFile string
+	// Done, when set, is closed once the command that writes the run has returned: the view
+	// ends only then (and once the journal says the run finished), not at the first
+	// run_finished in the journal. A cliff's recording finishes its own part of the run long
+	// before the search does, and --run opens a recording that finished long ago.
+	Done <-chan struct{}
 }
 
 // LiveRun shows a run until it finishes or ctx ends: the live run view when Out (and In) is
@@ -181,7 +186,7 @@ func LiveRun(ctx context.Context, o LiveOptions) error {
 		return err
 	}
 	defer closeLog()
-	m := newModel(modelConfig{ctx: ctx, engine: o.Engine, styles: localStyles(o.Out), log: logger, live: o.Dir})
+	m := newModel(modelConfig{ctx: ctx, engine: o.Engine, styles: localStyles(o.Out), log: logger, live: o.Dir, liveDone: o.Done})
 	var alive func(string) bool
 	if o.Engine != nil {
 		alive = o.Engine.Alive

@@ -71,9 +71,10 @@ func detailText(s styles, d *journal.TailDetail, step, w int) string {
 	b.WriteString("\n" + s.tone(accent, "the tail") + "\n")
 	field("agent", d.AgentExit)
 	field("check", d.Check)
+	field("printed", d.CheckLog)
 	field("after", d.After)
 	field("stderr", d.Stderr)
-	if d.AgentExit == "" && d.Check == "" && d.After == "" && d.Stderr == "" {
+	if d.AgentExit == "" && d.Check == "" && d.CheckLog == "" && d.After == "" && d.Stderr == "" {
 		b.WriteString(s.tone(dim, "nothing yet: the agent has not ended") + "\n")
 	}
 	return strings.TrimRight(b.String(), "\n")

@@ -25,6 +25,7 @@ func TestTailDetailPane(t *testing.T) {
 		"stdout.jsonl": string(stream),
 		"stderr.log":   "warning: the model is slow today\n",
 		"result.json":  `{"id":"a-1","agent_exit":"agent exit 0","check":"check exit 1: 2 failures"}`,
+		"check.log":    "--- FAIL: TestGreet\n    greet_test.go:12: got Hello, want hello\nFAIL\n",
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
@@ -37,7 +38,8 @@ func TestTailDetailPane(t *testing.T) {
 	tm.tail.showDetail()
 	v := tm.View()
 	for _, want := range []string{"Detail · step 2", "step 2 · Write", "before   Writing the notes.", "input", "/work/notes/a.txt",
-		"output   File created successfully", "agent    agent exit 0", "check    check exit 1: 2 failures", "stderr   warning: the model is slow today"} {
+		"output   File created successfully", "agent    agent exit 0", "check    check exit 1: 2 failures",
+		"printed  --- FAIL: TestGreet", "greet_test.go:12: got Hello, want hello", "stderr   warning: the model is slow today"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("the detail lacks %q:\n%s", want, v)
 		}

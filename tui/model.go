@@ -46,6 +46,9 @@ type modelConfig struct {
 	project string
 	// live opens the app on this run, without a home, and ends it when the run finishes.
 	live string
+	// liveDone, when set, is closed when the command writing the live run has returned; the
+	// view ends only after it (LiveOptions.Done).
+	liveDone <-chan struct{}
 	// remote is an ssh session's app: programs it would start (a pager) would run on the
 	// server's side, not on the operator's terminal.
 	remote bool
@@ -87,6 +90,8 @@ type model struct {
 	statusAt time.Time
 
 	live        string
+	liveDone    <-chan struct{}
+	commandDone bool // liveDone was closed: the command that writes the live run returned
 	interrupted bool
 	remote      bool
 	clock       clock
@@ -107,7 +112,7 @@ func newModel(c modelConfig) *model {
 	e := &env{st: c.styles, keys: DefaultKeyMap(), store: newStore(c.agents, c.project), now: c.now}
 	h := help.New()
 	h.Styles = c.styles.help
-	m := &model{ctx: c.ctx, eng: c.engine, log: c.log, env: e, help: h, live: c.live, remote: c.remote}
+	m := &model{ctx: c.ctx, eng: c.engine, log: c.log, env: e, help: h, live: c.live, liveDone: c.liveDone, commandDone: c.liveDone == nil, remote: c.remote}
 	m.home = newHomeView(e, c.probes, c.workshop)
 	if c.workshop {
 		m.wf = newWritersFollower(c.stateDir, c.exps)
@@ -121,7 +126,26 @@ func newModel(c modelConfig) *model {
 	return m
 }
 
-func (m *model) Init() tea.Cmd { return tea.Batch(m.nextTick(), m.wf.first()) }
+func (m *model) Init() tea.Cmd { return tea.Batch(m.nextTick(), m.wf.first(), m.waitCommand()) }
+
+// commandDoneMsg says the command writing the live run has returned.
+type commandDoneMsg struct{}
+
+// waitCommand waits for the live run's command to return, when the view was told of it.
+func (m *model) waitCommand() tea.Cmd {
+	if m.liveDone == nil {
+		return nil
+	}
+	done, ctx := m.liveDone, m.ctx
+	return func() tea.Msg {
+		select {
+		case <-done:
+			return commandDoneMsg{}
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
 
 func (m *model) page() page { return m.pages[len(m.pages)-1] }
 
@@ -225,6 +249,11 @@ func (m *model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.layout()
 	case feedMsg:
 		return m, m.feed(msg)
+	case commandDoneMsg:
+		m.commandDone = true
+		if m.live != "" && m.env.store.run(m.live).state.Finished {
+			return m, tea.Quit
+		}
 	case tickMsg:
 		m.expire(time.Time(msg))
 		m.refresh()
@@ -369,7 +398,7 @@ func (m *model) feed(f feedMsg) tea.Cmd {
 		m.layout() // the probes pane is sized to its rows
 	}
 	m.refresh()
-	if m.live != "" && m.env.store.run(m.live).state.Finished {
+	if m.live != "" && m.commandDone && m.env.store.run(m.live).state.Finished {
 		return tea.Quit
 	}
 	return cmd

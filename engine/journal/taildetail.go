@@ -33,6 +33,8 @@ type TailDetail struct {
 	Stderr string
 	// AgentExit and Check are result.json's lines, once the tail has ended.
 	AgentExit, Check string
+	// CheckLog is the end of what the check printed (check.log), Printable.
+	CheckLog string
 }
 
 // stderrTail is how much of the end of a tail's stderr the detail keeps.
@@ -42,7 +44,7 @@ const stderrTail = 4 << 10
 func TailFiles(runDir, tailID string) []string {
 	dir := filepath.Join(runDir, "tails", tailID)
 	var out []string
-	for _, name := range []string{"result.json", "stderr.log", "stdout.jsonl"} {
+	for _, name := range []string{"result.json", "check.log", "stderr.log", "stdout.jsonl"} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
 			out = append(out, filepath.Join(dir, name))
 		}
@@ -126,7 +128,26 @@ func readTailDetail(runDir string, st *RunState, tailID string) (*TailDetail, er
 			d.AgentExit, d.Check = Printable(res.AgentExit), Printable(res.Check)
 		}
 	}
+	if data, _, err := readEnd(filepath.Join(dir, "check.log"), stderrTail); err == nil {
+		d.CheckLog = strings.Join(LastLines(data, 12), "\n")
+	}
 	return d, nil
+}
+
+// LastLines is the last n non-blank lines of out, each made Printable (what a check or an
+// agent printed reaches the operator's terminal).
+func LastLines(out []byte, n int) []string {
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	var keep []string
+	for i := len(lines) - 1; i >= 0 && len(keep) < n; i-- {
+		if strings.TrimSpace(lines[i]) != "" {
+			keep = append(keep, Printable(strings.TrimRight(lines[i], "\r")))
+		}
+	}
+	for i, j := 0, len(keep)-1; i < j; i, j = i+1, j-1 {
+		keep[i], keep[j] = keep[j], keep[i]
+	}
+	return keep
 }
 
 // readEnd reads at most the last n bytes of path, and says whether it cut the front: an

@@ -18,13 +18,16 @@ type TailResult struct {
 	// own (tare tail --from-nearest).
 	CapsuleFrom *int `json:"capsule_from,omitempty"`
 	// AgentExit is how the agent ended: "agent exit N", or why it was stopped.
-	AgentExit string  `json:"agent_exit"`
-	Check     string  `json:"check"`
-	Score     *int    `json:"score,omitempty"`
-	Seconds   float64 `json:"seconds"`
-	Calls     int     `json:"calls"`
-	Session   string  `json:"session,omitempty"`
-	Usage     Usage   `json:"usage"`
+	AgentExit string `json:"agent_exit"`
+	Check     string `json:"check"`
+	// CheckLog is the last lines the check printed (Printable); check.log beside result.json
+	// has all of it, bounded.
+	CheckLog []string `json:"check_log,omitempty"`
+	Score    *int     `json:"score,omitempty"`
+	Seconds  float64  `json:"seconds"`
+	Calls    int      `json:"calls"`
+	Session  string   `json:"session,omitempty"`
+	Usage    Usage    `json:"usage"`
 	// CheckUsage is what the check spent (the built-in judge's agent), never the agent's.
 	CheckUsage Usage         `json:"check_usage,omitzero"`
 	Judge      *JudgeVerdict `json:"judge,omitempty"`
