@@ -88,7 +88,7 @@ func TestUntilSeparatedStopsEarlyAndResumeContinues(t *testing.T) {
 		t.Fatal(err)
 	}
 	sep := rep.Separation
-	if sep == nil || sep.Stopped != "separated" || sep.Pairs < 2 || sep.Pairs > 10 || sep.Lo <= 0 || sep.Difference != 1 {
+	if sep == nil || sep.Stopped != "separated" || sep.Pairs < 2 || sep.Pairs > 10 || sep.Lo <= 0 || sep.Ahead != "a" {
 		t.Fatalf("report.json separation %+v, want separated within 10 pairs, claude ahead by 1\n%s", sep, report)
 	}
 	if sep.Paired[0] != [2]string{"a-0", "b-0"} {
