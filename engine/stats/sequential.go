@@ -66,8 +66,9 @@ func (b *bettor) add(x float64) {
 const csGrid = 200
 
 // Interval is the confidence sequence's range for the mean now: from the lowest to the
-// highest value on a grid of [Lo, Hi] that no value so far has refuted, widened by half a
-// grid cell on each side (the values between grid points are not tested). It replays the
+// highest value on a grid of [Lo, Hi] that no value so far has refuted, widened by a grid
+// cell on each side (the values between grid points are not tested). A value refuted stays
+// refuted, so each range lies within the one before. It replays the
 // values, so it is for reports, not for every value.
 func (c *ConfSeq) Interval() (lo, hi float64) {
 	if len(c.xs) == 0 {
@@ -94,9 +95,9 @@ func (c *ConfSeq) Interval() (lo, hi float64) {
 			break
 		}
 	}
-	// A grid point stands for its cell: a value up to half a cell beyond the outermost kept
-	// point was not tested and may be the truth.
-	return math.Max(c.Lo, at(first)-cell/2), math.Min(c.Hi, at(last)+cell/2)
+	// The values between the outermost kept point and the next, refuted, one were not
+	// tested and may be the truth: the range reaches to that next point.
+	return math.Max(c.Lo, at(first)-cell), math.Min(c.Hi, at(last)+cell)
 }
 
 // refuted says whether the capital against mean m has reached 1/Alpha at some value so far.
