@@ -96,6 +96,19 @@ func TestKillNineDuringUntilSeparatedThenResume(t *testing.T) {
 			t.Errorf("%s finished before the kill but is neither paired nor after the stop: %+v", id, sep)
 		}
 	}
+	// Without --detect the report gives no run count, and no difference at the stop.
+	text, err := os.ReadFile(filepath.Join(out, "report.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, never := range []string{"runs to separate", "to detect"} {
+		if strings.Contains(string(text), never) {
+			t.Errorf("report.txt says %q without --detect:\n%s", never, text)
+		}
+	}
+	if !strings.Contains(string(text), "95% confidence sequence over the") {
+		t.Errorf("report.txt lacks the difference's confidence sequence:\n%s", text)
+	}
 	st := journal.Replay("run", readEvents(out))
 	if started := len(st.Tails); started > 2*(sep.Pairs+2) {
 		t.Errorf("%d runs started for a stop at pair %d with 2 jobs", started, sep.Pairs)
