@@ -6,13 +6,6 @@ import (
 	"testing"
 )
 
-// fixedDesign is the runs per side a fixed design needs for 80% power at 95% (two-sided z
-// test of two proportions).
-func fixedDesign(pa, pb float64) int {
-	za, zb := 1.959963984540054, 0.8416212335729143
-	return int(math.Ceil((za + zb) * (za + zb) * (pa*(1-pa) + pb*(1-pb)) / ((pa - pb) * (pa - pb))))
-}
-
 // TestConfSeqTimeUniform: the confidence sequence misses the true mean at some look up to
 // 200 values in at most 5% of 1,500 sequences, for a pass rate (values 0 or 1 in [0, 1]) and
 // for a difference of two (values -1, 0, 1 in [-1, 1]). Each range lies within the one
