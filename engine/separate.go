@@ -310,7 +310,10 @@ func separationStarts(r *run, rec *Recipe, spec tailSpec) bool {
 	if st.Tails[spec.ID] != nil {
 		return true
 	}
-	return separation(rec, st).Stopped != "separated"
+	// The decision alone, as separation takes it: the intervals are for the report.
+	a, _, _ := sideSequence(st, rec.Sides[0].Key, rec.Separate.MaxRuns)
+	b, _, _ := sideSequence(st, rec.Sides[1].Key, rec.Separate.MaxRuns)
+	return decide(separateBoundary(rec.Separate.MaxRuns), a, b).Stop == 0
 }
 
 // separationText is the report's lines on the sequence: the test and its error at the cap,
