@@ -13,8 +13,9 @@ import (
 	"tare/engine/journal"
 )
 
-// TestUntilSeparatedBadInput: --until-separated beside --runs, --max-runs below 2 or without
-// --until-separated, and --until-separated with other than two sides are each refused with
+// TestUntilSeparatedBadInput: --until-separated beside --runs, --max-runs below 2, beyond
+// 10,000 or without --until-separated, --detect without it or below the table's first row,
+// and --until-separated with other than two sides are each refused with
 // one line naming the flag and the fix, exit 2, nothing started or left behind.
 func TestUntilSeparatedBadInput(t *testing.T) {
 	cases := []struct {
@@ -25,6 +26,9 @@ func TestUntilSeparatedBadInput(t *testing.T) {
 		{"with --runs", []string{"--side", "pi", "--side", "claude", "--until-separated", "--runs", "5"}, "--runs: --until-separated decides"},
 		{"max-runs 1", []string{"--side", "pi", "--side", "claude", "--until-separated", "--max-runs", "1"}, "--max-runs 1:"},
 		{"max-runs alone", []string{"--side", "pi", "--side", "claude", "--max-runs", "5"}, "--max-runs: bounds --until-separated only"},
+		{"max-runs beyond the calibration", []string{"--side", "pi", "--side", "claude", "--until-separated", "--max-runs", "20000"}, "--max-runs 20000:"},
+		{"detect alone", []string{"--side", "pi", "--side", "claude", "--detect", "0.1"}, "--detect: sizes --until-separated only"},
+		{"detect below the table", []string{"--side", "pi", "--side", "claude", "--until-separated", "--detect", "0.01"}, "--detect 0.01:"},
 		{"one side", []string{"--side", "pi", "--until-separated"}, "--until-separated: compares two sides, 1 given"},
 	}
 	for _, c := range cases {
@@ -78,8 +82,8 @@ func TestKillNineDuringUntilSeparatedThenResume(t *testing.T) {
 		t.Fatalf("tare resume --json: %v\n%s", err, resume.stdout)
 	}
 	sep := rep.Separation
-	if sep == nil || sep.Stopped != "separated" || sep.Pairs > 10 || sep.Difference != 1 {
-		t.Fatalf("separation %+v, want separated within 10 pairs, claude ahead by 1", sep)
+	if sep == nil || sep.Stopped != "separated" || sep.Pairs > 10 || sep.Ahead != "a" || sep.Lo <= 0 {
+		t.Fatalf("separation %+v, want separated within 10 pairs, claude ahead", sep)
 	}
 	// The runs that had finished before the kill are the sequence's first: each side's in
 	// run order, so the resumed sequence is the one the killed tare was taking.
@@ -91,6 +95,19 @@ func TestKillNineDuringUntilSeparatedThenResume(t *testing.T) {
 		if tl.Status != "running" && !paired[id] && !contains(sep.After, id) {
 			t.Errorf("%s finished before the kill but is neither paired nor after the stop: %+v", id, sep)
 		}
+	}
+	// Without --detect the report gives no run count, and no difference at the stop.
+	text, err := os.ReadFile(filepath.Join(out, "report.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, never := range []string{"runs to separate", "to detect"} {
+		if strings.Contains(string(text), never) {
+			t.Errorf("report.txt says %q without --detect:\n%s", never, text)
+		}
+	}
+	if !strings.Contains(string(text), "95% confidence sequence over the") {
+		t.Errorf("report.txt lacks the difference's confidence sequence:\n%s", text)
 	}
 	st := journal.Replay("run", readEvents(out))
 	if started := len(st.Tails); started > 2*(sep.Pairs+2) {

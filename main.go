@@ -334,8 +334,11 @@ interval, times, tokens and cost. Without --check a run counts as finished when 
 tare resume DIR finishes a run a crash interrupted. --on slurm sends each tail to a Slurm
 cluster as one job (config [cluster]; scripts/slurm-local starts one on this machine).
 --until-separated (two sides) starts runs in pairs, one per side, until the sides' pass rates
-are separated at 95% by an anytime-valid test (a test by betting: stopping at any pair keeps
-its 5% error) or --max-runs per side have started; the report says when it stopped and why.`,
+are separated by an exact sequential test calibrated to --max-runs (looking after every pair
+keeps its 5% error) or --max-runs per side have started; the report says when it stopped and
+why, with 95% confidence sequences and no point estimate the stop biases. At the default
+--max-runs 100 it separates 0.3 from 0.7 in nearly every sequence, 0.5 from 0.8 in 98%, 0.4
+from 0.6 in 68%, 0.5 from 0.6 in 21%; --detect D says how many runs 80% power at D needs.`,
 		Example: `  tare calibrate "Add a --verbose flag" --side "claude --model haiku" --side codex --check "go test ./..."
   tare calibrate "Add a --verbose flag" --side claude --side codex --check "go test ./..." --until-separated --max-runs 40
   tare calibrate --side claude --side-prompt "a=/ideate a todo app" --runs 5`,
@@ -392,19 +395,22 @@ its 5% error) or --max-runs per side have started; the report says when it stopp
 	f.BoolVar(&o.AllowDirty, "allow-dirty", false, `run even when a reading is not "tare: 0.00"`)
 	onFlag(cmd, &o.On)
 	capFlags(cmd, &o.Caps)
-	f.BoolVar(&o.UntilSeparated, "until-separated", false, "two sides: start runs in pairs until their pass rates are separated at 95% (anytime-valid test by betting) or --max-runs")
+	f.BoolVar(&o.UntilSeparated, "until-separated", false, "two sides: start runs in pairs until their pass rates are separated at 95% (exact sequential test calibrated to --max-runs) or --max-runs")
 	f.IntVar(&o.MaxRuns, "max-runs", 100, "with --until-separated: the most runs started per side")
+	f.Float64Var(&o.Detect, "detect", 0, "with --until-separated: the report says the --max-runs that separates pass rates this far apart with 80% power, e.g. 0.1")
 	return cmd
 }
 
-// separateFlags refuses --runs beside --until-separated (the test decides how many) and
-// --max-runs without it.
+// separateFlags refuses --runs beside --until-separated (the test decides how many), and
+// --max-runs or --detect without it.
 func separateFlags(cmd *cobra.Command, o engine.CalibrateOptions) error {
 	switch {
 	case o.UntilSeparated && cmd.Flags().Changed("runs"):
 		return errors.New("--runs: --until-separated decides how many runs; fix: drop --runs, or bound the runs with --max-runs N")
 	case !o.UntilSeparated && cmd.Flags().Changed("max-runs"):
 		return errors.New("--max-runs: bounds --until-separated only; fix: add --until-separated, or give --runs N for a fixed number")
+	case !o.UntilSeparated && cmd.Flags().Changed("detect"):
+		return errors.New("--detect: sizes --until-separated only; fix: add --until-separated")
 	}
 	return nil
 }

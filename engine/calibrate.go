@@ -59,6 +59,9 @@ type CalibrateOptions struct {
 	// separated at 95% (anytime-valid) or MaxRuns runs per side have started; Runs is unused.
 	UntilSeparated bool
 	MaxRuns        int
+	// Detect is the difference of pass rates the report gives --until-separated's run
+	// count for (--detect; 0: none).
+	Detect float64
 }
 
 // ParseSides turns --side specs ("claude --model haiku") and --side-prompt KEY=PROMPT
@@ -143,7 +146,7 @@ func Calibrate(ctx context.Context, o CalibrateOptions) (dir, report string, err
 		rec.Caps = &o.Caps
 	}
 	if o.UntilSeparated {
-		rec.Separate = &separateSettings{MaxRuns: o.MaxRuns}
+		rec.Separate = &separateSettings{MaxRuns: o.MaxRuns, Detect: o.Detect}
 	}
 	for name, inst := range installs {
 		rec.Agents[name] = RecipeAgent{Version: inst.Version, Bin: inst.Bin, Snapshots: "none (calibrate takes no step capsules)"}

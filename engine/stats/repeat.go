@@ -25,17 +25,3 @@ func FlipRate(x, n int) (rate float64, ok bool) {
 	}
 	return 2 * float64(x) * float64(n-x) / (float64(n) * float64(n-1)), true
 }
-
-// RunsToSeparate is the normal-approximation estimate of the runs per side a fixed design
-// needs to tell pass rates pa and pb apart with a two-sided z test at level alpha and the
-// given power: (z_{1-alpha/2} + z_power)² (pa(1-pa) + pb(1-pb)) / (pa - pb)². It is an
-// estimate from observed rates, not a promise; ok is false when the rates are equal.
-func RunsToSeparate(pa, pb, alpha, power float64) (n int, ok bool) {
-	if pa == pb {
-		return 0, false
-	}
-	z := Z(alpha) + Z(2*(1-power)) // Z is two-sided: Z(2(1-power)) is power's one-sided quantile
-	v := pa*(1-pa) + pb*(1-pb)
-	// Rates of 0 and 1 have no variance: at least one run each is still needed.
-	return max(1, int(math.Ceil(z*z*v/((pa-pb)*(pa-pb))))), true
-}

@@ -2,115 +2,111 @@ package stats
 
 import "math"
 
-// Sequential decides, run by run, whether two sides' pass rates are separated, in a way that
-// stays valid however often it is looked at and whenever the looks stop. Repeated Wilson
-// intervals are not: checking them after every run and stopping at the first separation
-// declares equal sides different far more often than 5% of the time.
+// ConfSeq is a confidence sequence for the mean of a variable bounded in [Lo, Hi]: a range
+// that holds the true mean at every look at once with chance at least 1 - Alpha, so it stays
+// valid however often it is looked at and whenever the looks stop (anytime-valid). A fixed-n
+// interval looked at after every run, or at a stop the data chose, is not.
 //
-// It is a test by betting (Waudby-Smith and Ramdas, "Estimating means of bounded random
-// variables by betting", JRSS B 2024): the runs come in pairs, one per side, and each pair's
-// difference D = a - b lies in [-1, 1] with mean Δ = pa - pb. For each hypothesised Δ = m, a
-// gambler bets a fraction λ of her capital on D - m, with λ chosen from the pairs before
-// only; if Δ really is m her capital is a nonnegative martingale, so by Ville's inequality it
-// reaches 1/α with probability at most α, ever. The sides are separated when the capital
-// against m = 0 reaches 1/α; the values of m whose capital stays below 1/α form a confidence
-// sequence for Δ.
-type Sequential struct {
+// It is built by betting (Waudby-Smith and Ramdas, "Estimating means of bounded random
+// variables by betting", JRSS B 2024): for each hypothesised mean m, a gambler bets a
+// fraction λ of her capital on X - m, with λ chosen from the values before only; if the mean
+// really is m her capital is a nonnegative martingale, so by Ville's inequality it reaches
+// 1/α with probability at most α, ever. The values of m whose capital has stayed below 1/α
+// at every value so far form the confidence sequence (a value refuted once stays refuted:
+// the capital of the true mean reaches 1/α at any time with chance at most α).
+type ConfSeq struct {
 	// Alpha is the error allowed over the whole sequence, 0.05 for 95%.
 	Alpha float64
+	// Lo and Hi bound every value: [0, 1] for a pass rate, [-1, 1] for a difference of two.
+	Lo, Hi float64
 
-	diffs []float64 // every pair's difference, for the interval
-	zero  bettor    // the bets against Δ = 0, kept up to date for Separated
+	xs []float64
 }
 
-// bettor is one gambler's capital against Δ = m with aGRAPA bets (the approximate
-// growth-rate-optimal plug-in of Waudby-Smith and Ramdas): λ = μ/(σ² + μ²) from the pairs
-// before, μ and σ² the running mean and variance of D - m shrunk towards zero by one phantom
-// pair. A signed λ bets in whichever direction the pairs so far point, so one capital tests
-// both Δ > m and Δ < m.
+// NewConfSeq starts a confidence sequence at error alpha for a mean of values in [lo, hi].
+func NewConfSeq(alpha, lo, hi float64) *ConfSeq { return &ConfSeq{Alpha: alpha, Lo: lo, Hi: hi} }
+
+// Add takes one value.
+func (c *ConfSeq) Add(x float64) { c.xs = append(c.xs, x) }
+
+// N is how many values were added.
+func (c *ConfSeq) N() int { return len(c.xs) }
+
+// bettor is one gambler's capital against mean m with aGRAPA bets (the approximate
+// growth-rate-optimal plug-in of Waudby-Smith and Ramdas): λ = μ/(σ² + μ²) from the values
+// before, μ and σ² the running mean and variance of X - m shrunk towards zero by one phantom
+// value. A signed λ bets in whichever direction the values so far point, so one capital
+// tests both "above m" and "below m".
 type bettor struct {
-	m         float64
+	m, lo, hi float64
 	n         int
-	sum, sq   float64 // of D - m
+	sum, sq   float64 // of X - m
 	logWealth float64
 }
 
 // truncate keeps each bet at most this share of the largest that cannot ruin the gambler.
 const truncate = 0.8
 
-func (b *bettor) add(d float64) {
-	x := d - b.m
+func (b *bettor) add(x float64) {
+	d := x - b.m
 	t := float64(b.n + 1)
 	mean := b.sum / t
-	variance := (0.25 + b.sq - b.sum*b.sum/t) / t
+	half := (b.hi - b.lo) / 2
+	variance := (0.25*half*half + b.sq - b.sum*b.sum/t) / t
 	lam := mean / (variance + mean*mean)
-	// 1 + λ(D - m) >= 0 for every D in [-1, 1] needs -1/(1-m) <= λ <= 1/(1+m).
-	lam = math.Max(-truncate/(1-b.m), math.Min(truncate/(1+b.m), lam))
-	b.logWealth += math.Log1p(lam * x)
+	// 1 + λ(X - m) >= 0 for every X in [lo, hi] needs -1/(hi-m) <= λ <= 1/(m-lo).
+	lam = math.Max(-truncate/(b.hi-b.m), math.Min(truncate/(b.m-b.lo), lam))
+	b.logWealth += math.Log1p(lam * d)
 	b.n++
-	b.sum += x
-	b.sq += x * x
+	b.sum += d
+	b.sq += d * d
 }
 
-// NewSequential starts a sequence at the given error level.
-func NewSequential(alpha float64) *Sequential {
-	return &Sequential{Alpha: alpha}
-}
+// csGrid is how finely Interval resolves the mean: the midpoints of csGrid cells of [Lo, Hi].
+const csGrid = 200
 
-// Add takes one pair of runs, a from the first side and b from the second, each 1 for a pass
-// and 0 for a fail.
-func (s *Sequential) Add(a, b int) {
-	d := float64(a - b)
-	s.diffs = append(s.diffs, d)
-	s.zero.add(d)
-}
-
-// Pairs is how many pairs were added.
-func (s *Sequential) Pairs() int { return len(s.diffs) }
-
-// Separated says whether Δ = 0 is refuted: the sides' pass rates differ, at the sequence's
-// level, whenever this is first looked at.
-func (s *Sequential) Separated() bool { return s.zero.logWealth >= math.Log(1/s.Alpha) }
-
-// seqGrid is how finely Interval resolves Δ: the midpoints of seqGrid cells of [-1, 1].
-const seqGrid = 200
-
-// Interval is the confidence sequence's range for Δ = pa - pb now: every value on a grid of
-// [-1, 1] that the pairs so far have not refuted, widened by half a grid cell on each side
-// (the values between grid points are not tested), and holding 0 unless Separated. It
-// replays the pairs, so it is for reports, not for every pair.
-func (s *Sequential) Interval() (lo, hi float64) {
-	if len(s.diffs) == 0 {
-		return -1, 1
+// Interval is the confidence sequence's range for the mean now: from the lowest to the
+// highest value on a grid of [Lo, Hi] that no value so far has refuted, widened by a grid
+// cell on each side (the values between grid points are not tested). A value refuted stays
+// refuted, so each range lies within the one before. It replays the
+// values, so it is for reports, not for every value.
+func (c *ConfSeq) Interval() (lo, hi float64) {
+	if len(c.xs) == 0 {
+		return c.Lo, c.Hi
 	}
-	lo, hi = 1, -1
-	for i := range seqGrid {
-		b := bettor{m: -1 + (2*float64(i)+1)/seqGrid}
-		for _, d := range s.diffs {
-			b.add(d)
-		}
-		if b.logWealth < math.Log(1/s.Alpha) {
-			lo, hi = math.Min(lo, b.m), math.Max(hi, b.m)
+	cell := (c.Hi - c.Lo) / csGrid
+	at := func(i int) float64 { return c.Lo + (float64(i)+0.5)*cell }
+	// Only the outermost unrefuted values matter: scan in from each end. A value far from
+	// the mean is refuted within a few values, so this costs little more than two replays.
+	first := -1
+	for i := range csGrid {
+		if !c.refuted(at(i)) {
+			first = i
+			break
 		}
 	}
-	if lo > hi { // every grid value refuted: the truth lies between two grid points
-		return -1, 1
+	if first < 0 { // every grid value refuted: the truth lies between two grid points
+		return c.Lo, c.Hi
 	}
-	// Δ = 0 lies between two grid points, and Separated tests it itself: the interval and
-	// Separated must not disagree about it.
-	if !s.Separated() {
-		lo, hi = math.Min(lo, 0), math.Max(hi, 0)
+	last := first
+	for i := csGrid - 1; i > first; i-- {
+		if !c.refuted(at(i)) {
+			last = i
+			break
+		}
 	}
-	// A grid point stands for its cell: a value between two kept points, or up to half a
-	// cell beyond the outermost, was not tested and may be the truth.
-	half := 1.0 / seqGrid
-	lo, hi = math.Max(-1, lo-half), math.Min(1, hi+half)
-	// ... but not across 0 once 0 itself is refuted.
-	if s.Separated() && lo > -half {
-		lo = math.Max(lo, 0)
+	// The values between the outermost kept point and the next, refuted, one were not
+	// tested and may be the truth: the range reaches to that next point.
+	return math.Max(c.Lo, at(first)-cell), math.Min(c.Hi, at(last)+cell)
+}
+
+// refuted says whether the capital against mean m has reached 1/Alpha at some value so far.
+func (c *ConfSeq) refuted(m float64) bool {
+	b := bettor{m: m, lo: c.Lo, hi: c.Hi}
+	for _, x := range c.xs {
+		if b.add(x); b.logWealth >= math.Log(1/c.Alpha) {
+			return true
+		}
 	}
-	if s.Separated() && hi < half {
-		hi = math.Min(hi, 0)
-	}
-	return lo, hi
+	return false
 }
