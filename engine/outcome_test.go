@@ -94,7 +94,7 @@ func TestKilledTailIsNoVerdict(t *testing.T) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if err := RequestKill(env.run.dir, "k-0"); err != nil {
+	if err := RequestKill(env.run.dir, "k-0", journal.KillFailed); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
@@ -103,6 +103,9 @@ func TestKilledTailIsNoVerdict(t *testing.T) {
 	tl := env.run.snapshot().Tails["k-0"]
 	if tl == nil || tl.Status != journal.StatusNoVerdict || tl.Reason != journal.ReasonKilled {
 		t.Fatalf("tail %+v, want no verdict, killed", tl)
+	}
+	if tl.Kill != journal.KillFailed {
+		t.Errorf("the journal kept the kill as %q, want the operator's answer %q", tl.Kill, journal.KillFailed)
 	}
 	if !strings.HasPrefix(tl.Detail, "killed by the operator after 0 calls; not checked") {
 		t.Errorf("detail %q", tl.Detail)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 
 	tea "github.com/charmbracelet/bubbletea"
+
+	"tare/engine/journal"
 )
 
 // actionMsg is the engine's answer to an action, addressed to its owner (a run directory or
@@ -50,8 +52,8 @@ func deleteAction(ctx context.Context, e Engine, dir string) tea.Cmd {
 	})
 }
 
-func killAction(ctx context.Context, e Engine, dir, tail string) tea.Cmd {
+func killAction(ctx context.Context, e Engine, dir, tail string, as journal.KillAs) tea.Cmd {
 	return act(ctx, e, dir, fmt.Sprintf("kill %s of %s", tail, filepath.Base(dir)), func(ctx context.Context, e Engine) error {
-		return e.Kill(ctx, dir, tail)
+		return e.Kill(ctx, dir, tail, as)
 	})
 }

@@ -161,13 +161,13 @@ func TestActionsCallTheEngine(t *testing.T) {
 	}
 	tm.key("n")
 	tm.key("x")
-	tm.key("y")
+	tm.key("l")
 
 	want := []call{
 		{"Probe", []string{"codex"}},
 		{"Resume", []string{crashed}},
 		{"Retry", []string{cal, "a-1"}},
-		{"Kill", []string{cal, "a-2"}},
+		{"Kill", []string{cal, "a-2", string(journal.KillLeftOut)}},
 	}
 	if got := stub.Calls(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("engine calls:\n got %v\nwant %v", got, want)
