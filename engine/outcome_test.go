@@ -157,7 +157,7 @@ func TestCalibrateQuotaWallReportsNoVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, key := range []string{"a", "b"} {
-		if !strings.Contains(report, "  "+key+"     0/0 passed · 2 no verdict (2 quota)") {
+		if !strings.Contains(report, "  "+key+"     0/0 passed · 2 no verdict, left out (2 quota) · 0/2-2/2 if the 2 left out had failed/passed") {
 			t.Errorf("report does not say side %s has no verdict:\n%s", key, report)
 		}
 	}
@@ -306,7 +306,7 @@ func TestNoVerdictIsLeftOutOfTheRate(t *testing.T) {
 	if s.Passed != 2 || s.Verdicts != 3 || s.NoVerdict != 3 {
 		t.Fatalf("tally %+v, want 2/3 and 3 no verdict", s)
 	}
-	if got := s.Summary("passed"); got != "2/3 passed · 3 no verdict (1 killed, 1 not started, 1 quota)" {
+	if got := s.Summary("passed"); got != "2/3 passed · 3 no verdict, left out (1 killed, not asked, 1 not started, 1 quota) · 2/6-5/6 if the 3 left out had failed/passed (95% 0.10-0.97)" {
 		t.Errorf("summary %q", got)
 	}
 	if lo, hi := journal.Wilson(2, 3); s.Lo != lo || s.Hi != hi {

@@ -48,7 +48,7 @@ func Line(e journal.Event) string {
 		t := e.TailFinished
 		status := statusWord(t.Status)
 		if t.Status == journal.StatusNoVerdict || t.Status == "error" {
-			status = noVerdict + " (" + t.Reason.Label() + ")"
+			status = noVerdict + " (" + journal.Attempt{Status: journal.StatusNoVerdict, Reason: t.Reason, Kill: t.Kill}.Label() + ")"
 		}
 		fmt.Fprintf(&b, "tail %s %s %.0fs %d calls %s", t.ID, status, t.Seconds, t.Calls, cost(t.Usage))
 		if t.Detail != "" {

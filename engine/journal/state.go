@@ -400,7 +400,7 @@ func (s *RunState) Tally() []SideTally {
 				o.Passed++
 			case a.Status == StatusNoVerdict:
 				o.Failed++
-				o.FailedFrom[a.Reason.Label()]++
+				o.FailedFrom[a.Label()]++
 			default:
 				o.Failed++
 			}
