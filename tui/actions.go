@@ -40,8 +40,9 @@ func resumeAction(ctx context.Context, e Engine, dir string) tea.Cmd {
 	})
 }
 
-func retryAction(ctx context.Context, e Engine, dir, tail string) tea.Cmd {
-	return act(ctx, e, dir, fmt.Sprintf("retry %s of %s", tail, filepath.Base(dir)), func(ctx context.Context, e Engine) error {
+// retryAction retries a tail; what, when set, says what the rate keeps of it.
+func retryAction(ctx context.Context, e Engine, dir, tail, what string) tea.Cmd {
+	return act(ctx, e, dir, fmt.Sprintf("retry %s of %s%s", tail, filepath.Base(dir), what), func(ctx context.Context, e Engine) error {
 		return e.Retry(ctx, dir, tail)
 	})
 }

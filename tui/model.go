@@ -446,8 +446,13 @@ func (m *model) retry(dir, id string) tea.Cmd {
 		m.fail(fmt.Errorf("tail %s is %s: only a failed tail or one with no verdict can be retried", id, status))
 		return nil
 	}
-	m.note("retrying %s…", id)
-	return retryAction(m.ctx, m.eng, dir, id)
+	what := ""
+	if a, ok := t.Counted(); ok {
+		// The rate keeps the attempt that counts: say so before the retry looks like a fix.
+		what = fmt.Sprintf(" (the rate keeps attempt %d: %s)", a.N+1, a.Label())
+	}
+	m.note("retrying %s…%s", id, what)
+	return retryAction(m.ctx, m.eng, dir, id, what)
 }
 
 func (m *model) askKill(dir, id string) {

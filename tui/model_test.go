@@ -154,6 +154,9 @@ func TestActionsCallTheEngine(t *testing.T) {
 	}
 	selectRow(t, tm.run.tails.t, "a-1")
 	tm.key("R")
+	if !strings.Contains(tm.status, "retry a-1 of calibrate-demo (the rate keeps attempt 1: failed): started") {
+		t.Errorf("retry of a failed tail: status %q, want it to say the rate keeps the failure", tm.status)
+	}
 	selectRow(t, tm.run.tails.t, "a-2")
 	tm.key("x")
 	if tm.confirm == nil || !strings.Contains(tm.View(), "Kill tail a-2 of calibrate-demo?") {
