@@ -139,6 +139,7 @@ func (k KillAs) Valid() bool { return k == KillNotAsked || k == KillFailed || k 
 // KillError is a kill's cause with the operator's answer: it is ErrKilled to errors.Is.
 type KillError struct{ As KillAs }
 
+// Error reads as ErrKilled: a tail's detail says "killed by the operator" either way.
 func (e KillError) Error() string { return ErrKilled.Error() }
 
 // Is makes every KillError an ErrKilled.

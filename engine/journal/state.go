@@ -290,7 +290,7 @@ type SideTally struct {
 	// Passed and Failed count each tail's counted attempt (see TailState.Counted).
 	Passed, Failed int
 	// FailedFrom counts the failures that had no check's verdict, by reason ("over budget",
-	// "killed"): outcomes of the agent, counted as failed.
+	// "killed, counted as failed"): outcomes of the agent, counted as failed.
 	FailedFrom map[string]int
 	// Verdicts is Passed + Failed: the rate's denominator.
 	Verdicts int
