@@ -16,6 +16,8 @@ type actionMsg struct {
 	owner string
 	what  string
 	err   error
+	// after is said once the action is under way (what a retry's rate keeps).
+	after string
 }
 
 // act runs one engine call off the UI goroutine and reports it as an actionMsg.
@@ -40,11 +42,16 @@ func resumeAction(ctx context.Context, e Engine, dir string) tea.Cmd {
 	})
 }
 
-// retryAction retries a tail; what, when set, says what the rate keeps of it.
-func retryAction(ctx context.Context, e Engine, dir, tail, what string) tea.Cmd {
-	return act(ctx, e, dir, fmt.Sprintf("retry %s of %s%s", tail, filepath.Base(dir), what), func(ctx context.Context, e Engine) error {
+// retryAction retries a tail; keeps, when set, says which attempt the rate keeps of it.
+func retryAction(ctx context.Context, e Engine, dir, tail, keeps string) tea.Cmd {
+	cmd := act(ctx, e, dir, fmt.Sprintf("retry %s of %s", tail, filepath.Base(dir)), func(ctx context.Context, e Engine) error {
 		return e.Retry(ctx, dir, tail)
 	})
+	return func() tea.Msg {
+		msg := cmd().(actionMsg)
+		msg.after = keeps
+		return msg
+	}
 }
 
 func deleteAction(ctx context.Context, e Engine, dir string) tea.Cmd {

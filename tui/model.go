@@ -410,7 +410,7 @@ func (m *model) done(a actionMsg) {
 	case strings.HasPrefix(a.what, "kill "):
 		m.note("%s: asked; the tail ends as the run's process stops it", a.what)
 	default:
-		m.note("%s: started", a.what)
+		m.note("%s: started%s", a.what, a.after)
 	}
 }
 
@@ -446,13 +446,13 @@ func (m *model) retry(dir, id string) tea.Cmd {
 		m.fail(fmt.Errorf("tail %s is %s: only a failed tail or one with no verdict can be retried", id, status))
 		return nil
 	}
-	what := ""
+	keeps := ""
 	if a, ok := t.Counted(); ok {
 		// The rate keeps the attempt that counts: say so before the retry looks like a fix.
-		what = fmt.Sprintf(" (the rate keeps attempt %d: %s)", a.N+1, a.Label())
+		keeps = fmt.Sprintf("; the rate keeps attempt %d: %s", a.N+1, a.Label())
 	}
-	m.note("retrying %s…%s", id, what)
-	return retryAction(m.ctx, m.eng, dir, id, what)
+	m.note("retrying %s…%s", id, keeps)
+	return retryAction(m.ctx, m.eng, dir, id, keeps)
 }
 
 func (m *model) askKill(dir, id string) {

@@ -154,7 +154,7 @@ func TestActionsCallTheEngine(t *testing.T) {
 	}
 	selectRow(t, tm.run.tails.t, "a-1")
 	tm.key("R")
-	if !strings.Contains(tm.status, "retry a-1 of calibrate-demo (the rate keeps attempt 1: failed): started") {
+	if !strings.Contains(tm.status, "retry a-1 of calibrate-demo: started; the rate keeps attempt 1: failed") {
 		t.Errorf("retry of a failed tail: status %q, want it to say the rate keeps the failure", tm.status)
 	}
 	selectRow(t, tm.run.tails.t, "a-2")
