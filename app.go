@@ -97,9 +97,9 @@ func (e *appEngine) Delete(ctx context.Context, dir string) error {
 	return nil
 }
 
-// Kill asks the process running the tail to stop it.
-func (e *appEngine) Kill(ctx context.Context, dir, tail string) error {
-	return engine.RequestKill(dir, tail)
+// Kill asks the process running the tail to stop it, counted in the rate as the operator said.
+func (e *appEngine) Kill(ctx context.Context, dir, tail string, as journal.KillAs) error {
+	return engine.RequestKill(dir, tail, as)
 }
 
 // StartCalibrate starts tare calibrate with the form's values and returns the run's

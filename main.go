@@ -751,7 +751,10 @@ and the journal says so, tails never started are run, and the report is written.
 --on slurm re-attaches to the jobs still queued or running (and collects those that finished)
 instead of starting those tails again.
 --retry ID runs a finished tail again as a new attempt; every attempt stays on the record with
-its cost, and the rate counts each tail's first verdict, so retrying failures cannot raise it.
+its cost, and the rate counts each tail's first attempt that counts: a failure, a tail over
+budget or one killed and counted as failed is never replaced by its retry, so retrying cannot
+raise the rate. A retry of a tail left out (a provider stop, a kill left out as an
+infrastructure fault) counts, beside the attempt it follows.
 
 For a recorded run (tare record), an interrupted recording is recorded again from the run's
 start capsule (the first attempt kept as original.attempt-1), and a tail that was running

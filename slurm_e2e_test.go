@@ -169,7 +169,7 @@ func TestSlurmCalibrateGivesTheLocalRates(t *testing.T) {
 func TestSlurmKillCancelsTheJob(t *testing.T) {
 	s := slowOnSlurm(t)
 	out, job := s.out, s.job
-	if err := engine.RequestKill(out, "a-0"); err != nil {
+	if err := engine.RequestKill(out, "a-0", journal.KillNotAsked); err != nil {
 		t.Fatal(err)
 	}
 	s.awaitEnd(t, 2*time.Minute, "the kill")

@@ -127,7 +127,7 @@ func TestSlurmJudgeNoiseKillAndCtrlCCancelTheJobs(t *testing.T) {
 			}
 		}
 	}
-	if err := engine.RequestKill(out, "p1-1"); err != nil {
+	if err := engine.RequestKill(out, "p1-1", journal.KillNotAsked); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {

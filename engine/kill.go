@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"tare/capsule"
@@ -18,8 +19,14 @@ func killFile(runDir, tailID string) string {
 }
 
 // RequestKill asks the process running runDir to stop one tail. The tail is journaled as
-// ended with no verdict, reason killed, and the detail "killed by the operator after N calls".
-func RequestKill(runDir, tailID string) error {
+// ended with no verdict, reason killed, the detail "killed by the operator after N calls",
+// and as: how the operator said the kill counts in the rate (journal.KillFailed, or
+// journal.KillLeftOut as an infrastructure fault; journal.KillNotAsked from a path that
+// could not ask, left out and said so).
+func RequestKill(runDir, tailID string, as journal.KillAs) error {
+	if !as.Valid() {
+		return fmt.Errorf("kill %s: counts as %q; fix: %q (count as failed) or %q (leave out as an infrastructure fault)", tailID, as, journal.KillFailed, journal.KillLeftOut)
+	}
 	st, err := journal.ReadJournalOutline(runDir) // the tail's status: no tool call needed
 	if err != nil {
 		return err
@@ -34,7 +41,28 @@ func RequestKill(runDir, tailID string) error {
 	if err := os.MkdirAll(filepath.Dir(killFile(runDir, tailID)), 0o755); err != nil {
 		return err
 	}
-	return capsule.WriteFileAtomic(killFile(runDir, tailID), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644)
+	text := time.Now().UTC().Format(time.RFC3339) + "\n" + killAsPrefix + string(as) + "\n"
+	return capsule.WriteFileAtomic(killFile(runDir, tailID), []byte(text), 0o644)
+}
+
+// killAsPrefix starts the kill request's line that carries the operator's answer.
+const killAsPrefix = "counts as: "
+
+// readKillAs is the answer a kill request carries; one that carries none (written by an
+// older tare) or an unknown one was not asked.
+func readKillAs(path string) journal.KillAs {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return journal.KillNotAsked
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, killAsPrefix); ok {
+			if as := journal.KillAs(v); as.Valid() {
+				return as
+			}
+		}
+	}
+	return journal.KillNotAsked
 }
 
 // watchKill cancels a tail's context when a kill request for it appears. It returns a
@@ -54,7 +82,7 @@ func watchKill(ctx context.Context, runDir, tailID string, cancel context.Cancel
 				return
 			case <-tick.C:
 				if _, err := os.Stat(path); err == nil {
-					cancel(journal.ErrKilled)
+					cancel(journal.KillError{As: readKillAs(path)})
 					return
 				}
 			}

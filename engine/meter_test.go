@@ -21,8 +21,9 @@ import (
 
 // TestCostCapEndsTheTailOverBudget: a calibrate of the demo with a cost cap below one call's
 // price. The relay lets the first call through (nothing was spent yet), refuses the next in
-// Anthropic's error shape, and the tail ends as over budget: no verdict, left out of the
-// rate, said in the report, with the relay's count beside the agent's and the host log kept.
+// Anthropic's error shape, and the tail ends as over budget: no check's verdict, but the
+// agent spent its cap, so the rate counts it as failed and says why (before, it was left out
+// and the report said 0/0), with the relay's count beside the agent's and the host log kept.
 func TestCostCapEndsTheTailOverBudget(t *testing.T) {
 	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
 	if err != nil {
@@ -44,7 +45,7 @@ func TestCostCapEndsTheTailOverBudget(t *testing.T) {
 	if m := tl.Metered; m == nil || m.Calls != 1 || m.Refused < 1 || m.Cost <= 0 || m.Input == 0 {
 		t.Fatalf("metered %+v: want one priced call through and the next refused", m)
 	}
-	for _, want := range []string{" 0/0 ", "1 over budget", "relay a", "over budget: the tail's cost cap", "caps      $1e-09 a tail", HostsFile} {
+	for _, want := range []string{" 0/1 ", "0/1 passed · 1 failed with no verdict (1 over budget)", "relay a", "over budget: the tail's cost cap", "caps      $1e-09 a tail", HostsFile} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}

@@ -94,7 +94,7 @@ func TestKilledTailIsNoVerdict(t *testing.T) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if err := RequestKill(env.run.dir, "k-0"); err != nil {
+	if err := RequestKill(env.run.dir, "k-0", journal.KillFailed); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
@@ -103,6 +103,9 @@ func TestKilledTailIsNoVerdict(t *testing.T) {
 	tl := env.run.snapshot().Tails["k-0"]
 	if tl == nil || tl.Status != journal.StatusNoVerdict || tl.Reason != journal.ReasonKilled {
 		t.Fatalf("tail %+v, want no verdict, killed", tl)
+	}
+	if tl.Kill != journal.KillFailed {
+		t.Errorf("the journal kept the kill as %q, want the operator's answer %q", tl.Kill, journal.KillFailed)
 	}
 	if !strings.HasPrefix(tl.Detail, "killed by the operator after 0 calls; not checked") {
 		t.Errorf("detail %q", tl.Detail)
@@ -154,7 +157,7 @@ func TestCalibrateQuotaWallReportsNoVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, key := range []string{"a", "b"} {
-		if !strings.Contains(report, "  "+key+"     0/0 passed · 2 no verdict (2 quota)") {
+		if !strings.Contains(report, "  "+key+"     0/0 passed · 2 no verdict, left out (2 quota) · 0/2-2/2 if the 2 left out had failed/passed") {
 			t.Errorf("report does not say side %s has no verdict:\n%s", key, report)
 		}
 	}
@@ -303,7 +306,7 @@ func TestNoVerdictIsLeftOutOfTheRate(t *testing.T) {
 	if s.Passed != 2 || s.Verdicts != 3 || s.NoVerdict != 3 {
 		t.Fatalf("tally %+v, want 2/3 and 3 no verdict", s)
 	}
-	if got := s.Summary("passed"); got != "2/3 passed · 3 no verdict (1 killed, 1 not started, 1 quota)" {
+	if got := s.Summary("passed"); got != "2/3 passed · 3 no verdict, left out (1 killed, not asked, 1 not started, 1 quota) · 2/6-5/6 if the 3 left out had failed/passed (95% 0.10-0.97)" {
 		t.Errorf("summary %q", got)
 	}
 	if lo, hi := journal.Wilson(2, 3); s.Lo != lo || s.Hi != hi {

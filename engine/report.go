@@ -77,13 +77,17 @@ func calibrateText(rec *Recipe, st *journal.RunState) string {
 			fmt.Fprintf(&b, "   scores %s", joinInts(scores))
 		}
 		b.WriteString("\n")
+		if bounds := t.BoundsText(); bounds != "" {
+			// The rate above assumes its left-out tails were missing at random: these do not.
+			fmt.Fprintf(&b, "  %-4s  %-*s rate %s\n", "", width, "", bounds)
+		}
 	}
 	// What each rate counts and what it leaves out, side by side.
 	b.WriteString("\n")
 	for i, s := range rec.Sides {
 		fmt.Fprintf(&b, "  %-4s  %s\n", s.Key, tallies[i].Summary(word))
 	}
-	b.WriteString("  (a rate counts verdicts only: a tail with no verdict is left out, a retried tail counts its first verdict)\n")
+	b.WriteString(rateNote)
 	b.WriteString("\n")
 	for i, s := range rec.Sides {
 		b.WriteString(usageLine(s.Key, tallies[i].Usage, rec.Script != "") + "\n")
@@ -95,6 +99,12 @@ func calibrateText(rec *Recipe, st *journal.RunState) string {
 	}
 	return b.String()
 }
+
+// rateNote is the report's word on what a rate counts and what it leaves out.
+const rateNote = "  (a rate counts verdicts, and as failed a tail over budget or one the operator killed and counted as failed;\n" +
+	"   a tail left out (a provider stop, a timeout before output, a kill left out as an infrastructure fault or not asked)\n" +
+	"   is not assumed to be missing at random: the bounds are the rate had every left-out tail failed, or passed.\n" +
+	"   A retried tail counts its first attempt that counts: a retry never replaces a failure)\n"
 
 // ReportFile is the machine-readable report inside a run directory (tare calibrate --json).
 const ReportFile = "report.json"
@@ -112,15 +122,32 @@ type SideReport struct {
 	Rate *float64 `json:"rate,omitempty"`
 	Lo   float64  `json:"lo"`
 	Hi   float64  `json:"hi"`
+	// FailedNoVerdict counts the failures with no check's verdict (over budget, killed and
+	// counted as failed), by reason: in Failed.
+	FailedNoVerdict map[string]int `json:"failed_no_verdict"`
 	// NoVerdict counts the tails left out, by reason in NoVerdictReasons.
 	NoVerdict        int            `json:"no_verdict"`
 	NoVerdictReasons map[string]int `json:"no_verdict_reasons"`
+	// Bounds is the rate had every left-out tail failed (worst) or passed (best), over
+	// verdicts and left-out tails together; absent when none is left out.
+	Bounds *RateBounds `json:"bounds,omitempty"`
 	// Retried counts tails run more than once, by the outcome that was retried.
 	Retried     int            `json:"retried"`
 	RetriedFrom map[string]int `json:"retried_from"`
 	Usage       journal.Usage  `json:"usage"`
 	// CheckUsage is what the side's checks spent (tare's judge's agent), apart from Usage.
 	CheckUsage journal.Usage `json:"check_usage,omitzero"`
+}
+
+// RateBounds is a rate's worst and best cases in report.json (see stats.Bounds).
+type RateBounds struct {
+	LeftOut int     `json:"left_out"`
+	Of      int     `json:"of"`
+	Worst   float64 `json:"worst"`
+	Best    float64 `json:"best"`
+	// Lo and Hi widen [Worst, Best] by each end's Wilson 95% interval.
+	Lo float64 `json:"lo"`
+	Hi float64 `json:"hi"`
 }
 
 // RunReport is report.json.
@@ -153,10 +180,14 @@ func runReport(dir string, rec *Recipe, st *journal.RunState) RunReport {
 	out := RunReport{Kind: rec.Kind, Project: rec.Project, Check: rec.Check, Sides: []SideReport{}}
 	for _, t := range st.Tally() {
 		sr := SideReport{Key: t.Side.Key, Agent: t.Side.Agent, Args: t.Side.Args, Passed: t.Passed, Failed: t.Failed,
-			Verdicts: t.Verdicts, Lo: t.Lo, Hi: t.Hi, NoVerdict: t.NoVerdict, NoVerdictReasons: t.Reasons,
+			Verdicts: t.Verdicts, Lo: t.Lo, Hi: t.Hi, FailedNoVerdict: t.FailedFrom, NoVerdict: t.NoVerdict, NoVerdictReasons: t.Reasons,
 			Retried: t.Retried, RetriedFrom: t.RetriedFrom, Usage: t.Usage, CheckUsage: t.CheckUsage}
 		if r, ok := t.Rate(); ok {
 			sr.Rate = &r
+		}
+		if t.NoVerdict > 0 {
+			b := t.Bounds()
+			sr.Bounds = &RateBounds{LeftOut: b.LeftOut, Of: b.N(), Worst: b.Worst, Best: b.Best, Lo: b.Lo, Hi: b.Hi}
 		}
 		out.Sides = append(out.Sides, sr)
 	}

@@ -19,7 +19,9 @@ type ResumeOptions struct {
 	Config *config.Config
 	Bus    *journal.Bus
 	// Retry names finished tails to run again (a failed tail retried from the app or with
-	// tare resume --retry); their earlier attempts are kept beside them.
+	// tare resume --retry); their earlier attempts are kept beside them. The rate still counts
+	// each tail's first attempt that counts (journal.TailState.Counted): a retry replaces
+	// only an attempt left out, never a failure, over budget or a kill counted as failed.
 	Retry []string
 }
 

@@ -279,27 +279,9 @@ func separation(rec *Recipe, st *journal.RunState) Separation {
 		}
 	}
 	for _, t := range st.Tally() {
-		r := RepeatReport{Key: t.Side.Key, PassK: map[string]float64{}}
-		if f, ok := stats.FlipRate(t.Passed, t.Verdicts); ok {
-			r.FlipRate = &f
-		}
-		for _, k := range passKs {
-			if p, ok := stats.PassK(t.Passed, t.Verdicts, k); ok {
-				r.PassK[fmt.Sprint(k)] = p
-			}
-		}
-		sep.Sides = append(sep.Sides, r)
+		sep.Sides = append(sep.Sides, repeatReport(t))
 	}
 	return sep
-}
-
-// RepeatReport is one side's repeats of its task: FlipRate is how often two of its runs
-// disagree, PassK the estimated chance that k runs all pass ("2", "3", "5"), where it has
-// that many verdicts.
-type RepeatReport struct {
-	Key      string             `json:"key"`
-	FlipRate *float64           `json:"flip_rate,omitempty"`
-	PassK    map[string]float64 `json:"pass_k"`
 }
 
 // separationStarts says whether an --until-separated run starts spec: not once the journal
@@ -364,7 +346,8 @@ func separationText(rec *Recipe, st *journal.RunState) string {
 	for _, r := range sep.Sides {
 		fmt.Fprintf(&w, "  repeat %-4s      %s\n", r.Key, repeatLine(r))
 	}
-	w.WriteString("                   (each side repeats one task: flip rate is how often two of its runs disagree)\n")
+	w.WriteString("                   (each side repeats one task: flip rate is how often two of its runs disagree; the intervals are the\n" +
+		"                   exact interval of the side's rate carried over, so an unbiased estimate can fall outside its own)\n")
 	return w.String()
 }
 
@@ -383,23 +366,6 @@ func notBoth(leftOut int) string {
 	}
 	return fmt.Sprintf(" in both the worst and the best case of the %d %s left out", leftOut, runsWord(leftOut))
 }
-
-// repeatLine is a side's flip rate and pass^k.
-func repeatLine(r RepeatReport) string {
-	parts := []string{"flip rate -"}
-	if r.FlipRate != nil {
-		parts[0] = fmt.Sprintf("flip rate %.2f", *r.FlipRate)
-	}
-	for _, k := range passKs {
-		if p, ok := r.PassK[fmt.Sprint(k)]; ok {
-			parts = append(parts, fmt.Sprintf("pass^%d %.2f", k, p))
-		}
-	}
-	return strings.Join(parts, " · ")
-}
-
-// passKs are the k of pass^k the report shows, where a side has that many verdicts.
-var passKs = []int{2, 3, 5}
 
 // validateSeparate checks --until-separated's settings before anything is written.
 func (o *CalibrateOptions) validateSeparate() error {

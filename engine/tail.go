@@ -101,6 +101,9 @@ func endTail(ctx context.Context, env *tailEnv, spec tailSpec, dir string, began
 		res.Passed, res.Status, res.Reason, res.Score = false, journal.StatusNoVerdict, journal.ReasonKilled, nil
 		res.Check = "check stopped: " + journal.ErrKilled.Error()
 	}
+	if res.Reason == journal.ReasonKilled {
+		res.Kill = journal.KillAnswer(context.Cause(tctx)) // how the operator said it counts
+	}
 	if data, err := json.MarshalIndent(res, "", "  "); err == nil {
 		if err := capsule.WriteFileAtomic(filepath.Join(dir, "result.json"), append(data, '\n'), 0o644); err != nil {
 			return err

@@ -199,3 +199,17 @@ func sampleJSON(schema map[string]any, depth int) any {
 	}
 	return out
 }
+
+// StreamBranch is the branch (1-based; 0 the plain turn) a server at seed draws for turn
+// (1-based) of a conversation on stream (Server.Stream): what a tail on that stream will be
+// answered. A test picks the seed that gives it the tails it needs, instead of hoping.
+func (s *Script) StreamBranch(seed int64, stream string, turn int) int {
+	if turn < 1 || turn > len(s.Turns) {
+		return 0
+	}
+	if seed == 0 {
+		seed = s.Seed
+	}
+	b, _ := s.Turns[turn-1].pick(keyedDraw(seed, "stream\x00"+stream, turn-1))
+	return b
+}

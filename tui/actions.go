@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 
 	tea "github.com/charmbracelet/bubbletea"
+
+	"tare/engine/journal"
 )
 
 // actionMsg is the engine's answer to an action, addressed to its owner (a run directory or
@@ -14,6 +16,8 @@ type actionMsg struct {
 	owner string
 	what  string
 	err   error
+	// after is said once the action is under way (what a retry's rate keeps).
+	after string
 }
 
 // act runs one engine call off the UI goroutine and reports it as an actionMsg.
@@ -38,10 +42,16 @@ func resumeAction(ctx context.Context, e Engine, dir string) tea.Cmd {
 	})
 }
 
-func retryAction(ctx context.Context, e Engine, dir, tail string) tea.Cmd {
-	return act(ctx, e, dir, fmt.Sprintf("retry %s of %s", tail, filepath.Base(dir)), func(ctx context.Context, e Engine) error {
+// retryAction retries a tail; keeps, when set, says which attempt the rate keeps of it.
+func retryAction(ctx context.Context, e Engine, dir, tail, keeps string) tea.Cmd {
+	cmd := act(ctx, e, dir, fmt.Sprintf("retry %s of %s", tail, filepath.Base(dir)), func(ctx context.Context, e Engine) error {
 		return e.Retry(ctx, dir, tail)
 	})
+	return func() tea.Msg {
+		msg := cmd().(actionMsg)
+		msg.after = keeps
+		return msg
+	}
 }
 
 func deleteAction(ctx context.Context, e Engine, dir string) tea.Cmd {
@@ -50,8 +60,8 @@ func deleteAction(ctx context.Context, e Engine, dir string) tea.Cmd {
 	})
 }
 
-func killAction(ctx context.Context, e Engine, dir, tail string) tea.Cmd {
+func killAction(ctx context.Context, e Engine, dir, tail string, as journal.KillAs) tea.Cmd {
 	return act(ctx, e, dir, fmt.Sprintf("kill %s of %s", tail, filepath.Base(dir)), func(ctx context.Context, e Engine) error {
-		return e.Kill(ctx, dir, tail)
+		return e.Kill(ctx, dir, tail, as)
 	})
 }

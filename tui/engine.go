@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os/exec"
 	"time"
+
+	"tare/engine/journal"
 )
 
 // Engine is what the app asks of tare's engine. Each method is the call the command line
@@ -25,8 +27,9 @@ type Engine interface {
 	// Delete removes a run's folder (journal, report, capsules, tails); it refuses a run a
 	// process still owns.
 	Delete(ctx context.Context, runDir string) error
-	// Kill stops a running tail; the engine journals its end.
-	Kill(ctx context.Context, runDir, tailID string) error
+	// Kill stops a running tail; the engine journals its end, with how the operator said
+	// the kill counts in the rate.
+	Kill(ctx context.Context, runDir, tailID string, as journal.KillAs) error
 	// StartCalibrate starts `tare calibrate` with the form's values and returns the new
 	// run's directory once its journal exists.
 	StartCalibrate(ctx context.Context, c Calibrate) (runDir string, err error)

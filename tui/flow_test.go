@@ -137,7 +137,9 @@ func TestFlowResumeACrashedRun(t *testing.T) {
 	}
 }
 
-// k on a running tail asks first: n keeps it, y kills it, and its end shows.
+// x on a running tail asks how the kill counts, with two answers: n keeps the tail, y is
+// no answer, f kills it counted as failed, and the answer reaches the engine (whose journal
+// keeps it: TestCalibrateKillPolicy) and the tail's row.
 func TestFlowKillATailWithConfirmation(t *testing.T) {
 	stateDir, cal, _ := demoState(t)
 	stub := newStub()
@@ -152,7 +154,7 @@ func TestFlowKillATailWithConfirmation(t *testing.T) {
 		}
 		defer j.Close()
 		j.Append(&journal.Event{TailFinished: &journal.TailFinished{ID: c.args[1], Status: journal.StatusNoVerdict, Reason: journal.ReasonKilled,
-			Detail: "killed by the operator after 4 calls; not checked", Calls: 4}})
+			Kill: journal.KillAs(c.args[2]), Detail: "killed by the operator after 4 calls; not checked", Calls: 4}})
 	}
 	tm := flowApp(t, stub, stateDir)
 	waitLine(t, tm, "calibrate-demo", "live")
@@ -162,20 +164,21 @@ func TestFlowKillATailWithConfirmation(t *testing.T) {
 		tm.Send(keyMsg("down"))
 	}
 	tm.Send(keyMsg("x"))
-	waitOut(t, tm, "Kill tail a-2 of calibrate-demo?", "y yes")
+	waitOut(t, tm, "Kill tail a-2 of calibrate-demo?", "f count as failed", "l leave out as an infrastructure fault", "n cancel")
+	tm.Send(keyMsg("y")) // not an answer to this question
 	tm.Send(keyMsg("n"))
 	waitOut(t, tm, "nothing killed")
 	if calls := stub.Calls(); len(calls) != 0 {
-		t.Fatalf("n called the engine: %v", calls)
+		t.Fatalf("y or n called the engine: %v", calls)
 	}
 	tm.Send(keyMsg("x"))
 	waitOut(t, tm, "Kill tail a-2 of calibrate-demo?")
-	tm.Send(keyMsg("y"))
+	tm.Send(keyMsg("f"))
 	// The tail's line comes from the journal, the status from the engine's answer: either can
 	// be drawn first, and in the same frame, so both are waited for together.
-	waitLines(t, tm, []string{"kill a-2 of calibrate-demo: asked"}, []string{"a-2", "no verdict", "killed by the operator after 4 calls"})
+	waitLines(t, tm, []string{"kill a-2 of calibrate-demo: asked"}, []string{"a-2", "failed", "killed by the operator after 4 calls"})
 	m := quit(t, tm)
-	if calls := stub.Calls(); !reflect.DeepEqual(calls, []call{{"Kill", []string{cal, "a-2"}}}) {
+	if calls := stub.Calls(); !reflect.DeepEqual(calls, []call{{"Kill", []string{cal, "a-2", string(journal.KillFailed)}}}) {
 		t.Fatalf("engine calls: %v", calls)
 	}
 	if !strings.Contains(m.status, "kill a-2 of calibrate-demo: asked") {

@@ -116,6 +116,16 @@ func tailStatus(t *journal.TailState) string {
 	if t.Status == journal.StatusRunning && !t.Checking.IsZero() {
 		return "checking"
 	}
+	return tailWord(t)
+}
+
+// tailWord is a finished tail's outcome as its side's rate counts it: a tail with no check's
+// verdict that counts as failed (over budget, a kill the operator counted as failed) shows
+// as failed; the detail says why.
+func tailWord(t *journal.TailState) string {
+	if c, ok := journal.CountsAs(t.Status, t.Reason, t.Kill); ok {
+		return c
+	}
 	return statusWord(t.Status)
 }
 

@@ -79,8 +79,10 @@ func (s *stubEngine) Resume(_ context.Context, dir string) error  { return s.rec
 func (s *stubEngine) Retry(_ context.Context, dir, id string) error {
 	return s.record("Retry", dir, id)
 }
-func (s *stubEngine) Kill(_ context.Context, dir, id string) error { return s.record("Kill", dir, id) }
-func (s *stubEngine) Delete(_ context.Context, dir string) error   { return s.record("Delete", dir) }
+func (s *stubEngine) Kill(_ context.Context, dir, id string, as journal.KillAs) error {
+	return s.record("Kill", dir, id, string(as))
+}
+func (s *stubEngine) Delete(_ context.Context, dir string) error { return s.record("Delete", dir) }
 func (s *stubEngine) StartCalibrate(_ context.Context, c Calibrate) (string, error) {
 	err := s.record("StartCalibrate", c.Prompt, strings.Join(c.Sides, "|"), c.Check, c.CheckTimeout.String(), fmt.Sprint(c.Runs), fmt.Sprint(c.Jobs), c.Project, c.Script)
 	return "/nowhere/calibrate/new", err

@@ -210,13 +210,15 @@ func (p *runsPane) refresh() {
 	p.t.setRows(rows)
 }
 
-// passSoFar is each side's passes over its verdicts, and the tails left out: "a 3/5 +1nv · b 1/4".
+// passSoFar is each side's passes over its verdicts, and the tails left out with the rate's
+// bounds had they all failed or passed: "a 3/5 +1nv 3/6–4/6 · b 1/4".
 func passSoFar(st *journal.RunState) string {
 	var parts []string
 	for _, t := range st.Tally() {
 		part := fmt.Sprintf("%s %d/%d", t.Side.Key, t.Passed, t.Verdicts)
 		if t.NoVerdict > 0 {
-			part += fmt.Sprintf(" +%dnv", t.NoVerdict)
+			b := t.Bounds()
+			part += fmt.Sprintf(" +%dnv %d/%d–%d/%d", t.NoVerdict, b.Passed, b.N(), b.Passed+b.LeftOut, b.N())
 		}
 		parts = append(parts, part)
 	}

@@ -24,7 +24,7 @@ func statusCell(t *journal.TailState) cell {
 	if c, ok := stalledCell(t); ok {
 		return c
 	}
-	word := statusWord(t.Status)
+	word := tailWord(t)
 	j := t.Judge
 	switch {
 	case j == nil || j.Score == nil || t.Status == journal.StatusRunning:

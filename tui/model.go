@@ -439,7 +439,7 @@ func (m *model) done(a actionMsg) {
 	case strings.HasPrefix(a.what, "kill "):
 		m.note("%s: asked; the tail ends as the run's process stops it", a.what)
 	default:
-		m.note("%s: started", a.what)
+		m.note("%s: started%s", a.what, a.after)
 	}
 }
 
@@ -475,8 +475,13 @@ func (m *model) retry(dir, id string) tea.Cmd {
 		m.fail(fmt.Errorf("tail %s is %s: only a failed tail or one with no verdict can be retried", id, status))
 		return nil
 	}
-	m.note("retrying %s…", id)
-	return retryAction(m.ctx, m.eng, dir, id)
+	keeps := ""
+	if a, ok := t.Counted(); ok {
+		// The rate keeps the attempt that counts: say so before the retry looks like a fix.
+		keeps = fmt.Sprintf("; the rate keeps attempt %d: %s", a.N+1, a.Label())
+	}
+	m.note("retrying %s…%s", id, keeps)
+	return retryAction(m.ctx, m.eng, dir, id, keeps)
 }
 
 func (m *model) askKill(dir, id string) {
@@ -485,10 +490,18 @@ func (m *model) askKill(dir, id string) {
 		m.fail(fmt.Errorf("tail %s is not running: nothing to kill", id))
 		return
 	}
+	// A kill decided while watching the tail says something about the agent: the operator
+	// says how it counts, and the journal keeps the answer (see journal.KillAs).
+	kill := func(as journal.KillAs, how string) tea.Cmd {
+		return tea.Batch(emit(noteMsg(fmt.Sprintf("killing %s (%s)…", id, how))), killAction(m.ctx, m.eng, dir, id, as))
+	}
 	m.confirm = &confirm{
-		question: fmt.Sprintf("Kill tail %s of %s?\nIts agent is stopped and the tail ends as an error.", id, filepath.Base(dir)),
-		yes:      tea.Batch(emit(noteMsg(fmt.Sprintf("killing %s…", id))), killAction(m.ctx, m.eng, dir, id)),
-		no:       "nothing killed",
+		question: fmt.Sprintf("Kill tail %s of %s?\nIts agent is stopped. How does the kill count in the pass rate?", id, filepath.Base(dir)),
+		choices: []choice{
+			{key: "f", label: "count as failed (you stopped it for what it did)", cmd: kill(journal.KillFailed, "counted as failed")},
+			{key: "l", label: "leave out as an infrastructure fault (the rate gives its bounds)", cmd: kill(journal.KillLeftOut, "left out")},
+		},
+		no: "nothing killed",
 	}
 }
 
@@ -535,8 +548,12 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 		return nil
 	}
 	if m.confirm != nil {
+		if ch, ok := m.confirm.chosen(k); ok {
+			m.confirm = nil
+			return ch.cmd
+		}
 		switch {
-		case key.Matches(k, keys.Confirm):
+		case key.Matches(k, keys.Confirm) && len(m.confirm.choices) == 0:
 			yes := m.confirm.yes
 			m.confirm = nil
 			return yes

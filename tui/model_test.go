@@ -154,6 +154,9 @@ func TestActionsCallTheEngine(t *testing.T) {
 	}
 	selectRow(t, tm.run.tails.t, "a-1")
 	tm.key("R")
+	if !strings.Contains(tm.status, "retry a-1 of calibrate-demo: started; the rate keeps attempt 1: failed") {
+		t.Errorf("retry of a failed tail: status %q, want it to say the rate keeps the failure", tm.status)
+	}
 	selectRow(t, tm.run.tails.t, "a-2")
 	tm.key("x")
 	if tm.confirm == nil || !strings.Contains(tm.View(), "Kill tail a-2 of calibrate-demo?") {
@@ -161,13 +164,13 @@ func TestActionsCallTheEngine(t *testing.T) {
 	}
 	tm.key("n")
 	tm.key("x")
-	tm.key("y")
+	tm.key("l")
 
 	want := []call{
 		{"Probe", []string{"codex"}},
 		{"Resume", []string{crashed}},
 		{"Retry", []string{cal, "a-1"}},
-		{"Kill", []string{cal, "a-2"}},
+		{"Kill", []string{cal, "a-2", string(journal.KillLeftOut)}},
 	}
 	if got := stub.Calls(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("engine calls:\n got %v\nwant %v", got, want)

@@ -3,6 +3,7 @@ package tui
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
 
 	"tare/engine/journal"
 	"tare/engine/probe"
@@ -154,12 +157,12 @@ func TestTailsPaneAndTally(t *testing.T) {
 	}
 
 	tally := &tallyPane{env: e, dir: cal}
-	tally.setSize(130, 2)
+	tally.setSize(200, 2)
 	v = tally.view(false)
 	// The retry of a-3 passed, yet a counts a-3's first verdict (failed); b leaves out its
-	// quota-walled tail and says so.
+	// quota-walled tail, says so, and gives the rate's bounds.
 	for _, want := range []string{"a claude --model haiku", "1/3  33%    6%–79%  1 running   $0.21 · 1 retried (1 failed)",
-		"1/1 100%  21%–100%  1 running   $0.10 · 1 no verdict (1 quota)"} {
+		"1/1 100%  21%–100%  1 running   $0.10 · 1 no verdict, left out (1 quota) · 1/2-2/2 if the 1 left out had failed/passed (95% 0.09-1.00)"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("tally lacks %q:\n%s", want, v)
 		}
@@ -182,6 +185,21 @@ func TestPassBar(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("%d/%d: %q, want %q", tc.passed, tc.done, got, tc.want)
 		}
+	}
+}
+
+// The live bar's colour is the same whatever the rate: green once the interval clears 0.5
+// (red once it falls below) would be a test peeked at after every tail.
+func TestPassBarColourIsNoPeekedTest(t *testing.T) {
+	s := newStyles(lipgloss.NewRenderer(io.Discard, termenv.WithTTY(true), termenv.WithUnsafe(), termenv.WithProfile(termenv.ANSI256)))
+	colour := func(passed, done int) string {
+		lo, hi := journal.Wilson(passed, done)
+		bar := passBar(s, journal.SideTally{Passed: passed, Verdicts: done, Lo: lo, Hi: hi}, 20)
+		return bar[:strings.IndexAny(bar, "·━●")] // the escape before the cells
+	}
+	winning, losing, even := colour(10, 10), colour(0, 10), colour(5, 10)
+	if winning != even || losing != even {
+		t.Errorf("the bar's colour follows the rate: 10/10 %q, 0/10 %q, 5/10 %q", winning, losing, even)
 	}
 }
 

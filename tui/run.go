@@ -209,11 +209,13 @@ func (p *tallyPane) view(bool) string {
 	return strings.Join(lines, "\n")
 }
 
-// leftOutCounts is LeftOut without the reasons, for a narrow pane: "1 no verdict · 1 retried".
+// leftOutCounts is LeftOut without the reasons, for a narrow pane: "1 no verdict, 4/9–5/9
+// · 1 retried". The bounds stay: a rate with tails left out is never shown without them.
 func leftOutCounts(t journal.SideTally) string {
 	var parts []string
 	if t.NoVerdict > 0 {
-		parts = append(parts, fmt.Sprintf("%d no verdict", t.NoVerdict))
+		b := t.Bounds()
+		parts = append(parts, fmt.Sprintf("%d no verdict, %d/%d–%d/%d", t.NoVerdict, b.Passed, b.N(), b.Passed+b.LeftOut, b.N()))
 	}
 	if t.Retried > 0 {
 		parts = append(parts, fmt.Sprintf("%d retried", t.Retried))
@@ -239,14 +241,10 @@ func passBar(s styles, t journal.SideTally, w int) string {
 	}
 	at := min(int(p*float64(w)), w-1)
 	cells[at] = '●'
-	tone := warn
-	switch {
-	case t.Lo >= 0.5:
-		tone = good
-	case t.Hi < 0.5:
-		tone = bad
-	}
-	return s.tone(tone, string(cells))
+	// One colour, whatever the rate: a green or red that turns on mid-run when an interval
+	// clears 0.5 is a test peeked at after every tail, and it errs far more often than 5%.
+	// Colour says only what a finished test says (a tail's verdict, --until-separated's stop).
+	return s.tone(accent, string(cells))
 }
 
 // tailsPane is a run's tails as a live table.
@@ -384,7 +382,7 @@ func attemptNote(t *journal.TailState) string {
 	note := fmt.Sprintf("attempt %d", t.Attempt+1)
 	if a, ok := t.Counted(); ok {
 		if a.N != t.Attempt {
-			note += fmt.Sprintf(" · counts attempt %d: %s", a.N+1, a.Status)
+			note += fmt.Sprintf(" · counts attempt %d: %s", a.N+1, a.Label())
 		}
 	} else if t.Status != journal.StatusRunning {
 		note += " · no verdict in any"

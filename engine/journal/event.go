@@ -156,6 +156,9 @@ type TailFinished struct {
 	Reason Reason `json:"reason,omitempty"`
 	// Attempt is the attempt this ends, as its TailStarted numbered it.
 	Attempt int `json:"attempt,omitempty"`
+	// Kill is, for a tail the operator killed, how the operator said it counts: as failed,
+	// or left out as an infrastructure fault (empty: not asked, left out).
+	Kill KillAs `json:"kill,omitempty"`
 	// Detail is the agent's end and the check's verdict, one line.
 	Detail string `json:"detail"`
 	// Score is a judge's score when the check printed "score N".

@@ -94,15 +94,6 @@ func NormalizeOutcome(status string, reason Reason, detail string) (string, Reas
 	return StatusNoVerdict, reason
 }
 
-// outcomeLabel is an attempt's outcome in a report's words: "passed", "failed", or the
-// reason it has no verdict.
-func outcomeLabel(status string, reason Reason) string {
-	if status == StatusNoVerdict {
-		return reason.Label()
-	}
-	return status
-}
-
 // countList renders counts as "1 quota, 2 killed", largest first, then by name.
 func countList(counts map[string]int) string {
 	keys := make([]string, 0, len(counts))
@@ -124,3 +115,73 @@ func countList(counts map[string]int) string {
 
 // ErrKilled is the cause of a tail's context when the operator killed it.
 var ErrKilled = errors.New("killed by the operator")
+
+// KillAs is how an operator's kill counts in its side's rate, as the operator answered when
+// killing the tail. A kill decided while watching the tail says something about the agent,
+// so it is never silently left out of the rate as if at random.
+type KillAs string
+
+// The answers to "count as failed, or leave out as an infrastructure fault".
+const (
+	// KillNotAsked: the kill came from a path that could not ask (tare kill, a cancelled
+	// cluster job, a journal from before the question): left out, and the report says so.
+	KillNotAsked KillAs = ""
+	// KillFailed: the tail counts as a failure, and a retry never replaces it.
+	KillFailed KillAs = "failed"
+	// KillLeftOut: an infrastructure fault; the tail is left out (with the rate's bounds)
+	// and a retry of it is a new attempt beside the killed one.
+	KillLeftOut KillAs = "left-out"
+)
+
+// Valid reports whether k is one of the answers.
+func (k KillAs) Valid() bool { return k == KillNotAsked || k == KillFailed || k == KillLeftOut }
+
+// KillError is a kill's cause with the operator's answer: it is ErrKilled to errors.Is.
+type KillError struct{ As KillAs }
+
+// Error reads as ErrKilled: a tail's detail says "killed by the operator" either way.
+func (e KillError) Error() string { return ErrKilled.Error() }
+
+// Is makes every KillError an ErrKilled.
+func (e KillError) Is(target error) bool { return target == ErrKilled }
+
+// KillAnswer is the operator's answer carried by a kill's cause (KillNotAsked when the
+// cause carries none).
+func KillAnswer(cause error) KillAs {
+	var k KillError
+	if errors.As(cause, &k) {
+		return k.As
+	}
+	return KillNotAsked
+}
+
+// CountsAs is how an attempt counts in its side's rate: a verdict counts as itself; an
+// outcome of the agent with no check's verdict (over budget: the agent spent its cap; a kill
+// the operator counted as failed) counts as failed. Anything else is left out (ok false):
+// nothing of the agent was seen, or the operator called it an infrastructure fault.
+func CountsAs(status string, reason Reason, kill KillAs) (counted string, ok bool) {
+	switch {
+	case verdict(status):
+		return status, true
+	case status != StatusNoVerdict:
+		return "", false
+	case reason == ReasonOverBudget, reason == ReasonKilled && kill == KillFailed:
+		return StatusFailed, true
+	}
+	return "", false
+}
+
+// noVerdictLabel is a no-verdict attempt's reason in a report's words, with how a kill was
+// counted: "killed, counted as failed", "killed, left out: infrastructure", "killed, not asked".
+func noVerdictLabel(reason Reason, kill KillAs) string {
+	if reason != ReasonKilled {
+		return reason.Label()
+	}
+	switch kill {
+	case KillFailed:
+		return "killed, counted as failed"
+	case KillLeftOut:
+		return "killed, left out: infrastructure"
+	}
+	return "killed, not asked"
+}

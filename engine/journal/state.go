@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"tare/engine/stats"
 )
 
 // RunState is a run as the events so far describe it: what a view shows and what resume
@@ -51,8 +53,10 @@ type TailState struct {
 	Attempt int
 	// Status is the latest attempt's: StatusRunning, StatusPassed, StatusFailed or
 	// StatusNoVerdict (with Reason), or "rerun" while tare resume has not restarted it.
-	Status  string
-	Reason  Reason
+	Status string
+	Reason Reason
+	// Kill is how the operator said a kill of the latest attempt counts (see KillAs).
+	Kill    KillAs
 	Detail  string
 	Score   *int
 	Started time.Time
@@ -83,9 +87,11 @@ type TailState struct {
 
 // Attempt is one finished attempt of a tail, kept when a retry or a resume starts another.
 type Attempt struct {
-	N       int
-	Status  string
-	Reason  Reason
+	N      int
+	Status string
+	Reason Reason
+	// Kill is how the operator said a kill counts (see KillAs).
+	Kill    KillAs
 	Detail  string
 	Score   *int
 	Started time.Time
@@ -104,7 +110,7 @@ type Attempt struct {
 
 // latest is the tail's latest attempt as an Attempt.
 func (t *TailState) latest() Attempt {
-	a := Attempt{N: t.Attempt, Status: t.Status, Reason: t.Reason, Detail: t.Detail, Score: t.Score,
+	a := Attempt{N: t.Attempt, Status: t.Status, Reason: t.Reason, Kill: t.Kill, Detail: t.Detail, Score: t.Score,
 		Started: t.Started, Ended: t.Ended, Calls: t.Calls, Usage: t.Usage, CheckUsage: t.CheckUsage, Judge: t.Judge,
 		Metered: t.Metered}
 	if t.Place != nil {
@@ -118,11 +124,28 @@ func (t *TailState) Attempts() []Attempt {
 	return append(append([]Attempt(nil), t.Earlier...), t.latest())
 }
 
-// Counted is the attempt whose verdict the tail's side counts: the first that reached one.
-// A retry never replaces a verdict, so retrying failures cannot raise a rate.
+// Counts is how the attempt counts in its side's rate (see CountsAs): passed or failed, or
+// left out (ok false).
+func (a Attempt) Counts() (string, bool) { return CountsAs(a.Status, a.Reason, a.Kill) }
+
+// Label is the attempt's outcome in a report's words: "passed", "failed", "over budget",
+// "killed, counted as failed"...
+func (a Attempt) Label() string {
+	if a.Status == StatusNoVerdict {
+		return noVerdictLabel(a.Reason, a.Kill)
+	}
+	return a.Status
+}
+
+// Counted is the attempt the tail's side counts: the first that counts (a verdict, or an
+// outcome of the agent counted as failed: over budget, a kill the operator counted as
+// failed). A retry never replaces a counted attempt, so retrying failures cannot raise a
+// rate; only an attempt left out (nothing of the agent seen, or an infrastructure fault by
+// the operator's word) lets a later attempt count, and it stays on the record beside it.
+// A counted attempt with no verdict counts as failed: its Status is not StatusPassed.
 func (t *TailState) Counted() (Attempt, bool) {
 	for _, a := range t.Attempts() {
-		if verdict(a.Status) {
+		if _, ok := a.Counts(); ok {
 			return a, true
 		}
 	}
@@ -231,6 +254,7 @@ func (s *RunState) Apply(e Event) {
 			s.Order = append(s.Order, f.ID)
 		}
 		ts.Status, ts.Reason = NormalizeOutcome(f.Status, f.Reason, f.Detail)
+		ts.Kill = f.Kill
 		ts.Detail, ts.Score, ts.Ended, ts.Calls, ts.Usage = f.Detail, f.Score, e.Time, f.Calls, f.Usage
 		ts.CheckUsage, ts.Judge = f.CheckUsage, f.Judge
 		ts.Metered = f.Metered
@@ -257,16 +281,21 @@ func (s *RunState) Apply(e Event) {
 	}
 }
 
-// SideTally is a side's results so far. The rate is Passed of Verdicts; tails without a
-// verdict are left out of it and counted, with their reasons, in NoVerdict.
+// SideTally is a side's results so far. The rate is Passed of Verdicts; tails over budget or
+// killed as failed count as failures (FailedFrom); the other tails without a verdict are
+// left out of it, counted with their reasons in NoVerdict, and not assumed to be missing at
+// random: Bounds is the rate if they had all failed or all passed.
 type SideTally struct {
 	Side Side
-	// Passed and Failed count each tail's first verdict (see TailState.Counted).
+	// Passed and Failed count each tail's counted attempt (see TailState.Counted).
 	Passed, Failed int
+	// FailedFrom counts the failures that had no check's verdict, by reason ("over budget",
+	// "killed, counted as failed"): outcomes of the agent, counted as failed.
+	FailedFrom map[string]int
 	// Verdicts is Passed + Failed: the rate's denominator.
 	Verdicts int
-	// NoVerdict counts finished tails with no verdict in any attempt; Reasons holds their
-	// latest attempt's reason, in a report's words.
+	// NoVerdict counts finished tails left out of the rate (no attempt counts); Reasons holds
+	// their latest attempt's reason, in a report's words. --until-separated reads it per side.
 	NoVerdict int
 	Reasons   map[string]int
 	// Retried counts tails run more than once; RetriedFrom the outcomes that were retried.
@@ -287,9 +316,25 @@ func (t SideTally) Rate() (float64, bool) {
 	return float64(t.Passed) / float64(t.Verdicts), true
 }
 
+// Bounds is the rate's worst and best cases over every finished tail: the NoVerdict left
+// out counted as all failed, then all passed.
+func (t SideTally) Bounds() stats.Bounds { return stats.RateBounds(t.Passed, t.Failed, t.NoVerdict) }
+
+// BoundsText says what the left-out tails could make of the rate, "4/8-8/8 if the 4 left
+// out had failed/passed (95% 0.22-1.00)"; empty when none is left out.
+func (t SideTally) BoundsText() string {
+	if t.NoVerdict == 0 {
+		return ""
+	}
+	b := t.Bounds()
+	return fmt.Sprintf("%d/%d-%d/%d if the %d left out had failed/passed (95%% %.2f-%.2f)",
+		b.Passed, b.N(), b.Passed+b.LeftOut, b.N(), b.LeftOut, b.Lo, b.Hi)
+}
+
 // Summary is the side's counts in one line, every number a reader needs to trust the rate:
-// "3/9 passed · 2 no verdict (1 quota, 1 killed) · 1 retried (1 failed)". A retried tail
-// counts its first verdict. word names a pass
+// "3/9 passed · 1 failed with no verdict (1 over budget) · 2 no verdict, left out (1 quota,
+// 1 killed, not asked) · 3/11-5/11 if the 2 left out had failed/passed (95% ...) · 1
+// retried (1 failed)". A retried tail counts its first counted attempt. word names a pass
 // ("passed", or "finished" for a run without a check).
 func (t SideTally) Summary(word string) string {
 	parts := []string{fmt.Sprintf("%d/%d %s", t.Passed, t.Verdicts, word)}
@@ -302,12 +347,17 @@ func (t SideTally) Summary(word string) string {
 	return strings.Join(parts, " · ")
 }
 
-// LeftOut is what the side's rate does not count, with reasons: "2 no verdict (1 quota,
-// 1 killed) · 1 retried (1 failed)"; empty when nothing is left out.
+// LeftOut is what the side's rate does not count as it is, with reasons: "1 failed with no
+// verdict (1 over budget) · 2 no verdict, left out (1 quota, 1 killed, not asked) · 3/11-5/11
+// if the 2 left out had failed/passed (95% ...) · 1 retried (1 failed)"; empty when there is
+// nothing to say.
 func (t SideTally) LeftOut() string {
 	var parts []string
+	if n := sum(t.FailedFrom); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d failed with no verdict (%s)", n, countList(t.FailedFrom)))
+	}
 	if t.NoVerdict > 0 {
-		parts = append(parts, fmt.Sprintf("%d no verdict (%s)", t.NoVerdict, countList(t.Reasons)))
+		parts = append(parts, fmt.Sprintf("%d no verdict, left out (%s)", t.NoVerdict, countList(t.Reasons)), t.BoundsText())
 	}
 	if t.Retried > 0 {
 		parts = append(parts, fmt.Sprintf("%d retried (%s)", t.Retried, countList(t.RetriedFrom)))
@@ -321,7 +371,7 @@ func (s *RunState) Tally() []SideTally {
 	out := make([]SideTally, len(s.Sides))
 	index := map[string]int{}
 	for i, side := range s.Sides {
-		out[i] = SideTally{Side: side, Reasons: map[string]int{}, RetriedFrom: map[string]int{}}
+		out[i] = SideTally{Side: side, Reasons: map[string]int{}, RetriedFrom: map[string]int{}, FailedFrom: map[string]int{}}
 		index[side.Key] = i
 	}
 	for _, id := range s.Order {
@@ -341,13 +391,17 @@ func (s *RunState) Tally() []SideTally {
 		if len(t.Earlier) > 0 {
 			o.Retried++
 			for _, a := range t.Earlier {
-				o.RetriedFrom[outcomeLabel(a.Status, a.Reason)]++
+				o.RetriedFrom[a.Label()]++
 			}
 		}
 		if a, ok := t.Counted(); ok {
-			if a.Status == StatusPassed {
+			switch {
+			case a.Status == StatusPassed:
 				o.Passed++
-			} else {
+			case a.Status == StatusNoVerdict:
+				o.Failed++
+				o.FailedFrom[a.Label()]++
+			default:
 				o.Failed++
 			}
 			o.Verdicts++
@@ -355,7 +409,7 @@ func (s *RunState) Tally() []SideTally {
 		}
 		if t.Status == StatusNoVerdict {
 			o.NoVerdict++
-			o.Reasons[t.Reason.Label()]++
+			o.Reasons[t.latest().Label()]++
 		}
 	}
 	for i := range out {
@@ -395,4 +449,13 @@ func (s *RunState) TailIDs(status string) []string {
 		}
 	}
 	return out
+}
+
+// sum is the total of counts.
+func sum(counts map[string]int) int {
+	n := 0
+	for _, c := range counts {
+		n += c
+	}
+	return n
 }

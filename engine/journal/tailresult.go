@@ -14,6 +14,8 @@ type TailResult struct {
 	Reason Reason `json:"reason,omitempty"`
 	// Attempt numbers this attempt of the tail (0: the first).
 	Attempt int `json:"attempt,omitempty"`
+	// Kill is how the operator said a kill counts (see KillAs).
+	Kill KillAs `json:"kill,omitempty"`
 	// CapsuleFrom is the step whose capsule the tail started from when Step has none of its
 	// own (tare tail --from-nearest).
 	CapsuleFrom *int `json:"capsule_from,omitempty"`
@@ -37,7 +39,7 @@ type TailResult struct {
 
 // Finished is the journal's event for a tail with this result.
 func (res TailResult) Finished() *TailFinished {
-	return &TailFinished{ID: res.ID, Passed: res.Passed, Status: res.Status, Reason: res.Reason, Attempt: res.Attempt,
+	return &TailFinished{ID: res.ID, Passed: res.Passed, Status: res.Status, Reason: res.Reason, Attempt: res.Attempt, Kill: res.Kill,
 		Detail: res.AgentExit + "; " + res.Check, Score: res.Score, Seconds: res.Seconds, Calls: res.Calls, Usage: res.Usage,
 		CheckUsage: res.CheckUsage, Judge: res.Judge, Metered: res.Metered}
 }
