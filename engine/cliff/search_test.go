@@ -109,7 +109,7 @@ func TestPinsAClearCliff(t *testing.T) {
 // When the budget runs out the search says so and still names the most likely boundary.
 func TestNotPinnedWhenBudgetRunsOut(t *testing.T) {
 	cfg := Config{Steps: 40, Tails: 3, Budget: 9, GapBelow: 0.2}
-	d := Decide(cfg, map[int]Count{0: {3, 3, 3}, 40: {3, 3, 0}, 20: {3, 3, 2}})
+	d := Decide(cfg, map[int]Count{0: {3, 3, 3}, 40: {3, 3, 0}, 20: {3, 3, 3}})
 	if d.Kind != NotPinned || !strings.HasPrefix(d.Why, "budget spent") {
 		t.Fatalf("%+v: want not pinned", d)
 	}
@@ -148,7 +148,7 @@ func TestGradualDecline(t *testing.T) {
 	for s := 0; s <= 8; s++ {
 		obs[s] = Count{Tails: 9, Verdicts: 9, Passed: map[bool]int{true: 8, false: 1}[s < 4]}
 	}
-	if d := Decide(Config{Steps: 8, Tails: 3, Budget: 81, GapBelow: 0.2}, obs); d.Kind != Pinned || d.Hi != 4 || d.StepOdds < StepOdds {
+	if d := Decide(Config{Steps: 8, Tails: 3, Budget: 81, GapBelow: 0.2}, obs); d.Kind != Pinned || d.Hi != 4 || d.Models.OneStep < PinnedMass {
 		t.Fatalf("%+v (%s): want pinned at step 4", d, d.Why)
 	}
 }
