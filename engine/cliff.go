@@ -67,18 +67,11 @@ type CliffResult struct {
 	// step is Step, Near that it falls at one step within one step of Step (pinned means
 	// Near >= 0.95): "no change" and "steady decline" count against both. StepOdds is how
 	// many times better one step explains the tails than a steady decline (a Bayes factor).
-	Probability float64 `json:"probability,omitempty"`
-	Near        float64 `json:"within_one_step,omitempty"`
-	StepOdds    float64 `json:"step_odds,omitempty"`
-	// Models is the posterior probability of each explanation of the tails, under a prior
-	// of 1/3 each (cliff.PriorOneStep and the others).
-	Models *CliffModels `json:"models,omitempty"`
-	// Before and After are the steps just before and at the cliff (pinned, not pinned), or
-	// the start and the last step (no cliff, gradual decline); Difference is Before's rate
-	// less After's, with its 95% interval.
-	Before     *StepRate `json:"before,omitempty"`
-	After      *StepRate `json:"after,omitempty"`
-	Difference *RateDiff `json:"difference,omitempty"`
+	Probability float64    `json:"probability,omitempty"`
+	Near        float64    `json:"within_one_step,omitempty"`
+	StepOdds    float64    `json:"step_odds,omitempty"`
+	Before      *StepRate  `json:"before,omitempty"`
+	After       *StepRate  `json:"after,omitempty"`
 	Call        string     `json:"call,omitempty"`
 	Changes     []string   `json:"changes,omitempty"`
 	Why         string     `json:"why"`
@@ -86,6 +79,13 @@ type CliffResult struct {
 	Budget      int        `json:"budget"`
 	NoVerdict   int        `json:"no_verdict"`
 	Steps       []StepRate `json:"steps"`
+	// Models is the posterior probability of each explanation of the tails, under a prior
+	// of 1/3 each (cliff.PriorOneStep and the others).
+	Models *CliffModels `json:"models,omitempty"`
+	// Difference is Before's rate less After's, with its 95% interval. Before and After are
+	// the steps just before and at the cliff (pinned, not pinned), or the start and the last
+	// step (no cliff, gradual decline).
+	Difference *RateDiff `json:"difference,omitempty"`
 	// Cost is the recording's and the tails' together.
 	Cost          float64 `json:"cost"`
 	RecordingCost float64 `json:"recording_cost"`

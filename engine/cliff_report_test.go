@@ -38,7 +38,7 @@ func TestCliffReportSaysNotMeasured(t *testing.T) {
 func TestCliffReportFirstLineAndCost(t *testing.T) {
 	recipe, rec := cliffReportFixture()
 	res := &CliffResult{Result: "pinned", Step: 4, Probability: 0.81, Near: 0.97, StepOdds: 14, Budget: 30, Spent: 18, CostKnown: true,
-		Models: &CliffModels{OneStep: 0.98, Decline: 0.015, NoChange: 0.005},
+		Models:        &CliffModels{OneStep: 0.98, Decline: 0.015, NoChange: 0.005},
 		RecordingCost: 0.25, TailsCost: 1.5, Cost: 1.75,
 		Before: &StepRate{Step: 3, Passed: 3, Verdicts: 3, Tails: 3, Rate: 1, Lo: 0.44, Hi: 1},
 		After:  &StepRate{Step: 4, Passed: 0, Verdicts: 3, Tails: 3, Rate: 0, Lo: 0, Hi: 0.56}}

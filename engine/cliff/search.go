@@ -170,6 +170,7 @@ func Decide(cfg Config, obs map[int]Count) Decision {
 	case end.Verdicts < cfg.Tails:
 		return want(cfg.Steps, "measuring the last step")
 	}
+
 	if m.Decline >= PinnedMass {
 		d.Kind = Gradual
 		d.Why = fmt.Sprintf("a steady decline from the start to the last step has probability %s", Prob(m.Decline))
@@ -185,7 +186,7 @@ func Decide(cfg Config, obs map[int]Count) Decision {
 			}
 		}
 		d.Kind = Pinned
-		d.Why = fmt.Sprintf("one step %s, steady decline %s, no change %s; the step is %d with probability %s, within one step %s", Prob(m.OneStep), Prob(m.Decline), Prob(m.NoChange), d.Hi, Prob(d.Probability), Prob(d.Near))
+		d.Why = fmt.Sprintf("the rate falls at step %d with probability %s, within one step of it %s (%s wanted)", d.Hi, Prob(d.Probability), Prob(d.Near), Prob(PinnedMass))
 		return d
 	}
 	why := fmt.Sprintf("one step %s (most likely at %d, %s within one step), steady decline %s, no change %s", Prob(m.OneStep), d.Hi, Prob(d.Near), Prob(m.Decline), Prob(m.NoChange))
