@@ -164,24 +164,6 @@ func logLinear(logs []float64) float64 {
 	return peak + math.Log(sum/float64(len(logs)))
 }
 
-// linearFit is, from linearLogs, the steady decline's predicted pass rate at each step,
-// averaged over its rates as the tails weigh them.
-func linearFit(steps int, logs []float64) func(s int) float64 {
-	peak := math.Inf(-1)
-	for _, l := range logs {
-		peak = math.Max(peak, l)
-	}
-	var w, m0, m1 float64
-	for k, l := range logs {
-		q := math.Exp(l - peak)
-		w += q
-		m0 += q * linearPairs[k][0]
-		m1 += q * linearPairs[k][1]
-	}
-	m0, m1 = m0/w, m1/w
-	return func(s int) float64 { return m0 + (m1-m0)*float64(s)/float64(steps) }
-}
-
 // nextStep is where the next round of tails tells the most: of the candidate steps, the one
 // whose round is expected to shrink the uncertainty (entropy) of the whole posterior the
 // most, over "no change", "steady decline" and "one step at c" for every c together. So tails

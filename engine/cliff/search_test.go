@@ -1,6 +1,7 @@
 package cliff
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -150,5 +151,48 @@ func TestGradualDecline(t *testing.T) {
 	}
 	if d := Decide(Config{Steps: 8, Tails: 3, Budget: 81, GapBelow: 0.2}, obs); d.Kind != Pinned || d.Hi != 4 || d.Models.OneStep < PinnedMass {
 		t.Fatalf("%+v (%s): want pinned at step 4", d, d.Why)
+	}
+}
+
+// Probabilities are printed rounded down, and never as certainty.
+func TestProb(t *testing.T) {
+	for p, want := range map[float64]string{0.999: "> 0.99", 0.995: "> 0.99", 0.9899: "0.98", 0.95: "0.95", 0.949: "0.94", 0.004: "< 0.01", 0.5: "0.50"} {
+		if got := Prob(p); got != want {
+			t.Errorf("Prob(%g) = %q, want %q", p, got, want)
+		}
+	}
+}
+
+// logFall is the chance that the first of two Beta posteriors is above the second (times 2),
+// checked against a fine grid integration.
+func TestLogFall(t *testing.T) {
+	for _, c := range [][4]int{{1, 1, 1, 1}, {4, 2, 1, 5}, {1, 5, 4, 2}, {10, 3, 2, 9}, {3, 3, 3, 3}} {
+		const n = 2000
+		num, den := 0.0, 0.0
+		for i := range n {
+			a := (float64(i) + 0.5) / n
+			fa := math.Pow(a, float64(c[0]-1)) * math.Pow(1-a, float64(c[1]-1))
+			for j := range n {
+				b := (float64(j) + 0.5) / n
+				w := fa * math.Pow(b, float64(c[2]-1)) * math.Pow(1-b, float64(c[3]-1))
+				den += w
+				if a > b {
+					num += w
+				}
+			}
+		}
+		want := math.Log(2 * num / den)
+		if got := logFall(c[0], c[1], c[2], c[3]); math.Abs(got-want) > 0.01 {
+			t.Errorf("logFall%v = %.4f, grid %.4f", c, got, want)
+		}
+	}
+}
+
+// When the tails show the same rate everywhere, "no change" is the likeliest explanation and
+// the budget's end says no difference was detected, naming no step.
+func TestNoChangeNamesNoStep(t *testing.T) {
+	d := Decide(Config{Steps: 8, Tails: 3, Budget: 24}, map[int]Count{0: {6, 6, 4}, 4: {6, 6, 4}, 6: {6, 6, 4}, 8: {6, 6, 3}})
+	if d.Kind != NoCliff || d.Models.NoChange <= d.Models.OneStep || !strings.Contains(d.Why, "difference") {
+		t.Fatalf("%+v (%s): want no cliff, no change the likeliest", d.Kind, d.Why)
 	}
 }

@@ -203,7 +203,7 @@ func simulate(steps, reps, tails int, seed uint64) simRow {
 // how often a pinned answer is right (within one step), apart from the unpinned guesses the
 // 90% column credits.
 func TestSimulatedCliffs(t *testing.T) {
-	const tails, reps = 3, 100
+	const tails, reps = 3, 60
 	var rows []simRow
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n%6s %12s %14s %10s %12s %13s %14s %16s %9s\n", "steps", "adaptive 90%", "pinned median", "pinned@30", "pinned right", "linear 3/step", "linear within1", "linear 90% needs", "adaptive/linear")
@@ -249,23 +249,7 @@ const defaultBudget = 30
 
 // runSearch runs a search to its end on s with the given budget.
 func runSearch(rng *rand.Rand, s synthetic, tails, budget int) Decision {
-	cfg := Config{Steps: s.steps, Tails: tails, Budget: budget, GapBelow: 0}
-	obs := map[int]Count{}
-	for {
-		d := Decide(cfg, obs)
-		if d.Kind != Running {
-			return d
-		}
-		c := obs[d.Step]
-		for range d.Want {
-			c.Tails++
-			c.Verdicts++
-			if rng.Float64() < s.rate(d.Step) {
-				c.Passed++
-			}
-		}
-		obs[d.Step] = c
-	}
+	return search(rng, world{s.steps, s.rate, []int{s.cliff}}, tails, budget)
 }
 
 // TestSimulatedGradualDeclines: recordings whose pass rate falls in a straight line from the
