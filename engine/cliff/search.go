@@ -113,8 +113,8 @@ type Decision struct {
 	Kind Kind
 	// Step and Want: while running, the step to start tails from and how many.
 	Step, Want int
-	// Lo and Hi: the boundary as it stands: the last step that looks like the start and the
-	// first that looks like the end. For Pinned, the cliff is Hi.
+	// Hi is the most likely step if the rate falls at one (for Pinned, the cliff) and Lo the
+	// step before it, whose tails the report gives beside Hi's.
 	Lo, Hi int
 	// Probability is how likely it is, given every tail so far and the priors (Models),
 	// that the rate falls at one step and that step is Hi; Near that it falls at one step
