@@ -29,8 +29,8 @@ func TestValidate(t *testing.T) {
 func TestStartAndEndFirst(t *testing.T) {
 	cfg := Config{Steps: 10, Tails: 3, Budget: 30, GapBelow: 0.2}
 	d := Decide(cfg, nil)
-	if d.Kind != Running || d.Step != 0 || d.Want != 3 {
-		t.Fatalf("first decision %+v, want 3 tails at step 0", d)
+	if d.Kind != Running || d.Step != 0 || d.Want != 1 {
+		t.Fatalf("first decision %+v, want 1 tail at step 0", d)
 	}
 	d = Decide(cfg, map[int]Count{0: {3, 3, 2}})
 	if d.Kind != Running || d.Step != 10 {
@@ -39,15 +39,15 @@ func TestStartAndEndFirst(t *testing.T) {
 }
 
 // A tail with no verdict spends budget but says nothing of its step: the start is measured
-// again until it has its verdicts.
+// again until it has a verdict.
 func TestNoVerdictSpendsButDoesNotCount(t *testing.T) {
 	cfg := Config{Steps: 10, Tails: 3, Budget: 30, GapBelow: 0.2}
-	d := Decide(cfg, map[int]Count{0: {Tails: 3, Verdicts: 1, Passed: 1}})
-	if d.Kind != Running || d.Step != 0 || d.Want != 3 || d.Spent != 3 {
-		t.Fatalf("%+v: want another round at step 0 with 3 spent", d)
+	d := Decide(cfg, map[int]Count{0: {Tails: 3, Verdicts: 0}})
+	if d.Kind != Running || d.Step != 0 || d.Want != 1 || d.Spent != 3 {
+		t.Fatalf("%+v: want another tail at step 0 with 3 spent", d)
 	}
-	d = Decide(Config{Steps: 10, Tails: 3, Budget: 4, GapBelow: 0.2}, map[int]Count{0: {Tails: 3, Verdicts: 1, Passed: 1}})
-	if d.Want != 1 {
+	d = Decide(Config{Steps: 10, Tails: 3, Budget: 6, GapBelow: 0.2}, map[int]Count{0: {Tails: 3, Verdicts: 1, Passed: 1}, 10: {Tails: 2, Verdicts: 2}})
+	if d.Kind == Running && d.Want != 1 {
 		t.Fatalf("%+v: a round never goes past the budget", d)
 	}
 }
