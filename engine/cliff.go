@@ -460,7 +460,11 @@ func CliffReport(recipe *Recipe, rec *journal.Recording, res *CliffResult) strin
 	case "pinned":
 		fmt.Fprintf(&b, "cliff at step %d (%s within one step)\n", res.Step, pEquals(res.Near))
 	case "not pinned":
-		fmt.Fprintf(&b, "not pinned: one step is the likeliest explanation (%s); most likely at step %d (%s, within one step %s)\n", pEquals(m.OneStep), res.Step, pEquals(res.Probability), cliff.Prob(res.Near))
+		lead := "not pinned: "
+		if m != nil {
+			lead += fmt.Sprintf("one step is the likeliest explanation (%s); ", pEquals(m.OneStep))
+		}
+		fmt.Fprintf(&b, "%smost likely at step %d (%s, within one step %s)\n", lead, res.Step, pEquals(res.Probability), cliff.Prob(res.Near))
 	case "gradual decline":
 		if m != nil && m.Decline < cliff.PinnedMass {
 			fmt.Fprintf(&b, "gradual decline: the likeliest explanation (%s), no single step named\n", pEquals(m.Decline))
@@ -470,7 +474,11 @@ func CliffReport(recipe *Recipe, rec *journal.Recording, res *CliffResult) strin
 	case "model gap":
 		b.WriteString("no cliff: model gap\n")
 	case "no cliff":
-		fmt.Fprintf(&b, "no difference detected: no change is the likeliest explanation (%s)\n", pEquals(m.NoChange))
+		b.WriteString("no difference detected")
+		if m != nil {
+			fmt.Fprintf(&b, ": no change is the likeliest explanation (%s)", pEquals(m.NoChange))
+		}
+		b.WriteString("\n")
 	case "passed":
 		b.WriteString("no cliff: the recording passed\n")
 	}
