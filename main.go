@@ -598,11 +598,11 @@ check. When it failed, cliff continues it from chosen steps in fresh rooms (nati
 at a time) and finds the step after which it was lost: the tool call after which tails stop
 passing. It does not scan every step: it bisects on the pass rate and spends tails where the
 answer is still uncertain, until the cliff is pinned ("cliff at step N (p=0.97 within one
-step)": posterior 0.95 within one step, both sides measured, and one step explaining the tails
-10 times better than a steady decline), the rate is seen to fall step by step ("gradual
-decline: no single step"), the task shows itself beyond the model (the start's upper 95% bound
-below --gap-below: a model gap), or the budget is spent ("not pinned", with where the cliff
-lies). The report's first line says which. The default budget is a cap, not a price: a sharp
+step)": posterior 0.95 that the rate falls at one step within one step of N, against no change
+and a steady decline, prior 1/3 each; both sides measured), a steady decline is that probable
+("gradual decline: no single step"), the task shows itself beyond the model (the start's upper
+95% bound below --gap-below: a model gap), or the budget is spent (the likeliest explanation,
+naming a step only when it is one step). The report's first line says which. The default budget is a cap, not a price: a sharp
 cliff like the demo's is pinned in 15-30 tails, but of synthetic cliffs (rates before 0.5-0.95,
 after 0-0.3) 30 tails pin about 40% at 10 steps and 10% at 200 (README). Tails without a
 verdict (provider errors, kills) spend budget but are left out of the rates. Run it again with

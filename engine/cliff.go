@@ -15,6 +15,7 @@ import (
 	"tare/capsule"
 	"tare/engine/cliff"
 	"tare/engine/journal"
+	"tare/engine/stats"
 )
 
 // CliffOptions is a cliff analysis: record a run (or take one recorded earlier) and find
@@ -52,18 +53,20 @@ type cliffSettings struct {
 
 // CliffResult is what a cliff found, as --json gives it.
 type CliffResult struct {
-	// Result is "pinned", "not pinned", "gradual decline", "model gap", "no cliff" or
-	// "passed" (the recording itself passed its check: nothing to look for).
+	// Result is "pinned", "not pinned", "gradual decline", "model gap", "no cliff" (no
+	// difference detected: "no change" is the most probable explanation) or "passed" (the
+	// recording itself passed its check: nothing to look for).
 	Result string `json:"result"`
-	// Step is the cliff (pinned) or the most likely one (not pinned).
+	// Step is the cliff (pinned) or the most likely one (not pinned); it is named only
+	// when "one step" is the most probable explanation.
 	Step int `json:"step,omitempty"`
-	// Lo and Hi: for "not pinned", the steps the cliff lies between.
+	// Lo and Hi: for "not pinned", the central 90% of where the step is, if there is one.
 	Lo int `json:"lo,omitempty"`
 	Hi int `json:"hi,omitempty"`
-	// Probability is the posterior probability that the cliff is at Step, Near that it is
-	// within one step of it (pinned means Near >= 0.95), both given that the rate falls at
-	// one step; StepOdds is how many times better one step explains the tails than a
-	// steady decline (a Bayes factor).
+	// Probability is the posterior probability that the rate falls at one step and that
+	// step is Step, Near that it falls at one step within one step of Step (pinned means
+	// Near >= 0.95): "no change" and "steady decline" count against both. StepOdds is how
+	// many times better one step explains the tails than a steady decline (a Bayes factor).
 	Probability float64    `json:"probability,omitempty"`
 	Near        float64    `json:"within_one_step,omitempty"`
 	StepOdds    float64    `json:"step_odds,omitempty"`
@@ -76,6 +79,13 @@ type CliffResult struct {
 	Budget      int        `json:"budget"`
 	NoVerdict   int        `json:"no_verdict"`
 	Steps       []StepRate `json:"steps"`
+	// Models is the posterior probability of each explanation of the tails, under a prior
+	// of 1/3 each (cliff.PriorOneStep and the others).
+	Models *CliffModels `json:"models,omitempty"`
+	// Difference is Before's rate less After's, with its 95% interval. Before and After are
+	// the steps just before and at the cliff (pinned, not pinned), or the start and the last
+	// step (no cliff, gradual decline).
+	Difference *RateDiff `json:"difference,omitempty"`
 	// Cost is the recording's and the tails' together.
 	Cost          float64 `json:"cost"`
 	RecordingCost float64 `json:"recording_cost"`
@@ -83,6 +93,20 @@ type CliffResult struct {
 	CostKnown     bool    `json:"cost_known"`
 	Simulated     bool    `json:"simulated,omitempty"`
 	Recording     string  `json:"recording_check,omitempty"`
+}
+
+// CliffModels is the posterior over the explanations of a cliff's tails.
+type CliffModels struct {
+	NoChange float64 `json:"no_change"`
+	OneStep  float64 `json:"one_step"`
+	Decline  float64 `json:"steady_decline"`
+}
+
+// RateDiff is a difference of two pass rates with its 95% interval (stats.Diff).
+type RateDiff struct {
+	D  float64 `json:"d"`
+	Lo float64 `json:"lo"`
+	Hi float64 `json:"hi"`
 }
 
 // StepRate is the tails from one step: their pass rate over verdicts, with its Wilson 95%
@@ -380,13 +404,14 @@ func fillCliffResult(res *CliffResult, d cliff.Decision, store *capsule.Store, r
 	res.Cost = res.RecordingCost + res.TailsCost
 	res.Result = d.Kind.String()
 	res.StepOdds = d.StepOdds
+	if d.Kind == cliff.ModelGap {
+		return
+	}
+	res.Models = &CliffModels{NoChange: d.Models.NoChange, OneStep: d.Models.OneStep, Decline: d.Models.Decline}
 	switch d.Kind {
 	case cliff.Pinned, cliff.NotPinned:
 		if d.Kind == cliff.NotPinned {
-			post := cliff.Posterior(len(rec.Steps), obs)
-			res.Lo, res.Hi = post.Range(0.05)
-			d.Hi = post.MostLikely()
-			d.Lo, d.Probability, d.Near = d.Hi-1, post.Within(d.Hi, 0), post.Within(d.Hi, 1)
+			res.Lo, res.Hi = d.Models.Where.Range(0.05)
 		}
 		res.Step, res.Probability, res.Near = d.Hi, d.Probability, d.Near
 		res.Before, res.After = stepRate(d.Hi-1, obs[d.Hi-1]), stepRate(d.Hi, obs[d.Hi])
@@ -396,6 +421,12 @@ func fillCliffResult(res *CliffResult, d cliff.Decision, store *capsule.Store, r
 				res.Changes = append(res.Changes, journal.Printable(changeLine(c)))
 			}
 		}
+	default:
+		res.Before, res.After = stepRate(0, obs[0]), stepRate(len(rec.Steps), obs[len(rec.Steps)])
+	}
+	if b, a := res.Before, res.After; b.Verdicts > 0 && a.Verdicts > 0 {
+		diff, lo, hi := stats.Diff(b.Passed, b.Verdicts, a.Passed, a.Verdicts)
+		res.Difference = &RateDiff{D: diff, Lo: lo, Hi: hi}
 	}
 }
 
@@ -424,17 +455,30 @@ func CliffReport(recipe *Recipe, rec *journal.Recording, res *CliffResult) strin
 		}
 		return fmt.Sprintf("step %d: %d/%d passed (%.2f, 95%% interval %.2f-%.2f)", s.Step, s.Passed, s.Verdicts, s.Rate, s.Lo, s.Hi)
 	}
+	m := res.Models
 	switch res.Result {
 	case "pinned":
-		fmt.Fprintf(&b, "cliff at step %d (p=%.2f within one step)\n", res.Step, res.Near)
+		fmt.Fprintf(&b, "cliff at step %d (%s within one step)\n", res.Step, pEquals(res.Near))
 	case "not pinned":
-		fmt.Fprintf(&b, "not pinned: between step %d and %d (most likely %d, probability %.2f)\n", res.Lo, res.Hi, res.Step, res.Probability)
+		lead := "not pinned: "
+		if m != nil {
+			lead += fmt.Sprintf("one step is the likeliest explanation (%s); ", pEquals(m.OneStep))
+		}
+		fmt.Fprintf(&b, "%smost likely at step %d (%s, within one step %s)\n", lead, res.Step, pEquals(res.Probability), cliff.Prob(res.Near))
 	case "gradual decline":
-		b.WriteString("gradual decline: no single step\n")
+		if m != nil && m.Decline < cliff.PinnedMass {
+			fmt.Fprintf(&b, "gradual decline: the likeliest explanation (%s), no single step named\n", pEquals(m.Decline))
+		} else {
+			b.WriteString("gradual decline: no single step\n")
+		}
 	case "model gap":
 		b.WriteString("no cliff: model gap\n")
 	case "no cliff":
-		b.WriteString("no cliff: the last step passes as often as the start\n")
+		b.WriteString("no difference detected")
+		if m != nil {
+			fmt.Fprintf(&b, ": no change is the likeliest explanation (%s)", pEquals(m.NoChange))
+		}
+		b.WriteString("\n")
 	case "passed":
 		b.WriteString("no cliff: the recording passed\n")
 	}
@@ -442,8 +486,21 @@ func CliffReport(recipe *Recipe, rec *journal.Recording, res *CliffResult) strin
 	if res.Recording != "" {
 		fmt.Fprintf(&b, "  recording %s\n", res.Recording)
 	}
-	if res.Before != nil {
+	named := res.Result == "pinned" || res.Result == "not pinned"
+	if m != nil {
+		// What "probability" means here: a posterior under these priors.
+		fmt.Fprintf(&b, "  models    one step %s · steady decline %s · no change %s (prior 1/3 each)\n", cliff.Prob(m.OneStep), cliff.Prob(m.Decline), cliff.Prob(m.NoChange))
+	}
+	if res.Before != nil && !named {
+		fmt.Fprintf(&b, "  start     %s\n  last      %s\n", rate(res.Before), rate(res.After))
+	}
+	if res.Before != nil && named {
 		fmt.Fprintf(&b, "  before    %s\n  after     %s\n", rate(res.Before), rate(res.After))
+	}
+	if d := res.Difference; d != nil {
+		fmt.Fprintf(&b, "  difference %+.2f (95%% interval %+.2f to %+.2f)\n", d.D, d.Lo, d.Hi)
+	}
+	if res.Before != nil && named {
 		if res.Before.Verdicts > 0 && res.After.Verdicts > 0 && res.Before.Lo <= res.After.Hi {
 			// Pinned is a posterior over every tail, not a test of these two steps alone.
 			b.WriteString("  note      these two intervals overlap: the step is named from all the tails (the start's and the end's too), not from these two steps alone\n")
@@ -486,6 +543,15 @@ func CliffReport(recipe *Recipe, rec *journal.Recording, res *CliffResult) strin
 	}
 	fmt.Fprintf(&b, "  cost      %s\n", cost)
 	return b.String()
+}
+
+// pEquals writes a probability as "p=0.97", or "p>0.99" at the top: never "p=1.00".
+func pEquals(p float64) string {
+	q := cliff.Prob(p)
+	if strings.HasPrefix(q, ">") || strings.HasPrefix(q, "<") {
+		return "p" + strings.ReplaceAll(q, " ", "")
+	}
+	return "p=" + q
 }
 
 // changeLine is one changed path as a report shows it: "+ added", "- removed", "M changed".

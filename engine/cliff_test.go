@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -182,5 +183,101 @@ shell = "sh greet.sh"
 	}
 	if res.Spent > 30 {
 		t.Errorf("spent %d tails of 30", res.Spent)
+	}
+}
+
+// cliff8Script is the statistics review's real experiment: eight tool calls, the fifth a
+// branch that writes the right greeting with probability 0.7 and a wrong one otherwise, and
+// nothing later repairs it. Tails from steps 0-4 draw the fifth call again and pass about 70%
+// of the time; tails from step 5 on never pass.
+const cliff8Script = `final = "Done."
+
+[[turn]]
+text = "Looking at the project."
+shell = "cat README.md greet.sh"
+
+[[turn]]
+text = "Making a notes folder."
+shell = "mkdir -p notes"
+
+[[turn]]
+text = "Noting the task."
+shell = "echo 'greet.sh must print the greeting' > notes/task.txt"
+
+[[turn]]
+text = "Listing the project."
+shell = "ls -la"
+
+[[turn]]
+text = "Writing the greeting."
+shell = '''printf '#!/bin/sh\necho "hello, tare"\n' > greet.sh'''
+  [[turn.branch]]
+  p = 0.3
+  text = "Writing the greeting."
+  shell = '''printf '#!/bin/sh\necho "Hello tare!"\n' > greet.sh'''
+
+[[turn]]
+text = "Listing again."
+shell = "ls notes"
+
+[[turn]]
+text = "Noting what changed."
+shell = "echo 'greet.sh written' >> notes/task.txt"
+
+[[turn]]
+text = "Leaving a last note."
+shell = "echo done > notes/done.txt"
+`
+
+// cliff8Seed is a seed whose recording of cliff8Script takes the wrong branch at step 5.
+const cliff8Seed = 7
+
+// TestCliffEightStepsStepFiveDecides: the real Codex CLI on tare's model server, on the
+// eight-step task whose fifth call decides: the report names step 5 (within one step) on
+// its first line, and its words give each explanation's probability, the rates before and
+// after with their difference's interval, and no "p=1.00" or "between step N and N".
+func TestCliffEightStepsStepFiveDecides(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "cliff8.toml")
+	if err := os.WriteFile(script, []byte(cliff8Script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	dir, res, err := Cliff(ctx, CliffOptions{RecordOptions: RecordOptions{Prompt: demo.Task, Side: journal.Side{Key: "a", Agent: "codex"},
+		Project: paths.Project, Check: demo.Check, CheckTimeout: time.Minute, AgentTimeout: 2 * time.Minute,
+		Out: filepath.Join(t.TempDir(), "run"), Config: testConfig(t, []string{"codex"}), Script: script, Seed: cliff8Seed},
+		Tails: 3, Budget: 60, Jobs: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, err := os.ReadFile(filepath.Join(dir, "report.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s", report)
+	if res.Result == "passed" {
+		t.Fatalf("seed %d's recording passed: it no longer takes the wrong branch at step 5", cliff8Seed)
+	}
+	first, _, _ := strings.Cut(string(report), "\n")
+	if res.Result != "pinned" || res.Step < 4 || res.Step > 6 || !strings.HasPrefix(first, fmt.Sprintf("cliff at step %d (p", res.Step)) {
+		t.Fatalf("%s at step %d after %d tails, first line %q: want the cliff pinned at step 5±1", res.Result, res.Step, res.Spent, first)
+	}
+	for _, want := range []string{"  models    one step ", " · steady decline ", " · no change ", "(prior 1/3 each)",
+		fmt.Sprintf("  before    step %d: ", res.Step-1), fmt.Sprintf("  after     step %d: ", res.Step), "  difference +", "(95% interval "} {
+		if !strings.Contains(string(report), want) {
+			t.Errorf("the report lacks %q", want)
+		}
+	}
+	for _, never := range []string{"1.00", "between step", "looks like chance"} {
+		if strings.Contains(string(report), never) {
+			t.Errorf("the report says %q", never)
+		}
+	}
+	if res.Models == nil || res.Models.OneStep < res.Near || res.Difference == nil {
+		t.Errorf("the result's models %+v and difference %+v", res.Models, res.Difference)
 	}
 }

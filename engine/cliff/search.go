@@ -3,24 +3,24 @@
 // do next, so a run that crashed resumes by replaying its journal into the same observations.
 //
 // The model: a tail from step s (the workspace and session as they were after the recording's
-// s-th tool call; step 0 is the untouched project) passes with some rate p(s). A cliff at step
-// c is a tool call after which that rate falls: tails from before it pass often, tails from c
-// on rarely. The search does not scan every step. It measures the start and the last step,
-// then bisects on the pass rate: the boundary between the sampled steps that look like the
-// start and those that look like the end is the most likely two-level split of everything seen
-// so far, so a step misjudged on a few tails is corrected as soon as more tails disagree with
-// it. The search stops (pinned) when the posterior puts 0.95 of the cliff's place within one
-// step of the step it names, both that step and the one before have been measured, and one
-// step explains the tails at least StepOdds times better than a steady decline from the start
-// to the last step would. Pinned is that posterior, not a test of the two steps' own tails:
-// their 95% intervals, printed in the report, may still overlap. Where a decline explains
-// the tails better, the answer is "gradual decline", not a cliff.
+// s-th tool call; step 0 is the untouched project) passes with some rate p(s). Three
+// explanations of the tails compete (Explain, with the priors PriorNoChange, PriorOneStep and
+// PriorDecline): the rate never changed (the recorded failure was chance), it falls at one
+// step c (a cliff: tails from before it pass often, from c on rarely), or it falls in a
+// straight line from the start to the last step. The search measures the start and the last
+// step, then sends each round of tails to the step expected to shrink the uncertainty over
+// all three (and over where the step is) the most: bisecting while the place is uncertain,
+// then where the explanations predict different rates. It stops (pinned) when the posterior
+// probability that the rate falls at one step within one step of the step it names is at
+// least 0.95 and that step and the one before have been measured; when a steady decline is
+// that probable; or when the budget is spent, answering with the most probable explanation
+// and naming a step only when it is "one step". Pinned is that posterior, not a test of the
+// two steps' own tails: their 95% intervals, printed in the report, may still overlap.
 package cliff
 
 import (
 	"fmt"
 	"math"
-	"sort"
 
 	"tare/engine/stats"
 )
@@ -62,8 +62,8 @@ type Config struct {
 	GapBelow float64
 }
 
-// MinBudget is the fewest tails a search can do anything with: one round at the start and
-// one at the last step.
+// MinBudget is the fewest tails a search is allowed: a round's worth at the start and at the
+// last step.
 func (c Config) MinBudget() int { return 2 * c.Tails }
 
 // Validate says what is wrong with a config, in terms of the command's flags.
@@ -87,20 +87,19 @@ type Kind int
 const (
 	// Running: more tails are wanted (Decision.Step, Decision.Want).
 	Running Kind = iota
-	// Pinned: the cliff is at Decision.Hi: posterior 0.95 within one step of it (Near),
-	// Lo (= Hi-1) and Hi both measured, and one step StepOdds times likelier than a steady
-	// decline.
+	// Pinned: the cliff is at Decision.Hi: posterior 0.95 that the rate falls at one step
+	// within one step of it (Near), Lo (= Hi-1) and Hi both measured.
 	Pinned
 	// ModelGap: even the untouched project rarely passes; there is no cliff.
 	ModelGap
-	// NoCliff: tails from the last step pass as often as tails from the start: the recorded
-	// failure was chance, not a step that lost the run.
+	// NoCliff: the budget is spent and "no change" is the most probable explanation: no
+	// difference between the steps was detected (which is not a finding that there is none).
 	NoCliff
-	// NotPinned: the budget is spent; the cliff lies between Lo and Hi, most likely at Hi.
+	// NotPinned: the budget is spent and "one step" is the most probable explanation, but
+	// not sure enough of the step to pin it; the most likely step is Hi.
 	NotPinned
-	// Gradual: the pass rate falls step by step, not at one step: a steady decline from the
-	// start to the last step explains the tails at least GradualOdds times better than any
-	// single step does.
+	// Gradual: a steady decline from the start to the last step is the most probable
+	// explanation when the budget is spent, or has probability PinnedMass before.
 	Gradual
 )
 
@@ -114,12 +113,16 @@ type Decision struct {
 	Kind Kind
 	// Step and Want: while running, the step to start tails from and how many.
 	Step, Want int
-	// Lo and Hi: the boundary as it stands: the last step that looks like the start and the
-	// first that looks like the end. For Pinned, the cliff is Hi.
+	// Hi is the most likely step if the rate falls at one (for Pinned, the cliff) and Lo the
+	// step before it, whose tails the report gives beside Hi's.
 	Lo, Hi int
-	// Probability is how likely the cliff is at Hi, given every tail so far and that there
-	// is one step where the rate falls; Near is how likely it is within one step of Hi.
+	// Probability is how likely it is, given every tail so far and the priors (Models),
+	// that the rate falls at one step and that step is Hi; Near that it falls at one step
+	// within one step of Hi. Both count "no change" and "steady decline" against the step.
 	Probability, Near float64
+	// Models is the posterior over the three explanations (no change, one step, steady
+	// decline), and where the step is if there is one.
+	Models Models
 	// StepOdds is how many times better one step explains the tails than a steady decline
 	// from the start to the last step (a Bayes factor; 1 before anything tells them apart).
 	StepOdds float64
@@ -138,336 +141,107 @@ func Decide(cfg Config, obs map[int]Count) Decision {
 	}
 	left := cfg.Budget - spent
 	d := Decision{Lo: 0, Hi: cfg.Steps, Spent: spent, StepOdds: 1}
-	// The decline's evidence is costly to integrate, so it is weighed only where a decision
-	// turns on it: at a would-be pin and when the budget is spent.
-	weigh := func() {}
-	want := func(step int, why string) Decision {
-		if left <= 0 {
-			weigh()
-			if d.StepOdds <= 1/GradualOdds {
-				d.Kind, d.Why = Gradual, fmt.Sprintf("budget spent: a steady decline explains the tails %.0f times better than one step", 1/d.StepOdds)
-				return d
-			}
-			d.Kind, d.Why = NotPinned, "budget spent: "+why
-			return d
-		}
-		d.Kind, d.Step, d.Want, d.Why = Running, step, min(cfg.Tails, left), why
-		return d
-	}
 	start, end := obs[0], obs[cfg.Steps]
-	if start.Verdicts < cfg.Tails {
-		return want(0, "measuring the start")
-	}
-	if _, hi := start.Interval(); hi < cfg.GapBelow {
-		d.Kind = ModelGap
-		d.Why = fmt.Sprintf("the start passes %d/%d (upper 95%% bound %.2f < --gap-below %.2f): the task is beyond the model", start.Passed, start.Verdicts, hi, cfg.GapBelow)
-		return d
-	}
-	if end.Verdicts < cfg.Tails {
-		return want(cfg.Steps, "measuring the last step")
-	}
-	if end.Rate() >= start.Rate() {
-		// Not yet a fall: measure both ends again, alternately, until the last step falls
-		// below the start or the budget is spent, which is the only way to say "no cliff"
-		// without calling noise an answer.
-		next := 0
-		if end.Verdicts < start.Verdicts && start.Passed > 0 {
-			next = cfg.Steps
-		}
-		// A start that has not passed once may be a model gap: only more of the start can
-		// say so, so the end waits.
-		if left <= 0 {
-			d.Kind = NoCliff
-			d.Why = fmt.Sprintf("tails from the last step pass %d/%d, from the start %d/%d: the recorded failure looks like chance", end.Passed, end.Verdicts, start.Passed, start.Verdicts)
+	if start.Verdicts > 0 {
+		if _, hi := start.Interval(); hi < cfg.GapBelow {
+			d.Kind = ModelGap
+			d.Why = fmt.Sprintf("the start passes %d/%d (upper 95%% bound %.2f < --gap-below %.2f): the task is beyond the model", start.Passed, start.Verdicts, hi, cfg.GapBelow)
 			return d
 		}
-		return want(next, "the last step passes as often as the start; measuring both again")
 	}
-	post, logStep := posterior(cfg.Steps, obs)
-	d.Hi = post.MostLikely()
+	m := Explain(cfg.Steps, obs)
+	d.Models = m
+	d.Hi = m.Where.MostLikely()
 	d.Lo = d.Hi - 1
-	d.Probability = post.Within(d.Hi, 0)
-	near := post.Within(d.Hi, 1)
-	d.Near = near
-	weighed := false
-	var lin []float64 // linearLogs, once weighed
-	weigh = func() {
-		// With one step there is nothing between a step and a decline to tell apart.
-		if !weighed && cfg.Steps > 1 {
-			lin = linearLogs(cfg.Steps, obs)
-			d.StepOdds = math.Exp(logStep - logLinear(lin))
+	d.Probability, d.Near = m.At(d.Hi, 0), m.At(d.Hi, 1)
+	if cfg.Steps > 1 {
+		d.StepOdds = m.StepOdds()
+	}
+	wantN := func(n, step int, why string) Decision {
+		if left <= 0 {
+			return conclude(cfg, d, obs)
 		}
-		weighed = true
+		d.Kind, d.Step, d.Want, d.Why = Running, step, min(n, left), why
+		return d
+	}
+	want := func(step int, why string) Decision { return wantN(cfg.Tails, step, why) }
+	// The ends first, one verdict each: enough to start bisecting, and more of either is
+	// sent only when it is where the tails tell the most (a whole round at each end first
+	// cost 7 points of pins at 30 tails on TestEightStepsStepFiveDecides).
+	switch {
+	case start.Verdicts == 0:
+		return wantN(1, 0, "measuring the start")
+	case end.Verdicts == 0:
+		return wantN(1, cfg.Steps, "measuring the last step")
+	}
+
+	if m.Decline >= PinnedMass {
+		d.Kind = Gradual
+		d.Why = fmt.Sprintf("a steady decline from the start to the last step has probability %s", Prob(m.Decline))
+		return d
 	}
 	// The report gives the pass rate just before and just after the cliff, so both steps
 	// must have been measured before it is named: the posterior alone can be sure of a
 	// stretch no tail has come from.
-	for _, s := range []int{d.Lo, d.Hi} {
-		if near >= PinnedMass && obs[s].Verdicts < cfg.Tails {
-			lo, hi := post.Range(0.05)
-			return want(s, fmt.Sprintf("the cliff lies between step %d and %d (90%%); measuring step %d beside the most likely %d", lo, hi, s, d.Hi))
+	if d.Near >= PinnedMass {
+		for _, s := range []int{d.Lo, d.Hi} {
+			if obs[s].Verdicts == 0 {
+				return want(s, fmt.Sprintf("one step within one step of %d has probability %s; measuring step %d beside it", d.Hi, Prob(d.Near), s))
+			}
 		}
-	}
-	if near >= PinnedMass {
-		weigh()
-	}
-	if d.StepOdds <= 1/GradualStopOdds {
-		d.Kind = Gradual
-		d.Why = fmt.Sprintf("a steady decline from the start to the last step explains the tails %.0f times better than any single step", 1/d.StepOdds)
-		return d
-	}
-	if near >= PinnedMass && (cfg.Steps == 1 || d.StepOdds >= StepOdds) {
 		d.Kind = Pinned
-		d.Why = fmt.Sprintf("step %d is the cliff with probability %.2f, within one step %.2f", d.Hi, d.Probability, near)
-		if cfg.Steps > 1 {
-			d.Why += fmt.Sprintf("; odds %s for one step over a steady decline", odds(d.StepOdds))
-		}
+		d.Why = fmt.Sprintf("the rate falls at step %d with probability %s, within one step of it %s (%s wanted)", d.Hi, Prob(d.Probability), Prob(d.Near), Prob(PinnedMass))
 		return d
 	}
-	if near >= PinnedMass {
-		// Sure of the step only if there is a step: a steady decline also puts the boundary
-		// of "looks like the start" and "looks like the end" somewhere. Tails go where the
-		// two explanations disagree most.
-		s := checkStep(cfg, obs, d.Hi, linearFit(cfg.Steps, lin))
-		return want(s, fmt.Sprintf("step %d would be the cliff (%.2f within one step), but a steady decline explains the tails about as well (odds %s for one step, %g:1 wanted); measuring step %d", d.Hi, near, odds(d.StepOdds), StepOdds, s))
-	}
-	lo, hi := post.Range(0.05)
-	return want(bestStep(cfg, obs, post), fmt.Sprintf("the cliff lies between step %d and %d (90%%); most likely %d (%.2f)", lo, hi, d.Hi, d.Probability))
+	why := fmt.Sprintf("one step %s (most likely at %d, %s within one step), steady decline %s, no change %s", Prob(m.OneStep), d.Hi, Prob(d.Near), Prob(m.Decline), Prob(m.NoChange))
+	return want(nextStep(cfg, obs, m, cfg.Tails), why)
 }
 
-// bestStep picks where the next round tells the most about the cliff: of a few candidates
-// (the step that halves the mass, its neighbours, the most likely cliff and the step before
-// it, the start and the end), the one whose round of tails is expected to shrink the
-// uncertainty (entropy) of the cliff's place the most. Halving is the usual answer; the
-// anchors win when the two pass rates themselves are still too uncertain to tell a step's
-// side, which plain bisection would not see.
-func bestStep(cfg Config, obs map[int]Count, post Dist) int {
-	split, likely := post.Split(), post.MostLikely()
-	seen := map[int]bool{}
-	best, bestGain := split, math.Inf(-1)
-	for _, s := range []int{split, split - 1, split + 1, likely, likely - 1, 0, cfg.Steps} {
-		if s < 0 || s > cfg.Steps || seen[s] {
-			continue
-		}
-		seen[s] = true
-		if g := expectedGain(cfg, obs, post, s); g > bestGain+1e-12 {
-			best, bestGain = s, g
-		}
+// conclude is the decision once the budget is spent: the most probable explanation is the
+// answer, and a step is named only when it is "one step".
+func conclude(cfg Config, d Decision, obs map[int]Count) Decision {
+	m := d.Models
+	models := fmt.Sprintf("one step %s, steady decline %s, no change %s", Prob(m.OneStep), Prob(m.Decline), Prob(m.NoChange))
+	switch m.Best() {
+	case Pinned:
+		d.Kind = NotPinned
+		d.Why = fmt.Sprintf("budget spent: %s; the step is %d with probability %s, within one step %s (%s wanted)", models, d.Hi, Prob(d.Probability), Prob(d.Near), Prob(PinnedMass))
+	case Gradual:
+		d.Kind = Gradual
+		d.Why = "budget spent: " + models
+	default:
+		d.Kind = NoCliff
+		start, end := obs[0], obs[cfg.Steps]
+		_, lo, hi := stats.Diff(start.Passed, start.Verdicts, end.Passed, end.Verdicts)
+		d.Why = fmt.Sprintf("budget spent: %s; the start passes %d/%d, the last step %d/%d (difference %+.2f to %+.2f)", models, start.Passed, start.Verdicts, end.Passed, end.Verdicts, lo, hi)
 	}
-	return best
+	return d
 }
 
-// expectedGain is the expected drop in the entropy of the cliff's place from one round of
-// cfg.Tails tails at step s.
-func expectedGain(cfg Config, obs map[int]Count, post Dist, s int) float64 {
-	k := cfg.Tails
-	var totalX, totalN int
-	for step, c := range obs {
-		if step >= 0 && step <= cfg.Steps {
-			totalX += c.Passed
-			totalN += c.Verdicts
-		}
+// Prob writes a probability for a report: two decimals rounded down, so that what reads as
+// 0.95 is at least 0.95, and "> 0.99" or "< 0.01" at the ends, never 1.00 or 0.00.
+func Prob(p float64) string {
+	switch {
+	case p > 0.99:
+		return "> 0.99"
+	case p < 0.01:
+		return "< 0.01"
 	}
-	// For each candidate cliff c, the tails at s share the rate of the group s falls in:
-	// before (s < c) or after; the predictive of x passes in k is Beta-binomial on that
-	// group's counts.
-	var bx, bn int // counts of steps < c, built up as c grows
-	expected := 0.0
-	joint := make([][]float64, k+1) // joint[x][c] = P(c) P(x | c)
-	// The groups' counts change only where c passes a measured step, so the predictive is
-	// computed once per distinct group.
-	predictive := map[[2]int][]float64{}
-	for x := range joint {
-		joint[x] = make([]float64, len(post))
-	}
-	for c := 1; c <= cfg.Steps; c++ {
-		prev := obs[c-1]
-		bx += prev.Passed
-		bn += prev.Verdicts
-		gx, gn := totalX-bx, totalN-bn
-		if s < c {
-			gx, gn = bx, bn
-		}
-		key := [2]int{gx, gn}
-		pred, ok := predictive[key]
-		if !ok {
-			pred = make([]float64, k+1)
-			for x := range pred {
-				pred[x] = math.Exp(logMarginal(gx+x, gn+k) - logMarginal(gx, gn))
-			}
-			predictive[key] = pred
-		}
-		for x := 0; x <= k; x++ {
-			joint[x][c] = post[c] * pred[x]
-		}
-	}
-	// The binomial coefficient is the same under every c, so it cancels within each x but
-	// weighs the outcomes against each other.
-	for x := 0; x <= k; x++ {
-		lc, _ := math.Lgamma(float64(k + 1))
-		la, _ := math.Lgamma(float64(x + 1))
-		lb, _ := math.Lgamma(float64(k - x + 1))
-		choose := math.Exp(lc - la - lb)
-		px := 0.0
-		for c := 1; c <= cfg.Steps; c++ {
-			px += joint[x][c]
-		}
-		if px <= 0 {
-			continue
-		}
-		h := 0.0
-		for c := 1; c <= cfg.Steps; c++ {
-			if q := joint[x][c] / px; q > 0 {
-				h -= q * math.Log(q)
-			}
-		}
-		expected += choose * px * h
-	}
-	return post.entropy() - expected
+	return fmt.Sprintf("%.2f", math.Floor(p*100)/100)
 }
 
-func (d Dist) entropy() float64 {
-	h := 0.0
-	for c := 1; c < len(d); c++ {
-		if d[c] > 0 {
-			h -= d[c] * math.Log(d[c])
-		}
-	}
-	return h
-}
-
-// StepOdds is how many times better one step must explain the tails than a steady decline
-// before a cliff is named. The Bayes factor of a step against the decline is, when the decline
-// is the truth, a nonnegative martingale of mean 1, so by Ville's inequality it ever reaches
-// 10, however often it is looked at, with probability at most 1/10: a decline is named a
-// cliff rarely whatever the budget (TestSimulatedGradualDeclines measures it). GradualOdds is
-// how many times better the decline must explain the tails before the budget's end reports a
-// gradual decline instead of "not pinned".
-// GradualStopOdds: a decline that explains them this many times better ends the search
-// before the budget does.
-const (
-	StepOdds        = 10.0
-	GradualOdds     = 3.0
-	GradualStopOdds = 20.0
-)
-
-// odds writes a Bayes factor for reports: "12:1", or "1:4" when it favours the other side.
-func odds(bf float64) string {
-	if bf >= 1 {
-		return fmt.Sprintf("%.3g:1", bf)
-	}
-	return fmt.Sprintf("1:%.3g", 1/bf)
-}
-
-// checkStep is where tails tell a cliff at c from a steady decline best: of c-1, c and the
-// middles of the stretches on either side, the step whose pass rate the two explanations,
-// each fitted to the tails so far, predict most differently.
-func checkStep(cfg Config, obs map[int]Count, c int, lin func(int) float64) int {
-	var bx, bn, ax, an int
-	for s, n := range obs {
-		if s < c {
-			bx, bn = bx+n.Passed, bn+n.Verdicts
-		} else {
-			ax, an = ax+n.Passed, an+n.Verdicts
-		}
-	}
-	before, after := float64(bx+1)/float64(bn+2), float64(ax+1)/float64(an+2)
-	best, bestGap := c, -1.0
-	for _, s := range []int{c - 1, c, (c - 1) / 2, (c + cfg.Steps + 1) / 2} {
-		if s < 0 || s > cfg.Steps {
-			continue
-		}
-		step := after
-		if s < c {
-			step = before
-		}
-		if gap := math.Abs(step - lin(s)); gap > bestGap+1e-9 {
-			best, bestGap = s, gap
-		}
-	}
-	return best
-}
-
-// linearGrid is how finely the steady decline's two rates are integrated out.
-const linearGrid = 24
-
-// linearLogs is, for every pair of grid rates (the rate at the start, at the last step), the
-// log probability of the tails when the rate moves in a straight line from one to the other.
-func linearLogs(steps int, obs map[int]Count) []float64 {
-	type seen struct{ at, pass, fail float64 }
-	var measured []seen
-	for s, c := range obs {
-		if s >= 0 && s <= steps && c.Verdicts > 0 {
-			measured = append(measured, seen{float64(s) / float64(steps), float64(c.Passed), float64(c.Verdicts - c.Passed)})
-		}
-	}
-	// In step order, so the sums (and so the decisions) do not depend on the map's order.
-	sort.Slice(measured, func(i, j int) bool { return measured[i].at < measured[j].at })
-	logs := make([]float64, 0, linearGrid*linearGrid)
-	for i := range linearGrid {
-		p0 := (float64(i) + 0.5) / linearGrid
-		for j := range linearGrid {
-			p1 := (float64(j) + 0.5) / linearGrid
-			l := 0.0
-			for _, m := range measured {
-				p := p0 + (p1-p0)*m.at
-				if m.pass > 0 {
-					l += m.pass * math.Log(p)
-				}
-				if m.fail > 0 {
-					l += m.fail * math.Log1p(-p)
-				}
-			}
-			logs = append(logs, l)
-		}
-	}
-	return logs
-}
-
-// logLinear is, from linearLogs, the log probability of the tails (one particular sequence, as logMarginal)
-// when the pass rate falls (or rises) in a straight line from the start to the last step,
-// both ends' rates uniform a priori and integrated out.
-func logLinear(logs []float64) float64 {
-	peak := math.Inf(-1)
-	for _, l := range logs {
-		peak = math.Max(peak, l)
-	}
-	sum := 0.0
-	for _, l := range logs {
-		sum += math.Exp(l - peak)
-	}
-	return peak + math.Log(sum/float64(len(logs)))
-}
-
-// linearFit is, from linearLogs, the steady decline's predicted pass rate at each step, averaged over its rates
-// as the tails weigh them.
-func linearFit(steps int, logs []float64) func(s int) float64 {
-	peak := math.Inf(-1)
-	for _, l := range logs {
-		peak = math.Max(peak, l)
-	}
-	var w, m0, m1 float64
-	for k, l := range logs {
-		q := math.Exp(l - peak)
-		w += q
-		m0 += q * (float64(k/linearGrid) + 0.5) / linearGrid
-		m1 += q * (float64(k%linearGrid) + 0.5) / linearGrid
-	}
-	m0, m1 = m0/w, m1/w
-	return func(s int) float64 { return m0 + (m1-m0)*float64(s)/float64(steps) }
-}
-
-// PinnedMass is how sure the search must be that the cliff lies within one step of the step
-// it names before it stops.
+// PinnedMass is how sure the search must be that the rate falls at one step within one step
+// of the step it names (Decision.Near, against every explanation) before it stops there; a
+// steady decline this probable ends the search too.
 const PinnedMass = 0.95
 
 // Dist is a distribution over the cliff's step, 1..Steps (index 0 unused).
 type Dist []float64
 
-// Posterior is where the cliff may be given the observations: for each candidate step c, the
-// likelihood of every tail so far when steps before c share one unknown pass rate and steps
-// from c on another (each rate uniform a priori and integrated out), with every c equally
-// likely beforehand. A step with no tails adds nothing, so the mass spreads evenly over the
+// Posterior is where the cliff may be given the observations and that there is one: for each
+// candidate step c, the likelihood of every tail so far when steps before c share one unknown
+// pass rate and steps from c on another, lower one (the two uniform a priori over the
+// rates that fall, and integrated out), with every c equally likely beforehand. A step with no tails adds nothing, so the mass spreads evenly over the
 // stretches not yet measured, which is what sends the next tails into them.
 func Posterior(steps int, obs map[int]Count) Dist {
 	d, _ := posterior(steps, obs)
@@ -489,9 +263,15 @@ func posterior(steps int, obs map[int]Count) (Dist, float64) {
 	var bx, bn int
 	for c := 1; c <= steps; c++ {
 		prev := obs[c-1]
-		bx += prev.Passed
-		bn += prev.Verdicts
-		logp[c] = logMarginal(bx, bn) + logMarginal(totalX-bx, totalN-bn)
+		if c == 1 || prev.Verdicts > 0 {
+			// The likelihood changes only where c passes a measured step.
+			bx += prev.Passed
+			bn += prev.Verdicts
+			ax, an := totalX-bx, totalN-bn
+			logp[c] = logMarginal(bx, bn) + logMarginal(ax, an) + logFall(bx+1, bn-bx+1, ax+1, an-ax+1)
+		} else {
+			logp[c] = logp[c-1]
+		}
 		peak = math.Max(peak, logp[c])
 	}
 	d := make(Dist, steps+1)

@@ -1,6 +1,7 @@
 package cliff
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -28,8 +29,8 @@ func TestValidate(t *testing.T) {
 func TestStartAndEndFirst(t *testing.T) {
 	cfg := Config{Steps: 10, Tails: 3, Budget: 30, GapBelow: 0.2}
 	d := Decide(cfg, nil)
-	if d.Kind != Running || d.Step != 0 || d.Want != 3 {
-		t.Fatalf("first decision %+v, want 3 tails at step 0", d)
+	if d.Kind != Running || d.Step != 0 || d.Want != 1 {
+		t.Fatalf("first decision %+v, want 1 tail at step 0", d)
 	}
 	d = Decide(cfg, map[int]Count{0: {3, 3, 2}})
 	if d.Kind != Running || d.Step != 10 {
@@ -38,15 +39,15 @@ func TestStartAndEndFirst(t *testing.T) {
 }
 
 // A tail with no verdict spends budget but says nothing of its step: the start is measured
-// again until it has its verdicts.
+// again until it has a verdict.
 func TestNoVerdictSpendsButDoesNotCount(t *testing.T) {
 	cfg := Config{Steps: 10, Tails: 3, Budget: 30, GapBelow: 0.2}
-	d := Decide(cfg, map[int]Count{0: {Tails: 3, Verdicts: 1, Passed: 1}})
-	if d.Kind != Running || d.Step != 0 || d.Want != 3 || d.Spent != 3 {
-		t.Fatalf("%+v: want another round at step 0 with 3 spent", d)
+	d := Decide(cfg, map[int]Count{0: {Tails: 3, Verdicts: 0}})
+	if d.Kind != Running || d.Step != 0 || d.Want != 1 || d.Spent != 3 {
+		t.Fatalf("%+v: want another tail at step 0 with 3 spent", d)
 	}
-	d = Decide(Config{Steps: 10, Tails: 3, Budget: 4, GapBelow: 0.2}, map[int]Count{0: {Tails: 3, Verdicts: 1, Passed: 1}})
-	if d.Want != 1 {
+	d = Decide(Config{Steps: 10, Tails: 3, Budget: 6, GapBelow: 0.2}, map[int]Count{0: {Tails: 3, Verdicts: 1, Passed: 1}, 10: {Tails: 2, Verdicts: 2}})
+	if d.Kind == Running && d.Want != 1 {
 		t.Fatalf("%+v: a round never goes past the budget", d)
 	}
 }
@@ -109,7 +110,7 @@ func TestPinsAClearCliff(t *testing.T) {
 // When the budget runs out the search says so and still names the most likely boundary.
 func TestNotPinnedWhenBudgetRunsOut(t *testing.T) {
 	cfg := Config{Steps: 40, Tails: 3, Budget: 9, GapBelow: 0.2}
-	d := Decide(cfg, map[int]Count{0: {3, 3, 3}, 40: {3, 3, 0}, 20: {3, 3, 2}})
+	d := Decide(cfg, map[int]Count{0: {3, 3, 3}, 40: {3, 3, 0}, 20: {3, 3, 3}})
 	if d.Kind != NotPinned || !strings.HasPrefix(d.Why, "budget spent") {
 		t.Fatalf("%+v: want not pinned", d)
 	}
@@ -148,7 +149,50 @@ func TestGradualDecline(t *testing.T) {
 	for s := 0; s <= 8; s++ {
 		obs[s] = Count{Tails: 9, Verdicts: 9, Passed: map[bool]int{true: 8, false: 1}[s < 4]}
 	}
-	if d := Decide(Config{Steps: 8, Tails: 3, Budget: 81, GapBelow: 0.2}, obs); d.Kind != Pinned || d.Hi != 4 || d.StepOdds < StepOdds {
+	if d := Decide(Config{Steps: 8, Tails: 3, Budget: 81, GapBelow: 0.2}, obs); d.Kind != Pinned || d.Hi != 4 || d.Models.OneStep < PinnedMass {
 		t.Fatalf("%+v (%s): want pinned at step 4", d, d.Why)
+	}
+}
+
+// Probabilities are printed rounded down, and never as certainty.
+func TestProb(t *testing.T) {
+	for p, want := range map[float64]string{0.999: "> 0.99", 0.995: "> 0.99", 0.9899: "0.98", 0.95: "0.95", 0.949: "0.94", 0.004: "< 0.01", 0.5: "0.50"} {
+		if got := Prob(p); got != want {
+			t.Errorf("Prob(%g) = %q, want %q", p, got, want)
+		}
+	}
+}
+
+// logFall is the chance that the first of two Beta posteriors is above the second (times 2),
+// checked against a fine grid integration.
+func TestLogFall(t *testing.T) {
+	for _, c := range [][4]int{{1, 1, 1, 1}, {4, 2, 1, 5}, {1, 5, 4, 2}, {10, 3, 2, 9}, {3, 3, 3, 3}} {
+		const n = 2000
+		num, den := 0.0, 0.0
+		for i := range n {
+			a := (float64(i) + 0.5) / n
+			fa := math.Pow(a, float64(c[0]-1)) * math.Pow(1-a, float64(c[1]-1))
+			for j := range n {
+				b := (float64(j) + 0.5) / n
+				w := fa * math.Pow(b, float64(c[2]-1)) * math.Pow(1-b, float64(c[3]-1))
+				den += w
+				if a > b {
+					num += w
+				}
+			}
+		}
+		want := math.Log(2 * num / den)
+		if got := logFall(c[0], c[1], c[2], c[3]); math.Abs(got-want) > 0.01 {
+			t.Errorf("logFall%v = %.4f, grid %.4f", c, got, want)
+		}
+	}
+}
+
+// When the tails show the same rate everywhere, "no change" is the likeliest explanation and
+// the budget's end says no difference was detected, naming no step.
+func TestNoChangeNamesNoStep(t *testing.T) {
+	d := Decide(Config{Steps: 8, Tails: 3, Budget: 24}, map[int]Count{0: {6, 6, 4}, 4: {6, 6, 4}, 6: {6, 6, 4}, 8: {6, 6, 3}})
+	if d.Kind != NoCliff || d.Models.NoChange <= d.Models.OneStep || !strings.Contains(d.Why, "difference") {
+		t.Fatalf("%+v (%s): want no cliff, no change the likeliest", d.Kind, d.Why)
 	}
 }
