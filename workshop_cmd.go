@@ -420,7 +420,8 @@ func workshopWatchCmd() *cobra.Command {
 		Use:   "watch EXP",
 		Short: "Follow the writers: who started, which files each read and wrote, who finished",
 		Long: `Follows the writers as they work. Their words and draft sizes are withheld, because either
-identifies a draft before the drafts are sealed; --words shows them, deliberately.`,
+identifies a draft before the drafts are sealed; --words shows them, deliberately, and is
+refused once they are sealed, until reveal records the reading.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			e, err := loadExp(args[0])

@@ -2,6 +2,7 @@ package workshop
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"go/parser"
 	"go/token"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // sealable prepares the demo plan and collects its first two writers as external sessions
@@ -69,6 +71,10 @@ func TestSealedReportWithholdsUntilReveal(t *testing.T) {
 	yes := true
 	if _, err := MakeReport(e, &yes); err == nil || !strings.Contains(err.Error(), "tare workshop reveal") {
 		t.Errorf("--sizes while sealed and unread: %v, want refused, pointing to reveal", err)
+	}
+	var watched strings.Builder
+	if err := Watch(context.Background(), e, &watched, true, true, time.Second); err == nil || !strings.Contains(err.Error(), "tare workshop reveal") || watched.Len() > 0 {
+		t.Errorf("watch --words while sealed and unread: %v, want refused before anything is shown: %q", err, watched.String())
 	}
 	if _, err := Unseal(e, "", false); err == nil || !strings.Contains(err.Error(), "--reading FILE") {
 		t.Errorf("reveal with neither a reading nor --without-reading: %v", err)
