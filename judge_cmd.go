@@ -199,7 +199,7 @@ func judgeNoiseCmd() *cobra.Command {
 	var jf judgeFlags
 	cmd := &cobra.Command{
 		Use:   "judge-noise DIR... --rubric FILE --times K [--threshold N]",
-		Short: "How far the judge's scores vary: K fresh judgements per page, and whether a threshold stands clear",
+		Short: "How far the judge's scores vary: K fresh judgements per page, and whether a threshold is cleared",
 		Long: `Renders each page once, then has the judge score it --times times, each in a fresh blind room
 and session, and shows per page the scores' min, median, max and spread. With --threshold it
 gives per page the flip rate (how often a fresh judgement lands on the other side of the

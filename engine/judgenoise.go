@@ -257,8 +257,8 @@ func (r JudgeReport) Suggest() (sg Suggestion, ok bool) {
 }
 
 // NoiseText is judge-noise's report: a row per page with its scores' min, median, max and
-// spread, what was left out, the judge's usage, and with a threshold whether it stands clear
-// of every page's range. Like JudgeText it is Printable: the page's file names and URLs and
+// spread, what was left out, the judge's usage, the suggested threshold, and with a threshold
+// each page's flip rate at it and whether that clears it. Like JudgeText it is Printable: the page's file names and URLs and
 // the judge's words are the agents' text.
 func (r JudgeReport) NoiseText(threshold *float64) string {
 	var b strings.Builder
