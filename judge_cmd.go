@@ -96,7 +96,7 @@ func (jf *judgeFlags) record(cmd *cobra.Command, threshold *float64) error {
 		argv = append(argv, "--threshold", strconv.FormatFloat(*threshold, 'g', -1, 64))
 	}
 	if cmd.Name() == "judge-noise" {
-		argv = append(argv, "--times", strconv.Itoa(jf.o.Times), "--jobs", strconv.Itoa(jf.o.Jobs))
+		argv = append(argv, "--times", strconv.Itoa(jf.o.Times), "--jobs", strconv.Itoa(jf.o.Jobs), "--tolerance", strconv.FormatFloat(jf.o.Tolerance, 'g', -1, 64))
 	}
 	if jf.json {
 		argv = append(argv, "--json")
@@ -115,6 +115,10 @@ type judgeJSON struct {
 	Unmeasured []string `json:"unmeasured,omitempty"`
 	// Spreads are judge-noise's rows: each page's scores with their min, median and max.
 	Spreads []engine.Spread `json:"spreads,omitempty"`
+	// Flips are judge-noise's verdicts at the threshold: each page's flip rate with its upper
+	// bound, cleared below the tolerance; Suggested the threshold with the fewest expected flips.
+	Flips     []engine.Flip      `json:"flips,omitempty"`
+	Suggested *engine.Suggestion `json:"suggested,omitempty"`
 }
 
 func printJSON(v any) error {
@@ -195,11 +199,14 @@ func judgeNoiseCmd() *cobra.Command {
 	var jf judgeFlags
 	cmd := &cobra.Command{
 		Use:   "judge-noise DIR... --rubric FILE --times K [--threshold N]",
-		Short: "How far the judge's scores vary: K fresh judgements per page, and whether a threshold stands clear",
+		Short: "How far the judge's scores vary: K fresh judgements per page, and whether a threshold is cleared",
 		Long: `Renders each page once, then has the judge score it --times times, each in a fresh blind room
 and session, and shows per page the scores' min, median, max and spread. With --threshold it
-refuses (exit 1) a threshold inside any page's score range: there the same page both passes
-and fails, so the verdict is the judge's noise, not the page. calibrate --keep keeps each
+gives per page the flip rate (how often a fresh judgement lands on the other side of the
+threshold from the page's usual verdict) with its exact one-sided 95% upper bound, and clears
+the threshold only when every page's bound is below --tolerance; otherwise exit 1. 10
+unanimous judgements bound the rate below 0.26; 59 are needed for 0.05. It also suggests the
+threshold with the fewest expected flips. calibrate --keep keeps each
 run's workspace for this. A run stopped or killed is finished with tare resume DIR, without
 judging again what it had judged.`,
 		Example: `  tare judge-noise run/tails/*/work --rubric rubric.md --times 5 --threshold 7
@@ -220,6 +227,9 @@ judging again what it had judged.`,
 				threshold = &jf.threshold
 			}
 			jf.o.Threshold = threshold
+			if !(jf.o.Tolerance > 0 && jf.o.Tolerance < 1) {
+				return fmt.Errorf("--tolerance %g: the flip rate to clear a threshold below is a probability; fix: give one between 0 and 1, e.g. 0.05", jf.o.Tolerance)
+			}
 			if err := jf.record(cmd, threshold); err != nil {
 				return err
 			}
@@ -230,7 +240,7 @@ judging again what it had judged.`,
 			}
 			var refused []string
 			if threshold != nil {
-				for _, p := range rep.NoisyPages(*threshold) {
+				for _, p := range rep.Uncleared(*threshold) {
 					refused = append(refused, p.Dir)
 				}
 			}
@@ -241,6 +251,12 @@ judging again what it had judged.`,
 				}
 				for _, p := range rep.Pages {
 					out.Spreads = append(out.Spreads, p.Spread())
+				}
+				if threshold != nil {
+					out.Flips = rep.Flips(*threshold)
+				}
+				if sg, ok := rep.Suggest(); ok {
+					out.Suggested = &sg
 				}
 				if err := printJSON(out); err != nil {
 					return err
@@ -265,6 +281,7 @@ judging again what it had judged.`,
 	f := cmd.Flags()
 	f.IntVar(&jf.o.Times, "times", 5, "judgements per page, each by a fresh judge (2 or more)")
 	f.IntVar(&jf.o.Jobs, "jobs", 2, "judgements at the same time")
+	f.Float64Var(&jf.o.Tolerance, "tolerance", engine.DefaultTolerance, "clear --threshold only where each page's flip rate is below this (its one-sided 95% upper bound)")
 	onFlag(cmd, &jf.o.On)
 	return cmd
 }

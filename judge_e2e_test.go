@@ -101,8 +101,9 @@ const noiseScript = `
 
 // TestJudgeNoiseRefusesAThresholdInsideTheRange: K fresh judgements of one page, drawn
 // independently, range from 3 to 8. A threshold inside that range is refused with the page
-// named (exit 1); one outside every range is accepted (exit 0). The same seed replays the
-// same scores, so the three runs see the same range.
+// named (exit 1); one outside every range is cleared only when 6 judgements bound the flip
+// rate below the tolerance (exit 0 at 0.4, exit 1 at the default 0.05). The same seed
+// replays the same scores, so the runs see the same range.
 func TestJudgeNoiseRefusesAThresholdInsideTheRange(t *testing.T) {
 	page, rubric, script := judgeFiles(t, noiseScript)
 	args := []string{"judge-noise", page, "--rubric", rubric, "--times", "6", "--jobs", "3", "--script", script, "--seed", "11", "--judge", "claude"}
@@ -110,22 +111,71 @@ func TestJudgeNoiseRefusesAThresholdInsideTheRange(t *testing.T) {
 		threshold string
 		code      int
 		want      string
-	}{{"5", 1, "threshold 5 refused"}, {"8", 1, "threshold 8 refused"}, {"3", 0, "stands clear"}, {"9", 0, "stands clear"}} {
+		tolerance string
+	}{{"5", 1, "threshold 5 refused", ""}, {"8", 1, "threshold 8 refused", ""},
+		// Outside the range, 6 unanimous judgements bound the flip rate below 0.39 only: not
+		// enough for the default tolerance, enough for 0.4.
+		{"3", 1, "6 unanimous judgements bound the flip rate below 0.39; 59 are needed for 0.05; not cleared", ""},
+		{"9", 0, "threshold 9 cleared: every page's flip rate at it is below 0.4", "0.4"}} {
 		t.Run(c.threshold, func(t *testing.T) {
-			r := newRun(t, "").tare(t, append(args, "--threshold", c.threshold)...)
+			a := append(args, "--threshold", c.threshold)
+			if c.tolerance != "" {
+				a = append(a, "--tolerance", c.tolerance)
+			}
+			r := newRun(t, "").tare(t, a...)
 			if r.code != c.code {
 				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, c.code, r.stdout, r.stderr)
 			}
 			if !strings.Contains(r.stdout, page+"  6/6     3    ") || !strings.Contains(r.stdout, "  8    5  ") {
 				t.Errorf("want a row with 6 of 6 scored, from 3 to 8 (spread 5):\n%s", r.stdout)
 			}
-			if !strings.Contains(r.stdout, c.want) || (c.code == 1 && !strings.Contains(r.stdout, page+" (3-8)")) {
+			if !strings.Contains(r.stdout, c.want) || (c.want[len(c.want)-7:] == "refused" && !strings.Contains(r.stdout, page+" (3-8)")) {
 				t.Errorf("stdout lacks %q and the page:\n%s", c.want, r.stdout)
 			}
 			if left := r.leftovers(t); len(left) > 0 {
 				t.Errorf("left behind: %v", left)
 			}
 		})
+	}
+}
+
+// TestJudgeNoiseNeedsEvidenceToClear: the real judge path (real Chromium, the real claude CLI
+// in its rooms on tare's model server) on a page whose judge answers 7 nine times in ten and 5
+// the tenth. Seed 4 draws ten 7s, so every judgement passes threshold 6; the page still flips
+// 1 judgement in 10, and ten judgements cannot tell that from never: not cleared (exit 1),
+// with the bound and what it would take, in the text and in --json.
+func TestJudgeNoiseNeedsEvidenceToClear(t *testing.T) {
+	page, rubric, script := judgeFiles(t, "[[turn]]\n  [[turn.branch]]\n  p = 0.9\n  text = \"score 7: clear\"\n  [[turn.branch]]\n  p = 0.1\n  text = \"score 5: cramped\"\n")
+	args := []string{"judge-noise", page, "--rubric", rubric, "--times", "10", "--jobs", "3", "--script", script, "--seed", "4", "--judge", "claude", "--threshold", "6"}
+	r := newRun(t, "").tare(t, args...)
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1 (not cleared)\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{page + "  10/10   7    7       7    0  ", "10 unanimous judgements bound the flip rate below 0.26; 59 are needed for 0.05; not cleared",
+		"threshold 6 not cleared: a fresh judgement of " + page + " (0 of 10 on the other side, up to 0.26)"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "stands clear") || strings.Contains(r.stdout, "threshold 6 cleared") {
+		t.Errorf("ten unanimous judgements clear the threshold:\n%s", r.stdout)
+	}
+	r = newRun(t, "").tare(t, append(args, "--json")...)
+	var out struct {
+		Refused []string
+		Flips   []struct {
+			Scored  int
+			Other   int     `json:"other_side"`
+			Upper   float64 `json:"upper_95"`
+			Cleared bool
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 1 {
+		t.Fatalf("--json: exit %d %v\n%s", r.code, err, r.stdout)
+	}
+	if len(out.Flips) != 1 || out.Flips[0].Scored != 10 || out.Flips[0].Other != 0 || out.Flips[0].Cleared || out.Flips[0].Upper < 0.25 || out.Flips[0].Upper > 0.26 ||
+		len(out.Refused) != 1 || out.Refused[0] != page {
+		t.Errorf("--json flips %+v refused %v", out.Flips, out.Refused)
 	}
 }
 
@@ -192,6 +242,7 @@ func TestJudgeBadInput(t *testing.T) {
 		{"page folder missing", []string{"judge", filepath.Join(dir, "nosite"), "--rubric", rubric, "--threshold", "5"}, []string{"nosite", "no such folder", "fix:"}},
 		{"page missing", judge("--rubric", rubric, "--threshold", "5", "--page", "about.html"), []string{"about.html", "fix:"}},
 		{"times below 2", noise("--rubric", rubric, "--times", "1"), []string{"--times 1", "fix:"}},
+		{"tolerance not a probability", noise("--rubric", rubric, "--times", "3", "--threshold", "5", "--tolerance", "1.5"), []string{"--tolerance 1.5", "between 0 and 1", "fix:"}},
 		{"unknown judge", []string{"judge", page, "--rubric", rubric, "--threshold", "5", "--judge", "nosuch --fast"}, []string{`--judge "nosuch --fast"`, "nosuch"}},
 	}
 	for _, c := range cases {

@@ -26,10 +26,11 @@ func workshopCmd() *cobra.Command {
 material. prepare freezes a plan (assignment, brief, files, outputs, writers); run starts each
 auto writer in a room proven clean, its input read-only and drafts/ writable; collect checks and
 archives the drafts; anonymize shuffles the completed drafts under letters and seals the key;
-report shows each writer's time, tokens and cost, and draft sizes only once sealed.`,
+report shows each writer's time, tokens and cost; once sealed, these and the draft sizes are
+withheld until reveal records the reading (they would pair letters with writers).`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(workshopPrepareCmd(), workshopRunCmd(), workshopCollectCmd(), workshopAnonymizeCmd(), workshopReportCmd(),
+	cmd.AddCommand(workshopPrepareCmd(), workshopRunCmd(), workshopCollectCmd(), workshopAnonymizeCmd(), workshopRevealCmd(), workshopReportCmd(),
 		workshopResumeCmd(), workshopManualCmd(), workshopRetryCmd(), workshopInspectCmd(), workshopRosterCmd(), workshopWatchCmd())
 	return cmd
 }
@@ -233,32 +234,63 @@ session_id, model, provenance and an optional transcript.`,
 }
 
 func workshopAnonymizeCmd() *cobra.Command {
-	var output string
-	var partial bool
-	var seed int64
+	var o workshop.SealOptions
 	cmd := &cobra.Command{
 		Use:   "anonymize EXP",
 		Short: "Shuffle the completed drafts under letters and seal the key",
-		Long: `Copies each completed writer's draft into evaluation/anon/ as A.md, B.md... in a shuffled
-order, and writes which letter is which writer to evaluation/identity-key.json. The key is never
-printed, logged or shown: read the drafts before you open it. report shows draft sizes only
-after this has run, because sizes identify drafts by arithmetic.`,
+		Long: `Copies each completed writer's draft into evaluation/anon/ as A.md, B.md... in an order drawn
+from crypto/rand, and writes which letter is which writer to evaluation/identity-key.json. The
+key is never printed, logged or shown: read the drafts before you open it. From then on report
+withholds draft sizes, and each writer's time, tokens and cost, which track them, until reveal
+records your reading. An experiment sealed already is refused unless --reseal, which keeps the
+old key as evaluation/identity-key.N.json (a reshuffle does not blind a reader again).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			e, err := loadExp(args[0])
 			if err != nil {
 				return err
 			}
-			s, err := workshop.Anonymize(e, output, partial, seed)
+			s, err := workshop.Anonymize(e, o)
 			if err != nil {
 				return err
+			}
+			if s.OldKey != "" {
+				fmt.Fprintf(os.Stderr, "workshop: resealed; the old key is kept as %s\n", s.OldKey)
 			}
 			return printJSON(s)
 		},
 	}
-	cmd.Flags().StringVar(&output, "output", "", "the draft file to seal (default: the plan's first declared output)")
-	cmd.Flags().BoolVar(&partial, "include-partial", false, "seal writers whose turn did not complete too, deliberately")
-	cmd.Flags().Int64Var(&seed, "seed", 0, "seed of the shuffle (default: a fresh one)")
+	cmd.Flags().StringVar(&o.Output, "output", "", "the draft file to seal (default: the plan's first declared output)")
+	cmd.Flags().BoolVar(&o.IncludePartial, "include-partial", false, "seal writers whose turn did not complete too, deliberately")
+	cmd.Flags().BoolVar(&o.Reseal, "reseal", false, "seal an experiment sealed already, keeping the old key as identity-key.N.json")
+	return cmd
+}
+
+func workshopRevealCmd() *cobra.Command {
+	var reading string
+	var without bool
+	cmd := &cobra.Command{
+		Use:   "reveal EXP --reading FILE",
+		Short: "Record the blind reading and open the seal: the key, and sizes in the report",
+		Long: `After the drafts are read blind: keeps your reading (FILE, your notes on the drafts by letter,
+up to 1 MB) in evaluation/reveal.json with the time, prints the key, and from then on report
+shows draft sizes and each writer's time, tokens and cost. --without-reading opens the seal on
+purpose with no reading on record, which the record says. Revealing again prints the same.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			e, err := loadExp(args[0])
+			if err != nil {
+				return err
+			}
+			u, err := workshop.Unseal(e, reading, without)
+			if err != nil {
+				return err
+			}
+			return printJSON(u)
+		},
+	}
+	cmd.Flags().StringVar(&reading, "reading", "", "your notes on the drafts by letter, written before the key was seen")
+	cmd.Flags().BoolVar(&without, "without-reading", false, "open the seal with no reading on record, deliberately")
 	return cmd
 }
 
@@ -266,11 +298,13 @@ func workshopReportCmd() *cobra.Command {
 	var table, sizes, noSizes bool
 	cmd := &cobra.Command{
 		Use:   "report EXP",
-		Short: "Each writer's time, tokens and cost; draft sizes once sealed",
+		Short: "Each writer's time, tokens and cost; draft sizes once the reading is recorded",
 		Long: `Per writer: agent, model, effort (asked and set), tier, status, seconds, peak request,
 tokens in, cached, out, and cost from tare's price table with its evidence. Draft byte counts
-are withheld until anonymize has sealed the drafts (--sizes shows them anyway, --no-sizes
-keeps them out of a sealed write-up). JSON by default; --table prints markdown.`,
+are withheld before the seal (--sizes shows them anyway). Once anonymize has sealed the
+drafts, sizes and the time, tokens and cost that track them are withheld until reveal records
+the reading, since each pairs a letter with its writer; --sizes is refused then. --no-sizes
+keeps sizes out of a revealed write-up. JSON by default; --table prints markdown.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if sizes && noSizes {
@@ -297,7 +331,7 @@ keeps them out of a sealed write-up). JSON by default; --table prints markdown.`
 	}
 	cmd.Flags().BoolVar(&table, "table", false, "a markdown table instead of JSON")
 	cmd.Flags().BoolVar(&sizes, "sizes", false, "show draft byte counts before the drafts are sealed, deliberately")
-	cmd.Flags().BoolVar(&noSizes, "no-sizes", false, "withhold draft byte counts even once sealed")
+	cmd.Flags().BoolVar(&noSizes, "no-sizes", false, "withhold draft byte counts even once revealed")
 	cmd.Flags().Bool("json", true, "JSON (the default)")
 	return cmd
 }
@@ -386,7 +420,8 @@ func workshopWatchCmd() *cobra.Command {
 		Use:   "watch EXP",
 		Short: "Follow the writers: who started, which files each read and wrote, who finished",
 		Long: `Follows the writers as they work. Their words and draft sizes are withheld, because either
-identifies a draft before the drafts are sealed; --words shows them, deliberately.`,
+identifies a draft before the drafts are sealed; --words shows them, deliberately, and is
+refused once they are sealed, until reveal records the reading.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			e, err := loadExp(args[0])
@@ -411,7 +446,8 @@ func demoWorkshopCmd() *cobra.Command {
 prepares it, runs three writers (codex, pi and claude, each in a room proven clean, talking to
 tare's own model server), where codex hits a provider quota wall mid-draft and is resumed in its
 own session, then collects, anonymizes and reports. The identity key stays sealed in the
-experiment's evaluation/identity-key.json.`,
+experiment's evaluation/identity-key.json, and the report withholds sizes, time, tokens and
+cost until you have read the drafts and run tare workshop reveal.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := settings()
@@ -442,7 +478,7 @@ experiment's evaluation/identity-key.json.`,
 			if _, err := workshop.Resume(cmd.Context(), e, demo.WorkshopQuotaWriter, o); err != nil {
 				return err
 			}
-			sealed, err := workshop.Anonymize(e, "", false, 0)
+			sealed, err := workshop.Anonymize(e, workshop.SealOptions{})
 			if err != nil {
 				return err
 			}
@@ -452,7 +488,7 @@ experiment's evaluation/identity-key.json.`,
 				return err
 			}
 			fmt.Print(r.Table())
-			fmt.Printf("\nexperiment: %s\nnext: read evaluation/anon/ blind; the key is in evaluation/identity-key.json\n", dest)
+			fmt.Printf("\nexperiment: %s\nnext: read evaluation/anon/ blind, then tare workshop reveal %s --reading YOUR-NOTES (the key is in evaluation/identity-key.json)\n", dest, dest)
 			return nil
 		},
 	}

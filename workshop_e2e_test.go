@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -19,8 +20,9 @@ import (
 
 // TestWorkshopEndToEnd: three writers (the real claude, codex and pi CLIs) on tare's model
 // server; codex hits a quota wall mid-draft and is resumed in its own session; collect,
-// anonymize, report. The drafts under letters are the archived outputs byte for byte, and the
-// identity key appears in no command's output.
+// anonymize, report, reveal. The drafts under letters are the archived outputs byte for byte,
+// the report pairs no letter with a writer until the reading is recorded, and the identity
+// key appears in no command's output but reveal's.
 func TestWorkshopEndToEnd(t *testing.T) {
 	r := newRun(t, "")
 	exp := filepath.Join(t.TempDir(), "exp")
@@ -101,7 +103,7 @@ func TestWorkshopEndToEnd(t *testing.T) {
 			t.Fatalf("collect %s: exit %d %s %s", id, r.code, r.stdout, r.stderr)
 		}
 	}
-	tare("workshop", "anonymize", exp, "--seed", "3")
+	tare("workshop", "anonymize", exp)
 	if r.code != 0 || !strings.Contains(r.stdout, `"drafts": 3`) {
 		t.Fatalf("anonymize: exit %d %s %s", r.code, r.stdout, r.stderr)
 	}
@@ -122,9 +124,41 @@ func TestWorkshopEndToEnd(t *testing.T) {
 			t.Fatalf("draft %s is not writer %s's archived output byte for byte (%v %v)", letter, id, err1, err2)
 		}
 	}
+	// Sealed and unread: no size, nor the time, tokens and cost that track it; --sizes is
+	// refused, and so is sealing again without --reseal.
+	sizes := map[string]bool{}
+	for _, id := range []string{claude, codex, pi} {
+		if fi, err := os.Stat(filepath.Join(exp, "records", id, "artifacts", "scene.md")); err == nil {
+			sizes[strconv.FormatInt(fi.Size(), 10)] = true
+		}
+	}
+	tare("workshop", "report", exp)
+	if r.code != 0 || strings.Contains(r.stdout, `"declared"`) || !strings.Contains(r.stdout, `"withheld": "the drafts are sealed`) ||
+		strings.Contains(r.stdout, `"seconds": 0`) || strings.Contains(r.stdout, `"output": 1`) || !strings.Contains(r.stdout, `"output": null`) {
+		t.Fatalf("report after the seal, before the reading, shows what pairs letters with writers:\n%s", r.stdout)
+	}
+	tare("workshop", "report", exp, "--table")
+	for size := range sizes {
+		if strings.Contains(r.stdout, "| "+size+" |") {
+			t.Errorf("the sealed report --table shows a draft's size %s:\n%s", size, r.stdout)
+		}
+	}
+	if tare("workshop", "report", exp, "--sizes"); r.code != 2 || !strings.Contains(r.stderr, "tare workshop reveal") {
+		t.Errorf("report --sizes while sealed: exit %d %s", r.code, r.stderr)
+	}
+	if tare("workshop", "anonymize", exp); r.code != 2 || !strings.Contains(r.stderr, "--reseal") {
+		t.Errorf("anonymize of a sealed experiment: exit %d %s", r.code, r.stderr)
+	}
+	// The reading done, reveal keeps it and opens the seal: it prints the key, so its output is
+	// not among those the key must stay out of.
+	reading := filepath.Join(t.TempDir(), "reading.md")
+	os.WriteFile(reading, []byte("A: the stair is real. B: too long. C: the best ending.\n"), 0o644)
+	if r.tare(t, "workshop", "reveal", exp, "--reading", reading); r.code != 0 || !strings.Contains(r.stdout, `"key"`) || !strings.Contains(r.stdout, "the stair is real") {
+		t.Fatalf("reveal: exit %d %s %s", r.code, r.stdout, r.stderr)
+	}
 	tare("workshop", "report", exp)
 	if r.code != 0 || !strings.Contains(r.stdout, `"declared"`) || strings.Contains(r.stdout, "withheld") {
-		t.Fatalf("report after the seal withholds sizes:\n%s", r.stdout)
+		t.Fatalf("report after the reading withholds sizes:\n%s", r.stdout)
 	}
 	// What each writer ran with, as its own stream and session say, with the evidence; a
 	// figure its agent does not report is unknown, never 0.
@@ -348,7 +382,8 @@ func TestWorkshopCrashSafety(t *testing.T) {
 }
 
 // TestDemoWorkshop: tare demo workshop runs its experiment end to end offline: three writers
-// completed (the quota one after its resume), the drafts sealed, the report with sizes.
+// completed (the quota one after its resume), the drafts sealed, and the report printed
+// right after sealing withholding sizes, time, tokens and cost until the reading.
 func TestDemoWorkshop(t *testing.T) {
 	r := newRun(t, "")
 	if r.tare(t, "demo", "workshop"); r.code != 0 {
@@ -360,8 +395,31 @@ func TestDemoWorkshop(t *testing.T) {
 	if !strings.Contains(r.stderr, "resuming codex-gpt-5.1-codex in its own session") || !strings.Contains(r.stderr, "3 drafts sealed as A, B, C") {
 		t.Fatalf("demo workshop progress:\n%s", r.stderr)
 	}
-	if strings.Contains(r.stdout, "withheld") {
-		t.Errorf("the sealed demo's report withholds sizes:\n%s", r.stdout)
+	// Sealed and unread: the demo's report pairs no letter with its writer by size, time,
+	// tokens or cost, and says how to see them after the reading.
+	if !strings.Contains(r.stdout, "Withheld: the drafts are sealed") || !strings.Contains(r.stdout, "tare workshop reveal") {
+		t.Errorf("the sealed demo's report does not say what it withholds:\n%s", r.stdout)
+	}
+	var exp string
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if v, ok := strings.CutPrefix(l, "experiment: "); ok {
+			exp = v
+		}
+	}
+	anon, err := os.ReadDir(filepath.Join(exp, "evaluation", "anon"))
+	if err != nil || len(anon) != 3 {
+		t.Fatalf("the demo's sealed drafts in %q: %v %v", exp, anon, err)
+	}
+	for _, a := range anon {
+		fi, _ := a.Info()
+		if size := fmt.Sprint(fi.Size()); strings.Contains(r.stdout, "| "+size+" |") {
+			t.Errorf("the demo prints draft %s's size %s right after sealing:\n%s", a.Name(), size, r.stdout)
+		}
+	}
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if strings.Contains(l, "| completed |") && strings.Count(l, "| sealed ") < 8 {
+			t.Errorf("a writer's row shows its time, tokens or cost while sealed: %s", l)
+		}
 	}
 }
 

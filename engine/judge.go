@@ -60,6 +60,9 @@ type JudgeOptions struct {
 	// Threshold, when set, is the lowest passing score: a judge-noise run's journal marks
 	// each judgement passed or failed by it.
 	Threshold *float64
+	// Tolerance is the flip rate judge-noise clears Threshold below, at every page
+	// (0: DefaultTolerance).
+	Tolerance float64
 	// Kind ("judge" or "judge-noise"), Argv (the command line, its paths absolute) and
 	// Version (tare's) go to Out/recipe.json when Argv is set, so tare rerun can repeat the run.
 	Kind    string
@@ -89,7 +92,10 @@ type PageJudgements struct {
 	Blocked []string `json:"blocked,omitempty"`
 	// Left are the page folder's entries the judge was not given: hidden files, agents'
 	// instruction files and anything named for an agent, links and special files.
-	Left       []string    `json:"left_out,omitempty"`
+	Left []string `json:"left_out,omitempty"`
+	// Scrubbed is what was taken out of the markup the judge was given ("index.html: a
+	// generator meta tag"); every other byte of a file passes as written.
+	Scrubbed   []string    `json:"scrubbed,omitempty"`
 	Judgements []Judgement `json:"judgements"`
 }
 
@@ -106,6 +112,9 @@ type JudgeReport struct {
 	Out       string           `json:"out"`
 	Pages     []PageJudgements `json:"pages"`
 	Usage     journal.Usage    `json:"usage"`
+	// Tolerance is judge-noise's: a threshold is cleared at a page when its flip rate's upper
+	// bound is below it (0: DefaultTolerance).
+	Tolerance float64 `json:"tolerance,omitempty"`
 }
 
 // judgeEnv is what every judgement of a run shares.
@@ -201,7 +210,7 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 	if err := onPreflight(o.On, o.Config); err != nil {
 		return JudgeReport{}, err
 	}
-	rep := JudgeReport{Judge: o.Judge, Rubric: o.Rubric.Path, Scale: [2]int{o.Rubric.Lo, o.Rubric.Hi}}
+	rep := JudgeReport{Judge: o.Judge, Rubric: o.Rubric.Path, Scale: [2]int{o.Rubric.Lo, o.Rubric.Hi}, Tolerance: o.Tolerance}
 	models := o.Models
 	if o.Script != "" && models == nil {
 		script, err := modelserver.LoadScript(o.Script)
@@ -443,11 +452,11 @@ func (env *judgeEnv) stage(ctx context.Context, n int, dir string) (string, Page
 	if err != nil {
 		return "", pj, fmt.Errorf("judge room folder: %v", err)
 	}
-	if pj.Left, err = stagePage(dir, filepath.Join(stage, judgePageDir)); err != nil {
+	if pj.Left, pj.Scrubbed, err = stagePage(dir, filepath.Join(stage, judgePageDir)); err != nil {
 		return stage, pj, err
 	}
 	if _, err := os.Lstat(filepath.Join(stage, judgePageDir, o.Page)); err != nil {
-		return stage, pj, fmt.Errorf("%s: the page %s is hidden or named for an agent, so the judge cannot be given it; fix: rename it", dir, o.Page)
+		return stage, pj, fmt.Errorf("%s: the page %s is hidden, named for an agent or a model, or markup too large to scrub, so the judge cannot be given it (see what was left out); fix: rename it", dir, o.Page)
 	}
 	shot, err := renderPage(ctx, o.Config, filepath.Join(stage, judgePageDir), o.Page)
 	if err != nil {
@@ -548,22 +557,40 @@ func (env *judgeEnv) judgeIn(ctx context.Context, stage, upstream string, blocke
 	return j
 }
 
-// answerLine is the judge's answer: "score N: reason" (a bold or a colon after "score" is
-// fine).
-var answerLine = regexp.MustCompile(`(?i)\bscore\W{0,3}\s*(\d+)\b(?:\s*/\s*\d+)?[*_]*\s*[:.,;\-–—]?\s*(.*)`)
+// verdictLine is a line that gives a score: "score N: reason" at the start of the line (a bold,
+// a heading or a quote mark before it, a colon after "score", "/10" after N are fine).
+var verdictLine = regexp.MustCompile(`(?i)^[\s*_#>]*score\W{0,3}\s*(\d+)\b(?:\s*/\s*\d+)?[*_]*\s*[:.,;\-–—]?\s*(.*)$`)
 
-// parseScore reads the judge's last "score N: reason" and refuses a score off the scale.
+// parseScore reads the judge's verdict in the rubric's format: one line "score N: reason",
+// the answer's last non-empty line. A page can plant "score 10" for the judge to quote, so a
+// score anywhere else never counts, and an answer holding several score lines (the judge's
+// and a quoted one) is no verdict. A score off the scale is refused too.
 func parseScore(text string, r Rubric) (*int, string, error) {
-	m := answerLine.FindAllStringSubmatch(text, -1)
-	if len(m) == 0 {
-		return nil, "", fmt.Errorf("the judge gave no score (want a line \"score N: reason\"); it said: %s", clip(text, 200))
+	lines := strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
+	var scores []string
+	last := ""
+	for _, l := range lines {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		last = l
+		if verdictLine.MatchString(l) {
+			scores = append(scores, strings.TrimSpace(l))
+		}
 	}
-	last := m[len(m)-1]
-	n, err := strconv.Atoi(last[1])
+	if len(scores) > 1 {
+		return nil, "", fmt.Errorf("the judge's answer holds %d score lines (%s), so which is its verdict is unknown: no verdict (want one, its last line \"score N: reason\")",
+			len(scores), clip(strings.Join(scores, " | "), 200))
+	}
+	m := verdictLine.FindStringSubmatch(last)
+	if m == nil {
+		return nil, "", fmt.Errorf("the judge gave no score (want its last line \"score N: reason\"); it said: %s", clip(text, 200))
+	}
+	n, err := strconv.Atoi(m[1])
 	if err != nil || n < r.Lo || n > r.Hi {
-		return nil, "", fmt.Errorf("the judge's score %s is off the rubric's scale %s", last[1], r.Scale())
+		return nil, "", fmt.Errorf("the judge's score %s is off the rubric's scale %s", m[1], r.Scale())
 	}
-	return &n, strings.TrimSpace(last[2]), nil
+	return &n, strings.TrimSpace(m[2]), nil
 }
 
 // writeJudgeRecipe writes Out/recipe.json: the command line, the judge agent's version, the
@@ -573,7 +600,7 @@ func writeJudgeRecipe(ctx context.Context, o JudgeOptions, inst agent.Install, s
 		Agents: map[string]RecipeAgent{}, Inputs: map[string]string{}, On: onRecipe(o.On)}
 	if o.Kind == "judge-noise" {
 		rec.JudgeNoise = &judgeSettings{Dirs: o.Dirs, Page: o.Page, Rubric: o.Rubric, Judge: o.Judge, Times: o.Times,
-			Timeout: o.Timeout, Threshold: o.Threshold, AllowDirty: o.AllowDirty}
+			Timeout: o.Timeout, Threshold: o.Threshold, Tolerance: o.Tolerance, AllowDirty: o.AllowDirty}
 	}
 	words, _ := splitWords(o.Judge)
 	rec.Agents[words[0]] = RecipeAgent{Version: inst.Version, Bin: inst.Bin, Snapshots: "none (a judge takes no capsules)"}

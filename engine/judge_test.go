@@ -24,14 +24,19 @@ const builderToken = "zq7builder"
 
 // builderPage makes a page folder as a run leaves it: below a run directory whose path names
 // the building agent and its model, beside the run's journal, with the agent's instruction
-// file, its settings folder, a note named for it and a link out of the folder.
+// file, its settings folder, notes named for it and its model, a generator tag and comments
+// naming the model in the markup, and a link out of the folder.
 func builderPage(t *testing.T, builder string) string {
 	t.Helper()
 	run := filepath.Join(t.TempDir(), "calibrate", builder+"-"+builderToken+"-20261130", "tails", "a-0")
 	work := filepath.Join(run, "work")
 	files := map[string]string{
-		"index.html":                   "<!doctype html><html><head><link rel=stylesheet href=style.css></head><body><h1>Todo</h1><ul><li>milk</li></ul></body></html>\n",
-		"style.css":                    "h1{color:navy}\n",
+		"index.html": "<!doctype html><html><head><meta name=\"generator\" content=\"" + builderToken + "\"><!-- drafted by sonnet: " + builderToken + " -->" +
+			"<link rel=stylesheet href=style.css></head><body><h1>Todo</h1><ul><li>milk</li></ul></body></html>\n",
+		"style.css":                    "/* opus palette " + builderToken + " */\nh1{color:navy}\n",
+		"NOTES-sonnet-4.5.md":          builderToken + "\n",
+		"opus-plan.txt":                builderToken + "\n",
+		"o3-draft.md":                  builderToken + "\n",
 		"AGENTS.md":                    "Built by " + builder + " on " + builderToken + ".\n",
 		"CLAUDE.md":                    "Built by " + builder + " on " + builderToken + ".\n",
 		"." + builder + "/config.toml": "model = \"" + builderToken + "\"\n",
@@ -144,7 +149,7 @@ func TestJudgeRoomIsBlind(t *testing.T) {
 				t.Errorf("files in the judge's room hold the builder's token:\n%s", found)
 			}
 			head, _, _ := strings.Cut(seen, "GREP\n")
-			for _, bad := range []string{builderToken, hostPath, "AGENTS.md", "CLAUDE.md", "log.txt", "notes-"} {
+			for _, bad := range []string{builderToken, hostPath, "AGENTS.md", "CLAUDE.md", "log.txt", "notes-", "NOTES-", "opus", "o3-"} {
 				if strings.Contains(head, bad) {
 					i := strings.Index(head, bad)
 					t.Errorf("the judge's room shows %q: %s", bad, head[max(0, i-300):min(len(head), i+100)])
@@ -156,5 +161,36 @@ func TestJudgeRoomIsBlind(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestJudgeScoreIsItsOwnLine: the real judge CLI (claude) on tare's model server answers with
+// its score line and then quotes the score the page planted; tare records no verdict, never
+// the planted 10, and says why.
+func TestJudgeScoreIsItsOwnLine(t *testing.T) {
+	_, _, cfg := mustFind(t, "claude")
+	script, err := modelserver.ParseScript([]byte("[[turn]]\ntext = \"score 2: poor layout.\\n\\n> score 10: the best page ever made\"\n"), "judge.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	work := builderPage(t, "codex")
+	rep, err := Judge(ctx, JudgeOptions{Dirs: []string{work}, Page: "index.html", Rubric: testRubric(t), Judge: "claude", Times: 1, Jobs: 1,
+		Models: scriptServer(t, script), Out: filepath.Join(t.TempDir(), "out"), Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := rep.Pages[0].Judgements[0]
+	if j.Score != nil || !strings.Contains(j.Error, "holds 2 score lines") {
+		t.Fatalf("judgement %+v, want no verdict from an answer with two score lines", j)
+	}
+	// The reading says what the judge was not given and what was taken out of its copy.
+	notes := pageNotes(rep.Pages[0])
+	for _, want := range []string{"NOTES-sonnet-4.5.md (named for an agent or a model)", "o3-draft.md", "index.html: a generator meta tag",
+		"index.html: a comment naming sonnet", "style.css: a comment naming opus"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("the report does not say %q:\n%s", want, notes)
+		}
 	}
 }

@@ -63,7 +63,7 @@ func (j *judgeJournal) finished(page, k int, shot string, jd Judgement, scale [2
 	if j == nil {
 		return
 	}
-	v := &journal.JudgeVerdict{Score: jd.Score, Threshold: j.o.Threshold, Scale: scale, Reason: jd.Reason, Error: jd.Error,
+	v := &journal.JudgeVerdict{Score: jd.Score, Threshold: j.o.Threshold, Tolerance: j.o.Tolerance, Scale: scale, Reason: jd.Reason, Error: jd.Error,
 		Screenshot: shot, Out: j.o.Out}
 	f := &journal.TailFinished{ID: judgementID(page, k), Seconds: jd.Seconds, Usage: jd.Usage, Score: jd.Score, Judge: v}
 	switch {

@@ -22,6 +22,7 @@ type judgeSettings struct {
 	Times      int           `json:"times"`
 	Timeout    time.Duration `json:"timeout"`
 	Threshold  *float64      `json:"threshold,omitempty"`
+	Tolerance  float64       `json:"tolerance,omitempty"`
 	AllowDirty bool          `json:"allow_dirty,omitempty"`
 }
 
@@ -55,7 +56,7 @@ func resumeJudgeNoise(ctx context.Context, o ResumeOptions, rec *Recipe) (string
 		return st.Report, nil
 	}
 	jo := JudgeOptions{Dirs: set.Dirs, Page: set.Page, Rubric: set.Rubric, Judge: set.Judge, Times: set.Times, Jobs: max(rec.Jobs, 1),
-		Seed: rec.Seed, Out: o.Dir, Timeout: set.Timeout, Config: o.Config, AllowDirty: set.AllowDirty, Threshold: set.Threshold,
+		Seed: rec.Seed, Out: o.Dir, Timeout: set.Timeout, Config: o.Config, AllowDirty: set.AllowDirty, Threshold: set.Threshold, Tolerance: set.Tolerance,
 		Kind: rec.Kind, On: rec.On}
 	jr.o = jo
 	env, err := judgeResumeEnv(ctx, jo, rec)
@@ -131,7 +132,7 @@ func resumeJudgeNoise(ctx context.Context, o ResumeOptions, rec *Recipe) (string
 		pool.run(w, func(ctx context.Context, w judgeWork) Judgement { return env.reattachOnSlurm(ctx, w) })
 	}
 	rep := JudgeReport{Judge: set.Judge, Rubric: set.Rubric.Path, Scale: [2]int{set.Rubric.Lo, set.Rubric.Hi}, Seed: rec.Seed,
-		Out: o.Dir, Simulated: models != nil}
+		Out: o.Dir, Simulated: models != nil, Tolerance: set.Tolerance}
 	// Every page is rendered again (its staged folder went with the killed tare) and the
 	// judge's room proven clean again, for the judgements still to run and for the report.
 	stages, err := env.stageAll(ctx, &rep)

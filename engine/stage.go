@@ -1,21 +1,61 @@
 package engine
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
-// agentWords are words that name a coding agent or its maker in a file name: a page folder
-// from an agent's workspace may hold its instruction files (CLAUDE.md, AGENTS.md) or its
-// settings folder, and a judge who saw them would know who built the page.
-var agentWords = []string{"claude", "codex", "gemini", "antigravity", "agy", "agents.md", "anthropic", "openai"}
+// agentWords match what names a coding agent, its maker or a model family: a page folder
+// from an agent's workspace may hold its instruction files (CLAUDE.md, AGENTS.md), its
+// settings folder or notes named for its model (NOTES-sonnet-4.5.md, o3-draft.md), and a
+// judge who saw them would know who built the page. Short names (o3, pi, agy) count only as
+// a word of their own, so strategy.md or photo3.png stay in.
+var agentWords = regexp.MustCompile(`(?i)claude|codex|gemini|antigravity|anthropic|openai|agents\.md|sonnet|opus|haiku|gpt|qwen|llama|deepseek|mistral|grok|copilot|` +
+	`(?:^|[^a-z0-9])(?:agy|pi|o[134](?:-mini|-pro)?)(?:[^a-z0-9]|$)`)
+
+// Markup the judge reads: in these files a generator meta tag, a meta tag or a comment naming
+// an agent or a model is taken out of the copy (scrub); everything else passes as written.
+var (
+	scrubbedExt = map[string]bool{".html": true, ".htm": true, ".xhtml": true, ".svg": true, ".xml": true, ".css": true, ".js": true, ".mjs": true}
+	metaTag     = regexp.MustCompile(`(?is)<meta\b[^>]*>`)
+	generator   = regexp.MustCompile(`(?i)name\s*=\s*["']?generator\b`)
+	comment     = regexp.MustCompile(`(?s)<!--.*?-->|/\*.*?\*/`)
+)
+
+// maxScrub bounds a markup file scrubbed in memory; a larger one is left out, said so.
+const maxScrub = 64 << 20
+
+// scrub takes out of markup what names who built it: every generator meta tag, and meta tags
+// and comments that name an agent or a model. It returns the text and what it took out.
+func scrub(data []byte) ([]byte, []string) {
+	var took []string
+	named := func(what string) func([]byte) []byte {
+		return func(m []byte) []byte {
+			w := agentWords.Find(m)
+			switch {
+			case what == "meta" && generator.Match(m):
+				took = append(took, "a generator meta tag")
+			case w != nil:
+				took = append(took, fmt.Sprintf("a %s naming %s", what, strings.Trim(strings.ToLower(string(w)), " -_./")))
+			default:
+				return m
+			}
+			return nil
+		}
+	}
+	data = metaTag.ReplaceAllFunc(data, named("meta"))
+	data = comment.ReplaceAllFunc(data, named("comment"))
+	return data, took
+}
 
 // maxStage bounds what a page folder may hold for the judge: the copy is made on the host, and
 // a folder an agent wrote may hold a file as large as the disk (a sparse one costs it nothing).
@@ -24,15 +64,14 @@ const maxStage = 1 << 30
 // stagePage copies the page folder src into dst, a fresh folder, for the judge: regular
 // files and folders only, never a link (it would be followed when copied, and could point
 // anywhere on the host), and nothing hidden or named for an agent. It returns what it left
-// out, relative to src.
-func stagePage(src, dst string) ([]string, error) {
-	var left []string
+// out, relative to src, and what it scrubbed out of the markup it copied (scrub).
+func stagePage(src, dst string) (left, scrubbed []string, err error) {
 	var total int64
 	// Every file is opened beneath this handle on src, so a folder on the way that became a
 	// link is refused, not followed out of the page folder.
 	root, err := os.OpenFile(src, os.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {
-		return nil, fmt.Errorf("reading the page folder %s: %v", src, err)
+		return nil, nil, fmt.Errorf("reading the page folder %s: %v", src, err)
 	}
 	defer root.Close()
 	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
@@ -53,14 +92,29 @@ func stagePage(src, dst string) ([]string, error) {
 		if d.IsDir() {
 			return os.Mkdir(filepath.Join(dst, rel), 0o755)
 		}
-		if info, err := d.Info(); err == nil {
-			if total += info.Size(); total > maxStage {
-				return fmt.Errorf("the page folder %s holds more than %d MB (at %s); fix: judge a folder with only the page's files", src, maxStage>>20, rel)
-			}
+		info, err := d.Info()
+		if err != nil {
+			return fmt.Errorf("reading the page folder %s: %v", src, err)
 		}
-		return copyRegular(root, rel, filepath.Join(dst, rel))
+		if total += info.Size(); total > maxStage {
+			return fmt.Errorf("the page folder %s holds more than %d MB (at %s); fix: judge a folder with only the page's files", src, maxStage>>20, rel)
+		}
+		if !scrubbedExt[strings.ToLower(filepath.Ext(rel))] {
+			return copyRegular(root, rel, filepath.Join(dst, rel), nil)
+		}
+		if info.Size() > maxScrub {
+			left = append(left, rel+" (markup too large to scrub of agent names)")
+			return nil
+		}
+		return copyRegular(root, rel, filepath.Join(dst, rel), func(data []byte) []byte {
+			data, took := scrub(data)
+			for _, t := range took {
+				scrubbed = append(scrubbed, rel+": "+t)
+			}
+			return data
+		})
 	})
-	return left, err
+	return left, scrubbed, err
 }
 
 // leaveOut says why an entry of a page folder is not given to the judge, or "".
@@ -74,18 +128,17 @@ func leaveOut(d fs.DirEntry) string {
 	case !d.IsDir() && !d.Type().IsRegular():
 		return "not a regular file"
 	}
-	for _, w := range agentWords {
-		if strings.Contains(name, w) {
-			return "named for an agent"
-		}
+	if agentWords.MatchString(name) {
+		return "named for an agent or a model"
 	}
 	return ""
 }
 
 // copyRegular copies one regular file, rel below root, refusing to follow a link anywhere
 // on its path (openat2 with RESOLVE_BENEATH and RESOLVE_NO_SYMLINKS: not the file, nor a
-// folder on the way, swapped for a link since the walk saw it) or to block on a fifo.
-func copyRegular(root *os.File, rel, dst string) error {
+// folder on the way, swapped for a link since the walk saw it) or to block on a fifo. With
+// edit, the file is read whole (at most maxScrub) and edit's bytes are written instead.
+func copyRegular(root *os.File, rel, dst string, edit func([]byte) []byte) error {
 	src := filepath.Join(root.Name(), rel)
 	fd, err := unix.Openat2(int(root.Fd()), rel, &unix.OpenHow{
 		Flags:   unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC,
@@ -103,7 +156,16 @@ func copyRegular(root *os.File, rel, dst string) error {
 	if err != nil {
 		return fmt.Errorf("copying %s for the judge: %v", src, err)
 	}
-	if _, err := io.Copy(out, in); err != nil {
+	var r io.Reader = in
+	if edit != nil {
+		data, err := io.ReadAll(io.LimitReader(in, maxScrub+1))
+		if err != nil || len(data) > maxScrub {
+			out.Close()
+			return fmt.Errorf("copying %s for the judge: %v (at most %d MB of markup is read)", src, err, maxScrub>>20)
+		}
+		r = bytes.NewReader(edit(data))
+	}
+	if _, err := io.Copy(out, r); err != nil {
 		out.Close()
 		return fmt.Errorf("copying %s for the judge: %v", src, err)
 	}

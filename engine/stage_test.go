@@ -15,7 +15,7 @@ func TestStagePageRefusesAHugeFolder(t *testing.T) {
 	if err := os.Truncate(filepath.Join(src, "index.html"), maxStage+1); err != nil {
 		t.Fatal(err)
 	}
-	_, err := stagePage(src, filepath.Join(t.TempDir(), "page"))
+	_, _, err := stagePage(src, filepath.Join(t.TempDir(), "page"))
 	if err == nil || !strings.Contains(err.Error(), "fix:") {
 		t.Fatalf("got %v, want a refusal with the fix", err)
 	}
@@ -35,10 +35,66 @@ func TestCopyRegularFollowsNoLinkOnTheWay(t *testing.T) {
 	}
 	defer root.Close()
 	dst := filepath.Join(t.TempDir(), "secret.html")
-	if err := copyRegular(root, "sub/secret.html", dst); err == nil {
+	if err := copyRegular(root, "sub/secret.html", dst, nil); err == nil {
 		t.Fatalf("a file reached through a link was copied")
 	}
 	if _, err := os.Stat(dst); err == nil {
 		t.Errorf("the host file was copied to %s", dst)
+	}
+}
+
+// TestStagePageLeavesOutModelNames: files named for a model family are left out (short names
+// only as a word of their own), generator tags and meta tags or comments naming an agent or
+// a model are taken out of the copied markup, and the rest of a file passes as written.
+func TestStagePageLeavesOutModelNames(t *testing.T) {
+	src := t.TempDir()
+	files := map[string]string{
+		"index.html": `<html><head><meta name="generator" content="Hugo"><META NAME=author CONTENT="GPT-4o">` +
+			`<meta charset="utf-8"><!-- layout: two columns --><!--
+ written by Claude Opus --><style>/* qwen palette */ h1{color:red}</style></head><body>A haiku about gemini.</body></html>`,
+		"app.js":              "/* llama-3 wrote this */ let x = 1;\n",
+		"NOTES-sonnet-4.5.md": "x", "opus-plan.txt": "x", "o3-draft.md": "x", "gpt-5-notes.md": "x", "gemini-2.5.txt": "x",
+		"qwen.md": "x", "llama3.txt": "x", "deepseek.md": "x", "pi-notes.md": "x", "o4-mini.txt": "x",
+		"strategy.md": "kept", "photo3.png": "kept", "pillow.css": "kept", "sub/logo.svg": `<svg><!-- made with haiku-4.5 --></svg>`,
+	}
+	for name, data := range files {
+		os.MkdirAll(filepath.Dir(filepath.Join(src, name)), 0o755)
+		os.WriteFile(filepath.Join(src, name), []byte(data), 0o644)
+	}
+	dst := filepath.Join(t.TempDir(), "page")
+	left, scrubbed, err := stagePage(src, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"NOTES-sonnet-4.5.md", "opus-plan.txt", "o3-draft.md", "gpt-5-notes.md", "gemini-2.5.txt", "qwen.md", "llama3.txt", "deepseek.md", "pi-notes.md", "o4-mini.txt"} {
+		if _, err := os.Stat(filepath.Join(dst, name)); err == nil {
+			t.Errorf("%s reached the judge", name)
+		}
+		if !strings.Contains(strings.Join(left, "\n"), name+" (named for an agent or a model)") {
+			t.Errorf("the left-out list does not name %s: %v", name, left)
+		}
+	}
+	for _, name := range []string{"strategy.md", "photo3.png", "pillow.css"} {
+		if _, err := os.Stat(filepath.Join(dst, name)); err != nil {
+			t.Errorf("%s was left out: %v", name, left)
+		}
+	}
+	page, _ := os.ReadFile(filepath.Join(dst, "index.html"))
+	want := `<html><head><meta charset="utf-8"><!-- layout: two columns --><style> h1{color:red}</style></head><body>A haiku about gemini.</body></html>`
+	if string(page) != want {
+		t.Errorf("staged index.html:\n%s\nwant:\n%s", page, want)
+	}
+	if js, _ := os.ReadFile(filepath.Join(dst, "app.js")); string(js) != " let x = 1;\n" {
+		t.Errorf("staged app.js %q", js)
+	}
+	if svg, _ := os.ReadFile(filepath.Join(dst, "sub", "logo.svg")); string(svg) != "<svg></svg>" {
+		t.Errorf("staged logo.svg %q", svg)
+	}
+	got := strings.Join(scrubbed, "\n")
+	for _, w := range []string{"index.html: a generator meta tag", "index.html: a meta naming gpt", "index.html: a comment naming claude", "index.html: a comment naming qwen",
+		"app.js: a comment naming llama", "sub/logo.svg: a comment naming haiku"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("scrubbed does not say %q:\n%s", w, got)
+		}
 	}
 }

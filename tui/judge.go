@@ -91,6 +91,7 @@ type noisePage struct {
 	page      engine.PageJudgements
 	scale     [2]int
 	threshold *float64
+	tolerance float64
 }
 
 // noisePages gathers each page's finished judgements from the run's tails.
@@ -108,7 +109,7 @@ func noisePages(st *journal.RunState) []noisePage {
 			continue
 		}
 		np := &pages[i]
-		np.scale, np.threshold = t.Judge.Scale, t.Judge.Threshold
+		np.scale, np.threshold, np.tolerance = t.Judge.Scale, t.Judge.Threshold, t.Judge.Tolerance
 		np.page.Judgements = append(np.page.Judgements, engine.Judgement{Score: t.Judge.Score, Error: t.Judge.Error})
 	}
 	return pages
@@ -120,7 +121,7 @@ func (p *noisePane) view(bool) string {
 	pages := noisePages(st)
 	lw := min(max(p.w/3, 8), 40)
 	var lines []string
-	var noisy, unmeasured []string
+	var noisy, unmeasured, open []string
 	var threshold *float64
 	for _, np := range pages {
 		sp := np.page.Spread()
@@ -138,6 +139,15 @@ func (p *noisePane) view(bool) string {
 		if threshold != nil && sp.Straddles(*threshold) {
 			noisy = append(noisy, np.side.Key)
 		}
+		if threshold != nil {
+			tol := np.tolerance
+			if tol == 0 {
+				tol = engine.DefaultTolerance
+			}
+			if f := sp.FlipAt(*threshold, tol); !f.Cleared {
+				open = append(open, fmt.Sprintf("%s (%d of %d on the other side, up to %.2f; cleared below %g)", np.side.Key, f.Other, f.Scored, f.Upper, tol))
+			}
+		}
 		label := np.side.Key + " " + np.side.Prompt
 		scale := fmt.Sprintf("%d ", np.scale[0])
 		end := fmt.Sprintf(" %d", np.scale[1])
@@ -147,7 +157,7 @@ func (p *noisePane) view(bool) string {
 	if len(lines) == 0 {
 		return s.tone(dim, "no pages yet")
 	}
-	lines = append(lines, noiseVerdict(s, st, threshold, noisy, unmeasured))
+	lines = append(lines, noiseVerdict(s, st, threshold, noisy, unmeasured, open))
 	return strings.Join(lines, "\n")
 }
 
@@ -161,8 +171,10 @@ func (np noisePage) running(st *journal.RunState) bool {
 	return len(np.page.Judgements) == 0
 }
 
-// noiseVerdict is the pane's last line: what the scores so far say of the threshold.
-func noiseVerdict(s styles, st *journal.RunState, threshold *float64, noisy, unmeasured []string) string {
+// noiseVerdict is the pane's last line: what the scores so far say of the threshold. It is
+// cleared only where every page's flip rate is bounded below the tolerance (open are the
+// pages where it is not), as the report says.
+func noiseVerdict(s styles, st *journal.RunState, threshold *float64, noisy, unmeasured, open []string) string {
 	_, running, _ := st.Counts()
 	switch {
 	case threshold == nil:
@@ -173,8 +185,10 @@ func noiseVerdict(s styles, st *journal.RunState, threshold *float64, noisy, unm
 		return s.tone(warn, fmt.Sprintf("threshold %g not settled: %s not measured (fewer than 2 scores)", *threshold, strings.Join(unmeasured, ", ")))
 	case running > 0 || !st.Finished:
 		return s.tone(dim, fmt.Sprintf("threshold %g: judging…", *threshold))
+	case len(open) > 0:
+		return s.tone(warn, fmt.Sprintf("threshold %g not cleared: the flip rate of %s", *threshold, strings.Join(open, ", ")))
 	}
-	return s.tone(good, fmt.Sprintf("threshold %g stands clear of every page's range", *threshold))
+	return s.tone(good, fmt.Sprintf("threshold %g cleared: every page's flip rate is bounded below the tolerance", *threshold))
 }
 
 // noiseStrip draws a page's scores on the rubric's scale in w cells: the range from the

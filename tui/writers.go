@@ -193,8 +193,10 @@ var wkeys = func() writerKeys {
 type writerMsg struct {
 	act     string
 	exp, id string
-	// status is the writer's as the pane showed it when the key was pressed.
+	// status is the writer's as the pane showed it when the key was pressed, and sealed
+	// whether its experiment was: anonymize then asks to reseal, and reseals only if so.
 	status string
+	sealed bool
 }
 
 func (p *writersPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
@@ -203,7 +205,7 @@ func (p *writersPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 			for act, b := range map[string]key.Binding{"report": wkeys.Report, "run": wkeys.Run, "manual": wkeys.Manual,
 				"collect": wkeys.Collect, "resume": wkeys.Resume, "retry": wkeys.Retry, "anonymize": wkeys.Anonymize} {
 				if key.Matches(msg, b) {
-					return true, emit(writerMsg{act: act, exp: w.exp, id: w.id, status: w.status})
+					return true, emit(writerMsg{act: act, exp: w.exp, id: w.id, status: w.status, sealed: w.sealed})
 				}
 			}
 		}
@@ -259,11 +261,13 @@ func (m *model) writerAction(w writerMsg) tea.Cmd {
 			no:       "nothing retried",
 		}
 	case "anonymize":
-		m.confirm = &confirm{
-			question: fmt.Sprintf("Anonymize %s?\nThe completed drafts are shuffled under letters and the key sealed (never shown here);\nsizes show in the report from then on.", name),
-			yes:      emit(writerGoMsg{writerMsg: w}),
-			no:       "nothing sealed",
+		q := fmt.Sprintf("Anonymize %s?\nThe completed drafts are shuffled under letters and the key sealed (never shown here);\n"+
+			"sizes, time, tokens and cost stay out of the report until the reading is recorded (tare workshop reveal).", name)
+		if w.sealed {
+			q = fmt.Sprintf("Reseal %s? It is sealed already.\nThe drafts are shuffled again under new letters; the old key is kept as evaluation/identity-key.N.json.\n"+
+				"Drafts already read under the old letters are not blind any more.", name)
 		}
+		m.confirm = &confirm{question: q, yes: emit(writerGoMsg{writerMsg: w}), no: "nothing sealed"}
 	}
 	return nil
 }
@@ -384,12 +388,16 @@ func (m *model) writerGo(g writerGoMsg) tea.Cmd {
 			}
 			return id + " collected: completed", nil
 		case "anonymize":
-			s, err := workshop.Anonymize(e, "", false, 0)
+			s, err := workshop.Anonymize(e, workshop.SealOptions{Reseal: g.sealed})
 			if err != nil {
 				return "", err
 			}
 			// The letters say nothing of who wrote what; the key stays in its file.
-			return fmt.Sprintf("%d drafts sealed as %s; read evaluation/anon/ blind", s.Drafts, strings.Join(s.Letters, ", ")), nil
+			note := fmt.Sprintf("%d drafts sealed as %s; read evaluation/anon/ blind", s.Drafts, strings.Join(s.Letters, ", "))
+			if s.OldKey != "" {
+				note += "; the old key is kept as " + filepath.Base(s.OldKey)
+			}
+			return note, nil
 		}
 		return "", fmt.Errorf("unknown workshop action %q", g.act)
 	})
@@ -402,7 +410,8 @@ func writerCall(what string, call func() (string, error)) tea.Cmd {
 	}
 }
 
-// writerReport opens the experiment's report: sizes only once it is sealed, as the CLI's.
+// writerReport opens the experiment's report, as the CLI's: while the drafts are sealed and
+// their reading not recorded, no size, time, token or cost pairs a letter with a writer.
 func writerReport(exp string) tea.Cmd {
 	return func() tea.Msg {
 		e, err := workshop.Load(exp)

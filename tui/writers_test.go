@@ -194,16 +194,17 @@ func sealedExperiment(t *testing.T, state string) (exp string, key map[string]st
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range e.WriterIDs()[:2] {
+	for i, id := range e.WriterIDs()[:2] {
+		// Drafts of 640 and 960 bytes: a size on a screen would name its writer.
 		draft := filepath.Join(e.Work(id), e.Plan.Outputs[0].Path)
-		if err := os.WriteFile(draft, bytes.Repeat([]byte("The stair had eighty-two steps. "), 20), 0o644); err != nil {
+		if err := os.WriteFile(draft, bytes.Repeat([]byte("The stair had eighty-two steps. "), 20+10*i), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := workshop.Collect(e, id, &workshop.External{SessionID: "s-" + id, Model: "m", Provenance: "written by hand"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := workshop.Anonymize(e, "", false, 7); err != nil {
+	if _, err := workshop.Anonymize(e, workshop.SealOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(filepath.Join(exp, workshop.KeyFile))
@@ -227,8 +228,8 @@ func keyShown(screen string, key map[string]string) string {
 }
 
 // TestServeWritersPaneKeepsTheKey: over tare serve --ssh, a session's Writers pane lists a
-// sealed experiment's writers and opens its report (the sizes now shown); no screen the
-// session was sent pairs a letter with its writer.
+// sealed experiment's writers and opens its report, which says what the seal withholds; no
+// screen the session was sent pairs a letter with its writer.
 func TestServeWritersPaneKeepsTheKey(t *testing.T) {
 	charmlog.SetOutput(io.Discard)
 	t.Cleanup(func() { charmlog.SetOutput(os.Stderr) })
@@ -264,11 +265,49 @@ func TestServeWritersPaneKeepsTheKey(t *testing.T) {
 	until(t, 15*time.Second, "the report", func() bool {
 		return strings.Contains(s.screen(), "Report · exp") && strings.Contains(s.screen(), "| completed |")
 	})
-	if strings.Contains(s.screen(), "withheld") {
-		t.Error("the sealed experiment's report withholds sizes")
+	// Sealed and unread: no size, and nothing that tracks one, pairs a letter with a writer.
+	until(t, 15*time.Second, "the report's note on what the seal withholds", func() bool {
+		return strings.Contains(strings.Join(strings.Fields(s.screen()), " "), "Withheld: the drafts are sealed")
+	})
+	for _, size := range []string{"640", "960"} {
+		if strings.Contains(s.screen(), size) {
+			t.Errorf("the sealed experiment's report shows a draft size (%s) before the reading:\n%s", size, s.screen())
+		}
 	}
 	if l := keyShown(s.screen(), key); l != "" {
 		t.Errorf("the session was sent the identity key: %q", l)
+	}
+}
+
+// TestWriterReportWithholdsUntilReveal: the app's report of a sealed experiment shows no
+// draft size, time, tokens or cost until the reading is recorded, and the sizes after.
+func TestWriterReportWithholdsUntilReveal(t *testing.T) {
+	exp, _ := sealedExperiment(t, t.TempDir())
+	page := func() string {
+		msg, ok := writerReport(exp)().(readerMsg)
+		if !ok || msg.err != nil {
+			t.Fatalf("report: %+v", msg)
+		}
+		return msg.text
+	}
+	sealed := page()
+	for _, size := range []string{"640", "960"} {
+		if strings.Contains(sealed, size) {
+			t.Errorf("the sealed report shows the draft size %s before the reading:\n%s", size, sealed)
+		}
+	}
+	if !strings.Contains(sealed, "| sealed | sealed |") || !strings.Contains(sealed, "Withheld: the drafts are sealed") {
+		t.Errorf("the sealed report does not say what it withholds:\n%s", sealed)
+	}
+	e, err := workshop.Load(exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := workshop.Unseal(e, "", true); err != nil {
+		t.Fatal(err)
+	}
+	if shown := page(); !strings.Contains(shown, "| 640 |") || !strings.Contains(shown, "| 960 |") || strings.Contains(shown, "Withheld") {
+		t.Errorf("the revealed report withholds the sizes:\n%s", shown)
 	}
 }
 
@@ -321,7 +360,10 @@ func TestWritersRefusalsShownWhole(t *testing.T) {
 	press("g") // a completed writer
 	press("r")
 	refused("run claude-sonnet-4-5", "is completed; only a prepared writer is launched")
-	press("A")
+	press("A") // sealed already: the dialog asks to reseal and says the old key is kept
+	if m.confirm == nil || !strings.Contains(m.confirm.question, "Reseal exp? It is sealed already") || !strings.Contains(m.confirm.question, "identity-key.N.json") {
+		t.Fatalf("anonymize of a sealed experiment: %+v", m.confirm)
+	}
 	press("n")
 	if calls := stub.Calls(); len(calls) != 0 {
 		t.Errorf("refusals reached the engine: %v", calls)

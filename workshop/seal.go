@@ -1,8 +1,10 @@
 package workshop
 
 import (
+	"crypto/rand"
+	"encoding/json"
 	"fmt"
-	"math/rand"
+	"math/big"
 	"os"
 	"path"
 	"path/filepath"
@@ -17,6 +19,13 @@ import (
 // KeyFile is the sealed identity key, below the experiment.
 const KeyFile = "evaluation/identity-key.json"
 
+// RevealFile records that the sealed drafts' reading is done (or that the operator unsealed
+// on purpose): until it exists, nothing tare shows pairs a letter with a writer.
+const RevealFile = "evaluation/reveal.json"
+
+// maxReading bounds a reading kept in RevealFile: notes on the drafts, not the drafts.
+const maxReading = 1 << 20
+
 // Sealed is what anonymize says: how many drafts and under which letters, never the key.
 type Sealed struct {
 	Drafts  int      `json:"drafts"`
@@ -24,23 +33,45 @@ type Sealed struct {
 	Anon    string   `json:"anon"`
 	Key     string   `json:"key"`
 	Warning string   `json:"warning"`
+	// OldKey is where a reseal kept the key it replaced (identity-key.N.json), and OldReveal
+	// the reveal record of that seal, if its reading was recorded.
+	OldKey    string `json:"old_key,omitempty"`
+	OldReveal string `json:"old_reveal,omitempty"`
+}
+
+// SealOptions are anonymize's choices.
+type SealOptions struct {
+	// Output is the draft file to seal (default: the plan's first declared output).
+	Output string
+	// IncludePartial seals writers whose turn did not complete too.
+	IncludePartial bool
+	// Reseal seals an experiment sealed already, keeping the old key as identity-key.N.json:
+	// a reader who has read the drafts under the old letters is not blinded again by it.
+	Reseal bool
 }
 
 // Anonymize shuffles the collected drafts into evaluation/anon/ under letters and writes the
 // key to evaluation/identity-key.json. The key is never returned, printed or logged: an
 // editor who reads the mapping before the drafts has spent the step and kept none of it, and
-// a reshuffle cannot undo that, because draft sizes are near-unique per writer.
+// a reshuffle cannot undo that, because draft sizes are near-unique per writer. The shuffle
+// draws from crypto/rand: a clock-seeded one could be recomputed from the folder's time.
 //
 // output defaults to the plan's first declared output. Only writers whose turn completed are
 // candidates (a failed partial looks chapter-complete and is not), unless includePartial.
 // Candidates come from the records on disk, not the frozen plan, so a retried seat is sealed
-// by its retry and not silently dropped.
-func Anonymize(e *Exp, output string, includePartial bool, seed int64) (*Sealed, error) {
+// by its retry and not silently dropped. A sealed experiment is sealed again only with
+// Reseal, the old key (and its reveal record) kept under the next free number.
+func Anonymize(e *Exp, o SealOptions) (*Sealed, error) {
+	output := o.Output
 	if output == "" {
 		output = path.Base(e.Plan.Outputs[0].Path)
 	}
 	if strings.Contains(output, "/") || output == ".." || output == "." {
 		return nil, fmt.Errorf("--output %q: give a file name below drafts/, e.g. %s", output, path.Base(e.Plan.Outputs[0].Path))
+	}
+	if e.IsSealed() && !o.Reseal {
+		return nil, fmt.Errorf("EXP %s is sealed already (%s); a reshuffle does not unsee drafts read under the old letters. "+
+			"fix: --reseal seals it again, keeping the old key as identity-key.N.json", e.Root, KeyFile)
 	}
 	var present []string
 	for _, id := range e.WriterIDs() {
@@ -51,12 +82,12 @@ func Anonymize(e *Exp, output string, includePartial bool, seed int64) (*Sealed,
 		if s.alive() {
 			return nil, fmt.Errorf("writer %s still runs; seal once every writer has ended", id)
 		}
-		if !includePartial && s.Status != "completed" {
+		if !o.IncludePartial && s.Status != "completed" {
 			continue
 		}
 		// Sealed from the archive collect checked, which is what the reading is held to.
 		src := filepath.Join(e.Record(id), "artifacts")
-		if includePartial && s.Status != "completed" {
+		if o.IncludePartial && s.Status != "completed" {
 			src = filepath.Join(e.Work(id), "drafts")
 		}
 		fi, err := os.Lstat(filepath.Join(src, output))
@@ -70,11 +101,10 @@ func Anonymize(e *Exp, output string, includePartial bool, seed int64) (*Sealed,
 	if len(present) > 26 {
 		return nil, fmt.Errorf("EXP %s: %d drafts; anonymize seals at most 26", e.Root, len(present))
 	}
-	if seed == 0 {
-		seed = time.Now().UnixNano()
+	shuffled, err := shuffle(present)
+	if err != nil {
+		return nil, err
 	}
-	shuffled := append([]string{}, present...)
-	rand.New(rand.NewSource(seed)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 	eval := filepath.Join(e.Root, "evaluation")
 	tmp, err := os.MkdirTemp(eval, ".anon-")
 	if err != nil {
@@ -99,6 +129,14 @@ func Anonymize(e *Exp, output string, includePartial bool, seed int64) (*Sealed,
 		key[letter] = id
 		letters = append(letters, letter)
 	}
+	sealed := &Sealed{Drafts: len(key), Letters: letters, Key: filepath.Join(e.Root, KeyFile),
+		Warning: "read the drafts before opening the key; it is not printed"}
+	if e.IsSealed() {
+		if sealed.OldKey, sealed.OldReveal, err = e.keepOldSeal(); err != nil {
+			return nil, err
+		}
+		sealed.Warning += fmt.Sprintf("; resealed: the old key is kept as %s, and drafts read under the old letters are not blind any more", filepath.Base(sealed.OldKey))
+	}
 	anon := filepath.Join(eval, "anon")
 	if err := os.RemoveAll(anon); err != nil {
 		return nil, err
@@ -107,18 +145,148 @@ func Anonymize(e *Exp, output string, includePartial bool, seed int64) (*Sealed,
 		return nil, err
 	}
 	_ = os.Chmod(anon, 0o755)
-	if err := writeJSON(filepath.Join(e.Root, KeyFile), key); err != nil {
+	data, err := json.MarshalIndent(key, "", "  ")
+	if err != nil {
 		return nil, err
 	}
-	_ = os.Chmod(filepath.Join(e.Root, KeyFile), 0o600)
-	return &Sealed{Drafts: len(key), Letters: letters, Anon: anon, Key: filepath.Join(e.Root, KeyFile),
-		Warning: "read the drafts before opening the key; it is not printed"}, nil
+	// Only the operator reads the key, from its first byte on disk.
+	if err := capsule.WriteFileAtomic(filepath.Join(e.Root, KeyFile), append(data, '\n'), 0o600); err != nil {
+		return nil, err
+	}
+	sealed.Anon = anon
+	return sealed, nil
+}
+
+// shuffle is ids in an order drawn from crypto/rand (Fisher-Yates).
+func shuffle(ids []string) ([]string, error) {
+	out := append([]string{}, ids...)
+	for i := len(out) - 1; i > 0; i-- {
+		j, err := rand.Int(rand.Reader, big.NewInt(int64(i+1)))
+		if err != nil {
+			return nil, fmt.Errorf("anonymize: drawing the shuffle: %v", err)
+		}
+		out[i], out[j.Int64()] = out[j.Int64()], out[i]
+	}
+	return out, nil
+}
+
+// keepOldSeal moves the sealed key, and its reveal record if any, to the first number free
+// for both (identity-key.1.json, reveal.1.json...), before a reseal writes the new ones.
+func (e *Exp) keepOldSeal() (key, reveal string, err error) {
+	eval := filepath.Join(e.Root, "evaluation")
+	for n := 1; ; n++ {
+		key = filepath.Join(eval, fmt.Sprintf("identity-key.%d.json", n))
+		reveal = filepath.Join(eval, fmt.Sprintf("reveal.%d.json", n))
+		if _, err := os.Lstat(key); err == nil {
+			continue
+		}
+		if _, err := os.Lstat(reveal); err == nil {
+			continue
+		}
+		break
+	}
+	if _, err := os.Lstat(filepath.Join(e.Root, RevealFile)); err == nil {
+		if err := os.Rename(filepath.Join(e.Root, RevealFile), reveal); err != nil {
+			return "", "", fmt.Errorf("resealing: keeping the old reveal record: %v", err)
+		}
+	} else {
+		reveal = ""
+	}
+	if err := os.Rename(filepath.Join(e.Root, KeyFile), key); err != nil {
+		return "", "", fmt.Errorf("resealing: keeping the old key: %v", err)
+	}
+	return key, reveal, nil
 }
 
 // IsSealed says whether anonymize has run.
 func (e *Exp) IsSealed() bool {
 	_, err := os.Stat(filepath.Join(e.Root, KeyFile))
 	return err == nil
+}
+
+// Reveal is the record that the seal was opened: when, and the reading recorded before it
+// (or that the operator unsealed without one, on purpose).
+type Reveal struct {
+	At time.Time `json:"at"`
+	// Reading is the reader's notes on the drafts by letter, as given (at most 1 MB), and
+	// ReadingFile where they came from; both empty when WithoutReading.
+	Reading        string `json:"reading,omitempty"`
+	ReadingFile    string `json:"reading_file,omitempty"`
+	WithoutReading bool   `json:"without_reading,omitempty"`
+}
+
+// Revealed is the seal's reveal record, nil while the reading is pending (or nothing is
+// sealed).
+func (e *Exp) Revealed() (*Reveal, error) {
+	var r Reveal
+	err := readJSON(filepath.Join(e.Root, RevealFile), &r)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v; fix: remove it and reveal again", filepath.Join(e.Root, RevealFile), err)
+	}
+	return &r, nil
+}
+
+// ReadingPending says whether the drafts are sealed and their reading not recorded: then
+// draft sizes, time, tokens and cost stay withheld, since each pairs letters with writers.
+func (e *Exp) ReadingPending() bool {
+	r, err := e.Revealed()
+	return e.IsSealed() && (r == nil || err != nil)
+}
+
+// Unsealed is what reveal says: the key, now that the reading is on record.
+type Unsealed struct {
+	Reveal
+	Key map[string]string `json:"key"`
+}
+
+// Unseal records the reading (the file reading, the reader's notes on the drafts by letter)
+// or, with withoutReading, that the operator opens the seal without one, and returns the key.
+// From then on the report shows sizes, time, tokens and cost. Revealing again returns the
+// record made the first time.
+func Unseal(e *Exp, reading string, withoutReading bool) (*Unsealed, error) {
+	if !e.IsSealed() {
+		return nil, fmt.Errorf("EXP %s: nothing is sealed; fix: tare workshop anonymize EXP first", e.Root)
+	}
+	if (reading == "") == !withoutReading {
+		return nil, fmt.Errorf("reveal: give --reading FILE (your notes on the drafts by letter, kept with the seal) or --without-reading to unseal on purpose, not both")
+	}
+	var key map[string]string
+	if err := readJSON(filepath.Join(e.Root, KeyFile), &key); err != nil {
+		return nil, fmt.Errorf("%s: %v", filepath.Join(e.Root, KeyFile), err)
+	}
+	old, err := e.Revealed()
+	if err != nil {
+		return nil, err
+	}
+	if old != nil {
+		return &Unsealed{Reveal: *old, Key: key}, nil
+	}
+	r := Reveal{At: time.Now().UTC(), WithoutReading: withoutReading}
+	if reading != "" {
+		abs, err := filepath.Abs(reading)
+		if err != nil {
+			return nil, fmt.Errorf("--reading %s: %v", reading, err)
+		}
+		fi, err := os.Stat(abs)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("--reading %s: %v; fix: give the file of your notes on the drafts", reading, err)
+		case !fi.Mode().IsRegular() || fi.Size() == 0 || fi.Size() > maxReading:
+			return nil, fmt.Errorf("--reading %s: not a regular file of 1 byte to 1 MB; fix: give the file of your notes on the drafts", reading)
+		}
+		data, err := os.ReadFile(abs)
+		if err != nil {
+			return nil, fmt.Errorf("--reading %s: %v", reading, err)
+		}
+		r.Reading, r.ReadingFile = string(data), abs
+	}
+	if err := writeJSON(filepath.Join(e.Root, RevealFile), r); err != nil {
+		return nil, err
+	}
+	return &Unsealed{Reveal: r, Key: key}, nil
 }
 
 // Row is one writer of the report.
@@ -143,9 +311,10 @@ type Row struct {
 	Window         *int64 `json:"context_window"`
 	WindowEvidence string `json:"context_window_evidence"`
 	Requests       int    `json:"requests,omitempty"`
-	Input          int64  `json:"input"`
-	CachedInput    int64  `json:"cached_input"`
-	Output         int64  `json:"output"`
+	// Input, CachedInput and Output are nil while the reading is pending (Report.Withheld).
+	Input       *int64 `json:"input"`
+	CachedInput *int64 `json:"cached_input"`
+	Output      *int64 `json:"output"`
 	// Reasoning tokens where the agent reports them (inside Output); nil, never 0, where it
 	// does not, with the reason in ReasoningEvidence.
 	Reasoning         *int64         `json:"reasoning"`
@@ -161,18 +330,37 @@ type Row struct {
 type Report struct {
 	Experiment string `json:"experiment"`
 	SizesShown bool   `json:"sizes_shown"`
-	Writers    []Row  `json:"writers"`
+	// Withheld says why each writer's time, tokens, cost and sizes are left out: the drafts
+	// are sealed and their reading is not recorded.
+	Withheld string `json:"withheld,omitempty"`
+	Writers  []Row  `json:"writers"`
 }
 
+// sealedNote is why a sealed experiment's report withholds what pairs letters with writers.
+const sealedNote = "the drafts are sealed and their reading is not recorded: draft sizes, and the time, tokens and cost that track them, " +
+	"would pair letters with writers; after the reading, tare workshop reveal EXP --reading FILE shows them"
+
+// withheldCell is a table cell the seal keeps.
+const withheldCell = "sealed"
+
 // MakeReport reads every writer's record. Byte counts are near-unique per writer, so printing
-// them before the drafts are sealed hands the editor the key by arithmetic: they are withheld
-// until anonymize has run, unless sizes says otherwise (nil: sealed or not).
+// them before the reading hands the editor the key by arithmetic: they are withheld before
+// the seal (unless sizes says otherwise) and, once anonymize has sealed the drafts, until the
+// reading is recorded (reveal). While sealed and unread, the time, tokens and cost that track
+// a draft's size are withheld too, and sizes cannot be asked for: reveal is the way.
 func MakeReport(e *Exp, sizes *bool) (*Report, error) {
-	show := e.IsSealed()
+	pending := e.ReadingPending()
+	show := e.IsSealed() && !pending
 	if sizes != nil {
 		show = *sizes
 	}
+	if pending && show {
+		return nil, fmt.Errorf("--sizes: %s; fix: record the reading first (tare workshop reveal %s --reading FILE, or --without-reading to unseal on purpose)", sealedNote, e.Root)
+	}
 	r := &Report{Experiment: e.Root, SizesShown: show}
+	if pending {
+		r.Withheld = sealedNote
+	}
 	for _, id := range e.WriterIDs() {
 		s, err := e.State(id)
 		if err != nil {
@@ -188,15 +376,16 @@ func MakeReport(e *Exp, sizes *bool) (*Report, error) {
 		var secs float64
 		var have bool
 		var cost float64
+		var input, cached, output int64
 		var priced, unpriced bool
 		add := func(dir string) {
 			var end engine.WriterEnd
 			if readJSON(filepath.Join(dir, "receipt.json"), &end) != nil {
 				return
 			}
-			row.Input += end.Usage.Input
-			row.CachedInput += end.Usage.CacheRead + end.Usage.CacheWrite
-			row.Output += end.Usage.Output
+			input += end.Usage.Input
+			cached += end.Usage.CacheRead + end.Usage.CacheWrite
+			output += end.Usage.Output
 			row.Requests += end.Requests
 			if end.Peak > 0 && (row.PeakRequest == nil || end.Peak > *row.PeakRequest) {
 				p := end.Peak
@@ -251,14 +440,27 @@ func MakeReport(e *Exp, sizes *bool) (*Report, error) {
 		case s.StartedAt != nil:
 			row.CostEvidence = "no tokens reported"
 		}
-		if show {
+		row.Input, row.CachedInput, row.Output = &input, &cached, &output
+		switch {
+		case pending:
+			row.withhold()
+		case show:
 			row.OutputBytes = outputBytes(e, id)
-		} else {
+		default:
 			row.OutputBytes = map[string]any{"withheld": "run anonymize first, or pass --sizes"}
 		}
 		r.Writers = append(r.Writers, row)
 	}
 	return r, nil
+}
+
+// withhold takes out of the row all that tracks its draft's size: sizes, time, requests,
+// tokens and cost. Who the writer is, its model, effort, status and attempts stay.
+func (w *Row) withhold() {
+	w.OutputBytes = map[string]any{"withheld": sealedNote}
+	w.Seconds, w.PeakRequest, w.Reasoning, w.CostUSD = nil, nil, nil, nil
+	w.Input, w.CachedInput, w.Output, w.Requests = nil, nil, nil, 0
+	w.PeakEvidence, w.ReasoningEvidence, w.CostEvidence = withheldCell, withheldCell, withheldCell
 }
 
 func outputBytes(e *Exp, id string) map[string]any {
@@ -339,9 +541,23 @@ func (r *Report) Table() string {
 		if d, ok := w.OutputBytes["declared"]; ok {
 			size = fmt.Sprint(d)
 		}
-		fmt.Fprintf(&b, "| %s |\n", strings.Join([]string{w.Writer, w.Agent, cell(w.Model), cell(effort), w.Tier, w.Status,
-			cell(w.Seconds), measured(w.PeakRequest), measured(w.Window), cell(w.Input), cell(w.CachedInput), cell(w.Output), measured(w.Reasoning),
-			cell(w.CostUSD), size}, " | "))
+		tokens := func(v *int64) string {
+			if v == nil {
+				return withheldCell
+			}
+			return cell(*v)
+		}
+		row := []string{w.Writer, w.Agent, cell(w.Model), cell(effort), w.Tier, w.Status,
+			cell(w.Seconds), measured(w.PeakRequest), measured(w.Window), tokens(w.Input), tokens(w.CachedInput), tokens(w.Output), measured(w.Reasoning),
+			cell(w.CostUSD), size}
+		if r.Withheld != "" {
+			row = []string{w.Writer, w.Agent, cell(w.Model), cell(effort), w.Tier, w.Status,
+				withheldCell, withheldCell, measured(w.Window), withheldCell, withheldCell, withheldCell, withheldCell, withheldCell, withheldCell}
+		}
+		fmt.Fprintf(&b, "| %s |\n", strings.Join(row, " | "))
+	}
+	if r.Withheld != "" {
+		fmt.Fprintf(&b, "\nWithheld: %s.\n", strings.Replace(r.Withheld, "EXP", journal.Printable(r.Experiment), 1))
 	}
 	return b.String()
 }

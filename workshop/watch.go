@@ -63,8 +63,12 @@ type follower struct {
 // Watch follows the writers: who started, which files each read and wrote, who finished.
 // Their words and sizes are withheld unless words: what a writer says while it works is the
 // draft's own voice, and either identifies a draft before the seal.
-// With once it tells what has happened so far and returns.
+// With once it tells what has happened so far and returns. Once the drafts are sealed, words
+// are refused until the reading is recorded: they would pair a letter with its writer.
 func Watch(ctx context.Context, e *Exp, w io.Writer, words, once bool, poll time.Duration) error {
+	if words && e.ReadingPending() {
+		return fmt.Errorf("--words: %s; fix: watch without --words, or record the reading first (tare workshop reveal %s --reading FILE)", sealedNote, e.Root)
+	}
 	if once {
 		fmt.Fprintf(w, "the workshop at %s so far\n", e.Root)
 	} else {

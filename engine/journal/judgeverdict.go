@@ -7,9 +7,11 @@ type JudgeVerdict struct {
 	Score *int `json:"score,omitempty"`
 	// Threshold is the lowest passing score, nil for a judge-noise run given none.
 	Threshold *float64 `json:"threshold,omitempty"`
-	Scale     [2]int   `json:"scale"`
-	Reason    string   `json:"reason,omitempty"`
-	Error     string   `json:"error,omitempty"`
+	// Tolerance is the flip rate judge-noise clears the threshold below (0: the default).
+	Tolerance float64 `json:"tolerance,omitempty"`
+	Scale     [2]int  `json:"scale"`
+	Reason    string  `json:"reason,omitempty"`
+	Error     string  `json:"error,omitempty"`
 	// Screenshot is the page as the judge saw it; Out the judge's folder (judgements.json).
 	Screenshot string `json:"screenshot,omitempty"`
 	Out        string `json:"out,omitempty"`
