@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"tare/sandbox"
@@ -154,9 +156,50 @@ func (c cli) find(o FindOptions) (Install, error) {
 }
 
 // AskVersion runs the CLI with --version (on the host, in a throwaway HOME) and returns the
-// version it prints: what Find fills Install.Version with. Ending ctx ends the CLI.
+// version it prints: what Find fills Install.Version with. Ending ctx ends the CLI. A binary
+// is asked once per process: the answer is kept by the file the command resolves to and its
+// size and modification time (and the node that runs it), so a probe, a calibrate's sides and
+// every tail pay for one start of a node CLI (seconds under load), and a changed binary is
+// asked again.
 func (i Install) AskVersion(ctx context.Context) (string, error) {
-	return version(ctx, i.Name, i.Bin, i.Node)
+	key, keyed := versionKeyOf(i.Bin, i.Node)
+	if keyed {
+		if v, ok := versions.Load(key); ok {
+			return v.(string), nil
+		}
+	}
+	v, err := version(ctx, i.Name, i.Bin, i.Node)
+	if err == nil && keyed {
+		versions.Store(key, v)
+	}
+	return v, err
+}
+
+// versionKey names one binary as it is now: the file bin resolves to (an npm .bin entry is a
+// link to the package's script), its size and modification time, and the node running it.
+type versionKey struct {
+	real, node  string
+	size, mtime int64
+	ino         uint64
+}
+
+// versions are the versions asked in this process, by versionKey.
+var versions sync.Map
+
+func versionKeyOf(bin, node string) (versionKey, bool) {
+	real, err := filepath.EvalSymlinks(bin)
+	if err != nil {
+		return versionKey{}, false
+	}
+	st, err := os.Stat(real)
+	if err != nil {
+		return versionKey{}, false
+	}
+	k := versionKey{real: real, node: node, size: st.Size(), mtime: st.ModTime().UnixNano()}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		k.ino = sys.Ino
+	}
+	return k, true
 }
 
 // locate returns the first existing binary.
@@ -315,6 +358,9 @@ func interpreter(bin, path string, avoid []string) (string, error) {
 	return "", errors.New("a node script, but node is not on PATH; install Node.js (apt-get install nodejs)")
 }
 
+// versionBound is how long a CLI's --version may take before it is taken to hang.
+const versionBound = 10 * time.Minute
+
 var versionRE = regexp.MustCompile(`\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?`)
 
 // version runs `bin --version` in a fresh empty HOME with a minimal env, so
@@ -325,7 +371,10 @@ func version(ctx context.Context, name, bin, node string) (string, error) {
 		return "", fmt.Errorf("%s: version check: %w", name, err)
 	}
 	defer os.RemoveAll(home)
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	// A bound for a CLI that never answers, far past what a loaded machine takes: a node
+	// CLI's --version took over 30 s at load 20, and a fixed 30 s killed it and failed a
+	// probe that was fine. The caller's ctx (ctrl+c) ends it sooner.
+	ctx, cancel := context.WithTimeout(ctx, versionBound)
 	defer cancel()
 	path := "/usr/local/bin:/usr/bin:/bin"
 	if node != "" {
@@ -337,6 +386,9 @@ func version(ctx context.Context, name, bin, node string) (string, error) {
 	cmd.Env = []string{"PATH=" + path, "HOME=" + home, "TMPDIR=" + home, "LANG=C.UTF-8",
 		"DISABLE_AUTOUPDATER=1", "PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0"}
 	out, err := cmd.CombinedOutput() // pi prints its version on stderr
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return "", fmt.Errorf("%s: `%s --version` did not answer in %s; fix: run it by hand to see why it hangs", name, bin, versionBound)
+	}
 	if err != nil {
 		return "", fmt.Errorf("%s: `%s --version` failed: %v: %s", name, bin, err, firstLine(out))
 	}

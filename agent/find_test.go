@@ -137,3 +137,47 @@ func TestFindPrefersTheAgentsOwnInstall(t *testing.T) {
 		t.Errorf("AskVersion: %q, %v", v, err)
 	}
 }
+
+// A binary's version is asked once: a second Find of the same CLI (a probe, then each side and
+// tail of a run) takes the answer kept for that file, and a changed file is asked again. The
+// real pi CLI's script is copied so that it can be changed; its node start is what a probe
+// under load waited on, once per probe.
+func TestVersionIsAskedOncePerBinary(t *testing.T) {
+	dir := agentsDir(t)
+	t.Setenv("HOME", t.TempDir())
+	src, err := filepath.EvalSymlinks(filepath.Join(dir, "pi", "node_modules", ".bin", "pi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A wrapper beside the real script that counts its starts, then runs pi.
+	count := filepath.Join(t.TempDir(), "starts")
+	wrap := filepath.Join(t.TempDir(), "pi")
+	script := "#!/bin/sh\necho x >> " + count + "\nexec /usr/bin/node " + src + " \"$@\"\n"
+	if err := os.WriteFile(wrap, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	starts := func() int {
+		data, _ := os.ReadFile(count)
+		return strings.Count(string(data), "x")
+	}
+	inst := Install{Name: "pi", Bin: wrap}
+	for i := range 3 {
+		v, err := inst.AskVersion(context.Background())
+		if err != nil || v != "0.73.1" {
+			t.Fatalf("ask %d: %q, %v", i, v, err)
+		}
+	}
+	if n := starts(); n != 1 {
+		t.Errorf("three asks of one binary started it %d times, want once", n)
+	}
+	// The binary changes (an upgrade in place): asked again.
+	if err := os.WriteFile(wrap, []byte(script+"# upgraded\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inst.AskVersion(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := starts(); n != 2 {
+		t.Errorf("after the binary changed it was started %d times in all, want twice", n)
+	}
+}

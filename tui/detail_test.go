@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
 )
 
 // The tail view's lower pane shows what the selected call did, from the agent's own stream
@@ -47,5 +49,23 @@ func TestTailDetailPane(t *testing.T) {
 	tm.key("j") // step 3 of the list: the pane follows
 	if v := tm.View(); !strings.Contains(v, "Detail · step 3") || !strings.Contains(v, "echo one > one.txt") {
 		t.Errorf("the detail did not follow the selection:\n%s", v)
+	}
+}
+
+// Keys that arrive in one read ("jjj" typed fast, a held key, keys pasted over ssh: Bubble
+// Tea hands them over as one message of three runes) move the cursor as three keys do.
+func TestKeysInOneReadAllAct(t *testing.T) {
+	stateDir, cal, _ := demoState(t)
+	one := newTestModel(t, stateDir, newStub(), 120, 40)
+	one.send(openRunMsg{cal})
+	for range 3 {
+		one.key("j")
+	}
+	three := newTestModel(t, stateDir, newStub(), 120, 40)
+	three.send(openRunMsg{cal})
+	start := three.run.tails.t.cursor
+	three.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("jjj")})
+	if got, want := three.run.tails.t.cursor, one.run.tails.t.cursor; got != want || got == start {
+		t.Errorf("after jjj in one read the cursor is on row %d, after three j %d (it started on %d)", got, want, start)
 	}
 }

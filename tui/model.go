@@ -259,6 +259,15 @@ func (m *model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.refresh()
 		return m, nil // the clock (see clock.go) schedules the next
 	case tea.KeyMsg:
+		if keys := splitRunes(msg); len(keys) > 1 && !m.typing() {
+			// Keys that came in one read (jjj typed fast, a held key, keys pasted over ssh)
+			// arrive as one message of several runes: each is a key of its own.
+			var cmds []tea.Cmd
+			for _, k := range keys {
+				cmds = append(cmds, m.key(k))
+			}
+			return m, tea.Sequence(cmds...)
+		}
 		return m, m.key(msg)
 	case tea.MouseMsg:
 		return m, m.mouse(msg)
@@ -618,6 +627,24 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 		m.pop()
 	}
 	return cmd
+}
+
+// splitRunes is a message of several runes as one key message each; a paste stays whole.
+func splitRunes(k tea.KeyMsg) []tea.KeyMsg {
+	if k.Type != tea.KeyRunes || k.Paste || len(k.Runes) < 2 {
+		return []tea.KeyMsg{k}
+	}
+	out := make([]tea.KeyMsg, len(k.Runes))
+	for i, r := range k.Runes {
+		out[i] = tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}, Alt: k.Alt}
+	}
+	return out
+}
+
+// typing reports that the keys are text for what has them: the terminal pane's program, a
+// form's fields or a filter line take several runes as they come.
+func (m *model) typing() bool {
+	return (m.page() == termPage && m.term != nil) || m.form != nil || m.capturing()
 }
 
 // ring is the focus ring of the screen on top.
