@@ -288,10 +288,10 @@ func runCheck(ctx context.Context, check, dir string, timeout time.Duration, cr 
 		return checkResult{CouldNotRun: true, Detail: fmt.Sprintf("check could not run%s: %v", cr.mark(), err), Output: out.Bytes()}
 	}
 	r := checkResult{Passed: code == 0, Detail: fmt.Sprintf("check exit %d%s", code, cr.mark()), Output: out.Bytes()}
-	if last := lastLine(out.tail.String()); last != "" {
+	if last := lastLine(string(r.Output)); last != "" {
 		r.Detail += ": " + clip(last, 120)
 	}
-	if m := scoreLine.FindAllStringSubmatch(out.tail.String(), -1); len(m) > 0 {
+	if m := scoreLine.FindAllStringSubmatch(string(r.Output), -1); len(m) > 0 {
 		if n, err := strconv.Atoi(m[len(m)-1][1]); err == nil {
 			r.Score = &n
 		}
