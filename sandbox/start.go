@@ -158,7 +158,7 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 		}
 		files = append(files, f)
 	}
-	filter, err := seccompFilter()
+	filter, err := seccompFilter(r.seccompNoModes)
 	if err != nil {
 		return nil, err
 	}
