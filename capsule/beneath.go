@@ -21,6 +21,11 @@ var mutations struct {
 	follow  bool // openBeneath opens as openat(2) does: symlinks followed anywhere
 	noHash  bool // Import takes staged objects whatever they hash to
 	anyType bool // openRegular and openStaged open a file of any type
+	// keepSetID: unixPerm and goMode keep set-uid and set-gid (snapshots store them,
+	// restores apply them).
+	keepSetID bool
+	// acceptSetID: parseEntry takes a tree whose modes claim set-uid or set-gid.
+	acceptSetID bool
 }
 
 // resolveBeneath: the path stays below the descriptor and no component may be a symlink.
