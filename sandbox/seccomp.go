@@ -60,8 +60,8 @@ var seccompDenied = []uintptr{
 // open, creat and mknod: the kernel keeps S_ISUID from their mode (and
 // S_ISGID when the group is the caller's). mkdir is not here: the kernel
 // keeps only the permissions and sticky bit of its mode (a folder inherits
-// S_ISGID only from a parent that has it, which these rules keep from
-// happening in the room). The legacy calls (chmod, open, creat, mknod)
+// S_ISGID from a parent that has it, such as a set-gid project of the
+// operator's: the strip at the room's end takes it off). The legacy calls (chmod, open, creat, mknod)
 // exist on amd64 only: seccompLegacyModeCalls.
 //
 // openat2 takes its mode inside a struct the filter cannot read: it is
@@ -72,10 +72,11 @@ var seccompDenied = []uintptr{
 // give it one (--disable-userns, unshare refused above). The attribute's name
 // is behind a pointer the filter cannot read, and refusing every setxattr
 // would break user.* attributes for nothing. What the room wrote is also
-// stripped of all three when the room ends (StripSetID).
-var seccompModeCalls = append(seccompLegacyModeCalls,
-	modeArg{unix.SYS_FCHMOD, 1, "fchmod"}, modeArg{unix.SYS_FCHMODAT, 2, "fchmodat"}, modeArg{unix.SYS_FCHMODAT2, 2, "fchmodat2"},
-	modeArg{unix.SYS_OPENAT, 3, "openat"}, modeArg{unix.SYS_MKNODAT, 2, "mknodat"})
+// stripped of all three when the room ends (stripSetID).
+var seccompModeCalls = slices.Concat(seccompLegacyModeCalls, []modeArg{
+	{unix.SYS_FCHMOD, 1, "fchmod"}, {unix.SYS_FCHMODAT, 2, "fchmodat"}, {unix.SYS_FCHMODAT2, 2, "fchmodat2"},
+	{unix.SYS_OPENAT, 3, "openat"}, {unix.SYS_MKNODAT, 2, "mknodat"},
+})
 
 // modeArg is a call that takes a mode, the index of its mode argument, and
 // its name.
