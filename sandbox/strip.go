@@ -135,14 +135,28 @@ func (s *stripper) dir(fd int, p string, mode uint32) {
 	if err != nil {
 		s.fail(p, fmt.Errorf("list the folder: %w", err))
 	}
+	in := "/proc/self/fd/" + strconv.Itoa(dfd) + "/"
 	for _, name := range names {
 		q := filepath.Join(p, name)
+		// Most entries need nothing: a look without opening them (lstat, and lgetxattr
+		// on a regular file) says so.
+		var st unix.Stat_t
+		if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && st.Mode&(unix.S_ISUID|unix.S_ISGID) == 0 {
+			switch st.Mode & unix.S_IFMT {
+			case unix.S_IFDIR:
+			case unix.S_IFREG:
+				if _, err := unix.Lgetxattr(in+name, capabilityXattr, nil); errors.Is(err, unix.ENODATA) || errors.Is(err, unix.EOPNOTSUPP) {
+					continue
+				}
+			default:
+				continue
+			}
+		}
 		cfd, err := unix.Openat(dfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
 			s.fail(q, err)
 			continue
 		}
-		var st unix.Stat_t
 		if err := unix.Fstat(cfd, &st); err != nil {
 			s.fail(q, err)
 		} else {
