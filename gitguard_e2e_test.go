@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // roomGitScript runs in an attached room: it commits ordinary work, then tries every way
@@ -65,39 +62,22 @@ func TestAttachedRunCannotArmHostGit(t *testing.T) {
 	host("config", "include.path", "../shared.gitconfig")
 	host("add", "rt.sh", "shared.gitconfig")
 	host("commit", "-q", "-m", "start")
-	script := filepath.Join(t.TempDir(), "git.toml")
-	if err := os.WriteFile(script, []byte("[[turn]]\ntext = \"Working.\"\nshell = \"bash rt.sh\"\n\n[[turn]]\ntext = \"Done.\"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-
 	r := newRun(t, "")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, tareBin, "claude", "--offline", "--script", script, "--yolo", "--project", project, "--", "-p", "go")
-	cmd.Env = r.env()
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stderr, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("tare claude: %v\n%s", err, stderr.String())
-	}
-	room, err := os.ReadFile(filepath.Join(project, "room.out"))
-	if err != nil {
-		t.Fatalf("the script did not run in the room: %v\n%s", err, stderr.String())
-	}
+	room, out := runAttachedScript(t, r, project, "bash rt.sh")
 	t.Logf("in the room:\n%s", room)
 	for _, want := range []string{"COMMIT-OK", "SUBMODULE-ADDED", "NESTED-MADE", "COMMONDIR-SET"} {
-		if !strings.Contains(string(room), want) {
+		if !strings.Contains(room, want) {
 			t.Errorf("the room could not do %s (ordinary git work must reach the project)", want)
 		}
 	}
 	for _, refused := range []string{"FSMONITOR-SET", "HOOK-SET", "GIT-MOVED", "INCLUDE-SET"} {
-		if strings.Contains(string(room), refused) {
+		if strings.Contains(room, refused) {
 			t.Errorf("the room could do %s", refused)
 		}
 	}
 	for _, moved := range []string{".git/commondir", "sub/.git", "tools/x/.git"} {
-		if !strings.Contains(stderr.String(), filepath.Join(project, moved)+", which git on the host would run from; moved it to") {
-			t.Errorf("tare did not name %s as moved aside:\n%s", moved, stderr.String())
+		if !strings.Contains(out, filepath.Join(project, moved)+", which git on the host would run from; moved it to") {
+			t.Errorf("tare did not name %s as moved aside:\n%s", moved, out)
 		}
 	}
 

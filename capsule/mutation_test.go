@@ -38,6 +38,14 @@ func TestMutations(t *testing.T) {
 				}
 				return out
 			}},
+		{"set-uid and set-gid masks of snapshot and restore", func(on bool) { mutations.keepSetID = on },
+			func(t *testing.T) map[string]string {
+				return map[string]string{"restore of a set-uid workspace": restoreSetID(t)}
+			}},
+		{"refusal of trees that claim set-uid or set-gid", func(on bool) { mutations.acceptSetID = on },
+			func(t *testing.T) map[string]string {
+				return map[string]string{"restore of a tree claiming 4755": restoreForgedSetID(t)}
+			}},
 	}
 	for _, c := range cases {
 		t.Run(strings.Fields(c.name)[0], func(t *testing.T) {

@@ -155,8 +155,9 @@ func (r *restorer) file(e Entry, dirfd int, p string) error {
 		out.Close()
 		return fmt.Errorf("blob %s (for %s) is corrupt: %d bytes hashing to %s, want %d bytes; run `tare verify`", e.Hash, p, n, got, e.Size)
 	}
-	// The mode after writing: writing clears setuid/setgid bits.
-	if err := out.Chmod(e.Mode); err != nil {
+	// The mode after writing (a read-only file could not have been written), never set-uid
+	// or set-gid (unixPerm).
+	if err := unix.Fchmod(fd, unixPerm(e.Mode)); err != nil {
 		out.Close()
 		return err
 	}

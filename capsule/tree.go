@@ -26,7 +26,8 @@ const (
 type Entry struct {
 	Name string `json:"name"`
 	Kind Kind   `json:"kind"`
-	// Mode holds the permission bits plus setuid, setgid and sticky; 0777 for symlinks.
+	// Mode holds the permission bits plus sticky; 0777 for symlinks. Never set-uid or
+	// set-gid (see keptMode).
 	Mode fs.FileMode `json:"mode"`
 	// Size is the content length of a file, the total size of the files below a folder,
 	// or the length of a symlink's target.
@@ -136,6 +137,9 @@ func parseEntry(line string) (Entry, error) {
 		return e, fmt.Errorf("bad name %q", rest)
 	}
 	e.Name, _ = strconv.Unquote(q)
+	if perm&^keptMode != 0 && !mutations.acceptSetID {
+		return e, fmt.Errorf("%s %q: mode %s claims set-uid or set-gid, which tare never stores or restores: the tree was forged, or stored by a tare from before it stripped them (record the run again)", e.Kind, e.Name, fields[1])
+	}
 	return e, checkEntry(e)
 }
 
@@ -197,7 +201,14 @@ func isHash(s string) bool {
 	return true
 }
 
-// unixPerm turns a Go mode into the Unix permission number (as in chmod).
+// keptMode is what a capsule keeps of a mode: the permissions and the sticky bit. Set-uid
+// and set-gid are dropped when a snapshot reads a mode and when a restore writes one, and a
+// tree that claims them is refused (parseEntry). What a room wrote belongs to the operator
+// on the host: a set-uid file restored from agent bytes (a tail, --keep, a Slurm node, a
+// recording's original/) would run the agent's code as the operator for any local user.
+const keptMode = 0o1777
+
+// unixPerm turns a Go mode into the Unix permission number (as in chmod), within keptMode.
 func unixPerm(m fs.FileMode) uint32 {
 	p := uint32(m.Perm())
 	if m&fs.ModeSetuid != 0 {
@@ -209,11 +220,17 @@ func unixPerm(m fs.FileMode) uint32 {
 	if m&fs.ModeSticky != 0 {
 		p |= 0o1000
 	}
+	if !mutations.keepSetID {
+		p &= keptMode
+	}
 	return p
 }
 
-// goMode is the inverse of unixPerm.
+// goMode is the inverse of unixPerm, within keptMode.
 func goMode(p uint32) fs.FileMode {
+	if !mutations.keepSetID {
+		p &= keptMode
+	}
 	m := fs.FileMode(p & 0o777)
 	if p&0o4000 != 0 {
 		m |= fs.ModeSetuid

@@ -27,11 +27,11 @@ func TestTreeEncoding(t *testing.T) {
 			"file 0644 5 " + h1 + " \"a.txt\"\n" +
 			"dir 0755 10 " + h2 + " \"bin\"\n" +
 			"symlink 0777 8 \"../a.txt\" \"link\"\n"},
-		{"executable and special bits", []Entry{
-			{Name: "run", Kind: KindFile, Mode: 0o755 | fs.ModeSetuid, Hash: h1},
+		{"executable and sticky", []Entry{
+			{Name: "run", Kind: KindFile, Mode: 0o755, Hash: h1},
 			{Name: "tmp", Kind: KindDir, Mode: 0o777 | fs.ModeSticky, Hash: h2},
 		}, "tare-tree 1\n" +
-			"file 4755 0 " + h1 + " \"run\"\n" +
+			"file 0755 0 " + h1 + " \"run\"\n" +
 			"dir 1777 0 " + h2 + " \"tmp\"\n"},
 		{"names with spaces, newlines, quotes, invalid UTF-8", []Entry{
 			{Name: "a b", Kind: KindFile, Mode: 0o600, Hash: h1},

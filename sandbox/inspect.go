@@ -112,6 +112,7 @@ type View struct {
 	Ptrace        string              // ptrace(PEEKDATA) of the parent
 	PacketSocket  string              // socket(AF_PACKET)
 	VsockSocket   string              // socket(AF_VSOCK)
+	SetID         []Probe             // each way to give a file in TMPDIR set-uid, set-gid or a capability (trySetID)
 	Passwd        string              // /etc/passwd
 	ElapsedMS     float64
 	Errors        []string
@@ -230,6 +231,7 @@ func Inspect(o InspectOptions) View {
 	v.Ptrace = tryPtrace()
 	v.PacketSocket = trySocket(unix.AF_PACKET)
 	v.VsockSocket = trySocket(unix.AF_VSOCK)
+	v.SetID = trySetID()
 	if b, err := os.ReadFile("/etc/passwd"); err == nil {
 		v.Passwd = string(b)
 	} else {

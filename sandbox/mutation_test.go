@@ -101,6 +101,8 @@ func TestMutations(t *testing.T) {
 			func(v View, r Room, w *world) []string { return checkPrivileges(v) }},
 		{"--seccomp", func(r *Room) { r.mutate = removeFlag("--seccomp") },
 			func(v View, r Room, w *world) []string { return checkSeccomp(v) }},
+		{"the seccomp filter's mode rules (set-uid, set-gid)", func(r *Room) { r.seccompNoModes = true },
+			func(v View, r Room, w *world) []string { return checkSetID(v) }},
 		// Two layers: tare's sweep before bwrap, and the relay's close in the
 		// room (TestRelayClosesInheritedFDs shows the relay's alone).
 		{"close-on-exec sweep of inherited fds and the relay's close", func(r *Room) { r.keepFDs, r.noLifeline = true, true },

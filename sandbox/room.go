@@ -164,6 +164,10 @@ type Room struct {
 	noLifeline  bool                    // starts the room without tare's lifeline
 	fileStdio   bool                    // hands *os.File stdio to bwrap as is, not through pipes
 	argvOptions bool                    // puts bwrap's options on its argv, not in an --args file
+	// seccompNoModes builds the seccomp filter without its mode rules.
+	seccompNoModes bool
+	// noStrip leaves what the room wrote as it is when the room ends (stripSetID).
+	noStrip bool
 	// block, when set, is passed to bwrap with blockFlag (--block-fd when
 	// empty): the room's setup waits there until it is readable. --block-fd
 	// holds the room's pid 1 before it has a parent-death signal (the window

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"runtime"
+	"slices"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -28,7 +31,8 @@ import (
 //   - bpf, perf_event_open, userfaultfd: the usual exploit primitives;
 //   - modules, kexec, swap, reboot, acct, quotactl, open_by_handle_at;
 //   - ioctl TIOCSTI and TIOCLINUX: typing into a terminal;
-//   - socket(AF_PACKET) and socket(AF_VSOCK): raw frames and the hypervisor.
+//   - socket(AF_PACKET) and socket(AF_VSOCK): raw frames and the hypervisor;
+//   - a file mode with set-uid or set-gid (see seccompModeCalls).
 //
 // Each is answered with EPERM, so a program that probes for a feature sees
 // it missing. A syscall of another ABI (32-bit x86, x32) kills the process:
@@ -46,6 +50,44 @@ var seccompDenied = []uintptr{
 	unix.SYS_SWAPON, unix.SYS_SWAPOFF, unix.SYS_ACCT, unix.SYS_QUOTACTL,
 	unix.SYS_OPEN_BY_HANDLE_AT,
 }
+
+// seccompModeCalls are the calls that take a file mode, with the argument
+// that holds it: the filter refuses (EPERM) a mode with S_ISUID or S_ISGID.
+// The room's user is the operator's uid on the host, and the room's nosuid
+// mounts end with the room: a set-uid file the agent makes in the workspace
+// is the operator's set-uid file on the host (root's when tare runs as
+// root), which any local user could run. chmod sets the bits, and so do
+// open, creat and mknod: the kernel keeps S_ISUID from their mode (and
+// S_ISGID when the group is the caller's). mkdir is not here: the kernel
+// keeps only the permissions and sticky bit of its mode (a folder inherits
+// S_ISGID from a parent that has it, such as a set-gid project of the
+// operator's: the strip at the room's end takes it off). The legacy calls (chmod, open, creat, mknod)
+// exist on amd64 only: seccompLegacyModeCalls.
+//
+// openat2 takes its mode inside a struct the filter cannot read: it is
+// answered ENOSYS, as by a kernel before 5.6, and its callers fall back to
+// openat. File capabilities (setxattr of security.capability) are left to
+// the kernel, which refuses them without CAP_SETFCAP: the room has no
+// capability (--cap-drop ALL) and cannot make a user namespace that would
+// give it one (--disable-userns, unshare refused above). The attribute's name
+// is behind a pointer the filter cannot read, and refusing every setxattr
+// would break user.* attributes for nothing. What the room wrote is also
+// stripped of all three when the room ends (stripSetID).
+var seccompModeCalls = slices.Concat(seccompLegacyModeCalls, []modeArg{
+	{unix.SYS_FCHMOD, 1, "fchmod"}, {unix.SYS_FCHMODAT, 2, "fchmodat"}, {unix.SYS_FCHMODAT2, 2, "fchmodat2"},
+	{unix.SYS_OPENAT, 3, "openat"}, {unix.SYS_MKNODAT, 2, "mknodat"},
+})
+
+// modeArg is a call that takes a mode, the index of its mode argument, and
+// its name.
+type modeArg struct {
+	nr   uintptr
+	arg  int
+	name string
+}
+
+// setIDBits are the mode bits no call in the room may set.
+const setIDBits = unix.S_ISUID | unix.S_ISGID
 
 // seccompIoctls are the ioctl requests the room may not make (compared on
 // the low 32 bits, as the kernel reads the request as an unsigned int).
@@ -84,8 +126,9 @@ func (p *bpfProg) load(off uint32) { p.stmt(unix.BPF_LD|unix.BPF_W|unix.BPF_ABS,
 
 func (p *bpfProg) ret(v uint32) { p.stmt(unix.BPF_RET|unix.BPF_K, v) }
 
-// jump compares the accumulator with k (BPF_JEQ or BPF_JGE) and goes to
-// label onTrue or onFalse; an empty label is the next instruction.
+// jump compares the accumulator with k (BPF_JEQ, BPF_JGE, or BPF_JSET:
+// true when they share a bit) and goes to label onTrue or onFalse; an empty
+// label is the next instruction.
 func (p *bpfProg) jump(op uint16, k uint32, onTrue, onFalse string) {
 	p.jumps = append(p.jumps, bpfJump{at: len(p.ins), onTrue: onTrue, onFalse: onFalse})
 	p.ins = append(p.ins, unix.SockFilter{Code: unix.BPF_JMP | op | unix.BPF_K, K: k})
@@ -129,7 +172,8 @@ func (p *bpfProg) assemble() ([]byte, error) {
 }
 
 // seccompFilter returns the room's filter for this build's architecture.
-func seccompFilter() ([]byte, error) {
+// noModes leaves the mode rules out (the mutation tests' hook).
+func seccompFilter(noModes bool) ([]byte, error) {
 	if auditArch == 0 {
 		return nil, fmt.Errorf("room: no seccomp filter for %s: tare's rooms run on amd64 and arm64", runtime.GOARCH)
 	}
@@ -145,7 +189,23 @@ func seccompFilter() ([]byte, error) {
 	}
 	p.jump(unix.BPF_JEQ, unix.SYS_IOCTL, "ioctl", "")
 	p.jump(unix.BPF_JEQ, unix.SYS_SOCKET, "socket", "")
+	args := map[int]bool{}
+	if !noModes {
+		for _, c := range seccompModeCalls {
+			p.jump(unix.BPF_JEQ, uint32(c.nr), "mode"+strconv.Itoa(c.arg), "")
+			args[c.arg] = true
+		}
+		p.jump(unix.BPF_JEQ, unix.SYS_OPENAT2, "nosys", "")
+	}
 	p.ret(unix.SECCOMP_RET_ALLOW)
+
+	// The mode is a 32-bit mode_t (the kernel reads no more): its low word.
+	for _, i := range slices.Sorted(maps.Keys(args)) {
+		p.label("mode" + strconv.Itoa(i))
+		p.load(offArgLow(i))
+		p.jump(unix.BPF_JSET, setIDBits, "deny", "")
+		p.ret(unix.SECCOMP_RET_ALLOW)
+	}
 
 	p.label("ioctl")
 	p.load(offArgLow(1))
@@ -161,6 +221,8 @@ func seccompFilter() ([]byte, error) {
 	}
 	p.ret(unix.SECCOMP_RET_ALLOW)
 
+	p.label("nosys")
+	p.ret(unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS))
 	p.label("deny")
 	p.ret(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))
 	p.label("kill")

@@ -7,3 +7,6 @@ const auditArch = 0
 
 // foreignABIBit is unused without a filter.
 const foreignABIBit = 0
+
+// seccompLegacyModeCalls is unused without a filter.
+var seccompLegacyModeCalls []modeArg

@@ -10,8 +10,8 @@ import (
 )
 
 // runFilter executes the classic BPF program on one struct seccomp_data, as
-// the kernel would, for the instructions the filter uses (LD W ABS, JEQ and
-// JGE on K, RET K). The rooms themselves run the same bytes under the real
+// the kernel would, for the instructions the filter uses (LD W ABS, JEQ, JGE
+// and JSET on K, RET K). The rooms themselves run the same bytes under the real
 // kernel (checkSeccomp); this walks the corners a room cannot reach: other
 // ABIs, ioctl requests with high bits set.
 func runFilter(t *testing.T, prog []byte, arch, nr uint32, args [6]uint64) uint32 {
@@ -32,10 +32,13 @@ func runFilter(t *testing.T, prog []byte, arch, nr uint32, args [6]uint64) uint3
 		switch in.Code {
 		case unix.BPF_LD | unix.BPF_W | unix.BPF_ABS:
 			acc = binary.NativeEndian.Uint32(data[in.K:])
-		case unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K:
+		case unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K, unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K:
 			ok := acc == in.K
-			if in.Code&0xf0 == unix.BPF_JGE {
+			switch in.Code & 0xf0 {
+			case unix.BPF_JGE:
 				ok = acc >= in.K
+			case unix.BPF_JSET:
+				ok = acc&in.K != 0
 			}
 			if ok {
 				pc += int(in.Jt)
@@ -52,8 +55,11 @@ func runFilter(t *testing.T, prog []byte, arch, nr uint32, args [6]uint64) uint3
 	return 0
 }
 
+// atCWD is AT_FDCWD as a syscall argument.
+const atCWD = uint64(1<<64 - 100)
+
 func TestSeccompFilterDecisions(t *testing.T) {
-	prog, err := seccompFilter()
+	prog, err := seccompFilter(false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +94,29 @@ func TestSeccompFilterDecisions(t *testing.T) {
 		{"socket AF_PACKET", auditArch, unix.SYS_SOCKET, [6]uint64{unix.AF_PACKET}, deny},
 		{"socket AF_VSOCK with high bits", auditArch, unix.SYS_SOCKET, [6]uint64{1<<40 | unix.AF_VSOCK}, deny},
 		{"another ABI", unix.AUDIT_ARCH_I386, 0, [6]uint64{}, kill},
+		{"fchmod 0755", auditArch, unix.SYS_FCHMOD, [6]uint64{3, 0o755}, allow},
+		{"fchmod 1777 (sticky)", auditArch, unix.SYS_FCHMOD, [6]uint64{3, 0o1777}, allow},
+		{"fchmod 4755", auditArch, unix.SYS_FCHMOD, [6]uint64{3, 0o4755}, deny},
+		{"fchmod 2755", auditArch, unix.SYS_FCHMOD, [6]uint64{3, 0o2755}, deny},
+		{"fchmodat 0644", auditArch, unix.SYS_FCHMODAT, [6]uint64{atCWD, 0, 0o644}, allow},
+		{"fchmodat 4755", auditArch, unix.SYS_FCHMODAT, [6]uint64{atCWD, 0, 0o4755}, deny},
+		{"fchmodat 6755 with high bits", auditArch, unix.SYS_FCHMODAT, [6]uint64{atCWD, 0, 1<<32 | 0o6755}, deny},
+		{"fchmodat2 2755", auditArch, unix.SYS_FCHMODAT2, [6]uint64{atCWD, 0, 0o2755, 0}, deny},
+		{"fchmodat2 0700", auditArch, unix.SYS_FCHMODAT2, [6]uint64{atCWD, 0, 0o700, 0}, allow},
+		{"openat O_CREAT 0644", auditArch, unix.SYS_OPENAT, [6]uint64{atCWD, 0, unix.O_CREAT, 0o644}, allow},
+		{"openat O_CREAT 4755", auditArch, unix.SYS_OPENAT, [6]uint64{atCWD, 0, unix.O_CREAT, 0o4755}, deny},
+		{"openat with S_ISUID in the flags, not the mode", auditArch, unix.SYS_OPENAT, [6]uint64{atCWD, 0, 0o4000, 0}, allow},
+		{"mknodat S_IFREG|4755", auditArch, unix.SYS_MKNODAT, [6]uint64{atCWD, 0, unix.S_IFREG | 0o4755}, deny},
+		{"mknodat S_IFIFO|0600", auditArch, unix.SYS_MKNODAT, [6]uint64{atCWD, 0, unix.S_IFIFO | 0o600}, allow},
+		{"openat2", auditArch, unix.SYS_OPENAT2, [6]uint64{}, uint32(unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS))},
+		{"mkdirat 2755 (the kernel keeps 0777|sticky of it)", auditArch, unix.SYS_MKDIRAT, [6]uint64{atCWD, 0, 0o2755}, allow},
+	}
+	for _, c := range seccompLegacyModeCalls {
+		var args [6]uint64
+		args[c.arg] = 0o4755
+		cases = append(cases, call{c.name + " 4755", auditArch, uint32(c.nr), args, deny})
+		args[c.arg] = 0o755
+		cases = append(cases, call{c.name + " 0755", auditArch, uint32(c.nr), args, allow})
 	}
 	if foreignABIBit != 0 {
 		cases = append(cases, call{"x32 read", auditArch, foreignABIBit | unix.SYS_READ, [6]uint64{}, kill})

@@ -37,6 +37,7 @@ type Proc struct {
 	keepKeys bool     // Room.keepKeys
 	lifeline *os.File // write end of the room's lifeline (nil without one)
 	dirLock  *os.File // the lock on dir the room holds while it runs (lockRoomDir)
+	strip    []string // host folders stripped of set-uid and set-gid once the room is gone (stripSetID)
 
 	started chan error    // cmd.Start's result, from the locked goroutine
 	done    chan struct{} // closed once bwrap has been reaped
@@ -109,7 +110,7 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("room: temp folder: %v: set Room.TempDir or TMPDIR to a writable folder", err)
 	}
-	p := &Proc{dir: dir, started: make(chan error, 1), done: make(chan struct{}), init: -1, initRead: make(chan struct{})}
+	p := &Proc{dir: dir, strip: r.stripRoots(), started: make(chan error, 1), done: make(chan struct{}), init: -1, initRead: make(chan struct{})}
 	var files []*os.File
 	started := false
 	defer func() {
@@ -158,7 +159,7 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 		}
 		files = append(files, f)
 	}
-	filter, err := seccompFilter()
+	filter, err := seccompFilter(r.seccompNoModes)
 	if err != nil {
 		return nil, err
 	}
@@ -432,8 +433,9 @@ func innerPid(pid int) int {
 }
 
 // Wait waits for the room to end and returns the command's exit code
-// (128+n when it died of signal n). It stops the relays and removes the temp
-// folder. The error is non-nil when the context ended the room (wrapping
+// (128+n when it died of signal n). It strips set-uid, set-gid and file
+// capabilities from what the room could write (stripSetID), stops the relays
+// and removes the temp folder. The error is non-nil when the context ended the room (wrapping
 // ctx.Err()) or when bwrap could not be waited for.
 func (p *Proc) Wait() (int, error) {
 	p.once.Do(p.finish)
@@ -444,6 +446,12 @@ func (p *Proc) finish() {
 	<-p.done
 	p.watch.Wait()
 	p.waitInit()
+	var stripErr error
+	for _, root := range p.strip {
+		if _, err := stripSetID(root); err != nil && stripErr == nil {
+			stripErr = err
+		}
+	}
 	if p.lifeline != nil {
 		p.lifeline.Close()
 	}
@@ -473,6 +481,8 @@ func (p *Proc) finish() {
 		p.err = fmt.Errorf("room: wait for bwrap: %w", p.waitErr)
 	case rmErr != nil:
 		p.err = fmt.Errorf("room: remove temp folder: %w", rmErr)
+	case stripErr != nil:
+		p.err = stripErr
 	}
 }
 
