@@ -83,17 +83,25 @@ func (env *tailEnv) runBudget() *modelserver.Budget {
 }
 
 // newRunBudget is a run's budget with what its journal says its tails spent already (before
-// a resume, or in an earlier tare tail of a recording) counted against the cap.
+// a resume, or in an earlier tare tail of a recording), and what its recording spent,
+// counted against the cap.
 func newRunBudget(r *run, c Caps) *modelserver.Budget {
 	fresh := &modelserver.Budget{Name: "run", MaxTokens: c.RunTokens, MaxCost: c.RunCost}
+	spend := func(m *journal.Metered) {
+		if m == nil {
+			return
+		}
+		fresh.Spend(m.Input+m.Output+m.CacheRead+m.CacheWrite, m.Cost)
+		for _, model := range m.Unpriced {
+			fresh.SpendUnpriced(model)
+		}
+	}
+	if rec, err := journal.ReadRecording(r.dir); err == nil {
+		spend(rec.Metered)
+	}
 	for _, t := range r.snapshot().Tails {
 		for _, a := range t.Attempts() {
-			if m := a.Metered; m != nil {
-				fresh.Spend(m.Input+m.Output+m.CacheRead+m.CacheWrite, m.Cost)
-				for _, model := range m.Unpriced {
-					fresh.SpendUnpriced(model)
-				}
-			}
+			spend(a.Metered)
 		}
 	}
 	return fresh

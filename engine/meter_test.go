@@ -208,3 +208,31 @@ func TestRunCapCountsWhatTheJournalSpent(t *testing.T) {
 		t.Errorf("run cap 100 after 60 spent: %d %s; want the call through", code, body)
 	}
 }
+
+// TestRecordIsCapped: tare record --max-tokens caps the recording itself, as every tail: under
+// a cap the first call spends, the relay refuses the next, the agent stops, and the recording
+// and its report say it was stopped over budget, never as an ordinary end.
+func TestRecordIsCapped(t *testing.T) {
+	dir := t.TempDir()
+	project := filepath.Join(dir, "project")
+	os.MkdirAll(project, 0o755)
+	os.WriteFile(filepath.Join(project, "README.md"), []byte("# capped\n"), 0o644)
+	script := filepath.Join(dir, "three.toml")
+	os.WriteFile(script, []byte(fiveStepScript()), 0o644)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	recDir, recording, err := Record(ctx, RecordOptions{Prompt: "Do the five steps.", Project: project, Check: "test -f five.txt", CheckTimeout: time.Minute,
+		AgentTimeout: 2 * time.Minute, Config: testConfig(t, []string{"claude"}), Script: script, Side: journal.Side{Key: "a", Agent: "claude"},
+		Out: filepath.Join(dir, "record"), Caps: Caps{TailTokens: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := readFile(t, filepath.Join(recDir, "report.txt"))
+	m := recording.Metered
+	if m == nil || m.Calls != 1 || m.Refused < 1 || !strings.Contains(m.OverBudget, "token cap (1) is spent") {
+		t.Fatalf("the recording's relay count %+v: want one call through, the next refused over budget\n%s", m, report)
+	}
+	if len(recording.Steps) > 1 || !strings.Contains(report, "stopped   over budget: the tail's token cap (1) is spent") {
+		t.Errorf("%d steps recorded under a 1-token cap; the report:\n%s\nwant at most the first call's step and the stop said", len(recording.Steps), report)
+	}
+}
