@@ -121,6 +121,9 @@ type SideReport struct {
 	Usage       journal.Usage  `json:"usage"`
 	// CheckUsage is what the side's checks spent (tare's judge's agent), apart from Usage.
 	CheckUsage journal.Usage `json:"check_usage,omitzero"`
+	// Metered is what tare's relay counted over every attempt of the side's tails (a killed
+	// attempt's spend too), beside the agents' own Usage; nil when nothing was metered.
+	Metered *journal.Usage `json:"metered,omitempty"`
 }
 
 // RunReport is report.json.
@@ -131,11 +134,14 @@ type RunReport struct {
 	Sides   []SideReport `json:"sides"`
 	// Separation is how an --until-separated calibrate stopped and why.
 	Separation *Separation `json:"separation,omitempty"`
+	// Simulated is true when the run talked to tare's model server: every token and dollar in
+	// the report is simulated, and nothing was paid.
+	Simulated bool `json:"simulated"`
 }
 
 // runReport is the run's report as data.
 func runReport(rec *Recipe, st *journal.RunState) RunReport {
-	out := RunReport{Kind: rec.Kind, Project: rec.Project, Check: rec.Check, Sides: []SideReport{}}
+	out := RunReport{Kind: rec.Kind, Project: rec.Project, Check: rec.Check, Sides: []SideReport{}, Simulated: rec.Script != ""}
 	for _, t := range st.Tally() {
 		sr := SideReport{Key: t.Side.Key, Agent: t.Side.Agent, Args: t.Side.Args, Passed: t.Passed, Failed: t.Failed,
 			Verdicts: t.Verdicts, Lo: t.Lo, Hi: t.Hi, NoVerdict: t.NoVerdict, NoVerdictReasons: t.Reasons,
@@ -143,6 +149,7 @@ func runReport(rec *Recipe, st *journal.RunState) RunReport {
 		if r, ok := t.Rate(); ok {
 			sr.Rate = &r
 		}
+		sr.Metered = sideMetered(st, t.Side.Key)
 		out.Sides = append(out.Sides, sr)
 	}
 	if rec.Separate != nil {
@@ -177,9 +184,11 @@ func usageLine(key string, u journal.Usage, simulated bool) string {
 		line += fmt.Sprintf(" · $%.4f (tare's prices)", u.Cost)
 	}
 	if simulated && u.Input+u.Output > 0 {
-		line += " · simulated: tare's model server, no money spent"
+		line += " · " + journal.SimulatedNote
 	}
-	if u.Reported != nil {
+	if u.Reported != nil && simulated {
+		line += fmt.Sprintf(" · the CLI said $%.4f (its own price for the model it was told it ran, simulated)", *u.Reported)
+	} else if u.Reported != nil {
 		line += fmt.Sprintf(" · the CLI said $%.4f", *u.Reported)
 	} else {
 		line += " · the CLI reported no cost"

@@ -260,6 +260,10 @@ func startMeter(rewrite func(*httputil.ProxyRequest), hosts map[string]bool, tra
 	return m, nil
 }
 
+// Simulated says whether the meter relays to tare's model server (NewMeter), whose answers
+// are simulated and cost nothing, rather than to a real provider (NewProviderMeter).
+func (m *Meter) Simulated() bool { return m.hosts == nil }
+
 // Addr is the meter's loopback address ("127.0.0.1:PORT"), to give the room's relay.
 func (m *Meter) Addr() string { return m.ln.Addr().String() }
 
