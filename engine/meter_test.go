@@ -214,16 +214,28 @@ func TestRunCapCountsWhatTheJournalSpent(t *testing.T) {
 	}
 }
 
+// scriptedProject makes a test's folder with a one-file project and a model script in it.
+func scriptedProject(t *testing.T, script string) (dir, project, scriptPath string) {
+	t.Helper()
+	dir = t.TempDir()
+	project, scriptPath = filepath.Join(dir, "project"), filepath.Join(dir, "script.toml")
+	if err := os.MkdirAll(project, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(project, "README.md"), []byte("# project\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(scriptPath, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, project, scriptPath
+}
+
 // TestRecordIsCapped: tare record --max-tokens caps the recording itself, as every tail: under
 // a cap the first call spends, the relay refuses the next, the agent stops, and the recording
 // and its report say it was stopped over budget, never as an ordinary end.
 func TestRecordIsCapped(t *testing.T) {
-	dir := t.TempDir()
-	project := filepath.Join(dir, "project")
-	os.MkdirAll(project, 0o755)
-	os.WriteFile(filepath.Join(project, "README.md"), []byte("# capped\n"), 0o644)
-	script := filepath.Join(dir, "three.toml")
-	os.WriteFile(script, []byte(fiveStepScript()), 0o644)
+	dir, project, script := scriptedProject(t, fiveStepScript())
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	recDir, recording, err := Record(ctx, RecordOptions{Prompt: "Do the five steps.", Project: project, Check: "test -f five.txt", CheckTimeout: time.Minute,
@@ -308,12 +320,7 @@ func killAfterFirstCall(t *testing.T, ctx context.Context, dir, id string, attem
 // way: report.txt's relay line counts both attempts, as usage.json does, says its dollars are
 // simulated, and report.json says the run was.
 func TestRetryKeepsAKilledAttemptsSpend(t *testing.T) {
-	dir := t.TempDir()
-	project := filepath.Join(dir, "project")
-	os.MkdirAll(project, 0o755)
-	os.WriteFile(filepath.Join(project, "README.md"), []byte("# killed\n"), 0o644)
-	script := filepath.Join(dir, "slow.toml")
-	os.WriteFile(script, []byte("[[turn]]\ntext = \"Writing.\"\nshell = \"echo hi > hi.txt\"\n[[turn]]\ndelay = \"10m\"\ntext = \"Too late.\"\n"), 0o644)
+	dir, project, script := scriptedProject(t, "[[turn]]\ntext = \"Writing.\"\nshell = \"echo hi > hi.txt\"\n[[turn]]\ndelay = \"10m\"\ntext = \"Too late.\"\n")
 	sides, _ := ParseSides([]string{"codex"}, nil)
 	cfg := testConfig(t, []string{"codex"})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)

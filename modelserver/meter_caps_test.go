@@ -156,15 +156,7 @@ func TestCapRefusesWhatItCannotMeter(t *testing.T) {
 	defer up.Close()
 	send := func(m *Meter, method, path string) int {
 		t.Helper()
-		req, _ := http.NewRequest(method, "http://"+m.Addr()+path, strings.NewReader(`{"model":"known-model","prompt":"a cat"}`))
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
+		return meterSend(t, m, method, path, `{"model":"known-model","prompt":"a cat"}`)
 	}
 	paid := []string{"/v1/images/generations", "/v1/images/edits", "/v1/audio/speech", "/v1/audio/transcriptions", "/v1/videos",
 		"/v1beta/models/imagen-4.0-generate-001:predict", "/v1beta/models/veo-3.0-generate-001:predictLongRunning", "/v1/complete",
