@@ -90,7 +90,11 @@ func (b *Budget) spent() string {
 func (b *Budget) spentLocked() string {
 	inFlight := ""
 	if b.held > 0 {
-		inFlight = fmt.Sprintf(", and %d calls in flight may use %d tokens ($%.4f) more", b.held, b.heldTokens, b.heldCost)
+		calls := "calls"
+		if b.held == 1 {
+			calls = "call"
+		}
+		inFlight = fmt.Sprintf(", and %d %s in flight may use %d tokens ($%.4f) more", b.held, calls, b.heldTokens, b.heldCost)
 	}
 	switch {
 	case b.MaxTokens > 0 && b.tokens+b.heldTokens >= b.MaxTokens:
@@ -186,6 +190,15 @@ type Meter struct {
 	mu    sync.Mutex
 	calls []CallUsage
 	over  string
+	// off turns defences off, only in the mutation test (TestMeterMutations).
+	off defences
+}
+
+// defences name the meter's cap defences, so the mutation test can take each away in turn and
+// see its check fail: holding a call's worst case while it is in flight, letting only what is
+// known to be free through unmetered, and refusing unclean paths.
+type defences struct {
+	noHold, noFreeList, noCleanPath bool
 }
 
 // NewMeter starts a meter on a free loopback port relaying to upstream ("host:port"),
@@ -324,7 +337,7 @@ func (m *Meter) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "tare: this relay meters model calls over HTTP only; use HTTPS requests", http.StatusUpgradeRequired)
 		return
 	}
-	if len(m.budgets) > 0 && !cleanPath(r.URL.Path) {
+	if len(m.budgets) > 0 && !m.off.noCleanPath && !cleanPath(r.URL.Path) {
 		// A provider that resolves dot segments or doubled slashes would serve another path
 		// than the one the meter judged (/api/../v1/images/generations).
 		writeJSON(w, http.StatusBadRequest, errorBody(apiAnthropic, "invalid_request_error", "tare: "+r.URL.Path+" has dot segments or doubled slashes, which tare's relay does not judge under a cap (--max-cost/--max-tokens); fix: send the path as the provider names it"))
@@ -370,6 +383,12 @@ func (m *Meter) serve(w http.ResponseWriter, r *http.Request) {
 				// Refused before it is spent: a call of a model without a price would cost an
 				// unknown amount against the cap.
 				why = b.noPrice(call.Model)
+			}
+			if why == "" && m.off.noHold {
+				why = b.spent()
+				if why == "" {
+					continue
+				}
 			}
 			if why == "" {
 				why = b.hold(f.worst)
@@ -524,7 +543,7 @@ func (m *Meter) unmeteredRefusal(r *http.Request) string {
 		return ""
 	}
 	p := strings.TrimRight(r.URL.Path, "/")
-	if freeUnderCap(r.Method, p) {
+	if freeUnderCap(r.Method, p) || m.off.noFreeList {
 		return ""
 	}
 	return r.Method + " " + p + " is not a model call tare's relay meters nor a request it knows to be free, so it is refused under a cap (--max-cost/--max-tokens); fix: drop the cap to use it"
@@ -615,6 +634,11 @@ func (m *Meter) add(c CallUsage, f *flight) {
 		c.Cost, c.Priced = m.price(c.Model, c.Input, c.Output, c.CacheRead, c.CacheWrite)
 	}
 	f.end(&c)
+	if m.off.noHold {
+		for _, b := range m.budgets {
+			b.charge(c)
+		}
+	}
 	m.mu.Lock()
 	m.calls = append(m.calls, c)
 	m.mu.Unlock()

@@ -53,66 +53,76 @@ func (g *gate) upstream(t *testing.T, srv *Server) string {
 // one call's worst case, refuses the rest before they are sent, and once every call ended
 // nothing is held.
 func TestCapHoldsForCallsSentTogether(t *testing.T) {
-	const calls = 20
-	body := `{"model":"known-model","max_tokens":1000,"messages":[{"role":"user","content":"` + strings.Repeat("word ", 80_000) + `"}]}`
-	worst := int64(len(body)) + 1000
 	for _, b := range []*Budget{{Name: "tail", MaxTokens: 60_000}, {Name: "run", MaxCost: 0.06}} {
 		t.Run(b.Name, func(t *testing.T) {
-			srv := startServer(t, Options{})
-			g := newGate(calls)
-			m, err := NewMeter(g.upstream(t, srv), onlyKnown, b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
-			var wg sync.WaitGroup
-			for range calls {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					resp, err := http.Post("http://"+m.Addr()+"/v1/messages", "application/json", strings.NewReader(body))
-					if err != nil {
-						t.Error(err)
-						g.refused.Add(1)
-						g.check()
-						return
-					}
-					if resp.StatusCode == http.StatusBadRequest {
-						g.refused.Add(1)
-						g.check()
-					}
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-				}()
-			}
-			wg.Wait()
-			var charged int64
-			var cost float64
-			through, refused := 0, 0
-			for _, c := range m.Calls() {
-				if c.OverBudget {
-					refused++
-					continue
-				}
-				through++
-				charged += c.Tokens()
-				cost += c.Cost
-			}
-			t.Logf("%s cap: %d calls through (%d tokens, $%.4f), %d refused; one call's worst case %d tokens", b.Name, through, charged, cost, refused, worst)
-			if b.MaxTokens > 0 && charged > b.MaxTokens+worst {
-				t.Errorf("%d calls sent together spent %d tokens against a cap of %d; want at most the cap plus one call's worst case (%d)", calls, charged, b.MaxTokens, b.MaxTokens+worst)
-			}
-			if b.MaxCost > 0 && cost > b.MaxCost+float64(worst)*1e-6 {
-				t.Errorf("%d calls sent together spent $%.4f against a cap of $%g; want at most the cap plus one call's worst case ($%.4f)", calls, cost, b.MaxCost, b.MaxCost+float64(worst)*1e-6)
-			}
-			if refused == 0 || through == 0 || int64(len(srv.Requests())) != int64(through) {
-				t.Errorf("%d through, %d refused, %d reached the server; want the refused ones never sent", through, refused, len(srv.Requests()))
-			}
-			if b.held != 0 || b.heldTokens != 0 || b.heldCost != 0 {
-				t.Errorf("after every call ended the budget holds %d calls (%d tokens, $%g); want nothing", b.held, b.heldTokens, b.heldCost)
+			for _, p := range burstProblems(t, b, defences{}) {
+				t.Error(p)
 			}
 		})
 	}
+}
+
+// burstProblems sends twenty large calls together through a meter charging b, with the
+// defences off turned off, and says what went past the cap.
+func burstProblems(t *testing.T, b *Budget, off defences) []string {
+	t.Helper()
+	const calls = 20
+	body := `{"model":"known-model","max_tokens":1000,"messages":[{"role":"user","content":"` + strings.Repeat("word ", 80_000) + `"}]}`
+	worst := int64(len(body)) + 1000
+	srv := startServer(t, Options{})
+	g := newGate(calls)
+	m, err := NewMeter(g.upstream(t, srv), onlyKnown, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	m.off = off
+	var wg sync.WaitGroup
+	for range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := http.Post("http://"+m.Addr()+"/v1/messages", "application/json", strings.NewReader(body))
+			if err != nil || resp.StatusCode == http.StatusBadRequest {
+				g.refused.Add(1)
+				g.check()
+			}
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}()
+	}
+	wg.Wait()
+	var charged int64
+	var cost float64
+	through, refused := 0, 0
+	for _, c := range m.Calls() {
+		if c.OverBudget {
+			refused++
+			continue
+		}
+		through++
+		charged += c.Tokens()
+		cost += c.Cost
+	}
+	t.Logf("%s cap: %d calls through (%d tokens, $%.4f), %d refused; one call's worst case %d tokens", b.Name, through, charged, cost, refused, worst)
+	var problems []string
+	if b.MaxTokens > 0 && charged > b.MaxTokens+worst {
+		problems = append(problems, fmt.Sprintf("%d calls sent together spent %d tokens against a cap of %d; want at most the cap plus one call's worst case (%d)", calls, charged, b.MaxTokens, b.MaxTokens+worst))
+	}
+	if b.MaxCost > 0 && cost > b.MaxCost+float64(worst)*1e-6 {
+		problems = append(problems, fmt.Sprintf("%d calls sent together spent $%.4f against a cap of $%g; want at most the cap plus one call's worst case ($%.4f)", calls, cost, b.MaxCost, b.MaxCost+float64(worst)*1e-6))
+	}
+	if refused == 0 || through == 0 || int64(len(srv.Requests())) != int64(through) {
+		problems = append(problems, fmt.Sprintf("%d through, %d refused, %d reached the server; want the refused ones never sent", through, refused, len(srv.Requests())))
+	}
+	if b.held != 0 || b.heldTokens != 0 || b.heldCost != 0 {
+		problems = append(problems, fmt.Sprintf("after every call ended the budget holds %d calls (%d tokens, $%g); want nothing", b.held, b.heldTokens, b.heldCost))
+	}
+	return problems
 }
 
 // TestCapLetsGoOfAFailedCall: a call that gets no answer (the upstream is gone) lets go of
@@ -139,6 +149,14 @@ func TestCapLetsGoOfAFailedCall(t *testing.T) {
 	}
 }
 
+// paidPaths are paid endpoints tare's meter does not count, and paths with dot segments or
+// doubled slashes a provider may resolve to one.
+var paidPaths = []string{"/v1/images/generations", "/v1/images/edits", "/v1/audio/speech", "/v1/audio/transcriptions", "/v1/videos",
+	"/v1beta/models/imagen-4.0-generate-001:predict", "/v1beta/models/veo-3.0-generate-001:predictLongRunning", "/v1/complete",
+	"/v1/completions", "/v1/embeddings", "/v1beta/models/gemini-embedding-001:embedContent", "/v1/messages/batches", "/v1/batches",
+	"/v1beta/models/gemini-2.5-pro:batchGenerateContent", "/backend-api/codex/memories/trace_summarize", "/backend-api/wham/tasks",
+	"/api/../v1/images/generations", "/v1//images/generations"}
+
 // TestCapRefusesWhatItCannotMeter: under a cap, before anything was spent, every paid
 // endpoint the meter does not count (images, speech, video, Gemini's :predict, Anthropic's
 // legacy /v1/complete, legacy completions, embeddings, batches) and any path with dot
@@ -146,6 +164,15 @@ func TestCapLetsGoOfAFailedCall(t *testing.T) {
 // lists, token counts, Code Assist's setup, Claude Code's account service) goes on. With no
 // cap every request goes on, as the meter only counts.
 func TestCapRefusesWhatItCannotMeter(t *testing.T) {
+	for _, p := range unmeteredProblems(t, paidPaths, defences{}) {
+		t.Error(p)
+	}
+}
+
+// unmeteredProblems sends each of paid, and requests that are free, through capped meters
+// with the defences off turned off, and says what a cap let through or held back wrongly.
+func unmeteredProblems(t *testing.T, paid []string, off defences) []string {
+	t.Helper()
 	var hits atomic.Int64
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
@@ -158,28 +185,25 @@ func TestCapRefusesWhatItCannotMeter(t *testing.T) {
 		t.Helper()
 		return meterSend(t, m, method, path, `{"model":"known-model","prompt":"a cat"}`)
 	}
-	paid := []string{"/v1/images/generations", "/v1/images/edits", "/v1/audio/speech", "/v1/audio/transcriptions", "/v1/videos",
-		"/v1beta/models/imagen-4.0-generate-001:predict", "/v1beta/models/veo-3.0-generate-001:predictLongRunning", "/v1/complete",
-		"/v1/completions", "/v1/embeddings", "/v1beta/models/gemini-embedding-001:embedContent", "/v1/messages/batches", "/v1/batches",
-		"/v1beta/models/gemini-2.5-pro:batchGenerateContent", "/backend-api/codex/memories/trace_summarize", "/backend-api/wham/tasks",
-		"/api/../v1/images/generations", "/v1//images/generations"}
 	free := [][2]string{{"GET", "/v1/models"}, {"GET", "/"}, {"POST", "/v1/messages/count_tokens"}, {"POST", "/v1beta/models/gemini-2.5-pro:countTokens"},
 		{"POST", "/v1internal:loadCodeAssist"}, {"POST", "/v1internal:recordCodeAssistMetrics"}, {"POST", "/api/event_logging/v2/batch"}}
+	var problems []string
 	for _, b := range []*Budget{{Name: "tail", MaxTokens: 1_000_000}, {Name: "run", MaxCost: 100}} {
 		m, err := NewMeter(strings.TrimPrefix(up.URL, "http://"), onlyKnown, b)
 		if err != nil {
 			t.Fatal(err)
 		}
+		m.off = off
 		for _, p := range paid {
 			before := hits.Load()
 			if code := send(m, "POST", p); code != http.StatusBadRequest || hits.Load() != before {
-				t.Errorf("%s cap: POST %s answered %d, %d reached the provider; want refused at the relay", b.Name, p, code, hits.Load()-before)
+				problems = append(problems, fmt.Sprintf("%s cap: POST %s answered %d, %d reached the provider; want refused at the relay", b.Name, p, code, hits.Load()-before))
 			}
 		}
 		for _, f := range free {
 			before := hits.Load()
 			if code := send(m, f[0], f[1]); code != http.StatusOK || hits.Load() != before+1 {
-				t.Errorf("%s cap: %s %s answered %d; want it through to the provider", b.Name, f[0], f[1], code)
+				problems = append(problems, fmt.Sprintf("%s cap: %s %s answered %d; want it through to the provider", b.Name, f[0], f[1], code))
 			}
 		}
 		m.Close()
@@ -190,7 +214,23 @@ func TestCapRefusesWhatItCannotMeter(t *testing.T) {
 	}
 	defer m.Close()
 	if code := send(m, "POST", "/v1/images/generations"); code != http.StatusOK {
-		t.Errorf("no cap: an image call answered %d; want it through (the meter only counts)", code)
+		problems = append(problems, fmt.Sprintf("no cap: an image call answered %d; want it through (the meter only counts)", code))
+	}
+	return problems
+}
+
+// TestMeterMutations: each of the meter's cap defences is taken away in turn, and the very
+// check that passes on the real meter must report a problem: a defence no check can see would
+// be one the tests do not prove.
+func TestMeterMutations(t *testing.T) {
+	if p := burstProblems(t, &Budget{Name: "tail", MaxTokens: 60_000}, defences{noHold: true}); len(p) == 0 {
+		t.Error("without holding calls in flight, twenty calls sent together stayed within the cap: the burst check cannot see the defence")
+	}
+	if p := unmeteredProblems(t, paidPaths[:1], defences{noFreeList: true}); len(p) == 0 {
+		t.Error("without the free list, an image call under a cap was refused: the check cannot see the defence")
+	}
+	if p := unmeteredProblems(t, []string{"/api/../v1/images/generations"}, defences{noCleanPath: true}); len(p) == 0 {
+		t.Error("without the clean-path refusal, /api/../v1/images/generations under a cap was refused: the check cannot see the defence")
 	}
 }
 
