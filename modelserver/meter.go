@@ -339,7 +339,7 @@ func (m *Meter) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(m.budgets) > 0 && !m.off.noCleanPath && !cleanPath(r.URL.Path) {
 		// A provider that resolves dot segments or doubled slashes would serve another path
-		// than the one the meter judged (/api/../v1/images/generations).
+		// than the one the meter judged (/api/oauth/../../v1/images/generations).
 		writeJSON(w, http.StatusBadRequest, errorBody(apiAnthropic, "invalid_request_error", "tare: "+r.URL.Path+" has dot segments or doubled slashes, which tare's relay does not judge under a cap (--max-cost/--max-tokens); fix: send the path as the provider names it"))
 		return
 	}
@@ -505,6 +505,21 @@ var codeAssistSetup = map[string]bool{"countTokens": true, "loadCodeAssist": tru
 	"listExperiments": true, "retrieveUserQuota": true, "fetchAdminControls": true,
 	"getCodeAssistGlobalUserSetting": true, "setCodeAssistGlobalUserSetting": true, "recordCodeAssistMetrics": true}
 
+// claudeAccountPaths begin the paths of Claude Code's account, settings and telemetry service
+// on api.anthropic.com (seen in its binary): none is a model call. Other /api/ paths are not
+// let through, as Codex's (/api/codex/tasks, .../rate-limit-reset-credits/consume) spend.
+var claudeAccountPaths = []string{"/api/hello", "/api/oauth/", "/api/event_logging/", "/api/claude_cli", "/api/claude_code",
+	"/api/organization", "/api/users/"}
+
+func claudeAccountPath(p string) bool {
+	for _, prefix := range claudeAccountPaths {
+		if p == strings.TrimSuffix(prefix, "/") || strings.HasPrefix(p, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
 // freeUnderCap says whether a request that is not a model call is known to cost nothing, so a
 // cap lets it through unmetered: reading (model lists, the server's status, a login's
 // profile or quota), counting tokens, Code Assist's setup, Claude Code's account, settings
@@ -520,7 +535,7 @@ func freeUnderCap(method, p string) bool {
 	switch {
 	case strings.HasSuffix(p, "/messages/count_tokens"), strings.HasSuffix(p, "/responses/input_tokens"):
 		return true
-	case strings.HasPrefix(p, "/api/"):
+	case claudeAccountPath(p):
 		return true
 	case strings.HasSuffix(p, "/backend-api/codex/analytics-events/events"), strings.HasSuffix(p, "/backend-api/codex/accounts/check"):
 		return true

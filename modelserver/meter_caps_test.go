@@ -155,7 +155,7 @@ var paidPaths = []string{"/v1/images/generations", "/v1/images/edits", "/v1/audi
 	"/v1beta/models/imagen-4.0-generate-001:predict", "/v1beta/models/veo-3.0-generate-001:predictLongRunning", "/v1/complete",
 	"/v1/completions", "/v1/embeddings", "/v1beta/models/gemini-embedding-001:embedContent", "/v1/messages/batches", "/v1/batches",
 	"/v1beta/models/gemini-2.5-pro:batchGenerateContent", "/backend-api/codex/memories/trace_summarize", "/backend-api/wham/tasks",
-	"/api/../v1/images/generations", "/v1//images/generations"}
+	"/api/codex/tasks", "/api/codex/rate-limit-reset-credits/consume", "/api/oauth/../../v1/images/generations", "/v1//images/generations"}
 
 // TestCapRefusesWhatItCannotMeter: under a cap, before anything was spent, every paid
 // endpoint the meter does not count (images, speech, video, Gemini's :predict, Anthropic's
@@ -229,8 +229,8 @@ func TestMeterMutations(t *testing.T) {
 	if p := unmeteredProblems(t, paidPaths[:1], defences{noFreeList: true}); len(p) == 0 {
 		t.Error("without the free list, an image call under a cap was refused: the check cannot see the defence")
 	}
-	if p := unmeteredProblems(t, []string{"/api/../v1/images/generations"}, defences{noCleanPath: true}); len(p) == 0 {
-		t.Error("without the clean-path refusal, /api/../v1/images/generations under a cap was refused: the check cannot see the defence")
+	if p := unmeteredProblems(t, []string{"/api/oauth/../../v1/images/generations"}, defences{noCleanPath: true}); len(p) == 0 {
+		t.Error("without the clean-path refusal, /api/oauth/../../v1/images/generations under a cap was refused: the check cannot see the defence")
 	}
 }
 
