@@ -413,7 +413,10 @@ type callRequest struct {
 	MaxTokens           int64  `json:"max_tokens"`
 	MaxCompletionTokens int64  `json:"max_completion_tokens"`
 	MaxOutputTokens     int64  `json:"max_output_tokens"`
-	GenerationConfig    struct {
+	// Background asks OpenAI to answer later: the answer, and its usage, come on a poll
+	// (GET /v1/responses/ID) the meter does not count.
+	Background       bool `json:"background"`
+	GenerationConfig struct {
 		MaxOutputTokens int64 `json:"maxOutputTokens"`
 	} `json:"generationConfig"`
 	Request struct {
@@ -436,6 +439,9 @@ const noOutputBound = 128_000
 // size falls in; and its answer's bound as output. why is set when it cannot be bounded: a
 // body the meter could not read whole, or, under a cost cap, no model to price it by.
 func (m *Meter) worstCase(model string, req callRequest) (w CallUsage, why string) {
+	if req.Background {
+		return w, "a background response is answered later, on a path tare's relay does not count, so it is refused under a cap (fix: drop \"background\" from the request, or drop --max-cost/--max-tokens)"
+	}
 	if req.size == 0 {
 		return w, "the call's request could not be read whole (over 32 MiB, or compressed in an encoding tare does not read), so its size cannot be bounded under a cap (fix: turn request compression off in the agent's config, or drop --max-cost/--max-tokens)"
 	}

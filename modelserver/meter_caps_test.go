@@ -159,8 +159,8 @@ var paidPaths = []string{"/v1/images/generations", "/v1/images/edits", "/v1/audi
 
 // TestCapRefusesWhatItCannotMeter: under a cap, before anything was spent, every paid
 // endpoint the meter does not count (images, speech, video, Gemini's :predict, Anthropic's
-// legacy /v1/complete, legacy completions, embeddings, batches) and any path with dot
-// segments is refused at the relay and never reaches the provider; what is free (model
+// legacy /v1/complete, legacy completions, embeddings, batches, OpenAI's background
+// responses) and any path with dot segments is refused at the relay and never reaches the provider; what is free (model
 // lists, token counts, Code Assist's setup, Claude Code's account service) goes on. With no
 // cap every request goes on, as the meter only counts.
 func TestCapRefusesWhatItCannotMeter(t *testing.T) {
@@ -199,6 +199,10 @@ func unmeteredProblems(t *testing.T, paid []string, off defences) []string {
 			if code := send(m, "POST", p); code != http.StatusBadRequest || hits.Load() != before {
 				problems = append(problems, fmt.Sprintf("%s cap: POST %s answered %d, %d reached the provider; want refused at the relay", b.Name, p, code, hits.Load()-before))
 			}
+		}
+		before := hits.Load()
+		if code := meterSend(t, m, "POST", "/v1/responses", `{"model":"known-model","background":true,"input":"draw"}`); code != http.StatusBadRequest || hits.Load() != before {
+			problems = append(problems, fmt.Sprintf("%s cap: a background response answered %d, %d reached the provider; want refused at the relay (its usage comes on an unmetered poll)", b.Name, code, hits.Load()-before))
 		}
 		for _, f := range free {
 			before := hits.Load()
