@@ -40,6 +40,8 @@ func (Codex) Provider() Provider { return OpenAIResponses }
 // codexQuiet is the config that stops Codex's own traffic (release check,
 // plugin marketplace, OTLP metrics): with it strace showed only the model
 // connection. Trust for /work skips the trust screen of an attached run.
+// Request compression (zstd, with a ChatGPT login) is off: tare's relay reads
+// each request to bound what the call may spend under a cap.
 func codexQuiet() map[string]any {
 	return map[string]any{
 		"check_for_update_on_startup": false,
@@ -47,6 +49,7 @@ func codexQuiet() map[string]any {
 		"otel":                        map[string]any{"metrics_exporter": "none"},
 		"features": map[string]any{
 			"plugins": false, "remote_plugin": false, "apps": false, "in_app_updates": false, "plugin_sharing": false,
+			"enable_request_compression": false,
 		},
 		"projects": map[string]any{Work: map[string]any{"trust_level": "trusted"}},
 	}

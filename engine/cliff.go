@@ -86,11 +86,13 @@ type CliffResult struct {
 	// the steps just before and at the cliff (pinned, not pinned), or the start and the last
 	// step (no cliff, gradual decline).
 	Difference *RateDiff `json:"difference,omitempty"`
-	// Cost is the recording's and the tails' together.
+	// Cost is the recording's and the tails' together, every attempt's, on the relay's count
+	// (CostUnmetered: the attempts and recordings it did not meter, priced on the agent's).
 	Cost          float64 `json:"cost"`
 	RecordingCost float64 `json:"recording_cost"`
 	TailsCost     float64 `json:"tails_cost"`
 	CostKnown     bool    `json:"cost_known"`
+	CostUnmetered int     `json:"cost_unmetered,omitempty"`
 	Simulated     bool    `json:"simulated,omitempty"`
 	Recording     string  `json:"recording_check,omitempty"`
 }
@@ -262,12 +264,7 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 	if err := r.emit(journal.Event{Phase: &journal.Phase{Name: "cliff: the recording " + verdict.Detail}}); err != nil {
 		return nil, err
 	}
-	res.RecordingCost, res.CostKnown = 0, true
-	if u, ok := recordingUsage(dir, recording); ok && len(u.Unpriced) == 0 {
-		res.RecordingCost = u.Cost
-	} else {
-		res.RecordingCost, res.CostKnown = u.Cost, false
-	}
+	res.RecordingCost, res.CostKnown, res.CostUnmetered = recordingSpend(dir, recording)
 	res.Cost = res.RecordingCost
 	if verdict.Passed {
 		res.Result, res.Why = "passed", "the recording passed its check ("+verdict.Detail+"): there is no cliff to find"
@@ -394,11 +391,10 @@ func fillCliffResult(res *CliffResult, d cliff.Decision, store *capsule.Store, r
 	res.TailsCost = 0
 	for id, t := range st.Tails {
 		if strings.HasPrefix(id, cliffPrefix) {
-			u := t.TotalUsage() // every attempt's
-			res.TailsCost += u.Cost
-			if len(u.Unpriced) > 0 {
-				res.CostKnown = false
-			}
+			c, known, unmetered := tailSpend(t) // every attempt's, the relay's count
+			res.TailsCost += c
+			res.CostKnown = res.CostKnown && known
+			res.CostUnmetered += unmetered
 		}
 	}
 	res.Cost = res.RecordingCost + res.TailsCost
@@ -534,7 +530,7 @@ func CliffReport(recipe *Recipe, rec *journal.Recording, res *CliffResult) strin
 		}
 		fmt.Fprintf(&b, "  per step  %s\n", strings.Join(parts, " · "))
 	}
-	cost := fmt.Sprintf("recording $%.4f + tails $%.4f = $%.4f (tare's prices)", res.RecordingCost, res.TailsCost, res.Cost)
+	cost := fmt.Sprintf("recording $%.4f + tails $%.4f = $%.4f (%s)", res.RecordingCost, res.TailsCost, res.Cost, costSource(res.CostUnmetered))
 	if !res.CostKnown {
 		cost = fmt.Sprintf("unknown (a model tare has no price for, or the recording's stream is unreadable; priced: recording $%.4f + tails $%.4f)", res.RecordingCost, res.TailsCost)
 	}

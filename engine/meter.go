@@ -83,17 +83,25 @@ func (env *tailEnv) runBudget() *modelserver.Budget {
 }
 
 // newRunBudget is a run's budget with what its journal says its tails spent already (before
-// a resume, or in an earlier tare tail of a recording) counted against the cap.
+// a resume, or in an earlier tare tail of a recording), and what its recording spent,
+// counted against the cap.
 func newRunBudget(r *run, c Caps) *modelserver.Budget {
 	fresh := &modelserver.Budget{Name: "run", MaxTokens: c.RunTokens, MaxCost: c.RunCost}
+	spend := func(m *journal.Metered) {
+		if m == nil {
+			return
+		}
+		fresh.Spend(m.Input+m.Output+m.CacheRead+m.CacheWrite, m.Cost)
+		for _, model := range m.Unpriced {
+			fresh.SpendUnpriced(model)
+		}
+	}
+	if rec, err := journal.ReadRecording(r.dir); err == nil {
+		spend(rec.Metered)
+	}
 	for _, t := range r.snapshot().Tails {
 		for _, a := range t.Attempts() {
-			if m := a.Metered; m != nil {
-				fresh.Spend(m.Input+m.Output+m.CacheRead+m.CacheWrite, m.Cost)
-				for _, model := range m.Unpriced {
-					fresh.SpendUnpriced(model)
-				}
-			}
+			spend(a.Metered)
 		}
 	}
 	return fresh
@@ -129,7 +137,7 @@ func metered(m *modelserver.Meter, own journal.Usage) *journal.Metered {
 	if m == nil {
 		return nil
 	}
-	out := &journal.Metered{OverBudget: m.OverBudget()}
+	out := &journal.Metered{OverBudget: m.OverBudget(), Simulated: m.Simulated()}
 	unpriced := map[string]bool{}
 	for _, c := range m.Calls() {
 		if c.OverBudget {
@@ -179,8 +187,10 @@ func (u *usageFile) addMetered(id, side string, m *journal.Metered) {
 func hostLog(dir string) string { return filepath.Join(dir, HostsFile) }
 
 // meteredLines are the report's lines on what the relay counted: per side, its tokens and
-// cost beside the agents' own figures above; each tail whose agent's count strays from the
-// relay's, or that the relay stopped over budget; and where the host logs are.
+// cost over every attempt of every tail (a killed or retried attempt spent too, though its
+// agent may have counted nothing), beside the agents' own figures above; each attempt whose
+// agent's count strays from the relay's, or that the relay stopped over budget; and where
+// the host logs are.
 func meteredLines(rec *Recipe, st *journal.RunState) string {
 	var b strings.Builder
 	var flagged []string
@@ -189,21 +199,32 @@ func meteredLines(rec *Recipe, st *journal.RunState) string {
 		n := 0
 		for _, id := range st.Order {
 			t := st.Tails[id]
-			if t.Side != s.Key || t.Metered == nil {
+			if t.Side != s.Key {
 				continue
 			}
-			n++
-			m := t.Metered
-			sum.Usage = sum.Usage.Add(m.Usage)
-			sum.Calls += m.Calls
-			if m.Differs != "" {
-				flagged = append(flagged, fmt.Sprintf("  ! %s: %s", id, m.Differs))
-			}
-			if m.Incomplete > 0 {
-				flagged = append(flagged, fmt.Sprintf("  ! %s: incomplete: %d answers over 32 MiB were not read whole, so its count is a floor", id, m.Incomplete))
-			}
-			if m.OverBudget != "" {
-				flagged = append(flagged, fmt.Sprintf("  %s over budget: %s", id, m.OverBudget))
+			attempts := t.Attempts()
+			for _, a := range attempts {
+				m := a.Metered
+				if m == nil {
+					continue
+				}
+				n++
+				sum.Usage = sum.Usage.Add(m.Usage)
+				sum.Calls += m.Calls
+				sum.Simulated = sum.Simulated || m.Simulated
+				name := id
+				if len(attempts) > 1 {
+					name = fmt.Sprintf("%s attempt %d", id, a.N)
+				}
+				if m.Differs != "" {
+					flagged = append(flagged, fmt.Sprintf("  ! %s: %s", name, m.Differs))
+				}
+				if m.Incomplete > 0 {
+					flagged = append(flagged, fmt.Sprintf("  ! %s: incomplete: %d answers over 32 MiB were not read whole, so its count is a floor", name, m.Incomplete))
+				}
+				if m.OverBudget != "" {
+					flagged = append(flagged, fmt.Sprintf("  %s over budget: %s", name, m.OverBudget))
+				}
 			}
 		}
 		if n == 0 {
@@ -219,7 +240,10 @@ func meteredLines(rec *Recipe, st *journal.RunState) string {
 		} else {
 			line += fmt.Sprintf(" · $%.4f (tare's prices)", sum.Cost)
 		}
-		b.WriteString(line + " · metered at tare's relay\n")
+		if sum.Simulated {
+			line += " · " + journal.SimulatedNote
+		}
+		b.WriteString(line + " · metered at tare's relay, every attempt\n")
 	}
 	if b.Len() == 0 {
 		return ""
@@ -232,6 +256,73 @@ func meteredLines(rec *Recipe, st *journal.RunState) string {
 	}
 	b.WriteString("  hosts     each tail's reach, allowed or refused: tails/<id>/" + HostsFile + "\n")
 	return b.String()
+}
+
+// sideMetered is what the relay counted over every attempt of a side's tails, nil when it
+// metered none.
+func sideMetered(st *journal.RunState, side string) *journal.Usage {
+	var sum *journal.Usage
+	for _, id := range st.Order {
+		t := st.Tails[id]
+		if t.Side != side {
+			continue
+		}
+		for _, a := range t.Attempts() {
+			if a.Metered != nil {
+				if sum == nil {
+					sum = &journal.Usage{}
+				}
+				*sum = sum.Add(a.Metered.Usage)
+			}
+		}
+	}
+	return sum
+}
+
+// attemptSpend is what one attempt (or a recording) cost: the relay's count where it metered
+// it, else the agent's own (a real provider whose calls the relay does not read). known is
+// false when a model had no price; metered says which count it is.
+func attemptSpend(own journal.Usage, m *journal.Metered) (cost float64, known, metered bool) {
+	if m != nil {
+		return m.Cost, len(m.Unpriced) == 0, true
+	}
+	return own.Cost, len(own.Unpriced) == 0, false
+}
+
+// tailSpend is what every attempt of a tail cost (attemptSpend of each): a killed attempt's
+// agent may have counted nothing, the relay counted what it spent. unmetered counts the
+// attempts priced on the agent's own count.
+func tailSpend(t *journal.TailState) (cost float64, known bool, unmetered int) {
+	known = true
+	for _, a := range t.Attempts() {
+		c, ok, m := attemptSpend(a.Usage, a.Metered)
+		cost += c
+		known = known && ok
+		if !m {
+			unmetered++
+		}
+	}
+	return cost, known, unmetered
+}
+
+// recordingSpend is what a recording cost: the relay's count where it metered it, else the
+// agent's own from its stream (known false when that is unreadable or a model had no price);
+// unmetered is 1 for the agent's own count.
+func recordingSpend(dir string, rec *journal.Recording) (cost float64, known bool, unmetered int) {
+	if rec.Metered != nil {
+		return rec.Metered.Cost, len(rec.Metered.Unpriced) == 0, 0
+	}
+	u, ok := recordingUsage(dir, rec)
+	return u.Cost, ok && len(u.Unpriced) == 0, 1
+}
+
+// costSource says whose count a cost line's dollars are: the relay's, or the agents' own for
+// the attempts it did not meter.
+func costSource(unmetered int) string {
+	if unmetered == 0 {
+		return "tare's prices on the relay's count"
+	}
+	return fmt.Sprintf("tare's prices on the relay's count; %d attempts or recordings on the agent's own count, unmetered", unmetered)
 }
 
 // String is the caps in the report's words.

@@ -18,11 +18,13 @@ var priceTable = sync.OnceValues(func() (*prices.Table, error) {
 	return prices.Load(prices.OverrideFile(config.File()))
 })
 
-// CostOf computes what tokens of a model cost on tare's table, every token at the model's
-// base price (the requests' sizes, which pick a long-context tier, are not known here); ok is
-// false for a model the table does not name: its cost is unknown, never guessed.
+// CostOf computes what one model call's tokens cost on tare's table, in the long-context tier
+// its prompt falls in (a 300k-token Sonnet 4.5 call pays the price above 200k for all its
+// tokens): it is the relay's price of each call it meters, and of a call's worst case under a
+// cap. ok is false for a model the table does not name: its cost is unknown, never guessed.
 func CostOf(model string, input, output, cacheRead, cacheWrite int64) (float64, bool) {
-	return costOf(model, time.Now(), prices.Tokens{Input: input, Output: output, CacheRead: cacheRead, CacheWrite: cacheWrite}, nil)
+	call := prices.Tokens{Input: input, Output: output, CacheRead: cacheRead, CacheWrite: cacheWrite}
+	return costOf(model, time.Now(), call, []prices.Tokens{call})
 }
 
 // costOf prices a model's total tokens on day at, of which each of requests (where the stream

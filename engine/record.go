@@ -79,8 +79,9 @@ func record(ctx context.Context, env *tailEnv, side journal.Side, task string, s
 	if err != nil {
 		return nil, err
 	}
-	// Metered like every tail; the caps are the tails', not the recording's.
-	upstream, meter, err := env.meterFor(upstream, false)
+	// Metered and capped like every tail: --max-cost/--max-tokens hold for the recording too,
+	// and what it spends counts toward the run's caps.
+	upstream, meter, err := env.meterFor(upstream, true)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +93,7 @@ func record(ctx context.Context, env *tailEnv, side journal.Side, task string, s
 		return nil, err
 	}
 	if meter == nil {
-		if meter, err = env.interceptRoom(&room, &setup, false); err != nil {
+		if meter, err = env.interceptRoom(&room, &setup, true); err != nil {
 			return nil, err
 		}
 		if meter != nil {
@@ -280,7 +281,8 @@ type RecordOptions struct {
 	Config       *config.Config
 	// Script makes the agent talk to tare's own model server replaying it.
 	Script string
-	// Caps are --max-cost/--max-tokens for every tail of the recording, enforced at the relay.
+	// Caps are --max-cost/--max-tokens for the recording itself and every tail of it, enforced
+	// at the relay.
 	Caps Caps
 	// Seed fixes the script's branch draws (0: a fresh seed, written to the recipe).
 	Seed int64
@@ -395,6 +397,9 @@ func finishRecord(r *run, rec *Recipe, recording *journal.Recording) (string, er
 		rec.Project, rec.Prompt, sideLabel(rec.Sides[0]), recording.Exit, recording.Snapshots, check, len(recording.Steps), stepSummary(recording)))
 	if st := recording.Stopped; st != nil {
 		report += journal.Printable("  stopped   " + st.Line() + "\n            the provider, not the agent, ended this run: its last steps say nothing about the agent; record it again\n")
+	}
+	if m := recording.Metered; m != nil && m.OverBudget != "" {
+		report += journal.Printable("  stopped   over budget: " + m.OverBudget + "\n            the cap, not the agent, ended this recording: its last steps say nothing about the agent\n")
 	}
 	if m := recording.Metered; m != nil {
 		report += journal.Printable("  metered   "+m.Line()+"\n") + "  hosts     each room's reach, allowed or refused: original/" + HostsFile + ", tails/<id>/" + HostsFile + "\n"

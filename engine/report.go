@@ -137,6 +137,9 @@ type SideReport struct {
 	Usage       journal.Usage  `json:"usage"`
 	// CheckUsage is what the side's checks spent (tare's judge's agent), apart from Usage.
 	CheckUsage journal.Usage `json:"check_usage,omitzero"`
+	// Metered is what tare's relay counted over every attempt of the side's tails (a killed
+	// attempt's spend too), beside the agents' own Usage; nil when nothing was metered.
+	Metered *journal.Usage `json:"metered,omitempty"`
 }
 
 // RateBounds is a rate's worst and best cases in report.json (see stats.Bounds).
@@ -161,6 +164,9 @@ type RunReport struct {
 	// Tails are the run's tails, each as its result.json last had it: how the agent and the
 	// check ended, and the check's last lines (check.log beside it has the rest).
 	Tails []TailReport `json:"tails"`
+	// Simulated is true when the run talked to tare's model server: every token and dollar in
+	// the report is simulated, and nothing was paid.
+	Simulated bool `json:"simulated"`
 }
 
 // TailReport is one tail in report.json.
@@ -177,7 +183,7 @@ type TailReport struct {
 // runReport is the run's report as data; dir is the run's folder, whose tails' results it
 // reads.
 func runReport(dir string, rec *Recipe, st *journal.RunState) RunReport {
-	out := RunReport{Kind: rec.Kind, Project: rec.Project, Check: rec.Check, Sides: []SideReport{}}
+	out := RunReport{Kind: rec.Kind, Project: rec.Project, Check: rec.Check, Sides: []SideReport{}, Simulated: rec.Script != ""}
 	for _, t := range st.Tally() {
 		sr := SideReport{Key: t.Side.Key, Agent: t.Side.Agent, Args: t.Side.Args, Passed: t.Passed, Failed: t.Failed,
 			Verdicts: t.Verdicts, Lo: t.Lo, Hi: t.Hi, FailedNoVerdict: t.FailedFrom, NoVerdict: t.NoVerdict, NoVerdictReasons: t.Reasons,
@@ -189,6 +195,7 @@ func runReport(dir string, rec *Recipe, st *journal.RunState) RunReport {
 			b := t.Bounds()
 			sr.Bounds = &RateBounds{LeftOut: b.LeftOut, Of: b.N(), Worst: b.Worst, Best: b.Best, Lo: b.Lo, Hi: b.Hi}
 		}
+		sr.Metered = sideMetered(st, t.Side.Key)
 		out.Sides = append(out.Sides, sr)
 	}
 	if rec.Separate != nil {
@@ -230,9 +237,11 @@ func usageLine(key string, u journal.Usage, simulated bool) string {
 		line += fmt.Sprintf(" · $%.4f (tare's prices)", u.Cost)
 	}
 	if simulated && u.Input+u.Output > 0 {
-		line += " · simulated: tare's model server, no money spent"
+		line += " · " + journal.SimulatedNote
 	}
-	if u.Reported != nil {
+	if u.Reported != nil && simulated {
+		line += fmt.Sprintf(" · the CLI said $%.4f (its own price for the model it was told it ran, simulated)", *u.Reported)
+	} else if u.Reported != nil {
 		line += fmt.Sprintf(" · the CLI said $%.4f", *u.Reported)
 	} else {
 		line += " · the CLI reported no cost"

@@ -139,6 +139,9 @@ func attachBackend(env *tailEnv, rec *Recipe, allowDirty bool) error {
 	if rec.On != OnSlurm {
 		return nil
 	}
+	if err := checkSlurmRunCaps(rec); err != nil {
+		return err
+	}
 	if err := SlurmPreflight(context.Background(), env.cfg, false); err != nil {
 		return err
 	}

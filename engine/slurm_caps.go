@@ -14,6 +14,16 @@ import (
 // tare's), and the workers keep only the tail's caps. A tail whose call that meter refused
 // ends over budget, as it does locally.
 
+// checkSlurmRunCaps refuses a run cap that Slurm cannot hold: on a real provider there is no
+// model server for the submitting tare's meter to stand in front of, and each node's worker
+// sees only its own tail's calls, so the run's cap would go unenforced.
+func checkSlurmRunCaps(rec *Recipe) error {
+	if c := rec.Caps; c != nil && (c.RunTokens > 0 || c.RunCost > 0) && rec.ScriptText == "" {
+		return fmt.Errorf("--run-max-cost/--run-max-tokens with --on slurm on a real provider: each node meters only its own tail, so no one meter sees the run's calls and the run's cap cannot hold; fix: cap each tail with --max-cost/--max-tokens, run on this machine, or on tare's model server (--script)")
+	}
+	return nil
+}
+
 // runMeter puts the run's meter in front of upstream for one tail's job, when the run has a
 // run cap; it returns the address the job dials and the meter (nil: no run cap).
 func (b *slurmBackend) runMeter(env *tailEnv, upstream string) (string, *modelserver.Meter, error) {

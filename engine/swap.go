@@ -201,11 +201,14 @@ type SwapResult struct {
 	Cuts      []SwapCut  `json:"cuts"`
 	Family    SwapFamily `json:"family"`
 	NoVerdict int        `json:"no_verdict"`
-	// Cost is the two recordings' and the tails' together.
+	// Cost is the two recordings' and the tails' together, every attempt's, on the relay's
+	// count (CostUnmetered: the attempts and recordings it did not meter, priced on the
+	// agent's).
 	Cost          float64 `json:"cost"`
 	RecordingCost float64 `json:"recording_cost"`
 	TailsCost     float64 `json:"tails_cost"`
 	CostKnown     bool    `json:"cost_known"`
+	CostUnmetered int     `json:"cost_unmetered,omitempty"`
 	Simulated     bool    `json:"simulated,omitempty"`
 }
 
@@ -446,21 +449,19 @@ func swapResult(runDir string, rec *Recipe, set swapSettings, recs map[string]*j
 	}
 	for id, t := range st.Tails {
 		if swapTailID.MatchString(id) {
-			u := t.TotalUsage() // every attempt's
-			res.TailsCost += u.Cost
-			if len(u.Unpriced) > 0 {
-				res.CostKnown = false
-			}
+			c, known, unmetered := tailSpend(t) // every attempt's, the relay's count
+			res.TailsCost += c
+			res.CostKnown = res.CostKnown && known
+			res.CostUnmetered += unmetered
 		}
 	}
 	for k := range set.originals() {
 		for _, side := range rec.Sides {
 			name := originalDir(side.Key, k)
-			u, ok := recordingUsage(filepath.Join(runDir, name), recs[name])
-			res.RecordingCost += u.Cost
-			if !ok || len(u.Unpriced) > 0 {
-				res.CostKnown = false
-			}
+			c, known, unmetered := recordingSpend(filepath.Join(runDir, name), recs[name])
+			res.RecordingCost += c
+			res.CostKnown = res.CostKnown && known
+			res.CostUnmetered += unmetered
 		}
 	}
 	res.Cost = res.RecordingCost + res.TailsCost
@@ -735,7 +736,7 @@ func SwapReport(rec *Recipe, res *SwapResult) string {
 			fmt.Fprintf(&b, "  in words  the %s effect%s distinguishable from zero; the others are not%s%s\n", strings.Join(seen, " and the "), map[bool]string{true: " is", false: "s are"}[len(seen) == 1], smallestNote(smallest, c.Originals), unmeasuredNote(unmeasured))
 		}
 	}
-	cost := fmt.Sprintf("recordings $%.4f + tails $%.4f = $%.4f (tare's prices)", res.RecordingCost, res.TailsCost, res.Cost)
+	cost := fmt.Sprintf("recordings $%.4f + tails $%.4f = $%.4f (%s)", res.RecordingCost, res.TailsCost, res.Cost, costSource(res.CostUnmetered))
 	if !res.CostKnown {
 		cost = fmt.Sprintf("unknown (a model tare has no price for; priced: recordings $%.4f + tails $%.4f)", res.RecordingCost, res.TailsCost)
 	}

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"path"
 	"strings"
 	"sync"
 	"time"
@@ -66,6 +67,12 @@ type Budget struct {
 	// unpriced is a model a call was charged for without a price: under a cost cap its cost
 	// is unknown, so the cap counts as spent rather than the call as free.
 	unpriced string
+	// heldTokens and heldCost are the worst cases of the calls in flight (admitted, not yet
+	// ended), and held how many there are: a call is admitted only while what was spent and
+	// what is held stay under the cap, so calls sent together pass it by one call at most.
+	heldTokens int64
+	heldCost   float64
+	held       int
 }
 
 // spent reports why the budget is spent, or "" while calls may go on.
@@ -75,15 +82,60 @@ func (b *Budget) spent() string {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.spentLocked()
+}
+
+// spentLocked is spent with b.mu held: what was spent and what the calls in flight hold
+// together reach a cap.
+func (b *Budget) spentLocked() string {
+	inFlight := ""
+	if b.held > 0 {
+		calls := "calls"
+		if b.held == 1 {
+			calls = "call"
+		}
+		inFlight = fmt.Sprintf(", and %d %s in flight may use %d tokens ($%.4f) more", b.held, calls, b.heldTokens, b.heldCost)
+	}
 	switch {
-	case b.MaxTokens > 0 && b.tokens >= b.MaxTokens:
-		return fmt.Sprintf("the %s's token cap (%d) is spent: %d tokens used", b.Name, b.MaxTokens, b.tokens)
-	case b.MaxCost > 0 && b.cost >= b.MaxCost:
-		return fmt.Sprintf("the %s's cost cap ($%g) is spent: $%.4f used", b.Name, b.MaxCost, b.cost)
+	case b.MaxTokens > 0 && b.tokens+b.heldTokens >= b.MaxTokens:
+		return fmt.Sprintf("the %s's token cap (%d) is spent: %d tokens used%s", b.Name, b.MaxTokens, b.tokens, inFlight)
+	case b.MaxCost > 0 && b.cost+b.heldCost >= b.MaxCost:
+		return fmt.Sprintf("the %s's cost cap ($%g) is spent: $%.4f used%s", b.Name, b.MaxCost, b.cost, inFlight)
 	case b.MaxCost > 0 && b.unpriced != "":
 		return b.noPrice(b.unpriced)
 	}
 	return ""
+}
+
+// hold admits a call whose worst case is w unless the budget, counting the calls already in
+// flight at their worst, is spent (then it says why). An admitted call holds w until its
+// settle: each call is admitted on what the others may still spend, so calls sent together
+// pass a cap by one call's worst case at most, as calls sent one after another do.
+func (b *Budget) hold(w CallUsage) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if why := b.spentLocked(); why != "" {
+		return why
+	}
+	b.heldTokens += w.Tokens()
+	b.heldCost += w.Cost
+	b.held++
+	return ""
+}
+
+// settle ends a held call: its worst case w is let go, and what it used, when it got an
+// answer (c non-nil), is charged.
+func (b *Budget) settle(w CallUsage, c *CallUsage) {
+	b.mu.Lock()
+	b.heldTokens -= w.Tokens()
+	b.heldCost -= w.Cost
+	if b.held--; b.held == 0 {
+		b.heldTokens, b.heldCost = 0, 0 // no rounding left over
+	}
+	b.mu.Unlock()
+	if c != nil {
+		b.charge(*c)
+	}
 }
 
 // noPrice is why a cost cap cannot be kept for a model tare's table does not price.
@@ -138,6 +190,15 @@ type Meter struct {
 	mu    sync.Mutex
 	calls []CallUsage
 	over  string
+	// off turns defences off, only in the mutation test (TestMeterMutations).
+	off defences
+}
+
+// defences name the meter's cap defences, so the mutation test can take each away in turn and
+// see its check fail: holding a call's worst case while it is in flight, letting only what is
+// known to be free through unmetered, and refusing unclean paths.
+type defences struct {
+	noHold, noFreeList, noCleanPath bool
 }
 
 // NewMeter starts a meter on a free loopback port relaying to upstream ("host:port"),
@@ -212,6 +273,10 @@ func startMeter(rewrite func(*httputil.ProxyRequest), hosts map[string]bool, tra
 	return m, nil
 }
 
+// Simulated says whether the meter relays to tare's model server (NewMeter), whose answers
+// are simulated and cost nothing, rather than to a real provider (NewProviderMeter).
+func (m *Meter) Simulated() bool { return m.hosts == nil }
+
 // Addr is the meter's loopback address ("127.0.0.1:PORT"), to give the room's relay.
 func (m *Meter) Addr() string { return m.ln.Addr().String() }
 
@@ -252,7 +317,7 @@ func modelCall(p string) api {
 	case strings.HasSuffix(p, "/chat/completions"):
 		return apiChat
 	}
-	if _, action, ok := geminiAction(p); ok && strings.HasSuffix(action, "enerateContent") {
+	if _, action, ok := geminiAction(p); ok && (action == "generateContent" || action == "streamGenerateContent") {
 		return apiGemini
 	}
 	if isCodeAssistCall(p) {
@@ -272,6 +337,12 @@ func (m *Meter) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "tare: this relay meters model calls over HTTP only; use HTTPS requests", http.StatusUpgradeRequired)
 		return
 	}
+	if len(m.budgets) > 0 && !m.off.noCleanPath && !cleanPath(r.URL.Path) {
+		// A provider that resolves dot segments or doubled slashes would serve another path
+		// than the one the meter judged (/api/oauth/../../v1/images/generations).
+		writeJSON(w, http.StatusBadRequest, errorBody(apiAnthropic, "invalid_request_error", "tare: "+r.URL.Path+" has dot segments or doubled slashes, which tare's relay does not judge under a cap (--max-cost/--max-tokens); fix: send the path as the provider names it"))
+		return
+	}
 	a := modelCall(r.URL.Path)
 	if a == "" {
 		if why := m.unmeteredRefusal(r); why != "" {
@@ -282,35 +353,141 @@ func (m *Meter) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	call := &CallUsage{API: string(a)}
-	if a == apiGemini {
-		call.Model, _, _ = geminiAction(strings.TrimRight(r.URL.Path, "/"))
-	} else if body, err := io.ReadAll(io.LimitReader(r.Body, maxBody)); err == nil {
+	var req callRequest
+	if body, err := io.ReadAll(io.LimitReader(r.Body, maxBody)); err == nil {
 		// The body goes on as it came, whole (a body past maxBody is read only in part); a
-		// copy is read (gunzipped if need be) for the model, which the response names too
-		// where the request cannot be read.
+		// copy is read (gunzipped if need be) for the model and the call's bounds.
 		r.Body = forwardBody(body, r.Body)
-		var head struct {
-			Model string `json:"model"`
-		}
 		dup := r.Clone(r.Context())
 		dup.Body = io.NopCloser(bytes.NewReader(body))
-		if plain, err := readBody(dup); err == nil && json.Unmarshal(plain, &head) == nil {
-			call.Model = head.Model
+		if plain, err := readBody(dup); err == nil && len(body) < maxBody && len(plain) < maxBody {
+			req.size = int64(len(plain))
+			_ = json.Unmarshal(plain, &req)
 		}
 	}
-	for _, b := range m.budgets {
-		why := b.spent()
-		if why == "" && call.Model != "" && b.MaxCost > 0 && !m.priced(call.Model) {
-			// Refused before it is spent: a call of a model without a price would cost an
-			// unknown amount against the cap.
-			why = b.noPrice(call.Model)
-		}
-		if why != "" {
+	call.Model = req.Model
+	if a == apiGemini {
+		call.Model, _, _ = geminiAction(strings.TrimRight(r.URL.Path, "/"))
+	}
+	f := &flight{call: call}
+	defer f.end(nil) // an error before the answer: what the call held is let go
+	if len(m.budgets) > 0 {
+		var why string
+		if f.worst, why = m.worstCase(call.Model, req); why != "" {
 			m.refuse(w, a, call, why)
 			return
 		}
+		for _, b := range m.budgets {
+			why := ""
+			if call.Model != "" && b.MaxCost > 0 && !m.priced(call.Model) {
+				// Refused before it is spent: a call of a model without a price would cost an
+				// unknown amount against the cap.
+				why = b.noPrice(call.Model)
+			}
+			if why == "" && m.off.noHold {
+				why = b.spent()
+				if why == "" {
+					continue
+				}
+			}
+			if why == "" {
+				why = b.hold(f.worst)
+			}
+			if why != "" {
+				f.end(nil)
+				m.refuse(w, a, call, why)
+				return
+			}
+			f.held = append(f.held, b)
+		}
 	}
-	m.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callKey{}, call)))
+	m.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callKey{}, f)))
+}
+
+// callRequest is what the meter reads of a model call's request: its model and the bound on
+// its answer, in each dialect's field (Messages and Chat max_tokens, Chat
+// max_completion_tokens, Responses max_output_tokens, Gemini's generationConfig, Code
+// Assist's inside its request), and its size.
+type callRequest struct {
+	Model               string `json:"model"`
+	MaxTokens           int64  `json:"max_tokens"`
+	MaxCompletionTokens int64  `json:"max_completion_tokens"`
+	MaxOutputTokens     int64  `json:"max_output_tokens"`
+	// Background asks OpenAI to answer later: the answer, and its usage, come on a poll
+	// (GET /v1/responses/ID) the meter does not count.
+	Background       bool `json:"background"`
+	GenerationConfig struct {
+		MaxOutputTokens int64 `json:"maxOutputTokens"`
+	} `json:"generationConfig"`
+	Request struct {
+		GenerationConfig struct {
+			MaxOutputTokens int64 `json:"maxOutputTokens"`
+		} `json:"generationConfig"`
+	} `json:"request"`
+	// size is the plain body's length in bytes, 0 when the meter could not read it whole.
+	size int64
+}
+
+// noOutputBound is the answer's worst case when the request sets no bound: the most any
+// model of tare's providers writes in one answer (128k: GPT-5's and Claude Opus 4.6's limit;
+// Gemini 2.5's is 64k).
+const noOutputBound = 128_000
+
+// worstCase is the most a call may use: every byte of its request a token of input (a token
+// is at least one byte of what the request carries; JSON's quotes and keys make the bound
+// loose), at the dearest of input, cache write and cache read, in the long-context tier its
+// size falls in; and its answer's bound as output. why is set when it cannot be bounded: a
+// body the meter could not read whole, or, under a cost cap, no model to price it by.
+func (m *Meter) worstCase(model string, req callRequest) (w CallUsage, why string) {
+	if req.Background {
+		return w, "a background response is answered later, on a path tare's relay does not count, so it is refused under a cap (fix: drop \"background\" from the request, or drop --max-cost/--max-tokens)"
+	}
+	if req.size == 0 {
+		return w, "the call's request could not be read whole (over 32 MiB, or compressed in an encoding tare does not read), so its size cannot be bounded under a cap (fix: turn request compression off in the agent's config, or drop --max-cost/--max-tokens)"
+	}
+	out := max(req.MaxTokens, req.MaxCompletionTokens, req.MaxOutputTokens, req.GenerationConfig.MaxOutputTokens, req.Request.GenerationConfig.MaxOutputTokens)
+	if out <= 0 {
+		out = noOutputBound
+	}
+	w = CallUsage{Model: model, Input: req.size, Output: out}
+	if m.price == nil || model == "" {
+		for _, b := range m.budgets {
+			if b.MaxCost > 0 {
+				return w, "the call names no model its cost could be priced by, so the cost cap cannot bound it (fix: cap with --max-tokens)"
+			}
+		}
+		return w, ""
+	}
+	for _, c := range [][4]int64{{req.size, out, 0, 0}, {0, out, req.size, 0}, {0, out, 0, req.size}} {
+		if cost, ok := m.price(model, c[0], c[1], c[2], c[3]); ok {
+			w.Cost = max(w.Cost, cost)
+		}
+	}
+	return w, ""
+}
+
+// flight is a model call on its way: the worst case it holds on each budget until it ends.
+type flight struct {
+	call  *CallUsage
+	worst CallUsage
+	held  []*Budget
+	once  sync.Once
+}
+
+// end settles the call on every budget it holds: its worst case let go, and what it used
+// (c, nil when no answer came) charged.
+func (f *flight) end(c *CallUsage) {
+	f.once.Do(func() {
+		for _, b := range f.held {
+			b.settle(f.worst, c)
+		}
+	})
+}
+
+// cleanPath says whether p (a trailing slash aside) is its own clean form.
+func cleanPath(p string) bool {
+	p = strings.TrimRight(p, "/")
+	return p == "" || path.Clean(p) == p
 }
 
 // forwardBody is the body the meter sends upstream: head, the part it read, then the rest of
@@ -328,25 +505,69 @@ func forwardBody(head []byte, rest io.Reader) io.ReadCloser {
 	return io.NopCloser(io.MultiReader(bytes.NewReader(head), rest))
 }
 
-// unpricedEndpoints are paid endpoints whose answers the meter cannot count (batches, the
-// legacy completions, embeddings): under a cap they would spend past it unseen.
-var unpricedEndpoints = []string{"/messages/batches", "/batches", "/completions", "/embeddings", ":batchGenerateContent", ":embedContent", ":batchEmbedContents", "/memories/trace_summarize"}
+// codeAssistSetup are Code Assist's methods besides its model calls, all free: Gemini CLI
+// sets its user up with them and reports after each answer.
+var codeAssistSetup = map[string]bool{"countTokens": true, "loadCodeAssist": true, "onboardUser": true,
+	"listExperiments": true, "retrieveUserQuota": true, "fetchAdminControls": true,
+	"getCodeAssistGlobalUserSetting": true, "setCodeAssistGlobalUserSetting": true, "recordCodeAssistMetrics": true}
+
+// claudeAccountPaths begin the paths of Claude Code's account, settings and telemetry service
+// on api.anthropic.com (seen in its binary): none is a model call. Other /api/ paths are not
+// let through, as Codex's (/api/codex/tasks, .../rate-limit-reset-credits/consume) spend.
+var claudeAccountPaths = []string{"/api/hello", "/api/oauth/", "/api/event_logging/", "/api/claude_cli", "/api/claude_code",
+	"/api/organization", "/api/users/"}
+
+func claudeAccountPath(p string) bool {
+	for _, prefix := range claudeAccountPaths {
+		if p == strings.TrimSuffix(prefix, "/") || strings.HasPrefix(p, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// freeUnderCap says whether a request that is not a model call is known to cost nothing, so a
+// cap lets it through unmetered: reading (model lists, the server's status, a login's
+// profile or quota), counting tokens, Code Assist's setup, Claude Code's account, settings
+// and telemetry service (api.anthropic.com/api/...; the model API is /v1/...), and Codex's
+// analytics and account check. Anything else may be a paid endpoint the meter cannot count
+// (images, audio, video, Gemini's :predict, legacy completions, embeddings, batches), and is
+// refused under a cap: the list says what is free, never what is paid.
+func freeUnderCap(method, p string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return true
+	}
+	switch {
+	case strings.HasSuffix(p, "/messages/count_tokens"), strings.HasSuffix(p, "/responses/input_tokens"):
+		return true
+	case claudeAccountPath(p):
+		return true
+	case strings.HasSuffix(p, "/backend-api/codex/analytics-events/events"), strings.HasSuffix(p, "/backend-api/codex/accounts/check"):
+		return true
+	}
+	if _, action, ok := geminiAction(p); ok {
+		return action == "countTokens"
+	}
+	if m, ok := codeAssistMethod(p); ok {
+		return codeAssistSetup[m]
+	}
+	return false
+}
 
 // unmeteredRefusal says why a request the meter does not count as a model call must not go
-// on, or "": under a cap, a paid endpoint the meter cannot count never does. What else it
-// does not count (model lists, token counts, a CLI's setup calls) costs nothing, and a CLI
-// may need it to say that its next model call was refused.
+// on, or "": under a cap, only what is known to be free goes on unmetered (freeUnderCap), so
+// no paid endpoint spends past the cap unseen. What is free a CLI may need to set up, or to
+// say that its next model call was refused.
 func (m *Meter) unmeteredRefusal(r *http.Request) string {
 	if len(m.budgets) == 0 {
 		return ""
 	}
 	p := strings.TrimRight(r.URL.Path, "/")
-	for _, e := range unpricedEndpoints {
-		if strings.HasSuffix(p, e) || strings.Contains(p, e+"/") {
-			return p + " is a paid endpoint tare's relay cannot meter, so it is refused under a cap (--max-cost/--max-tokens)"
-		}
+	if freeUnderCap(r.Method, p) || m.off.noFreeList {
+		return ""
 	}
-	return ""
+	return r.Method + " " + p + " is not a model call tare's relay meters nor a request it knows to be free, so it is refused under a cap (--max-cost/--max-tokens); fix: drop the cap to use it"
 }
 
 // refuse answers a call over budget in its dialect, with a status the CLIs do not retry.
@@ -367,12 +588,13 @@ func (m *Meter) refuse(w http.ResponseWriter, a api, call *CallUsage, why string
 
 // meterResponse wraps a model call's body so that its usage is read as the agent reads it.
 func (m *Meter) meterResponse(resp *http.Response) error {
-	call, _ := resp.Request.Context().Value(callKey{}).(*CallUsage)
-	if call == nil {
+	f, _ := resp.Request.Context().Value(callKey{}).(*flight)
+	if f == nil {
 		return nil
 	}
+	call := f.call
 	call.Status = resp.StatusCode
-	resp.Body = &usageReader{rc: resp.Body, m: m, call: call,
+	resp.Body = &usageReader{rc: resp.Body, m: m, call: call, flight: f,
 		// Google's streams are asked for with ?alt=sse: read as events whatever type they say.
 		sse: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") || resp.Request.URL.Query().Get("alt") == "sse"}
 	return nil
@@ -381,12 +603,13 @@ func (m *Meter) meterResponse(resp *http.Response) error {
 // usageReader passes a response body through, keeping it (bounded) to read the usage from
 // when it ends.
 type usageReader struct {
-	rc   io.ReadCloser
-	m    *Meter
-	call *CallUsage
-	sse  bool
-	buf  bytes.Buffer
-	once sync.Once
+	rc     io.ReadCloser
+	m      *Meter
+	call   *CallUsage
+	flight *flight
+	sse    bool
+	buf    bytes.Buffer
+	once   sync.Once
 }
 
 func (u *usageReader) Read(p []byte) (int, error) {
@@ -412,7 +635,7 @@ func (u *usageReader) Close() error {
 func (u *usageReader) done() {
 	u.once.Do(func() {
 		readUsage(u.call, u.buf.Bytes(), u.sse)
-		u.m.add(*u.call)
+		u.m.add(*u.call, u.flight)
 	})
 }
 
@@ -425,12 +648,17 @@ func (m *Meter) priced(model string) bool {
 	return ok
 }
 
-func (m *Meter) add(c CallUsage) {
+// add records a call that ended, priced on its own tokens, and settles it on the budgets it
+// held.
+func (m *Meter) add(c CallUsage, f *flight) {
 	if m.price != nil && c.Model != "" {
 		c.Cost, c.Priced = m.price(c.Model, c.Input, c.Output, c.CacheRead, c.CacheWrite)
 	}
-	for _, b := range m.budgets {
-		b.charge(c)
+	f.end(&c)
+	if m.off.noHold {
+		for _, b := range m.budgets {
+			b.charge(c)
+		}
 	}
 	m.mu.Lock()
 	m.calls = append(m.calls, c)

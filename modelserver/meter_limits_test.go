@@ -33,6 +33,20 @@ func meterPost(t *testing.T, m *Meter, body string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// meterSend sends a JSON request through m and returns its status.
+func meterSend(t *testing.T, m *Meter, method, path, body string) int {
+	t.Helper()
+	req, _ := http.NewRequest(method, "http://"+m.Addr()+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 // TestCostCapRefusesAModelWithoutPrice: under a cost cap, a call of a model tare's table does
 // not price is refused before it reaches the provider (its cost would be unknown, never 0),
 // saying so and how to fix it; a priced model goes through; and a call whose model only the
@@ -227,18 +241,7 @@ func TestCapLeavesNoUnmeteredWayToTheProvider(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	send := func(method, path, body string) int {
-		t.Helper()
-		req, _ := http.NewRequest(method, "http://"+m.Addr()+path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	send := func(method, path, body string) int { t.Helper(); return meterSend(t, m, method, path, body) }
 	if code := send("POST", "/v1/messages/batches", `{"requests":[]}`); code != http.StatusBadRequest || hits.Load() != 0 {
 		t.Errorf("a batch under a cap: %d, %d reached the provider; want refused at the relay", code, hits.Load())
 	}

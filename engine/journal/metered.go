@@ -20,6 +20,9 @@ type Metered struct {
 	// Incomplete counts the calls whose answer was longer than the relay reads (32 MiB, passed
 	// on whole): their tokens may be short, so the tail's count is a floor.
 	Incomplete int `json:"incomplete,omitempty"`
+	// Simulated is set when the calls went to tare's model server: its tokens are the
+	// server's and its dollars what they would cost; nothing was paid.
+	Simulated bool `json:"simulated,omitempty"`
 }
 
 // Line is one tail's metered usage in a report's words, with the flag and the stop if any.
@@ -30,6 +33,9 @@ func (m *Metered) Line() string {
 		line += " · cost unknown: no price for " + strings.Join(m.Unpriced, ", ")
 	} else {
 		line += fmt.Sprintf(" · $%.4f (tare's prices)", m.Cost)
+	}
+	if m.Simulated {
+		line += " · " + SimulatedNote
 	}
 	if m.Incomplete > 0 {
 		line += fmt.Sprintf(" · incomplete: %d answers over 32 MiB were not read whole, so the count is a floor", m.Incomplete)
@@ -42,6 +48,10 @@ func (m *Metered) Line() string {
 	}
 	return line
 }
+
+// SimulatedNote follows every figure from tare's model server: its answers are simulated, and
+// their dollars were never paid.
+const SimulatedNote = "simulated: tare's model server, no money spent"
 
 // Tokens is a token count in a report's words: 950, 12k, 1.2M.
 func Tokens(n int64) string {
