@@ -56,6 +56,10 @@ func main() {
 	case err == nil:
 	case errors.As(err, &exit):
 		os.Exit(exit.code)
+	case errors.As(err, &stoppedRun{}):
+		// The operator stopped a run (ctrl+c in its view or in line mode, or a signal).
+		fmt.Fprintf(os.Stderr, "tare: %v\n", err)
+		os.Exit(130)
 	case signalled && errors.Is(err, context.Canceled):
 		// Not an error of the command's: the operator stopped it.
 		fmt.Fprintln(os.Stderr, "tare: stopped by a signal; a run it stopped is finished with tare resume DIR")
@@ -112,6 +116,7 @@ leak with the file it came from.`,
 			return tui.Run(cmd.Context(), tui.Options{StateDir: cfg.StateDir, Engine: eng, Agents: agentNameList(), Project: eng.project})
 		},
 	}
+	cmd.PersistentFlags().BoolVar(&stayInView, "stay", false, "keep a command's live view open on the finished run, to browse it (q leaves)")
 	cmd.SetVersionTemplate("tare {{.Version}}\n")
 	cmd.AddCommand(probeCmd(), calibrateCmd(), resumeCmd(), recordCmd(), tailCmd(), cliffCmd(), swapCmd(), demoCmd(), watchCmd(), serveCmd(), modelServerCmd(), doctorCmd(), pricesCmd())
 	cmd.AddCommand(judgeCmd(), judgeNoiseCmd())
@@ -124,6 +129,9 @@ leak with the file it came from.`,
 	}
 	return cmd
 }
+
+// stayInView is --stay: a command's live view stays on its finished run until q.
+var stayInView bool
 
 // absoluteOut makes a command's --out absolute before it runs: the run's folder is handed
 // to rooms, workers and later commands, none of which start where the operator typed it (a
@@ -470,7 +478,7 @@ func showRun(ctx context.Context, cfg *config.Config, dir string, bus *journal.B
 		stop := follow(ctx, bus)
 		err := run(ctx, true)
 		stop()
-		return err
+		return stopped(ctx, dir, err)
 	}
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
@@ -492,15 +500,37 @@ func showRun(ctx context.Context, cfg *config.Config, dir string, bus *journal.B
 		<-done
 		return err
 	}
-	switch err := tui.LiveRun(viewCtx, tui.LiveOptions{Dir: dir, Bus: bus, Engine: eng, Done: returned}); {
+	switch err := tui.LiveRun(viewCtx, tui.LiveOptions{Dir: dir, Bus: bus, Engine: eng, Done: returned, Stay: stayInView}); {
 	case errors.Is(err, tui.ErrInterrupted):
 		stopRun()
+		<-done // whatever it ended with (a room "stopped: context canceled"), the operator stopped it
+		return stoppedRun{dir}
 	case err != nil && viewCtx.Err() == nil:
 		// The view failed while the run goes on: say so, and follow the run in lines.
 		fmt.Fprintf(os.Stderr, "tare: the live view ended: %v; the run goes on, one line per event from here\n", err)
 		defer follow(ctx, bus)()
 	}
-	return <-done
+	return stopped(ctx, dir, <-done)
+}
+
+// stoppedRun is a run the operator stopped (ctrl+c, or a signal): not an error of the
+// command's, and its message says how to finish it, as a command to paste.
+type stoppedRun struct{ dir string }
+
+func (s stoppedRun) Error() string {
+	if s.dir == "" {
+		return "stopped; a run it stopped is finished with tare resume DIR"
+	}
+	return "stopped; what finished is kept, and the rest is finished with: tare resume " + quoteArgs([]string{s.dir})
+}
+
+// stopped is err, or stoppedRun when a signal ended ctx: the command's error is then the
+// stop's doing (a room "stopped: context canceled", a tail cut short).
+func stopped(ctx context.Context, dir string, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return stoppedRun{dir}
+	}
+	return err
 }
 
 // follow prints a run's events as lines on stderr until stop is called.

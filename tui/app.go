@@ -8,6 +8,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -159,6 +160,8 @@ type LiveOptions struct {
 	// run_finished in the journal. A cliff's recording finishes its own part of the run long
 	// before the search does, and --run opens a recording that finished long ago.
 	Done <-chan struct{}
+	// Stay keeps the view open on the finished run, to browse it, until q.
+	Stay bool
 }
 
 // LiveRun shows a run until it finishes or ctx ends: the live run view when Out (and In) is
@@ -179,14 +182,14 @@ func LiveRun(ctx context.Context, o LiveOptions) error {
 		wake = wakeOn(sctx, o.Bus)
 	}
 	if !term.IsTerminal(int(o.Out.Fd())) || !term.IsTerminal(int(o.In.Fd())) {
-		return printLines(ctx, o.Dir, wake, o.Out, 0)
+		return printLines(ctx, o.Dir, wake, o.Out, 0, o.Done)
 	}
 	logger, closeLog, err := openLog(o.LogFile, "")
 	if err != nil {
 		return err
 	}
 	defer closeLog()
-	m := newModel(modelConfig{ctx: ctx, engine: o.Engine, styles: localStyles(o.Out), log: logger, live: o.Dir, liveDone: o.Done})
+	m := newModel(modelConfig{ctx: ctx, engine: o.Engine, styles: localStyles(o.Out), log: logger, live: o.Dir, liveDone: o.Done, stay: o.Stay})
 	var alive func(string) bool
 	if o.Engine != nil {
 		alive = o.Engine.Alive
@@ -201,16 +204,39 @@ func LiveRun(ctx context.Context, o LiveOptions) error {
 	switch {
 	case m.interrupted:
 		return ErrInterrupted
-	case st.Finished:
+	case o.Done != nil && closed(o.Done):
+		return nil
+	case o.Done == nil && st.Finished:
 		return nil
 	}
-	return printLines(ctx, o.Dir, wake, o.Out, st.Seq)
+	// q left the view while the run goes on: say so, then follow it in lines.
+	fmt.Fprintf(o.Out, "tare: you left the view; the run goes on (ctrl+c stops it), one line per event from here; "+
+		"reopen it with: tare watch %s\n", shellWord(o.Dir))
+	return printLines(ctx, o.Dir, wake, o.Out, st.Seq, o.Done)
+}
+
+// closed reports whether ch is closed, without waiting.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// shellWord is a path as one word a shell takes as it is, quoted only where it needs it.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // printLines prints one line per event of the run's journal after Seq from, until the run
-// finishes or ctx ends.
-func printLines(ctx context.Context, dir string, wake <-chan struct{}, out io.Writer, from int64) error {
-	events, ended := journalEvents(ctx, dir, wake, from)
+// finishes (until closes, when given; see journalEvents) or ctx ends.
+func printLines(ctx context.Context, dir string, wake <-chan struct{}, out io.Writer, from int64, until <-chan struct{}) error {
+	events, ended := journalEvents(ctx, dir, wake, from, until)
 	err := PrintLines(ctx, events, out)
 	if rerr := ended(); rerr != nil {
 		return rerr
@@ -219,9 +245,11 @@ func printLines(ctx context.Context, dir string, wake <-chan struct{}, out io.Wr
 }
 
 // journalEvents sends the events of the run's journal after Seq from as they are written,
-// until the run finishes (the channel closes after its RunFinished), the journal cannot be
-// read, or ctx ends. ended waits for the end and says why, when it was not the run's.
-func journalEvents(ctx context.Context, dir string, wake <-chan struct{}, from int64) (events <-chan journal.Event, ended func() error) {
+// until the run finishes, the journal cannot be read, or ctx ends. ended waits for the end
+// and says why, when it was not the run's. The run finishes at its RunFinished, or, when until
+// is given, once until has closed and the journal has been read after it: the command writing
+// the run has returned (a cliff's recording writes a RunFinished long before the search ends).
+func journalEvents(ctx context.Context, dir string, wake <-chan struct{}, from int64, until <-chan struct{}) (events <-chan journal.Event, ended func() error) {
 	ch := make(chan journal.Event)
 	done := make(chan error, 1)
 	go func() {
@@ -231,6 +259,7 @@ func journalEvents(ctx context.Context, dir string, wake <-chan struct{}, from i
 		t := time.NewTicker(pollEvery)
 		defer t.Stop()
 		for {
+			last := until != nil && closed(until) // everything the command wrote is there now
 			events, err := f.poll()
 			if err != nil && !os.IsNotExist(err) {
 				done <- err
@@ -243,10 +272,14 @@ func journalEvents(ctx context.Context, dir string, wake <-chan struct{}, from i
 					done <- ctx.Err()
 					return
 				}
-				if e.RunFinished != nil {
+				if e.RunFinished != nil && until == nil {
 					done <- nil
 					return
 				}
+			}
+			if last {
+				done <- nil
+				return
 			}
 			select {
 			case <-ctx.Done():
@@ -254,6 +287,7 @@ func journalEvents(ctx context.Context, dir string, wake <-chan struct{}, from i
 				return
 			case <-t.C:
 			case <-wake:
+			case <-until:
 			}
 		}
 	}()

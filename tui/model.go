@@ -49,6 +49,8 @@ type modelConfig struct {
 	// liveDone, when set, is closed when the command writing the live run has returned; the
 	// view ends only after it (LiveOptions.Done).
 	liveDone <-chan struct{}
+	// stay keeps the live view on its finished run until q (LiveOptions.Stay).
+	stay bool
 	// remote is an ssh session's app: programs it would start (a pager) would run on the
 	// server's side, not on the operator's terminal.
 	remote bool
@@ -92,6 +94,8 @@ type model struct {
 	live        string
 	liveDone    <-chan struct{}
 	commandDone bool // liveDone was closed: the command that writes the live run returned
+	stay        bool // the live view stays on the finished run until q
+	stayNoted   bool // the view said the run is over
 	interrupted bool
 	remote      bool
 	clock       clock
@@ -112,7 +116,7 @@ func newModel(c modelConfig) *model {
 	e := &env{st: c.styles, keys: DefaultKeyMap(), store: newStore(c.agents, c.project), now: c.now}
 	h := help.New()
 	h.Styles = c.styles.help
-	m := &model{ctx: c.ctx, eng: c.engine, log: c.log, env: e, help: h, live: c.live, liveDone: c.liveDone, commandDone: c.liveDone == nil, remote: c.remote}
+	m := &model{ctx: c.ctx, eng: c.engine, log: c.log, env: e, help: h, live: c.live, liveDone: c.liveDone, commandDone: c.liveDone == nil, stay: c.stay, remote: c.remote}
 	m.home = newHomeView(e, c.probes, c.workshop)
 	if c.workshop {
 		m.wf = newWritersFollower(c.stateDir, c.exps)
@@ -251,9 +255,7 @@ func (m *model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.feed(msg)
 	case commandDoneMsg:
 		m.commandDone = true
-		if m.live != "" && m.env.store.run(m.live).state.Finished {
-			return m, tea.Quit
-		}
+		return m, m.liveEnded()
 	case tickMsg:
 		m.expire(time.Time(msg))
 		m.refresh()
@@ -407,10 +409,26 @@ func (m *model) feed(f feedMsg) tea.Cmd {
 		m.layout() // the probes pane is sized to its rows
 	}
 	m.refresh()
-	if m.live != "" && m.commandDone && m.env.store.run(m.live).state.Finished {
-		return tea.Quit
+	if end := m.liveEnded(); end != nil {
+		return end
 	}
 	return cmd
+}
+
+// liveEnded ends the live view once its run is over (the command returned and the journal
+// says finished), or, with --stay, says the run is over and leaves the view to the operator.
+func (m *model) liveEnded() tea.Cmd {
+	if m.live == "" || !m.commandDone || !m.env.store.run(m.live).state.Finished {
+		return nil
+	}
+	if !m.stay {
+		return tea.Quit
+	}
+	if !m.stayNoted {
+		m.stayNoted = true
+		m.note("the run is over; browse it, q leaves")
+	}
+	return nil
 }
 
 func (m *model) openRun(dir string) {
