@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"tare/capsule"
 	"tare/engine/journal"
 )
 
@@ -34,7 +33,7 @@ func RequestKill(runDir, tailID string) error {
 	if err := os.MkdirAll(filepath.Dir(killFile(runDir, tailID)), 0o755); err != nil {
 		return err
 	}
-	return capsule.WriteFileAtomic(killFile(runDir, tailID), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644)
+	return writeRunFile(killFile(runDir, tailID), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"))
 }
 
 // watchKill cancels a tail's context when a kill request for it appears. It returns a

@@ -116,7 +116,7 @@ func (c *Cluster) ReattachWriter(ctx context.Context, id, job string, o WriterOp
 	defer os.RemoveAll(staging)
 	stop, lost := reviveJobModel(x, o.Upstream)
 	defer stop()
-	events, err := os.OpenFile(o.Events, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	events, err := journal.OpenNoFollow(o.Events, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return WriterEnd{}, err
 	}

@@ -102,7 +102,7 @@ func endTail(ctx context.Context, env *tailEnv, spec tailSpec, dir string, began
 		res.Check = "check stopped: " + journal.ErrKilled.Error()
 	}
 	if data, err := json.MarshalIndent(res, "", "  "); err == nil {
-		if err := capsule.WriteFileAtomic(filepath.Join(dir, "result.json"), append(data, '\n'), 0o644); err != nil {
+		if err := writeRunFile(filepath.Join(dir, "result.json"), append(data, '\n')); err != nil {
 			return err
 		}
 	}
@@ -167,7 +167,7 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 			return notStarted(a.Name() + "'s model calls go to no host tare's relay reads, so its caps cannot hold; drop --max-cost/--max-tokens for it")
 		}
 	}
-	hosts, err := os.Create(hostLog(dir))
+	hosts, err := createRunFile(hostLog(dir))
 	if err != nil {
 		return notStarted(err.Error())
 	}
@@ -179,12 +179,12 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	} else {
 		room.Argv = append([]string{inst.Command}, a.RunArgs(spec.Prompt, args)...)
 	}
-	stdout, err := os.Create(filepath.Join(dir, "stdout.jsonl"))
+	stdout, err := createRunFile(filepath.Join(dir, "stdout.jsonl"))
 	if err != nil {
 		return notStarted(err.Error())
 	}
 	defer stdout.Close()
-	stderr, err := os.Create(filepath.Join(dir, "stderr.log"))
+	stderr, err := createRunFile(filepath.Join(dir, "stderr.log"))
 	if err != nil {
 		return notStarted(err.Error())
 	}
