@@ -285,11 +285,3 @@ func hostGit(project, configured string) (string, error) {
 	}
 	return git, err
 }
-
-// realPath is p with its symlinks resolved, or p when that fails.
-func realPath(p string) string {
-	if real, err := filepath.EvalSymlinks(p); err == nil {
-		return real
-	}
-	return p
-}
