@@ -25,9 +25,6 @@ func SafePATH(path string, avoid ...string) []string {
 	return out
 }
 
-// systemBins are where a host program is looked for when no PATH entry holds it.
-var systemBins = []string{"/usr/local/bin", "/usr/bin", "/bin"}
-
 // HostProgram says where tare may take one program it runs on the host (outside any room)
 // from, and how the operator overrides that.
 type HostProgram struct {
@@ -53,11 +50,11 @@ type HostProgram struct {
 var ErrNoProgram = errors.New("not found")
 
 // LookHost is the one way tare finds a program it runs on the host: the config's path when
-// set, else the first PATH entry holding it, else /usr/local/bin, /usr/bin, /bin. A PATH entry
-// that holds it but is no place to take a program from (relative, the working folder, inside
-// a project or another folder an agent writes, a virtualenv) is refused, not skipped: the
-// operator's shell would run that copy, and tare says so in one line with the entry and the
-// fix. So is a configured path inside such a folder.
+// set, else the first PATH entry holding it (none: ErrNoProgram, as the shell finds none). A
+// PATH entry that holds it but is no place to take a program from (relative, the working
+// folder, inside a project or another folder an agent writes, a virtualenv) is refused, not
+// skipped: the operator's shell would run that copy, and tare says so in one line with the
+// entry and the fix. So is a configured path inside such a folder.
 func LookHost(p HostProgram) (string, error) {
 	roots := untrustedRoots(p.Avoid)
 	if p.Path != "" {
@@ -92,12 +89,7 @@ func LookHost(p HostProgram) (string, error) {
 		}
 		return bin, nil
 	}
-	for _, dir := range systemBins {
-		if bin := filepath.Join(dir, p.Name); executable(bin) == nil {
-			return bin, nil
-		}
-	}
-	return "", fmt.Errorf("%s %w on PATH nor in %s; fix: install it, or set %s in tare's config", p.Name, ErrNoProgram, strings.Join(systemBins, ", "), p.Key)
+	return "", fmt.Errorf("%s %w on PATH; fix: install it, or set %s in tare's config", p.Name, ErrNoProgram, p.Key)
 }
 
 // executable says why p is not a file tare can run, nil when it is.
