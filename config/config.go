@@ -34,6 +34,9 @@ type Config struct {
 	Tails Tails `toml:"tails"`
 	// Cluster is where --on slurm sends tails.
 	Cluster Cluster `toml:"cluster"`
+	// Programs maps a program tare runs on the host (git, less) to its absolute path; unset,
+	// it is taken from PATH, never from a PATH entry an agent can write (sandbox.LookHost).
+	Programs map[string]string `toml:"programs"`
 
 	// Path is the file this config was read from, or "" when none exists.
 	Path string `toml:"-"`
@@ -192,6 +195,20 @@ func (c *Config) validate(name string, data []byte) error {
 	if err := c.Tails.validate(name, data); err != nil {
 		return err
 	}
+	programs := make([]string, 0, len(c.Programs))
+	for p := range c.Programs {
+		programs = append(programs, p)
+	}
+	sort.Strings(programs)
+	for _, p := range programs {
+		line := lineOf(data, toml.Key{"programs", p})
+		if p == "" || strings.ContainsAny(p, "/ ") {
+			return fmt.Errorf("%s:%d: key programs.%s: not a program name; fix: name the program alone, e.g. programs.git", name, line, p)
+		}
+		if !filepath.IsAbs(c.Programs[p]) {
+			return fmt.Errorf("%s:%d: key programs.%s: %q is not an absolute path; fix: give the full path, e.g. \"/usr/bin/%s\"", name, line, p, c.Programs[p], p)
+		}
+	}
 	if c.Bwrap != "" && !filepath.IsAbs(c.Bwrap) {
 		return fmt.Errorf("%s:%d: key bwrap: %q is not an absolute path; fix: give the full path to bwrap, or remove the key to use $PATH",
 			name, lineOf(data, toml.Key{"bwrap"}), c.Bwrap)
@@ -262,6 +279,9 @@ type Cluster struct {
 	Shared string `toml:"shared"`
 	// Tare is the tare executable as the nodes see it; empty: this tare's own path.
 	Tare string `toml:"tare"`
+	// BinDir is the folder holding Slurm's commands (sbatch, squeue, scancel, sinfo, srun);
+	// empty: PATH, never an entry an agent can write.
+	BinDir string `toml:"bin_dir"`
 	// CallbackAddr is the host the nodes reach this machine at, for tare's model server and
 	// proxy; empty: 127.0.0.1, right only when the nodes are this machine.
 	CallbackAddr string `toml:"callback_addr"`
@@ -279,6 +299,10 @@ func (c Cluster) validate(name string, data []byte) error {
 	if c.Tare != "" && !filepath.IsAbs(c.Tare) {
 		return fmt.Errorf("%s:%d: key cluster.tare: %q is not an absolute path; fix: give the full path of tare as the nodes see it",
 			name, lineOf(data, toml.Key{"cluster", "tare"}), c.Tare)
+	}
+	if c.BinDir != "" && !filepath.IsAbs(c.BinDir) {
+		return fmt.Errorf("%s:%d: key cluster.bin_dir: %q is not an absolute path; fix: give the folder holding sbatch and sinfo, e.g. \"/usr/bin\"",
+			name, lineOf(data, toml.Key{"cluster", "bin_dir"}), c.BinDir)
 	}
 	if c.CPUs < 0 {
 		return fmt.Errorf("%s:%d: key cluster.cpus: %d; fix: give 1 or more", name, lineOf(data, toml.Key{"cluster", "cpus"}), c.CPUs)
@@ -339,6 +363,9 @@ func defaults(c *Config) *Config {
 	c.Cluster.Shared = expand(c.Cluster.Shared)
 	if c.Agents == nil {
 		c.Agents = map[string]Agent{}
+	}
+	if c.Programs == nil {
+		c.Programs = map[string]string{}
 	}
 	return c
 }

@@ -31,6 +31,9 @@ func TestParseErrorsNameLineKeyAndFix(t *testing.T) {
 		{"check env HOME", "[check]\nenv = [\"HOME\"]\n", "key check.env: HOME is set by the room itself"},
 		{"stall floor not a duration", "[tails]\nstall_floor = \"a minute\"\n", "config.toml:2: key tails.stall_floor: \"a minute\" is not a positive duration"},
 		{"stall floor negative", "[tails]\nstall_floor = \"-5s\"\n", "key tails.stall_floor: \"-5s\" is not a positive duration"},
+		{"slurm bin_dir relative", "[cluster]\nbin_dir = \"bin\"\n", "config.toml:2: key cluster.bin_dir: \"bin\" is not an absolute path"},
+		{"program path relative", "[programs]\ngit = \"git\"\n", "config.toml:2: key programs.git: \"git\" is not an absolute path"},
+		{"program name a path", "[programs]\n\"bin/git\" = \"/usr/bin/git\"\n", "key programs.bin/git: not a program name"},
 		{"check network not a bool", "[check]\nnetwork = \"yes\"\n", "config.toml:2: key check.network: the value is a string in quotes but must be true or false"},
 	}
 	for _, c := range cases {

@@ -70,7 +70,7 @@ func Attach(ctx context.Context, o AttachOptions) (int, error) {
 		return 0, err
 	}
 	// The room writes the real project: git on the host must not run what it leaves in .git.
-	git, err := gitguard.New(ctx, o.Project)
+	git, err := gitguard.New(ctx, o.Project, o.Config.Programs["git"])
 	if err != nil {
 		return 0, err
 	}

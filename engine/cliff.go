@@ -258,7 +258,7 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 		return nil, fmt.Errorf("%w (%s)", errRecordingPassed, verdict.Detail)
 	}
 	data, _ := json.MarshalIndent(set, "", "  ")
-	if err := capsule.WriteFileAtomic(filepath.Join(dir, cliffFile), append(data, '\n'), 0o644); err != nil {
+	if err := writeRunFile(filepath.Join(dir, cliffFile), append(data, '\n')); err != nil {
 		return nil, err
 	}
 	if err := r.emit(journal.Event{Phase: &journal.Phase{Name: "cliff: the recording " + verdict.Detail}}); err != nil {
@@ -429,11 +429,11 @@ func fillCliffResult(res *CliffResult, d cliff.Decision, store *capsule.Store, r
 // finishCliff writes the report and the result and journals the run's end.
 func finishCliff(r *run, recipe *Recipe, rec *journal.Recording, res *CliffResult) error {
 	report := CliffReport(recipe, rec, res)
-	if err := capsule.WriteFileAtomic(filepath.Join(r.dir, "report.txt"), []byte(report), 0o644); err != nil {
+	if err := writeRunFile(filepath.Join(r.dir, "report.txt"), []byte(report)); err != nil {
 		return err
 	}
 	data, _ := json.MarshalIndent(res, "", "  ")
-	if err := capsule.WriteFileAtomic(filepath.Join(r.dir, "cliff-result.json"), append(data, '\n'), 0o644); err != nil {
+	if err := writeRunFile(filepath.Join(r.dir, "cliff-result.json"), append(data, '\n')); err != nil {
 		return err
 	}
 	return r.emit(journal.Event{RunFinished: &journal.RunFinished{Report: report}})

@@ -100,9 +100,10 @@ func isStore(dir string) bool {
 
 // gcRun collects one run's store holding the run's lock; busy when another tare holds it.
 func gcRun(ctx context.Context, dir string, o GCOptions) (capsule.GCReport, bool, error) {
-	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	// As lockRun: a planted lock symlink would have gc truncate and write the file it names.
+	lock, err := journal.OpenNoFollow(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return capsule.GCReport{}, false, fmt.Errorf("run directory %s: %v", dir, err)
+		return capsule.GCReport{}, false, fmt.Errorf("run directory %s: lock: %v", dir, err)
 	}
 	defer lock.Close() // releases the flock
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == syscall.EWOULDBLOCK {

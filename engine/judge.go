@@ -345,7 +345,7 @@ func (env *judgeEnv) finish(ctx context.Context, rep JudgeReport) (JudgeReport, 
 	}
 	data, err := json.MarshalIndent(rep, "", "  ")
 	if err == nil {
-		err = capsule.WriteFileAtomic(filepath.Join(rep.Out, "judgements.json"), append(data, '\n'), 0o644)
+		err = writeRunFile(filepath.Join(rep.Out, "judgements.json"), append(data, '\n'))
 	}
 	err = errors.Join(err, cerr)
 	env.journal.done(rep.NoiseText(env.o.Threshold), err)

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"tare/capsule"
 	"tare/engine/journal"
 )
 
@@ -42,7 +41,7 @@ func RequestKill(runDir, tailID string, as journal.KillAs) error {
 		return err
 	}
 	text := time.Now().UTC().Format(time.RFC3339) + "\n" + killAsPrefix + string(as) + "\n"
-	return capsule.WriteFileAtomic(killFile(runDir, tailID), []byte(text), 0o644)
+	return writeRunFile(killFile(runDir, tailID), []byte(text))
 }
 
 // killAsPrefix starts the kill request's line that carries the operator's answer.

@@ -31,7 +31,7 @@ func Launch(exe, stateDir, dir string, args ...string) (*Launched, error) {
 		return nil, err
 	}
 	path := filepath.Join(logs, fmt.Sprintf("%s-%s.log", time.Now().Format("20060102-150405.000"), args[0]))
-	f, err := os.Create(path)
+	f, err := createRunFile(path)
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"tare/capsule"
 	"tare/engine/journal"
 )
 
@@ -83,7 +82,7 @@ func writeRecipe(dir string, r *Recipe) error {
 	if err != nil {
 		return err
 	}
-	return capsule.WriteFileAtomic(filepath.Join(dir, RecipeFile), append(data, '\n'), 0o644)
+	return writeRunFile(filepath.Join(dir, RecipeFile), append(data, '\n'))
 }
 
 // ReadRecipe reads a run directory's recipe, refusing a folder tare did not write.

@@ -100,7 +100,7 @@ func record(ctx context.Context, env *tailEnv, side journal.Side, task string, s
 			defer meter.Close()
 		}
 	}
-	hosts, err := os.Create(hostLog(dir))
+	hosts, err := createRunFile(hostLog(dir))
 	if err != nil {
 		return nil, err
 	}
@@ -115,12 +115,12 @@ func record(ctx context.Context, env *tailEnv, side journal.Side, task string, s
 		room.Argv = append([]string{snapBin(), "snap-watch", "--store", sandbox.RunDir, "--base", storeInRoom,
 			"--work", sandbox.WorkDir, "--"}, room.Argv...)
 	}
-	stdout, err := os.Create(filepath.Join(dir, "stdout.jsonl"))
+	stdout, err := createRunFile(filepath.Join(dir, "stdout.jsonl"))
 	if err != nil {
 		return nil, err
 	}
 	defer stdout.Close()
-	stderr, err := os.Create(filepath.Join(dir, "stderr.log"))
+	stderr, err := createRunFile(filepath.Join(dir, "stderr.log"))
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +150,7 @@ func record(ctx context.Context, env *tailEnv, side journal.Side, task string, s
 	if err != nil {
 		return nil, fmt.Errorf("recording %s (exit %d): %v", a.Name(), code, err)
 	}
-	if err := capsule.WriteFileAtomic(filepath.Join(dir, "session.jsonl"), session, 0o644); err != nil {
+	if err := writeRunFile(filepath.Join(dir, "session.jsonl"), session); err != nil {
 		return nil, err
 	}
 	trail, err := agent.ReadTrail(a, session)
@@ -171,7 +171,7 @@ func record(ctx context.Context, env *tailEnv, side journal.Side, task string, s
 	if err != nil {
 		return nil, err
 	}
-	return rec, capsule.WriteFileAtomic(filepath.Join(dir, journal.RecordFile), append(data, '\n'), 0o644)
+	return rec, writeRunFile(filepath.Join(dir, journal.RecordFile), append(data, '\n'))
 }
 
 // stepCapsules maps steps to capsules: a step's capsule is the last one taken for its tool
@@ -404,7 +404,7 @@ func finishRecord(r *run, rec *Recipe, recording *journal.Recording) (string, er
 	if m := recording.Metered; m != nil {
 		report += journal.Printable("  metered   "+m.Line()+"\n") + "  hosts     each room's reach, allowed or refused: original/" + HostsFile + ", tails/<id>/" + HostsFile + "\n"
 	}
-	if err := capsule.WriteFileAtomic(filepath.Join(r.dir, "report.txt"), []byte(report), 0o644); err != nil {
+	if err := writeRunFile(filepath.Join(r.dir, "report.txt"), []byte(report)); err != nil {
 		return "", err
 	}
 	return report, r.emit(journal.Event{RunFinished: &journal.RunFinished{Report: report}})
@@ -511,16 +511,21 @@ func newTailEnv(r *run, store *capsule.Store, rec *Recipe, installs map[string]a
 	if err != nil {
 		return nil, nil, err
 	}
-	srv, err := modelserver.New(modelserver.Options{Script: script, Seed: rec.Seed,
-		LogPath: filepath.Join(r.dir, "model-requests.jsonl")})
+	log, err := journal.OpenNoFollow(filepath.Join(r.dir, "model-requests.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
+		return nil, nil, fmt.Errorf("model server log: %v", err)
+	}
+	srv, err := modelserver.New(modelserver.Options{Script: script, Seed: rec.Seed, Log: log})
+	if err != nil {
+		log.Close()
 		return nil, nil, err
 	}
 	if err := srv.Start("127.0.0.1:0"); err != nil {
+		log.Close()
 		return nil, nil, err
 	}
 	env.upstream, env.models = srv.Addr(), srv
-	return env, func() { srv.Close() }, nil
+	return env, func() { srv.Close(); log.Close() }, nil
 }
 
 // upstreamFor is the model address the agent of one tail attempt (or the recording) talks

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"tare/capsule"
 	"tare/engine/journal"
 )
 
@@ -214,14 +213,14 @@ func runReport(dir string, rec *Recipe, st *journal.RunState) RunReport {
 
 // writeReport writes report.txt and report.json.
 func writeReport(dir, text string, rec *Recipe, st *journal.RunState) error {
-	if err := capsule.WriteFileAtomic(filepath.Join(dir, "report.txt"), []byte(text), 0o644); err != nil {
+	if err := writeRunFile(filepath.Join(dir, "report.txt"), []byte(text)); err != nil {
 		return err
 	}
 	data, err := json.MarshalIndent(runReport(dir, rec, st), "", "  ")
 	if err != nil {
 		return err
 	}
-	return capsule.WriteFileAtomic(filepath.Join(dir, ReportFile), append(data, '\n'), 0o644)
+	return writeRunFile(filepath.Join(dir, ReportFile), append(data, '\n'))
 }
 
 // usageLine is a side's tokens and cost: tare's figure from its price table and, beside it,
@@ -345,5 +344,5 @@ func writeUsage(dir string, st *journal.RunState) error {
 	if err != nil {
 		return err
 	}
-	return capsule.WriteFileAtomic(filepath.Join(dir, "usage.json"), append(data, '\n'), 0o644)
+	return writeRunFile(filepath.Join(dir, "usage.json"), append(data, '\n'))
 }

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"tare/capsule"
 	"tare/engine/journal"
 )
 
@@ -149,9 +150,9 @@ func (r *run) close() error {
 
 // lockRun takes the run directory's lock, naming the holder when another tare has it.
 func lockRun(dir string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := journal.OpenNoFollow(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("run directory %s: %v", dir, err)
+		return nil, fmt.Errorf("run directory %s: lock: %v", dir, err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		holder, _ := os.ReadFile(f.Name())
@@ -166,7 +167,7 @@ func lockRun(dir string) (*os.File, error) {
 
 // Alive reports whether a process holds runDir's lock: the run is live, not crashed.
 func Alive(runDir string) bool {
-	f, err := os.Open(filepath.Join(runDir, "lock"))
+	f, err := journal.OpenNoFollow(filepath.Join(runDir, "lock"), os.O_RDONLY, 0)
 	if err != nil {
 		return false
 	}
@@ -176,4 +177,34 @@ func Alive(runDir string) bool {
 	}
 	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 	return false
+}
+
+// createRunFile is os.Create for a file tare writes in a run folder (a log, a tail's stdout):
+// journal.OpenNoFollow, so a link in its place is refused, not written through.
+func createRunFile(path string) (*os.File, error) {
+	return journal.OpenNoFollow(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+}
+
+// writeRunFile is capsule.WriteFileAtomic for a file of a run folder (its report, a tail's
+// result, the recipe), refusing one whose name is taken by anything but a regular file:
+// the rename would replace a symlink without following it, but a link there was planted,
+// and the run is not tare's as it left it.
+func writeRunFile(path string, data []byte) error {
+	if st, err := os.Lstat(path); err == nil && !st.Mode().IsRegular() {
+		return fmt.Errorf("%s is a %s, not a file tare wrote; tare never writes through a link in a run folder; fix: remove it", path, fileKind(st.Mode()))
+	}
+	return capsule.WriteFileAtomic(path, data, 0o644)
+}
+
+// fileKind names a mode's file type for messages.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m&os.ModeSymlink != 0:
+		return "symlink"
+	case m.IsDir():
+		return "folder"
+	case m&os.ModeNamedPipe != 0:
+		return "fifo"
+	}
+	return "special file"
 }

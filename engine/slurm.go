@@ -20,6 +20,7 @@ import (
 	"tare/capsule"
 	"tare/config"
 	"tare/engine/journal"
+	"tare/sandbox"
 )
 
 // The reasons a tail run on a cluster has no verdict because the cluster, not the agent,
@@ -79,6 +80,8 @@ type slurmResult struct {
 type slurmBackend struct {
 	cluster config.Cluster
 	tare    string
+	// bins maps each of Slurm's commands to the executable HostProgram found.
+	bins map[string]string
 	// root is this run's folder below the shared directory.
 	root  string
 	store *capsule.Store
@@ -187,8 +190,12 @@ func newSlurmBackend(cfg *config.Config, runDir string, allowDirty bool) (*slurm
 			return nil, fmt.Errorf("finding tare's own path for the job script: %v; fix: set [cluster] tare", err)
 		}
 	}
-	b := &slurmBackend{cluster: cfg.Cluster, tare: self, root: root, store: store, queue: &squeue{},
-		allowDirty: allowDirty, shared: map[string]capsule.Capsule{}}
+	bins, err := slurmBins(cfg)
+	if err != nil {
+		return nil, err
+	}
+	b := &slurmBackend{cluster: cfg.Cluster, tare: self, root: root, store: store, queue: &squeue{bin: bins["squeue"]},
+		bins: bins, allowDirty: allowDirty, shared: map[string]capsule.Capsule{}}
 	if cfg.Cluster.Transport == TransportHTTP {
 		if b.http, err = serveExchange(root, cfg.Cluster.CallbackAddr); err != nil {
 			return nil, err
@@ -201,14 +208,13 @@ func newSlurmBackend(cfg *config.Config, runDir string, allowDirty bool) (*slurm
 // not run: sbatch missing, the controller not answering, a partition the cluster does not
 // have, and (when nodes is set) a shared directory the nodes do not see.
 func SlurmPreflight(ctx context.Context, cfg *config.Config, nodes bool) error {
-	for _, tool := range []string{"sbatch", "squeue", "scancel", "sinfo"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return fmt.Errorf("--on slurm: %s is not on PATH; fix: run tare where Slurm's commands are (a login node), or start a local Slurm with scripts/slurm-local up", tool)
-		}
+	bins, err := slurmBins(cfg)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "sinfo", "-h", "-o", "%P").CombinedOutput()
+	out, err := exec.CommandContext(ctx, bins["sinfo"], "-h", "-o", "%P").CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("--on slurm: the Slurm controller does not answer (sinfo: %s); fix: start it (scripts/slurm-local up for a local one) or ask the cluster's admins",
 			clip(lastLine(strings.TrimSpace(string(out))+" "+err.Error()), 160))
@@ -225,6 +231,23 @@ func SlurmPreflight(ctx context.Context, cfg *config.Config, nodes bool) error {
 		return nil // over HTTP the nodes need no folder of tare's
 	}
 	return sharedSeen(ctx, cfg)
+}
+
+// slurmBins finds each of Slurm's commands (HostProgram): every one before any runs, so a
+// planted one is refused before tare runs the first.
+func slurmBins(cfg *config.Config) (map[string]string, error) {
+	bins := map[string]string{}
+	for _, tool := range slurmTools {
+		bin, err := HostProgram(cfg, tool)
+		if errors.Is(err, sandbox.ErrNoProgram) {
+			return nil, fmt.Errorf("--on slurm: %s is not on PATH; fix: run tare where Slurm's commands are (a login node), set cluster.bin_dir in tare's config, or start a local Slurm with scripts/slurm-local up", tool)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--on slurm: %v", err)
+		}
+		bins[tool] = bin
+	}
+	return bins, nil
 }
 
 // contains reports whether list holds s.
@@ -255,7 +278,11 @@ func sharedSeen(ctx context.Context, cfg *config.Config) error {
 	defer os.Remove(token.Name())
 	args := append([]string{"--quiet", "--job-name", "tare-shared-check", "--ntasks", "1", "--time", "1", "--mem", "64M"}, clusterArgs(cfg.Cluster)...)
 	args = append(args, "test", "-f", token.Name())
-	out, err := exec.CommandContext(ctx, "srun", args...).CombinedOutput()
+	srun, err := HostProgram(cfg, "srun")
+	if err != nil {
+		return fmt.Errorf("--on slurm: %v", err)
+	}
+	out, err := exec.CommandContext(ctx, srun, args...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%s: key cluster.shared: the nodes do not see %s (srun test -f: %s); fix: set it to a folder on the cluster's shared filesystem",
 			configOrigin(cfg), shared, clip(lastLine(strings.TrimSpace(string(out))+" "+err.Error()), 120))
@@ -399,7 +426,7 @@ func (b *slurmBackend) submitJob(ctx context.Context, what, name, dir, x string)
 	args = append(append(append(args, clusterArgs(b.cluster)...), b.excluded()...), filepath.Join(x, "job.sh"))
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	sbatch := exec.CommandContext(sctx, "sbatch", args...)
+	sbatch := exec.CommandContext(sctx, b.bins["sbatch"], args...)
 	if b.http != nil {
 		// The token reaches the job's environment through a pipe: never a file, the job
 		// script or a command line another user could read.
@@ -423,7 +450,7 @@ func (b *slurmBackend) submitJob(ctx context.Context, what, name, dir, x string)
 		return "", fmt.Errorf("sbatch printed no job id: %q", clip(string(out), 120))
 	}
 	if err := capsule.WriteFileAtomic(filepath.Join(x, "jobid"), []byte(id+"\n"), 0o644); err != nil {
-		_ = exec.Command("scancel", id).Run()
+		_ = exec.Command(b.bins["scancel"], id).Run()
 		return "", err
 	}
 	b.queue.forget() // the next look must list the new job
@@ -573,7 +600,7 @@ func slurmVerdict(state string) (journal.Reason, string, bool) {
 func (b *slurmBackend) cancel(id string) {
 	ctx, stop := context.WithTimeout(context.Background(), 30*time.Second)
 	defer stop()
-	_ = exec.CommandContext(ctx, "scancel", id).Run()
+	_ = exec.CommandContext(ctx, b.bins["scancel"], id).Run()
 	for {
 		b.queue.forget()
 		if st, known := b.queue.state(ctx, id); !known || st.done() || ctx.Err() != nil {
@@ -685,6 +712,7 @@ func (s jobState) waited(submitted time.Time) time.Duration {
 // squeue is one `squeue` of the operator's jobs shared by every tail that asks within a
 // poll, so N running tails cost the controller one query per tick, not N.
 type squeue struct {
+	bin  string // the squeue executable (HostProgram)
 	mu   sync.Mutex
 	at   time.Time
 	jobs map[string]jobState
@@ -720,7 +748,7 @@ const squeueFormat = "%i|%T|%N|%V|%S"
 func (q *squeue) refresh(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "squeue", "--me", "-h", "-t", "all", "-o", squeueFormat).Output()
+	out, err := exec.CommandContext(ctx, q.bin, "--me", "-h", "-t", "all", "-o", squeueFormat).Output()
 	q.at = time.Now()
 	if err != nil {
 		q.ok = false

@@ -26,7 +26,12 @@ func slurmDoctor(ctx context.Context, cfg *config.Config, w io.Writer) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	nodes, _ := exec.CommandContext(ctx, "sinfo", "-h", "-o", "%D %t", "--partition", firstNonEmpty(cfg.Cluster.Partition, defaultPartition(ctx))).Output()
+	sinfo, err := HostProgram(cfg, "sinfo")
+	if err != nil { // SlurmPreflight found it a moment ago
+		fmt.Fprintf(w, "warn  %-8s %v\n", "slurm", err)
+		return
+	}
+	nodes, _ := exec.CommandContext(ctx, sinfo, "-h", "-o", "%D %t", "--partition", firstNonEmpty(cfg.Cluster.Partition, defaultPartition(ctx, sinfo))).Output()
 	travel := "through " + firstNonEmpty(cfg.Cluster.Shared, "<state>/slurm") + ", which every node must see"
 	if cfg.Cluster.Transport == TransportHTTP {
 		travel = "over HTTP from this machine at " + firstNonEmpty(cfg.Cluster.CallbackAddr, "127.0.0.1")
@@ -36,8 +41,8 @@ func slurmDoctor(ctx context.Context, cfg *config.Config, w io.Writer) {
 }
 
 // defaultPartition is the cluster's default partition, as sinfo marks it with a star.
-func defaultPartition(ctx context.Context) string {
-	out, _ := exec.CommandContext(ctx, "sinfo", "-h", "-o", "%P").Output()
+func defaultPartition(ctx context.Context, sinfo string) string {
+	out, _ := exec.CommandContext(ctx, sinfo, "-h", "-o", "%P").Output()
 	for _, p := range strings.Fields(string(out)) {
 		if strings.HasSuffix(p, "*") {
 			return strings.TrimSuffix(p, "*")

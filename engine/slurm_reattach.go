@@ -56,7 +56,12 @@ func WriterJobPlace(ctx context.Context, rec, id, job string) (state, node strin
 	if ok && exists(filepath.Join(x, "result.json")) {
 		state = "finished"
 	}
-	out, err := exec.CommandContext(ctx, "squeue", "-h", "-t", "all", "-j", job, "-o", "%T|%N").Output()
+	// A squeue tare refuses (HostProgram) is as good as one that does not answer.
+	squeue, err := HostProgram(nil, "squeue")
+	var out []byte
+	if err == nil {
+		out, err = exec.CommandContext(ctx, squeue, "-h", "-t", "all", "-j", job, "-o", "%T|%N").Output()
+	}
 	if err == nil {
 		if f := strings.Split(strings.TrimSpace(string(out)), "|"); len(f) == 2 && f[0] != "" {
 			st := jobState{State: f[0], Node: f[1]}
@@ -111,7 +116,7 @@ func (c *Cluster) ReattachWriter(ctx context.Context, id, job string, o WriterOp
 	defer os.RemoveAll(staging)
 	stop, lost := reviveJobModel(x, o.Upstream)
 	defer stop()
-	events, err := os.OpenFile(o.Events, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	events, err := journal.OpenNoFollow(o.Events, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return WriterEnd{}, err
 	}

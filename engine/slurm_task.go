@@ -289,7 +289,7 @@ func workTask(ctx context.Context, job slurmJob, x, node string) error {
 	for from, to := range map[string]string{filepath.Join(x, "stdout.jsonl"): taskEvents, stderr: taskStderr} {
 		data, err := os.ReadFile(from)
 		if err == nil {
-			err = os.WriteFile(filepath.Join(in, to), data, 0o644)
+			err = capsule.WriteFileAtomic(filepath.Join(in, to), data, 0o644) // never through a link
 		}
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err

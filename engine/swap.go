@@ -411,11 +411,11 @@ func runSwap(ctx context.Context, r *run, rec *Recipe, set swapSettings, install
 	}
 	res := swapResult(r.dir, rec, set, recs, r.snapshot())
 	report := SwapReport(rec, res)
-	if err := capsule.WriteFileAtomic(filepath.Join(r.dir, "report.txt"), []byte(report), 0o644); err != nil {
+	if err := writeRunFile(filepath.Join(r.dir, "report.txt"), []byte(report)); err != nil {
 		return nil, err
 	}
 	data, _ := json.MarshalIndent(res, "", "  ")
-	if err := capsule.WriteFileAtomic(filepath.Join(r.dir, "swap-result.json"), append(data, '\n'), 0o644); err != nil {
+	if err := writeRunFile(filepath.Join(r.dir, "swap-result.json"), append(data, '\n')); err != nil {
 		return nil, err
 	}
 	return res, releaseBackend(first, r.emit(journal.Event{RunFinished: &journal.RunFinished{Report: report}}))

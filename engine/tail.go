@@ -105,7 +105,7 @@ func endTail(ctx context.Context, env *tailEnv, spec tailSpec, dir string, began
 		res.Kill = journal.KillAnswer(context.Cause(tctx)) // how the operator said it counts
 	}
 	if data, err := json.MarshalIndent(res, "", "  "); err == nil {
-		if err := capsule.WriteFileAtomic(filepath.Join(dir, "result.json"), append(data, '\n'), 0o644); err != nil {
+		if err := writeRunFile(filepath.Join(dir, "result.json"), append(data, '\n')); err != nil {
 			return err
 		}
 	}
@@ -170,7 +170,7 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 			return notStarted(a.Name() + "'s model calls go to no host tare's relay reads, so its caps cannot hold; drop --max-cost/--max-tokens for it")
 		}
 	}
-	hosts, err := os.Create(hostLog(dir))
+	hosts, err := createRunFile(hostLog(dir))
 	if err != nil {
 		return notStarted(err.Error())
 	}
@@ -182,12 +182,12 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	} else {
 		room.Argv = append([]string{inst.Command}, a.RunArgs(spec.Prompt, args)...)
 	}
-	stdout, err := os.Create(filepath.Join(dir, "stdout.jsonl"))
+	stdout, err := createRunFile(filepath.Join(dir, "stdout.jsonl"))
 	if err != nil {
 		return notStarted(err.Error())
 	}
 	defer stdout.Close()
-	stderr, err := os.Create(filepath.Join(dir, "stderr.log"))
+	stderr, err := createRunFile(filepath.Join(dir, "stderr.log"))
 	if err != nil {
 		return notStarted(err.Error())
 	}

@@ -12,7 +12,9 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"tare/engine"
 	"tare/engine/journal"
+	"tare/sandbox"
 )
 
 // tailDetailMsg is a tail's detail (its calls as the agent's stream tells them, its stderr,
@@ -108,11 +110,29 @@ func (m *model) openPager(files []string) tea.Cmd {
 	if len(argv) == 0 {
 		argv = []string{"less"}
 	}
-	cmd := exec.Command(argv[0], append(argv[1:], copies...)...)
+	bin, err := pagerBin(argv[0])
+	if err != nil {
+		os.RemoveAll(dir)
+		m.fail(fmt.Errorf("pager: %v", err))
+		return nil
+	}
+	cmd := exec.Command(bin, append(argv[1:], copies...)...)
 	return tea.ExecProcess(cmd, func(err error) tea.Msg {
 		os.RemoveAll(dir)
 		return pagerDoneMsg{err}
 	})
+}
+
+// pagerBin is the pager to run for name, $PAGER's first word: never a program from a PATH
+// entry an agent can write (engine.HostProgram), nor a path given in $PAGER that lies in one.
+func pagerBin(name string) (string, error) {
+	if !strings.Contains(name, "/") {
+		return engine.HostProgram(nil, name)
+	}
+	if !filepath.IsAbs(name) {
+		return "", fmt.Errorf("PAGER=%s is a relative path, which names a program in the working folder; fix: give the pager's name or its full path", name)
+	}
+	return sandbox.LookHost(sandbox.HostProgram{Name: filepath.Base(name), Path: name, From: "$PAGER"})
 }
 
 // pagerMax is how much of each file the pager is given: an agent decides how big its

@@ -24,6 +24,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"tare/agent"
+	"tare/engine"
 )
 
 // Schema is the version of an experiment's layout.
@@ -460,7 +461,11 @@ func readRegular(root, rel string) ([]byte, error) {
 }
 
 func git(dir string, args ...string) ([]byte, error) {
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	bin, err := engine.HostProgram(nil, "git", dir)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, append([]string{"-C", dir}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"tare/engine/journal"
+	"tare/sandbox"
 )
 
 // gitRuns are the entries of a git folder from which git on the host runs commands or takes
@@ -33,6 +34,7 @@ var gitRuns = []string{"config", "config.worktree", "commondir", "hooks", "info"
 // reaches the project.
 type Guard struct {
 	project string
+	git     string          // the host's git (sandbox.LookHost), "" when there is none
 	Paths   []string        // guarded paths, relative to the project
 	dirs    []string        // git folders whose gitRuns entries are checked after the run
 	had     map[string]bool // relative paths that existed before the run
@@ -40,9 +42,15 @@ type Guard struct {
 	repo    bool            // the project is in a git work tree (its index may gain submodules)
 }
 
-// New looks at the project's git folder and those of its submodules before the run.
-func New(ctx context.Context, project string) (*Guard, error) {
-	g := &Guard{project: project, had: map[string]bool{}}
+// New looks at the project's git folder and those of its submodules before the run. git is
+// the git executable tare's config names (programs.git), "" to take it from PATH; either way
+// never from a folder the room writes.
+func New(ctx context.Context, project, git string) (*Guard, error) {
+	git, err := hostGit(project, git)
+	if err != nil {
+		return nil, err
+	}
+	g := &Guard{project: project, git: git, had: map[string]bool{}}
 	st, err := os.Lstat(filepath.Join(project, ".git"))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -58,7 +66,7 @@ func New(ctx context.Context, project string) (*Guard, error) {
 			return nil, err
 		}
 	}
-	repos, inRepo, err := innerRepos(ctx, project)
+	repos, inRepo, err := innerRepos(ctx, project, git)
 	if err != nil {
 		return nil, fmt.Errorf("listing the repositories inside the project: %v; fix: repair the repository (git status shows what is wrong)", err)
 	}
@@ -114,11 +122,10 @@ func (g *Guard) guardIncludes(ctx context.Context, rel string, depth int) error 
 	if _, err := os.Stat(abs); err != nil || depth > 8 {
 		return nil
 	}
-	git, err := hostGit(g.project)
-	if git == "" || err != nil {
-		return err
+	if g.git == "" {
+		return nil
 	}
-	out, err := exec.CommandContext(ctx, git, "config", "--file", abs, "--null", "--get-regexp", `^include(if\..*)?\.path$`).Output()
+	out, err := exec.CommandContext(ctx, g.git, "config", "--file", abs, "--null", "--get-regexp", `^include(if\..*)?\.path$`).Output()
 	if err != nil {
 		return nil // exit 1: no include
 	}
@@ -171,7 +178,7 @@ func (g *Guard) After(ctx context.Context, w io.Writer) {
 	if !g.repo {
 		return
 	}
-	repos, _, err := innerRepos(ctx, g.project)
+	repos, _, err := innerRepos(ctx, g.project, g.git)
 	if err != nil {
 		fmt.Fprintf(w, "tare: could not list the repositories inside the project after the run (%v); before running git in %s, look for .git folders the agent made\n", err, g.project)
 		return
@@ -229,10 +236,9 @@ func (g *Guard) aside(w io.Writer, rel string) {
 // status runs git in each) and the untracked repositories (a "git add -A" makes them
 // submodules). inRepo is false when the project is in no git work tree, or there is no git
 // on the host: then there is nothing to list.
-func innerRepos(ctx context.Context, project string) (repos []string, inRepo bool, err error) {
-	git, err := hostGit(project)
-	if git == "" || err != nil {
-		return nil, false, err
+func innerRepos(ctx context.Context, project, git string) (repos []string, inRepo bool, err error) {
+	if git == "" {
+		return nil, false, nil
 	}
 	list := func(args ...string) ([]string, error) {
 		// ls-files runs no hook; fsmonitor is switched off all the same.
@@ -269,29 +275,13 @@ func innerRepos(ctx context.Context, project string) (repos []string, inRepo boo
 	return repos, true, nil
 }
 
-// hostGit is the git on PATH ("" when there is none), refused when it lies inside the
-// project: PATH may name a folder of the project (direnv's PATH_add), which the room writes.
-func hostGit(project string) (string, error) {
-	git, err := exec.LookPath("git")
-	if err != nil {
+// hostGit is the git tare runs on the host ("" when there is none): configured, or from
+// PATH, refused when it lies in the project or another folder an agent writes (sandbox.LookHost):
+// PATH may name a folder of the project (direnv's PATH_add), which the room writes.
+func hostGit(project, configured string) (string, error) {
+	git, err := sandbox.LookHost(sandbox.HostProgram{Name: "git", Path: configured, Key: `programs.git = "/usr/bin/git"`, Avoid: []string{project}})
+	if errors.Is(err, sandbox.ErrNoProgram) {
 		return "", nil
 	}
-	real, err := filepath.EvalSymlinks(git)
-	if err != nil {
-		return "", err
-	}
-	for _, dir := range []string{project, realPath(project)} {
-		if rel, err := filepath.Rel(dir, real); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
-			return "", fmt.Errorf("the git on PATH, %s, is inside the project, which the room writes; fix: take that folder out of PATH", git)
-		}
-	}
-	return git, nil
-}
-
-// realPath is p with its symlinks resolved, or p when that fails.
-func realPath(p string) string {
-	if real, err := filepath.EvalSymlinks(p); err == nil {
-		return real
-	}
-	return p
+	return git, err
 }

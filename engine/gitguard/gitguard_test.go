@@ -17,7 +17,7 @@ import (
 func TestGitGuardNewRepoAndGitfile(t *testing.T) {
 	ctx := context.Background()
 	project := t.TempDir()
-	g, err := New(ctx, project)
+	g, err := New(ctx, project, "")
 	if err != nil || len(g.Paths) != 0 {
 		t.Fatalf("a project without .git: %v, %v", g.Paths, err)
 	}
@@ -42,7 +42,7 @@ func TestGitGuardNewRepoAndGitfile(t *testing.T) {
 			t.Fatalf("git %v: %v: %s", args, err, out)
 		}
 	}
-	if g, err := New(ctx, gitfile); err != nil || !slices.Equal(g.Paths, []string{".git"}) {
+	if g, err := New(ctx, gitfile, ""); err != nil || !slices.Equal(g.Paths, []string{".git"}) {
 		t.Errorf("a gitfile: guarded %v, %v", g.Paths, err)
 	}
 
@@ -50,7 +50,7 @@ func TestGitGuardNewRepoAndGitfile(t *testing.T) {
 	if err := os.Symlink(filepath.Join(project, ".git-from-room"), filepath.Join(linked, ".git")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(ctx, linked); err == nil || !strings.Contains(err.Error(), "symlink") || !strings.Contains(err.Error(), "fix:") {
+	if _, err := New(ctx, linked, ""); err == nil || !strings.Contains(err.Error(), "symlink") || !strings.Contains(err.Error(), "fix:") {
 		t.Errorf("a symlinked .git: %v", err)
 	}
 }
@@ -70,8 +70,8 @@ func TestGitGuardNeverRunsAProjectGit(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", bin+":/usr/bin:/bin")
-	_, err := New(context.Background(), project)
-	if err == nil || !strings.Contains(err.Error(), "inside the project") {
+	_, err := New(context.Background(), project, "")
+	if err == nil || !strings.Contains(err.Error(), "the PATH entry "+bin) || !strings.Contains(err.Error(), "inside "+project) || !strings.Contains(err.Error(), "fix: set programs.git") {
 		t.Errorf("a git inside the project: %v", err)
 	}
 	if _, err := os.Stat(mark); err == nil {
@@ -95,7 +95,7 @@ func TestGitGuardIncludes(t *testing.T) {
 			t.Fatalf("git config %v: %v: %s", kv, err, out)
 		}
 	}
-	g, err := New(ctx, project)
+	g, err := New(ctx, project, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestGitGuardProjectInsideARepository(t *testing.T) {
 	if out, err := exec.Command("git", "init", "-q", outer).CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v: %s", err, out)
 	}
-	g, err := New(ctx, project)
+	g, err := New(ctx, project, "")
 	if err != nil || !g.repo {
 		t.Fatalf("a project inside a repository: repo %v, %v", g != nil && g.repo, err)
 	}

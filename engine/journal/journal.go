@@ -36,9 +36,9 @@ func OpenJournal(dir string) (*Journal, error) {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
+	f, err := OpenNoFollow(path, os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("journal %s: %v", path, err)
+		return nil, fmt.Errorf("journal: %v", err)
 	}
 	if err := f.Truncate(good); err != nil {
 		f.Close()

@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 
 	"tare/agent"
 	"tare/capsule"
+	"tare/engine/journal"
 )
 
 // PlaceSession readies a resume of session id in the room p builds: the agent's session
@@ -25,7 +27,13 @@ func PlaceSession(p *Plan, data []byte, id string) error {
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return err
 		}
-		if err := os.WriteFile(dst, f.Data, 0o644); err != nil {
+		// The sessions folder is the tail's, in its run folder, and a room writes in it.
+		out, err := journal.OpenNoFollow(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err == nil {
+			_, err = out.Write(f.Data)
+			err = errors.Join(err, out.Close())
+		}
+		if err != nil {
 			return fmt.Errorf("placing the session of %s: %v", id, err)
 		}
 	}
