@@ -1046,7 +1046,7 @@ non-call the report gives the smallest effect the cells could have called; --det
 	f.DurationVar(&o.AgentTimeout, "timeout", engine.DefaultAgentTimeout, "an agent running longer is stopped")
 	f.StringVar(&o.Out, "out", "", "run directory (default $XDG_STATE_HOME/tare/swap/<project>-<time>)")
 	f.StringVar(&o.Script, "script", "", "talk to tare's own model server replaying this script")
-	f.Int64Var(&o.Seed, "seed", 0, "seed of the script's branch draws (the originals draw from it and the next)")
+	f.Int64Var(&o.Seed, "seed", 0, "seed of the script's branch draws (original k of a draws seed+2k, of b seed+2k+1)")
 	f.BoolVar(&o.AllowDirty, "allow-dirty", false, `run even when a reading is not "tare: 0.00"`)
 	return cmd
 }

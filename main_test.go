@@ -207,6 +207,7 @@ func TestBadInputIsOneLineAndLeavesNothing(t *testing.T) {
 		{"swap detect and tails", "", []string{"swap", "x", "--check", "true", "--detect", "0.5", "--tails", "4", "--project", project}, []string{"--detect", "--tails", "not both"}},
 		{"swap detect out of range", "", []string{"swap", "x", "--check", "true", "--detect", "1.5", "--project", project}, []string{"--detect 1.5", "(0, 1]"}},
 		{"swap detect too small", "", []string{"swap", "x", "--check", "true", "--detect", "0.02", "--project", project}, []string{"--detect 0.02", "more than 40 tails"}},
+		{"swap detect with originals", "", []string{"swap", "x", "--check", "true", "--detect", "0.5", "--originals", "3", "--project", project}, []string{"--detect with --originals 3", "--tails"}},
 		{"swap no originals", "", []string{"swap", "x", "--check", "true", "--originals", "0", "--project", project}, []string{"--originals 0", "at least 1"}},
 		{"swap too many originals", "", []string{"swap", "x", "--check", "true", "--originals", "99", "--project", project}, []string{"--originals 99", "30"}},
 		{"swap handoff unknown", "", []string{"swap", "x", "--check", "true", "--handoff", "email", "--project", project}, []string{"--handoff", "trail"}},

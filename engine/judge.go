@@ -78,6 +78,10 @@ type Judgement struct {
 	Score   *int    `json:"score,omitempty"`
 	Reason  string  `json:"reason,omitempty"`
 	Error   string  `json:"error,omitempty"`
+	// Spoiled: the judge's answer held several score lines, as when it quotes one the page
+	// planted. It has no score, and as a check it fails the page (not "could not run"): a
+	// page must not leave the rate by making its judge quote it.
+	Spoiled bool    `json:"spoiled,omitempty"`
 	Seconds float64 `json:"seconds"`
 	// Usage is the judge agent's tokens and cost: a check's spending, never the judged agent's.
 	Usage journal.Usage `json:"usage"`
@@ -551,7 +555,7 @@ func (env *judgeEnv) judgeIn(ctx context.Context, stage, upstream string, blocke
 	default:
 		j.Score, j.Reason, err = parseScore(r.Text, env.o.Rubric)
 		if err != nil {
-			j.Error = err.Error()
+			j.Error, j.Spoiled = err.Error(), errors.As(err, &severalScores{})
 		}
 	}
 	return j
@@ -579,8 +583,7 @@ func parseScore(text string, r Rubric) (*int, string, error) {
 		}
 	}
 	if len(scores) > 1 {
-		return nil, "", fmt.Errorf("the judge's answer holds %d score lines (%s), so which is its verdict is unknown: no verdict (want one, its last line \"score N: reason\")",
-			len(scores), clip(strings.Join(scores, " | "), 200))
+		return nil, "", severalScores{len(scores), clip(strings.Join(scores, " | "), 200)}
 	}
 	m := verdictLine.FindStringSubmatch(last)
 	if m == nil {
@@ -591,6 +594,16 @@ func parseScore(text string, r Rubric) (*int, string, error) {
 		return nil, "", fmt.Errorf("the judge's score %s is off the rubric's scale %s", m[1], r.Scale())
 	}
 	return &n, strings.TrimSpace(m[2]), nil
+}
+
+// severalScores is an answer with more than one score line (Judgement.Spoiled).
+type severalScores struct {
+	n     int
+	lines string
+}
+
+func (e severalScores) Error() string {
+	return fmt.Sprintf("the judge's answer holds %d score lines (%s), so which is its verdict is unknown (want one, its last line \"score N: reason\")", e.n, e.lines)
 }
 
 // writeJudgeRecipe writes Out/recipe.json: the command line, the judge agent's version, the

@@ -182,8 +182,12 @@ func TestJudgeScoreIsItsOwnLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	j := rep.Pages[0].Judgements[0]
-	if j.Score != nil || !strings.Contains(j.Error, "holds 2 score lines") {
-		t.Fatalf("judgement %+v, want no verdict from an answer with two score lines", j)
+	if j.Score != nil || !strings.Contains(j.Error, "holds 2 score lines") || !j.Spoiled {
+		t.Fatalf("judgement %+v, want no score and spoiled from an answer with two score lines", j)
+	}
+	// As a check the spoiled answer fails the page: the page must not leave the rate.
+	if passed, couldNotRun, detail := judgedVerdict(j, 5, testRubric(t)); passed || couldNotRun || !strings.Contains(detail, "counted as failed") {
+		t.Errorf("as a check: passed %v, could not run %v (%s), want failed", passed, couldNotRun, detail)
 	}
 	// The reading says what the judge was not given and what was taken out of its copy.
 	notes := pageNotes(rep.Pages[0])

@@ -144,13 +144,21 @@ func (jc *judgeCheck) run(ctx context.Context, dir string, cfg *config.Config) c
 	j := p.Judgements[0]
 	v.Screenshot, v.Out, v.Score, v.Reason, v.Error = p.Screenshot, rep.Out, j.Score, j.Reason, j.Error
 	res := checkResult{Judge: v, Usage: rep.Usage, Score: j.Score}
-	if j.Score == nil {
-		res.CouldNotRun, res.Detail = true, "judge gave no score: "+clip(j.Error, 160)
-		return res
-	}
-	res.Passed = float64(*j.Score) >= jc.threshold
-	res.Detail = fmt.Sprintf("judge score %d (threshold %g, scale %d-%d): %s", *j.Score, jc.threshold, r.Lo, r.Hi, clip(j.Reason, 120))
+	res.Passed, res.CouldNotRun, res.Detail = judgedVerdict(j, jc.threshold, r)
 	return res
+}
+
+// judgedVerdict is a judgement as a check's verdict. A judgement whose answer held several
+// score lines (the page made its judge quote a planted one) fails the page: as "could not
+// run" it would leave the rate, and a page could leave it at will.
+func judgedVerdict(j Judgement, threshold float64, r Rubric) (passed, couldNotRun bool, detail string) {
+	switch {
+	case j.Score == nil && j.Spoiled:
+		return false, false, "judge's answer spoiled, counted as failed: " + clip(j.Error, 160)
+	case j.Score == nil:
+		return false, true, "judge gave no score: " + clip(j.Error, 160)
+	}
+	return float64(*j.Score) >= threshold, false, fmt.Sprintf("judge score %d (threshold %g, scale %d-%d): %s", *j.Score, threshold, r.Lo, r.Hi, clip(j.Reason, 120))
 }
 
 // judgeCheckLines says where a built-in judge check runs, for the journal and the report.

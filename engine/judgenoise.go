@@ -114,6 +114,10 @@ type Flip struct {
 	Upper     float64 `json:"upper_95"`
 	Tolerance float64 `json:"tolerance"`
 	Cleared   bool    `json:"cleared"`
+	// Unscored are the page's judgements that gave no score (a page can make its judge quote
+	// a planted score line, and such an answer counts for none): the bound counts each as a
+	// judgement on the other side, so no page is cleared by the judgements it spoiled.
+	Unscored int `json:"unscored,omitempty"`
 }
 
 // FlipAt is the page's flip rate at threshold, cleared below tolerance.
@@ -133,7 +137,8 @@ func (s Spread) FlipAt(threshold, tolerance float64) Flip {
 	if f.Scored > 0 {
 		f.Rate = float64(f.Other) / float64(f.Scored)
 	}
-	f.Upper = flipUpper(f.Other, f.Scored)
+	f.Unscored = s.Errors
+	f.Upper = flipUpper(f.Other+f.Unscored, f.Scored+f.Unscored)
 	f.Cleared = f.Upper < tolerance
 	return f
 }
@@ -148,12 +153,13 @@ func flipUpper(x, n int) float64 {
 // Needed is how many judgements, the Other ones on the other side and every further one on
 // the page's side, bound its flip rate below the tolerance; 0 if none up to a million do.
 func (f Flip) Needed() int {
-	lo, hi := max(f.Scored, 1), 1<<20
-	if flipUpper(f.Other, hi) >= f.Tolerance {
+	other := f.Other + f.Unscored
+	lo, hi := max(f.Scored+f.Unscored, 1), 1<<20
+	if flipUpper(other, hi) >= f.Tolerance {
 		return 0
 	}
 	for lo < hi {
-		if m := (lo + hi) / 2; flipUpper(f.Other, m) < f.Tolerance {
+		if m := (lo + hi) / 2; flipUpper(other, m) < f.Tolerance {
 			hi = m
 		} else {
 			lo = m + 1
@@ -164,6 +170,14 @@ func (f Flip) Needed() int {
 
 // Why says what the page's judgements show at the threshold, in a sentence.
 func (f Flip) Why() string {
+	if f.Unscored > 0 {
+		s := fmt.Sprintf("%d of %d judgements on the other side and %d without a score, counted as on the other side: at most %.2f",
+			f.Other, f.Scored, f.Unscored, f.Upper)
+		if !f.Cleared {
+			s += fmt.Sprintf("; %s, none more on the other side, needed for %g", neededText(f.Needed()), f.Tolerance)
+		}
+		return s
+	}
 	if f.Other == 0 {
 		s := fmt.Sprintf("%d unanimous judgements bound the flip rate below %.2f", f.Scored, f.Upper)
 		if !f.Cleared {
@@ -299,7 +313,7 @@ func (r JudgeReport) NoiseText(threshold *float64) string {
 		fmt.Fprintf(&b, "not measured enough: %s; fewer than %d scores show no spread (the reasons the judgements failed are above)\n", UnmeasuredText(unmeasured), minMeasured)
 	}
 	if sg, ok := r.Suggest(); ok {
-		fmt.Fprintf(&b, "suggested threshold %g: of those that separate the pages' usual verdicts, the fewest expected flips (%.2f verdicts of %d pages change in a fresh judging, by these judgements' rates), %.1f from the nearest page's median\n",
+		fmt.Fprintf(&b, "suggested threshold %g: of those that separate the pages' usual verdicts, the fewest flips in these judgements (%.2f verdicts of %d pages, in-sample: a fresh judging is likely to flip more; clear it on fresh judgements, tare judge-noise again with --threshold), %.1f from the nearest page's median\n",
 			sg.Threshold, sg.Expected, len(r.Pages), sg.Margin)
 	} else if len(r.Pages) > 1 && len(unmeasured) < len(r.Pages) {
 		b.WriteString("no threshold suggested: none on the scale separates the pages' usual verdicts (each passes or fails them all)\n")

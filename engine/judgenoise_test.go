@@ -174,3 +174,21 @@ func lchoose(n, k int) float64 {
 	c, _ := math.Lgamma(float64(n - k + 1))
 	return a - b - c
 }
+
+// A judgement that gave no score (the judge quoted a score line the page planted, or its
+// answer had none) is no evidence that the page's verdict is stable: the flip bound counts it
+// as a judgement on the other side, so 59 unanimous scores clear 0.05 and the same with one
+// unscored judgement do not.
+func TestFlipCountsUnscoredJudgementsAgainstClearing(t *testing.T) {
+	scores := make([]int, 59)
+	for i := range scores {
+		scores[i] = 7
+	}
+	if f := (Spread{Scores: scores}).FlipAt(6, 0.05); !f.Cleared {
+		t.Fatalf("59 unanimous judgements: %+v, want cleared", f)
+	}
+	f := (Spread{Scores: scores, Errors: 1}).FlipAt(6, 0.05)
+	if f.Cleared || f.Unscored != 1 || !strings.Contains(f.Why(), "1 without a score, counted as on the other side") {
+		t.Errorf("59 unanimous judgements and one unscored: %+v (%s), want not cleared and the unscored one named", f, f.Why())
+	}
+}

@@ -130,6 +130,11 @@ type SwapEffect struct {
 	// Called: the effect is one of the swap's calls (every measured effect but the state
 	// effect at a control cut, which can only be noise).
 	Called bool `json:"called"`
+	// OnVerdicts: the verdicts alone call the effect. With tails left out (LeftOut, no
+	// verdict) it is called (Significant) only when it still is with them counted the worst
+	// way and the best: what was left out is not assumed to be random.
+	OnVerdicts bool `json:"distinguishable_on_verdicts"`
+	LeftOut    int  `json:"left_out"`
 	// Callable is the smallest observed effect its cells' verdicts could have called at the
 	// family's level (0 when none could): a call is never made below it, so a non-call says
 	// nothing about effects smaller than this.
@@ -217,6 +222,11 @@ type SwapResult struct {
 func Swap(ctx context.Context, o SwapOptions) (string, *SwapResult, error) {
 	set := swapSettings{Cuts: o.Cuts, Tails: o.Tails, Jobs: o.Jobs, Handoff: o.Handoff, Detect: o.Detect, Originals: o.Originals}
 	if o.Detect != 0 {
+		if set.originals() > 1 {
+			// With several pairs the calls are over the pairs, and what they can call depends on
+			// how many pairs there are, not on tails a cell (smallestCallableOver).
+			return "", nil, fmt.Errorf("--detect with --originals %d: --detect sizes tails a cell for one pair of originals; over pairs the number of pairs decides what can be called (about 10 or more at the default cuts); fix: drop --detect and give --tails", set.Originals)
+		}
 		var err error
 		if set.Tails, err = SwapTailsFor(o.Detect, o.Cuts); err != nil {
 			return "", nil, err
@@ -558,7 +568,7 @@ var swapEffects = []struct {
 const swapAlpha = 0.05
 
 // swapCuts turns each cut's counts per cell (keys as in swapEffects) into its table and
-// effects, the calls corrected for their number over every cut that is not a control.
+// effects, the calls corrected for their number over every effect called (swapCalled).
 func swapCuts(counts []map[string]StepRate, control []bool) []SwapCut {
 	measured := func(c map[string]StepRate, keys ...string) bool {
 		for _, k := range keys {
@@ -614,9 +624,34 @@ func swapCuts(counts []map[string]StepRate, control []bool) []SwapCut {
 			}
 			eff.Diff, eff.Lo, eff.Hi, eff.Measured = stats.MoverOn(terms, exact)
 			eff.Called = eff.Measured && swapCalled(e.name, cut.Control)
-			eff.Significant = eff.Called && stats.Distinguishable(eff.Lo, eff.Hi)
+			eff.OnVerdicts = eff.Called && stats.Distinguishable(eff.Lo, eff.Hi)
+			eff.Significant = eff.OnVerdicts
 			if eff.Called {
 				eff.Callable, _ = smallestCallable(ns, level)
+			}
+			// Tails with no verdict are not assumed to be left out at random: the effect is
+			// called only when it is, with the same sign, with them counted the worst way for
+			// that sign and the best (Horowitz and Manski).
+			var filled [2][]stats.Term // [0]: the plus cells' left out failed, the minus cells' passed; [1]: the other way
+			for _, p := range e.parts {
+				for _, k := range []struct {
+					key  string
+					coef float64
+				}{{p.plus, 0.5}, {p.minus, -0.5}} {
+					n := c[k.key]
+					left := n.Tails - n.Verdicts
+					eff.LeftOut += left
+					low, high := stats.Term{Coef: k.coef, X: n.Passed, N: n.Tails}, stats.Term{Coef: k.coef, X: n.Passed + left, N: n.Tails}
+					if k.coef < 0 {
+						low, high = high, low
+					}
+					filled[0], filled[1] = append(filled[0], low), append(filled[1], high)
+				}
+			}
+			if eff.OnVerdicts && eff.LeftOut > 0 {
+				_, worstLo, _, _ := stats.MoverOn(filled[0], exact)
+				_, _, bestHi, _ := stats.MoverOn(filled[1], exact)
+				eff.Significant = (eff.Lo > 0 && worstLo > 0) || (eff.Hi < 0 && bestHi < 0)
 			}
 			cut.Effects = append(cut.Effects, eff)
 		}
@@ -646,7 +681,7 @@ func SwapFamilyOf(cuts []SwapCut) SwapFamily {
 
 // SwapReport is the text report: per cut the table of pass rates and the three effects,
 // and in words which of them are distinguishable from zero, the calls corrected for their
-// number (SwapFamily) and the control cuts left out of them.
+// number (SwapFamily), and a control cut's state effect shown but not called.
 func SwapReport(rec *Recipe, res *SwapResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "tare swap · %s\n  task      %s\n  check     %s\n  a         %s\n  b         %s\n  handoff   %s\n",
@@ -697,6 +732,8 @@ func SwapReport(rec *Recipe, res *SwapResult) string {
 			case e.Significant:
 				mark = "distinguishable from 0"
 				seen = append(seen, e.Name)
+			case e.OnVerdicts:
+				mark = fmt.Sprintf("not distinguishable from 0 with its %d %s left out counted the worst and the best way (on verdicts alone it would be)", e.LeftOut, tailsWord(e.LeftOut))
 			case e.Callable > 0 && c.Originals > 1:
 				mark = fmt.Sprintf("not distinguishable from 0 (%d pairs of originals call only an effect of %.2f or more, every pair agreeing)", c.Originals, e.Callable)
 				smallest = math.Max(smallest, e.Callable)
@@ -758,6 +795,13 @@ func swapFamilyLine(f SwapFamily) string {
 	}
 	return fmt.Sprintf("%d (the measured effects; at a cut at step 0 the model and handoff effects); Bonferroni: each effect's interval at %.4g%% (MOVER on exact per-cell limits), so all %d together call a zero effect distinguishable at most %.0f%% of the time",
 		f.Calls, 100*f.Level, f.Calls, 100*f.Alpha)
+}
+
+func tailsWord(n int) string {
+	if n == 1 {
+		return "tail"
+	}
+	return "tails"
 }
 
 // smallestNote says what the cut's non-calls cannot rule out: effects below the size its

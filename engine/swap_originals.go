@@ -93,7 +93,25 @@ func swapCutsOverOriginals(counts [][]map[string]StepRate, control []bool) []Swa
 				eff.Diff = mean(means)
 				eff.Lo, eff.Hi, refuted = stats.MeanInterval(means, alpha)
 				eff.Called = swapCalled(e.name, cut.Control)
-				eff.Significant = eff.Called && refuted
+				eff.OnVerdicts = eff.Called && refuted
+				eff.Significant = eff.OnVerdicts
+				// As swapCuts does: tails left out counted the worst and the best way.
+				var worst, best []float64
+				for _, c := range pairs {
+					w, b := 0.0, 0.0
+					for _, p := range e.parts {
+						plus, minus := c[p.plus], c[p.minus]
+						eff.LeftOut += plus.Tails - plus.Verdicts + minus.Tails - minus.Verdicts
+						w += 0.5 * (filledRate(plus, false) - filledRate(minus, true))
+						b += 0.5 * (filledRate(plus, true) - filledRate(minus, false))
+					}
+					worst, best = append(worst, w), append(best, b)
+				}
+				if eff.OnVerdicts && eff.LeftOut > 0 {
+					worstLo, _, _ := stats.MeanInterval(worst, alpha)
+					_, bestHi, _ := stats.MeanInterval(best, alpha)
+					eff.Significant = (eff.Lo > 0 && worstLo > 0) || (eff.Hi < 0 && bestHi < 0)
+				}
 				if eff.Called {
 					eff.Callable = smallestCallableOver(len(pairs), alpha)
 				}
@@ -103,6 +121,15 @@ func swapCutsOverOriginals(counts [][]map[string]StepRate, control []bool) []Swa
 		cuts = append(cuts, cut)
 	}
 	return cuts
+}
+
+// filledRate is a cell's rate with its tails left out counted as passes (pass) or failures.
+func filledRate(n StepRate, pass bool) float64 {
+	x := n.Passed
+	if pass {
+		x += n.Tails - n.Verdicts
+	}
+	return float64(x) / float64(n.Tails)
 }
 
 func mean(xs []float64) float64 {

@@ -242,10 +242,13 @@ func TestSwapSmallestCallableEffect(t *testing.T) {
 func TestSwapDetectSizesTheCells(t *testing.T) {
 	cuts := []float64{0, 0.5, 1}
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, d := range []float64{0.5, 0.7} {
+	for d, want := range map[float64]int{0.5: 14, 0.7: 6} { // the README's figures
 		tails, err := SwapTailsFor(d, cuts)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if tails != want {
+			t.Errorf("--detect %g: %d tails a cell, the README says %d", d, tails, want)
 		}
 		if tails > 1 && swapEffectPower(d, tails-1, swapCalls(cuts)) >= swapPower {
 			t.Errorf("--detect %g: %d tails a cell, but %d already reach 80%%", d, tails, tails-1)
@@ -445,5 +448,70 @@ func TestSwapOriginalsSpeakOfTheAgents(t *testing.T) {
 		if !strings.Contains(report, want) {
 			t.Errorf("the report lacks %q:\n%s", want, report)
 		}
+	}
+}
+
+// TestSwapLeftOutTailsAreCountedBothWays: with no effect anywhere (every cell at 0.5, 20
+// tails a cell), four in five of the failures of tails on a's workspace end with no verdict (an operator killing the ones
+// that go wrong, a timeout after output): on verdicts alone a's workspace looks better and a
+// state effect is called far more often than 5%. Counted the worst and the best way, no
+// effect is called in more than 5% of swaps, and the report says why a verdict-only call is
+// not made.
+func TestSwapLeftOutTailsAreCountedBothWays(t *testing.T) {
+	const tails, runs = 20, 600
+	rng := rand.New(rand.NewPCG(31, 32))
+	draw := func(hide bool) swapCounts {
+		var c swapCounts
+		for range tails {
+			switch {
+			case rng.Float64() < 0.5:
+				c.passed++
+			case hide && rng.Float64() < 0.8:
+				c.none++
+			default:
+				c.failed++
+			}
+		}
+		return c
+	}
+	onVerdicts, called := 0, 0
+	var example []SwapCut
+	for range runs {
+		var cuts []map[string]swapCounts
+		for ci := range 3 {
+			hide := ci > 0 // past step 0 the workspaces differ, and a's tails hide failures
+			cuts = append(cuts, map[string]swapCounts{"aa-h": draw(hide), "ab-h": draw(hide), "ba-h": draw(false), "bb-h": draw(false), "aa-n": draw(hide), "bb-n": draw(false)})
+		}
+		table := SwapTable(swapState(cuts, []int{0, 3, 6}))
+		v, c := false, false
+		for _, cut := range table {
+			for _, e := range cut.Effects {
+				v, c = v || e.OnVerdicts, c || e.Significant
+			}
+		}
+		if v {
+			onVerdicts++
+			if !c && example == nil {
+				example = table
+			}
+		}
+		if c {
+			called++
+		}
+	}
+	vr, cr := float64(onVerdicts)/runs, float64(called)/runs
+	t.Logf("no effect, 80%% of a's failures left out: a call on verdicts alone in %.3f of swaps, with them counted both ways in %.3f", vr, cr)
+	if vr < 0.2 {
+		t.Errorf("on verdicts alone a call in only %.3f of swaps: the world does not show what the rule is for", vr)
+	}
+	if cr > 0.05+3*math.Sqrt(0.05*0.95/runs) {
+		t.Errorf("with left-out tails counted both ways a call in %.3f of swaps where no effect is real, want at most 0.05", cr)
+	}
+	if example == nil {
+		t.Fatal("no swap called an effect on verdicts alone that the rule did not")
+	}
+	res := &SwapResult{A: "claude", B: "codex", Handoff: "trail", Family: SwapFamilyOf(example), CostKnown: true, Cuts: example}
+	if report := SwapReport(&Recipe{Project: "/p", Prompt: "task", Check: "make test"}, res); !strings.Contains(report, "left out counted the worst and the best way (on verdicts alone it would be)") {
+		t.Errorf("the report does not say why the verdict-only call is not made:\n%s", report)
 	}
 }

@@ -129,7 +129,9 @@ func watchOnce(e *Exp, seen map[string]*follower, words bool) (lines []string, m
 		if !f.done && !left && (s.Status == "completed" || s.Status == "failed") {
 			f.done = true
 			took := ""
-			if s.EndedAt != nil {
+			// How long a writer took tracks its draft's size, as the report's seconds do:
+			// withheld while the drafts are sealed and their reading not recorded.
+			if s.EndedAt != nil && s.StartedAt != nil && !e.ReadingPending() {
 				took = " after " + s.EndedAt.Sub(*s.StartedAt).Round(time.Second).String()
 			}
 			switch {

@@ -9,7 +9,8 @@ type Bounds struct {
 	// Worst is Passed/N and Best (Passed+LeftOut)/N, N every run: Passed+Failed+LeftOut.
 	Worst, Best float64
 	// Lo is the Wilson 95% lower bound of the worst case, Hi the upper bound of the best: the
-	// range holds the rate at least 95% of the time whatever the left-out runs would have been.
+	// range holds the rate about 95% of the time or more whatever the left-out runs would
+	// have been (Wilson's coverage dips below 95% at a few small n and extreme rates).
 	Lo, Hi float64
 }
 
