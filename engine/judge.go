@@ -75,9 +75,9 @@ type JudgeOptions struct {
 // Judgement is one judge's answer on one page.
 type Judgement struct {
 	// Score is nil when the judge gave no score on the rubric's scale; Error says why.
-	Score   *int    `json:"score,omitempty"`
-	Reason  string  `json:"reason,omitempty"`
-	Error   string  `json:"error,omitempty"`
+	Score  *int   `json:"score,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	Error  string `json:"error,omitempty"`
 	// Spoiled: the judge's answer held several score lines, as when it quotes one the page
 	// planted. It has no score, and as a check it fails the page (not "could not run"): a
 	// page must not leave the rate by making its judge quote it.
