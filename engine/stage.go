@@ -29,6 +29,8 @@ var (
 	metaTag     = regexp.MustCompile(`(?is)<meta\b[^>]*>`)
 	generator   = regexp.MustCompile(`(?i)name\s*=\s*["']?generator\b`)
 	comment     = regexp.MustCompile(`(?s)<!--.*?-->|/\*.*?\*/`)
+	// lineComment is a script's // comment (not the // of a URL's scheme).
+	lineComment = regexp.MustCompile(`(?m)(?:^|[^:"'\\/])//[^\n]*`)
 )
 
 // maxScrub bounds a markup file scrubbed in memory; a larger one is left out, said so.
@@ -54,6 +56,15 @@ func scrub(data []byte) ([]byte, []string) {
 	}
 	data = metaTag.ReplaceAllFunc(data, named("meta"))
 	data = comment.ReplaceAllFunc(data, named("comment"))
+	// A // comment's match starts with the character before it, which stays.
+	line := named("comment")
+	data = lineComment.ReplaceAllFunc(data, func(m []byte) []byte {
+		lead := m[:bytes.Index(m, []byte("//"))]
+		if line(m[len(lead):]) == nil {
+			return append([]byte(nil), lead...)
+		}
+		return m
+	})
 	return data, took
 }
 

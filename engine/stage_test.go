@@ -98,3 +98,24 @@ func TestStagePageLeavesOutModelNames(t *testing.T) {
 		}
 	}
 }
+
+// A script's // line comment naming a model is taken out like a block comment; the // of a
+// URL, in a string or not, and a comment naming nothing stay.
+func TestScrubLineComments(t *testing.T) {
+	in := "const u = \"https://claude.ai/x\"; // fetch the data\nlet x = 1; // drafted by claude-sonnet-4.5\n// opus wrote this file\nhttp://example.org\n"
+	out, took := scrub([]byte(in))
+	got := string(out)
+	for _, kept := range []string{`"https://claude.ai/x"`, "// fetch the data", "let x = 1; ", "http://example.org"} {
+		if !strings.Contains(got, kept) {
+			t.Errorf("scrub took out %q:\n%s", kept, got)
+		}
+	}
+	for _, gone := range []string{"drafted by claude", "opus wrote"} {
+		if strings.Contains(got, gone) {
+			t.Errorf("scrub kept %q:\n%s", gone, got)
+		}
+	}
+	if len(took) != 2 {
+		t.Errorf("took %q, want the two comments named", took)
+	}
+}

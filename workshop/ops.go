@@ -287,6 +287,15 @@ func Inspect(e *Exp, full bool) (map[string]any, error) {
 		in := Inspection{Status: s.Status, Agent: s.Config.Agent, Model: s.Config.Model, Tier: s.Config.Tier, Mode: s.Config.Mode,
 			RetryOf: s.Config.RetryOf, Error: s.Error, ResumedFrom: s.ResumedFrom, Attempts: s.Attempts, DeclaredOutputs: map[string]string{},
 			StoppedAfterAnswer: s.StoppedAfterAnswer}
+		if e.ReadingPending() {
+			// An earlier attempt's files may be the sealed draft's bytes, and their sha256 is
+			// the anon letter's: its hashes would pair a letter with its writer.
+			in.Attempts = nil
+			for _, a := range s.Attempts {
+				a.Hashes = nil
+				in.Attempts = append(in.Attempts, a)
+			}
+		}
 		if full {
 			c := s.Config
 			in.Config = &c

@@ -3,6 +3,8 @@ package workshop
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"go/parser"
 	"go/token"
@@ -176,5 +178,52 @@ func TestSealShuffleDrawsFromCryptoRand(t *testing.T) {
 		if n := counts[order]; n < 850 || n > 1150 {
 			t.Errorf("order %s came up %d times of 6000: %v", order, n, counts)
 		}
+	}
+}
+
+// Once sealed, inspect shows no earlier attempt's file hashes: an attempt may hold the sealed
+// draft's very bytes, whose sha256 is the anon letter's.
+func TestInspectWithholdsAttemptHashesWhileSealed(t *testing.T) {
+	e := sealable(t)
+	id := e.WriterIDs()[0]
+	s, err := e.State(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	art := filepath.Join(e.Record(id), "artifacts")
+	if err := os.MkdirAll(art, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	draft, err := os.ReadFile(filepath.Join(e.Work(id), e.Plan.Outputs[0].Path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(art, "draft.md"), draft, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := archiveAttempt(e, id, s, "a test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.saveState(id, s); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(draft)
+	hash := hex.EncodeToString(sum[:])
+	shown := func() string {
+		out, err := Inspect(e, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := json.Marshal(out)
+		return string(data)
+	}
+	if !strings.Contains(shown(), hash) {
+		t.Fatalf("before the seal inspect does not show the attempt's hashes: the test shows nothing")
+	}
+	if _, err := Anonymize(e, SealOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(shown(), hash) {
+		t.Errorf("sealed, inspect shows the sha256 of a file holding the draft's bytes (%s)", hash)
 	}
 }
