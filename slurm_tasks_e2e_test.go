@@ -189,12 +189,19 @@ func TestSlurmWorkshopRunsEachWriterAsAJob(t *testing.T) {
 	if !reflect.DeepEqual(want, got) || got[codex] != "failed" || got[claude] != "completed" || got[pi] != "completed" {
 		t.Fatalf("on slurm %v, locally %v: want codex stopped by its quota wall and the others completed\n%s", got, want, progress)
 	}
-	nodes := map[string]bool{}
-	for _, n := range []string{"n1", "n2"} {
-		nodes[n] = strings.Contains(progress, "running on "+n)
+	// Each writer's job runs on a node of the cluster. Which node is Slurm's choice: writers
+	// that do not overlap may all go to n1, so the test does not want both.
+	for _, id := range []string{claude, pi, codex} {
+		placed := false
+		for _, l := range strings.Split(progress, "\n") {
+			placed = placed || (strings.Contains(l, id) && (strings.Contains(l, "running on n1") || strings.Contains(l, "running on n2")))
+		}
+		if !placed {
+			t.Errorf("progress does not show %s's job running on a node of the cluster:\n%s", id, progress)
+		}
 	}
-	if !nodes["n1"] || !nodes["n2"] || !strings.Contains(progress, codex+" stopped on a provider limit") {
-		t.Errorf("progress does not show the writers' jobs on both nodes and codex's wall (%v):\n%s", nodes, progress)
+	if !strings.Contains(progress, codex+" stopped on a provider limit") {
+		t.Errorf("progress does not show codex's wall:\n%s", progress)
 	}
 	for _, id := range []string{claude, pi, codex} {
 		for _, f := range []string{"events.jsonl", "stderr.log", "receipt.json", "session"} {
