@@ -108,7 +108,7 @@ func TestSlurmCtrlCCancelsTheJobs(t *testing.T) {
 	if s := jobState(t, job); s != "CANCELLED" {
 		t.Fatalf("job %s is %q after ctrl+c, want CANCELLED", job, s)
 	}
-	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(stderr.String(), "tare: stopped by a signal; a run it stopped is finished with tare resume DIR") {
+	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(stderr.String(), "tare: stopped; what finished is kept, and the rest is finished with: tare resume "+out) {
 		t.Errorf("exit %d, stderr:\n%s\nwant 130 and the line that says how to finish the run", code, stderr.String())
 	}
 	st := journal.Replay("run", readEvents(out))
