@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -14,26 +13,10 @@ import (
 type swapCounts struct{ passed, failed, none int }
 
 // swapState is a swap's journal state with the given cells per cut (keys workspace, agent,
-// n(ative) or h(andoff), as the tail ids have them), each cut's tails from step[ci].
+// n(ative) or h(andoff), as the tail ids have them), each cut's tails from step[ci]: one pair
+// of originals.
 func swapState(cuts []map[string]swapCounts, step []int) *journal.RunState {
-	st := &journal.RunState{Kind: "swap", Tails: map[string]*journal.TailState{}}
-	for ci, cells := range cuts {
-		for key, c := range cells {
-			n := 0
-			add := func(k int, status string) {
-				for range k {
-					id := fmt.Sprintf("c%d-%s-%s-%d", ci, key[:2], key[3:], n)
-					st.Tails[id] = &journal.TailState{ID: id, Side: key[1:2], Step: step[ci], Status: status}
-					st.Order = append(st.Order, id)
-					n++
-				}
-			}
-			add(c.passed, journal.StatusPassed)
-			add(c.failed, journal.StatusFailed)
-			add(c.none, journal.StatusNoVerdict)
-		}
-	}
-	return st
+	return swapStateOver([][]map[string]swapCounts{cuts}, step)
 }
 
 func effectNamed(c SwapCut, name string) SwapEffect {
