@@ -68,4 +68,10 @@ func TestKeysInOneReadAllAct(t *testing.T) {
 	if got, want := three.run.tails.t.cursor, one.run.tails.t.cursor; got != want || got == start {
 		t.Errorf("after jjj in one read the cursor is on row %d, after three j %d (it started on %d)", got, want, start)
 	}
+	pasted := newTestModel(t, stateDir, newStub(), 120, 40)
+	pasted.send(openRunMsg{cal})
+	pasted.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("jjj"), Paste: true})
+	if got, want := pasted.run.tails.t.cursor, one.run.tails.t.cursor; got != want {
+		t.Errorf("after jjj pasted the cursor is on row %d, after three j %d", got, want)
+	}
 }

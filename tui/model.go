@@ -647,9 +647,11 @@ func (m *model) key(k tea.KeyMsg) tea.Cmd {
 	return cmd
 }
 
-// splitRunes is a message of several runes as one key message each; a paste stays whole.
+// splitRunes is a message of several runes as one key message each: keys typed fast, a held
+// key, or pasted (a bracketed paste is one message too). Where keys are text, the caller
+// keeps the message whole.
 func splitRunes(k tea.KeyMsg) []tea.KeyMsg {
-	if k.Type != tea.KeyRunes || k.Paste || len(k.Runes) < 2 {
+	if k.Type != tea.KeyRunes || len(k.Runes) < 2 {
 		return []tea.KeyMsg{k}
 	}
 	out := make([]tea.KeyMsg, len(k.Runes))
