@@ -288,10 +288,11 @@ func runCheck(ctx context.Context, check, dir string, timeout time.Duration, cr 
 		return checkResult{CouldNotRun: true, Detail: fmt.Sprintf("check could not run%s: %v", cr.mark(), err), Output: out.Bytes()}
 	}
 	r := checkResult{Passed: code == 0, Detail: fmt.Sprintf("check exit %d%s", code, cr.mark()), Output: out.Bytes()}
-	if last := lastLine(string(r.Output)); last != "" {
+	text := string(r.Output)
+	if last := lastLine(text); last != "" {
 		r.Detail += ": " + clip(last, 120)
 	}
-	if m := scoreLine.FindAllStringSubmatch(string(r.Output), -1); len(m) > 0 {
+	if m := scoreLine.FindAllStringSubmatch(text, -1); len(m) > 0 {
 		if n, err := strconv.Atoi(m[len(m)-1][1]); err == nil {
 			r.Score = &n
 		}

@@ -352,11 +352,14 @@ func separationText(rec *Recipe, st *journal.RunState) string {
 }
 
 // runsWord is "run" or "runs" for n.
-func runsWord(n int) string {
+func runsWord(n int) string { return plural(n, "run") }
+
+// plural is word for one, word+"s" for any other count.
+func plural(n int, word string) string {
 	if n == 1 {
-		return "run"
+		return word
 	}
-	return "runs"
+	return word + "s"
 }
 
 // notBoth says, for a sequence not separated, that runs left out were counted both ways.

@@ -570,18 +570,10 @@ const swapAlpha = 0.05
 // swapCuts turns each cut's counts per cell (keys as in swapEffects) into its table and
 // effects, the calls corrected for their number over every effect called (swapCalled).
 func swapCuts(counts []map[string]StepRate, control []bool) []SwapCut {
-	measured := func(c map[string]StepRate, keys ...string) bool {
-		for _, k := range keys {
-			if c[k].Verdicts == 0 {
-				return false
-			}
-		}
-		return true
-	}
 	calls := 0
 	for ci, c := range counts {
 		for _, e := range swapEffects {
-			if swapCalled(e.name, control[ci]) && measured(c, e.parts[0].plus, e.parts[0].minus, e.parts[1].plus, e.parts[1].minus) {
+			if swapCalled(e.name, control[ci]) && cellsMeasured(c, e.parts[0].plus, e.parts[0].minus, e.parts[1].plus, e.parts[1].minus) {
 				calls++
 			}
 		}
@@ -733,7 +725,7 @@ func SwapReport(rec *Recipe, res *SwapResult) string {
 				mark = "distinguishable from 0"
 				seen = append(seen, e.Name)
 			case e.OnVerdicts:
-				mark = fmt.Sprintf("not distinguishable from 0 with its %d %s left out counted the worst and the best way (on verdicts alone it would be)", e.LeftOut, tailsWord(e.LeftOut))
+				mark = fmt.Sprintf("not distinguishable from 0 with its %d %s left out counted the worst and the best way (on verdicts alone it would be)", e.LeftOut, plural(e.LeftOut, "tail"))
 			case e.Callable > 0 && c.Originals > 1:
 				mark = fmt.Sprintf("not distinguishable from 0 (%d pairs of originals call only an effect of %.2f or more, every pair agreeing)", c.Originals, e.Callable)
 				smallest = math.Max(smallest, e.Callable)
@@ -797,11 +789,14 @@ func swapFamilyLine(f SwapFamily) string {
 		f.Calls, 100*f.Level, f.Calls, 100*f.Alpha)
 }
 
-func tailsWord(n int) string {
-	if n == 1 {
-		return "tail"
+// cellsMeasured says whether every one of the cells named has a verdict.
+func cellsMeasured(c map[string]StepRate, keys ...string) bool {
+	for _, k := range keys {
+		if c[k].Verdicts == 0 {
+			return false
+		}
 	}
-	return "tails"
+	return true
 }
 
 // smallestNote says what the cut's non-calls cannot rule out: effects below the size its

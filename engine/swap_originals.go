@@ -21,17 +21,9 @@ const maxOriginals = 30
 // pool the pairs' tails; their rates describe, the effects call.
 func swapCutsOverOriginals(counts [][]map[string]StepRate, control []bool) []SwapCut {
 	rate := func(n StepRate) float64 { return float64(n.Passed) / float64(n.Verdicts) }
-	measured := func(c map[string]StepRate, keys ...string) bool {
-		for _, k := range keys {
-			if c[k].Verdicts == 0 {
-				return false
-			}
-		}
-		return true
-	}
 	allMeasured := func(pairs []map[string]StepRate, keys ...string) bool {
 		for _, c := range pairs {
-			if !measured(c, keys...) {
+			if !cellsMeasured(c, keys...) {
 				return false
 			}
 		}
