@@ -1,7 +1,6 @@
-package main
+package e2e
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -91,10 +90,7 @@ func TestAppWritersPaneInTmux(t *testing.T) {
 		t.Fatalf("prepare: %s", r.stderr)
 	}
 	const pi = "pi-tare-model"
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
+	wd := repoDir()
 	env := append(r.env(), "TERM=tmux-256color")
 	x := startTmux(t, wd, append(append([]string{"env", "-i"}, env...), tareBin)...)
 	x.waitFor("the pi writer prepared", 10*time.Second, func(s string) bool { return strings.Contains(line(s, pi), "prepared") })

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -217,10 +217,7 @@ func TestAppInTmux(t *testing.T) {
 	env := append(r.env(), "TERM=tmux-256color", "PAGER=less")
 	// The app starts in this checkout, as the other tests run tare: the agent CLIs are found
 	// in its agents/ folder.
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
+	wd := repoDir()
 	x := startTmux(t, wd, append(append([]string{"env", "-i"}, env...), tareBin)...)
 
 	x.waitText(10*time.Second, "Probes", "Runs", "no runs yet; n starts one", "pi ")

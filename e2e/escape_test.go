@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"os"
@@ -83,10 +83,7 @@ func TestAgentEscapesReachTheTerminalEscaped(t *testing.T) {
 	}
 
 	// The app on that run, in a terminal that lets applications set the clipboard.
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
+	wd := repoDir()
 	// The app waits for a line on its terminal, so the clipboard is open before it draws.
 	argv := append([]string{"/bin/sh", "-c", `read _; exec "$@"`, "sh", "env", "-i"}, r.env()...)
 	x := startTmux(t, wd, append(argv, "TERM=tmux-256color", tareBin, "watch", out)...)

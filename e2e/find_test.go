@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -108,10 +108,7 @@ func TestProjectAgentsAreNeverRun(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		agents, err := filepath.Abs(filepath.Join("agents", "pi", "node_modules", ".bin"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		agents := filepath.Join(repoDir(), "agents", "pi", "node_modules", ".bin")
 		r := newRun(t, "")
 		start(t, r, venv+":"+agents+":/usr/bin:/bin", "doctor")
 		if !strings.Contains(r.stdout, "ok    pi") || !strings.Contains(r.stdout, "ok    bwrap") {

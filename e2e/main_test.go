@@ -1,8 +1,9 @@
-package main
+package e2e
 
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,20 +19,30 @@ import (
 // tareBin is the real binary, built once for these tests.
 var tareBin string
 
+// TestMain builds tare and tare-room once for every test here. Under -short it builds
+// nothing and runs nothing: each test here drives the binary, and most start rooms.
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("e2e: skipped under -short")
+		os.Exit(0)
+	}
 	dir, err := os.MkdirTemp("", "tare-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	tareBin = filepath.Join(dir, "tare")
-	if out, err := exec.Command("go", "build", "-o", tareBin, ".").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", tareBin, ".")
+	build.Dir = repoDir()
+	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building tare: %v\n%s", err, out)
 		os.Exit(1)
 	}
 	// tare-room beside it, as scripts/setup lays an install out: rooms run their relay and
 	// the capsule hook from it.
 	room := exec.Command("go", "build", "-o", filepath.Join(dir, "tare-room"), "./cmd/tare-room")
+	room.Dir = repoDir()
 	room.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as scripts/setup builds it
 	if out, err := room.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building tare-room: %v\n%s", err, out)
@@ -48,13 +59,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// repoDir is this checkout: go test runs package main's tests in it.
+// repoDir is this checkout: go test runs this package's tests in its folder, e2e/.
 func repoDir() string {
 	wd, err := os.Getwd()
 	if err != nil {
 		panic(err)
 	}
-	return wd
+	return filepath.Dir(wd)
 }
 
 // run is one tare command in a sandbox of its own: a fresh HOME, config folder and TMPDIR,
