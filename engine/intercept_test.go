@@ -104,6 +104,7 @@ text = "Done."
 // the real CLIs trust, and the relay's count equals the model server's own; the host log
 // says the model host was read.
 func TestInterceptMetersRealProviderCalls(t *testing.T) {
+	needRooms(t)
 	script, err := modelserver.ParseScript([]byte(interceptScript), "intercept.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -158,6 +159,7 @@ func TestInterceptMetersRealProviderCalls(t *testing.T) {
 // the first call goes through (nothing was spent yet), the next is refused by the relay in
 // Anthropic's error shape and never reaches the provider, and the tail ends over budget.
 func TestCostCapOnARealProvider(t *testing.T) {
+	needRooms(t)
 	script, err := modelserver.ParseScript([]byte(interceptScript), "intercept.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -225,6 +227,7 @@ func TestInterceptVerifiesTheProvider(t *testing.T) {
 // constrained to it (a leaf for any other name fails to verify), and its key is not in the
 // room.
 func TestInterceptReadsOnlyModelHosts(t *testing.T) {
+	needRooms(t)
 	a, inst, cfg := mustFind(t, "claude")
 	loginHome(t, "claude")
 	room, setup, err := probe.BuildRoom(probe.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir(), Login: true}, "", nil)
@@ -287,6 +290,7 @@ func TestInterceptReadsOnlyModelHosts(t *testing.T) {
 // nothing: the CA's variables are tare's own, declared, and its files are in the room's
 // fresh HOME, not the host's.
 func TestInterceptedRoomReadsClean(t *testing.T) {
+	needRooms(t)
 	for _, name := range []string{"claude", "gemini"} {
 		t.Run(name, func(t *testing.T) {
 			a, inst, cfg := mustFind(t, name)
