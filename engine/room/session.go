@@ -1,4 +1,4 @@
-package probe
+package room
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 )
 
 // PlaceSession readies a resume of session id in the room p builds: the agent's session
-// file (as its adapter lays it out) goes into p.sessions when that folder is bound, so the
+// file (as its adapter lays it out) goes into p.Sessions when that folder is bound, so the
 // resumed session keeps growing there, or into the room's HOME otherwise.
 func PlaceSession(p *Plan, data []byte, id string) error {
 	root := "/" + agent.SessionRoot(p.Agent)
