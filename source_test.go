@@ -58,7 +58,7 @@ var followingWrites = map[string]string{
 	"engine/probe/secrets.go plantSecrets":                "a probe's planted home, a folder os.MkdirTemp just made",
 	"engine/probe/probe.go realTwin":                      "the twin's home, a folder os.MkdirTemp just made",
 	"engine/probe/probeaside.go plantControl":             "the control's planted home, a folder os.MkdirTemp just made",
-	"engine/probe/room.go moveHome":                       "a twin's planted home, a folder os.MkdirTemp just made",
+	"engine/room/room.go moveHome":                        "a twin's planted home, a folder os.MkdirTemp just made",
 }
 
 // eachCall calls visit with every call and composite literal inside a function of tare's
