@@ -426,7 +426,7 @@ func TestSlurmUnprivilegedOperatorSubmits(t *testing.T) {
 // BenchmarkSlurmDispatch is the dispatch overhead of --on slurm: the same seeded tails of the
 // demo run on this machine and as Slurm jobs (scripts/slurm-local, two nodes), in the same
 // run; it reports each side's mean tail time, the queue wait, their difference per tail and
-// the ratio. Run: go test -run '^$' -bench SlurmDispatch -benchtime 1x .
+// the ratio. Run: go test -run '^$' -bench SlurmDispatch -benchtime 1x ./e2e
 func BenchmarkSlurmDispatch(b *testing.B) {
 	out, err := exec.Command(filepath.Join(repoDir(), "scripts", "slurm-local"), "up", "--nodes", "2").CombinedOutput()
 	if err != nil {
