@@ -16,6 +16,7 @@ import (
 
 	"tare/engine/journal"
 	"tare/engine/probe"
+	"tare/engine/stats"
 )
 
 // paneEnv is a store built from the demo state's journals, for panes tested on their own.
@@ -180,7 +181,7 @@ func TestPassBar(t *testing.T) {
 		{0, 10, "●━━━━━··············"},  // 0%–28%
 		{5, 10, "····━━━━━━●━━━━━····"},
 	} {
-		lo, hi := journal.Wilson(tc.passed, tc.done)
+		lo, hi := stats.Wilson(tc.passed, tc.done)
 		got := passBar(s, journal.SideTally{Passed: tc.passed, Verdicts: tc.done, Lo: lo, Hi: hi}, 20)
 		if got != tc.want {
 			t.Errorf("%d/%d: %q, want %q", tc.passed, tc.done, got, tc.want)
@@ -193,7 +194,7 @@ func TestPassBar(t *testing.T) {
 func TestPassBarColourIsNoPeekedTest(t *testing.T) {
 	s := newStyles(lipgloss.NewRenderer(io.Discard, termenv.WithTTY(true), termenv.WithUnsafe(), termenv.WithProfile(termenv.ANSI256)))
 	colour := func(passed, done int) string {
-		lo, hi := journal.Wilson(passed, done)
+		lo, hi := stats.Wilson(passed, done)
 		bar := passBar(s, journal.SideTally{Passed: passed, Verdicts: done, Lo: lo, Hi: hi}, 20)
 		return bar[:strings.IndexAny(bar, "·━●")] // the escape before the cells
 	}
