@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"tare/agent"
+	"tare/modelserver"
 	"tare/sandbox"
 )
 
@@ -307,6 +309,123 @@ func BenchmarkRoomStart(b *testing.B) {
 					b.Fatalf("exit %d: %s", code, out)
 				}
 			}
+		})
+	}
+}
+
+// envStub is a static /usr/bin/env for an image with no libc: what a `#!/usr/bin/env node`
+// script needs of the image, and nothing more.
+const envStub = `package main
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		os.Exit(0)
+	}
+	p, err := exec.LookPath(os.Args[1])
+	if err != nil {
+		os.Stderr.WriteString("env: " + os.Args[1] + ": not found\n")
+		os.Exit(127)
+	}
+	err = syscall.Exec(p, os.Args[1:], os.Environ())
+	os.Stderr.WriteString("env: " + err.Error() + "\n")
+	os.Exit(126)
+}
+`
+
+// TestAgentInImageRoom: a real agent CLI (pi, a `#!/usr/bin/env node` script) answers tare's
+// model server from rooms rooted in two images: the Debian base, and one built FROM scratch
+// holding no libc, no loader and no node at all, where only the node tare brings (its own
+// loader and libraries at sandbox.RuntimeDir) can run it.
+func TestAgentInImageRoom(t *testing.T) {
+	requireBase(t)
+	cache := Cache{Dir: t.TempDir()}
+	runtime, err := cache.NodeRuntime(context.Background(), "/usr/bin/node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stubDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(stubDir, "main.go"), []byte(envStub), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	scratch := writeContext(t, map[string]string{
+		"Dockerfile": "FROM scratch\nCOPY env /usr/bin/env\nWORKDIR /app\nCOPY task.txt ./\n",
+		"task.txt":   "a task in an image without libc\n",
+	})
+	cmd := exec.Command("go", "build", "-o", filepath.Join(scratch, "env"), filepath.Join(stubDir, "main.go"))
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build the env stub: %v\n%s", err, out)
+	}
+	bin, err := filepath.Abs(filepath.Join("..", "agents", "pi", "node_modules", ".bin", "pi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.ByName("pi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := a.Find(agent.FindOptions{Bins: map[string]string{"pi": bin}, VersionLater: true})
+	if err != nil {
+		t.Fatalf("pi: %v (run scripts/setup, which installs the agent CLIs)", err)
+	}
+	srv, err := modelserver.New(modelserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	for _, c := range []struct{ name, dir string }{
+		{"debian", writeContext(t, taskContext)},
+		{"no libc", scratch},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e, _ := build(t, cache, c.dir)
+			if c.name == "no libc" {
+				for _, p := range []string{"lib64/ld-linux-x86-64.so.2", "usr/bin/node", "bin/sh"} {
+					if _, err := os.Lstat(filepath.Join(e.Root(), p)); err == nil {
+						t.Fatalf("the scratch image has /%s", p)
+					}
+				}
+			}
+			setup, err := a.Room(agent.RoomOptions{BaseURL: "http://127.0.0.1:4000"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ws := t.TempDir()
+			if err := e.CopyWorkDir(ws); err != nil {
+				t.Fatal(err)
+			}
+			r := sandbox.Room{Workspace: ws, Agent: inst.Runtime, Image: e.Room(runtime), Env: setup.Env, Path: setup.Path,
+				Relays: []sandbox.Relay{{Port: 4000, Upstream: srv.Addr()}}}
+			for _, f := range setup.Files {
+				r.Files = append(r.Files, sandbox.File{Path: f.Path, Data: f.Data, Mode: f.Mode})
+			}
+			argv := append([]string{inst.Command}, a.RunArgs("Say hello.", nil)...)
+			if c.name == "no libc" {
+				// The control: without tare's runtime the image has no node to run pi with.
+				bare := r
+				bare.Image = e.Room("")
+				if code, out := runRoom(t, bare, argv...); code != 127 || !strings.Contains(out, "node: not found") {
+					t.Fatalf("without tare's runtime pi should find no node (exit 127), got exit %d:\n%s", code, out)
+				}
+			}
+			code, out := runRoom(t, r, argv...)
+			if code != 0 {
+				t.Fatalf("pi exited %d in the %s image room:\n%s", code, c.name, out)
+			}
+			res, err := a.ParseStream(strings.NewReader(out))
+			if err != nil || res.IsError || res.Text == "" {
+				t.Fatalf("pi's run: %v %s, text %q\n%s", err, res.Error, res.Text, out)
+			}
+			t.Logf("%s image: pi answered %q", c.name, clip(res.Text, 60))
 		})
 	}
 }
