@@ -447,6 +447,11 @@ func (r Room) Args(fds FDs) ([]string, error) {
 		}
 		a = append(a, op, b.Source, b.Dest)
 	}
+	if r.Image != nil {
+		// tare's folders in memory were writable for the binds into them; the final
+		// --remount-ro / does not reach them (they are mounts of their own).
+		a = append(a, "--remount-ro", "/opt/tare", "--remount-ro", AgentDir)
+	}
 	a = append(a, "--seccomp", strconv.Itoa(fds.Seccomp))
 	if fds.Info > 2 {
 		a = append(a, "--info-fd", strconv.Itoa(fds.Info))
