@@ -56,7 +56,9 @@ func TestMain(m *testing.M) {
 		os.Exit(childMain(mode))
 	}
 	os.Setenv(canaryEnvKey, canaryEnvValue)
-	os.Exit(m.Run())
+	code := m.Run()
+	removeImageRoot()
+	os.Exit(code)
 }
 
 func randHex(n int) string {
