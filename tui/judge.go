@@ -12,11 +12,6 @@ import (
 	"tare/engine/journal"
 )
 
-// shotKey shows, in the footer, the path of the screenshot the judge scored for the selected
-// tail (a judge check's or a judge-noise judgement's), to open in an image viewer: a terminal
-// cannot show it.
-var shotKey = key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "screenshot path"))
-
 // statusCell is a tail's status as the tails table shows it: a judge's score against the
 // threshold where the judge scored ("8≥5 passed", "3<5 failed", "score 6" with no
 // threshold), the status word otherwise.
@@ -229,9 +224,9 @@ func noiseStrip(s styles, sp engine.Spread, scale [2]int, threshold *float64, w 
 
 // judgeKeys is the screenshot key for a run the judge scores (a judge-noise run, or a run
 // whose check is tare's judge), and nothing for any other.
-func judgeKeys(st *journal.RunState) []key.Binding {
+func judgeKeys(k KeyMap, st *journal.RunState) []key.Binding {
 	if st.Kind == "judge-noise" || strings.Contains(st.Check, " judge ") {
-		return []key.Binding{shotKey}
+		return []key.Binding{k.Shot}
 	}
 	return nil
 }

@@ -407,7 +407,7 @@ func (p *tailsPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 			return true, emit(retryMsg{p.dir, id})
 		case key.Matches(msg, k.Kill) && id != "":
 			return true, emit(killMsg{p.dir, id})
-		case key.Matches(msg, shotKey) && id != "":
+		case key.Matches(msg, k.Shot) && id != "":
 			return true, showShot(p.env.store.run(p.dir).state.Tails[id])
 		case key.Matches(msg, k.Pager):
 			return true, emit(pagerMsg{runFiles(p.dir)})
@@ -422,5 +422,5 @@ func (p *tailsPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 
 func (p *tailsPane) help() []key.Binding {
 	k := p.env.keys
-	return append(append([]key.Binding{k.Open, k.Kill, k.Retry, k.Resume, k.Sort, k.Pager, k.Filter}, judgeKeys(p.env.store.run(p.dir).state)...), findKey, sideHelp)
+	return append(append([]key.Binding{k.Open, k.Kill, k.Retry, k.Resume, k.Sort, k.Pager, k.Filter}, judgeKeys(k, p.env.store.run(p.dir).state)...), k.Find, k.Side)
 }

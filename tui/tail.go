@@ -349,7 +349,7 @@ func (v *tailView) update(msg tea.KeyMsg, body rect) (bool, tea.Cmd) {
 		return true, emit(retryMsg{v.dir, v.id})
 	case key.Matches(msg, k.Kill):
 		return true, emit(killMsg{v.dir, v.id})
-	case key.Matches(msg, shotKey):
+	case key.Matches(msg, k.Shot):
 		return true, showShot(v.state())
 	}
 	if v.onDiff {
@@ -385,5 +385,5 @@ func (v *tailView) selectedStep() int {
 
 func (v *tailView) help() []key.Binding {
 	k := v.env.keys
-	return append([]key.Binding{k.Diff, k.Pager, k.Kill, k.Retry, k.Filter}, judgeKeys(v.env.store.run(v.dir).state)...)
+	return append([]key.Binding{k.Diff, k.Pager, k.Kill, k.Retry, k.Filter}, judgeKeys(k, v.env.store.run(v.dir).state)...)
 }
