@@ -75,6 +75,7 @@ func (p *noisePane) setSize(w, h int)                  { p.w, p.h = w, h }
 func (p *noisePane) refresh()                          {}
 func (p *noisePane) capturing() bool                   { return false }
 func (p *noisePane) help() []key.Binding               { return nil }
+func (p *noisePane) rowHelp() []key.Binding            { return nil }
 func (p *noisePane) update(tea.KeyMsg) (bool, tea.Cmd) { return false, nil }
 
 // rows is a line per page and one for the threshold's verdict.

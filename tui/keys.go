@@ -124,11 +124,17 @@ func with(b key.Binding, desc string) key.Binding {
 	return b
 }
 
-// helpKeys is the help for one moment of the app: the keys that do something right now.
+// helpKeys is the help for one moment of the app: the keys that act on the row under the
+// cursor (short, the footer's) and every key of the view, in titled groups (the ? help's).
 type helpKeys struct {
-	short []key.Binding
-	full  [][]key.Binding
+	short  []key.Binding
+	groups []helpGroup
 }
 
-func (h helpKeys) ShortHelp() []key.Binding  { return h.short }
-func (h helpKeys) FullHelp() [][]key.Binding { return h.full }
+// helpGroup is one pane's keys (or the moves, or the keys of every view) under its title.
+type helpGroup struct {
+	title string
+	keys  []key.Binding
+}
+
+func (h helpKeys) ShortHelp() []key.Binding { return h.short }

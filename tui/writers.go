@@ -211,6 +211,28 @@ func (p *writersPane) help() []key.Binding {
 	return []key.Binding{k.Report, k.WriterRun, k.WriterManual, k.Collect, k.WriterResume, k.WriterRetry, k.Anonymize, k.Filter}
 }
 
+// rowHelp is the workshop commands the selected writer's status leaves open, as the workshop
+// would decide them (refuseStart): a prepared writer is started, a stopped one resumed.
+func (p *writersPane) rowHelp() []key.Binding {
+	k := p.env.keys
+	w, ok := p.rows[p.t.selected()]
+	if !ok {
+		return []key.Binding{k.Filter}
+	}
+	out := []key.Binding{k.Report}
+	switch w.status {
+	case "prepared":
+		out = append(out, k.WriterRun, k.WriterManual)
+	case "quota wall", "login expired":
+		out = append(out, k.WriterResume, k.Collect, k.WriterRetry)
+	case "running", "by hand":
+		out = append(out, k.Collect)
+	default:
+		out = append(out, k.Collect, k.WriterRetry)
+	}
+	return append(out, k.Anonymize, k.Filter)
+}
+
 // writerGoMsg is a confirmed workshop action (a form's script when it asked for one).
 type writerGoMsg struct {
 	writerMsg
