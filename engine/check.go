@@ -17,7 +17,7 @@ import (
 
 	"tare/config"
 	"tare/engine/journal"
-	"tare/engine/probe"
+	"tare/engine/room"
 	"tare/sandbox"
 )
 
@@ -277,7 +277,7 @@ func runCheck(ctx context.Context, check, dir string, timeout time.Duration, cr 
 		code, err = runOnHost(cctx, check, dir, &out)
 	} else {
 		// The room's pid namespace takes every process the check started with it.
-		code, err = probe.RunRoom(cctx, cr.room(check, dir, cfg.Bwrap, &out))
+		code, err = room.Run(cctx, cr.room(check, dir, cfg.Bwrap, &out))
 	}
 	switch {
 	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:

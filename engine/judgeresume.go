@@ -8,7 +8,7 @@ import (
 	"tare/agent"
 	"tare/engine/browser"
 	"tare/engine/journal"
-	"tare/engine/probe"
+	"tare/engine/room"
 	"tare/modelserver"
 )
 
@@ -183,7 +183,7 @@ func judgeResumeEnv(ctx context.Context, o JudgeOptions, rec *Recipe) (*judgeEnv
 	if err != nil {
 		return nil, err
 	}
-	inst, err := probe.FindAgent(a, o.Config, o.Dirs...)
+	inst, err := room.FindAgent(a, o.Config, o.Dirs...)
 	if err != nil {
 		return nil, err
 	}

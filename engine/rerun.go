@@ -16,7 +16,7 @@ import (
 	"tare/capsule"
 	"tare/config"
 	"tare/engine/journal"
-	"tare/engine/probe"
+	"tare/engine/room"
 )
 
 // RerunKinds are the commands whose runs tare rerun repeats: the first word of a recipe's argv.
@@ -74,7 +74,7 @@ func PlanRerun(ctx context.Context, dir string, cfg *config.Config, version stri
 			p.Drift = append(p.Drift, Drift{What: name, Then: then, Now: "unknown to this tare"})
 			continue
 		}
-		inst, err := probe.FindAgent(a, cfg, rec.Project)
+		inst, err := room.FindAgent(a, cfg, rec.Project)
 		switch {
 		case err != nil:
 			p.Drift = append(p.Drift, Drift{What: name, Then: then, Now: "not found (" + clip(err.Error(), 120) + ")"})
