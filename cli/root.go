@@ -105,6 +105,7 @@ leak with the file it came from.`,
 	cmd.AddCommand(workerCmd())
 	cmd.AddCommand(gcCmd())
 	cmd.AddCommand(workshopCmd())
+	cmd.AddCommand(envCmd())
 	for _, a := range agent.All() {
 		cmd.AddCommand(attachCmd(a))
 	}
