@@ -13,6 +13,7 @@ import (
 	"tare/agent"
 	"tare/capsule"
 	"tare/engine/journal"
+	"tare/engine/stats"
 	"tare/modelserver"
 )
 
@@ -279,7 +280,7 @@ func TestRetriedFailureDoesNotRaiseTheRate(t *testing.T) {
 	if got := s.Summary("passed"); got != "2/3 passed · 2 retried (2 failed, 1 quota)" {
 		t.Errorf("summary %q", got)
 	}
-	lo, hi := journal.Wilson(2, 3)
+	lo, hi := stats.Wilson(2, 3)
 	if s.Lo != lo || s.Hi != hi {
 		t.Errorf("interval %.2f-%.2f, want Wilson(2, 3) %.2f-%.2f", s.Lo, s.Hi, lo, hi)
 	}
@@ -314,7 +315,7 @@ func TestNoVerdictIsLeftOutOfTheRate(t *testing.T) {
 	if got := s.Summary("passed"); got != "2/3 passed · 3 no verdict, left out (1 killed, not asked, 1 not started, 1 quota) · 2/6-5/6 if the 3 left out had failed/passed (95% 0.10-0.97)" {
 		t.Errorf("summary %q", got)
 	}
-	if lo, hi := journal.Wilson(2, 3); s.Lo != lo || s.Hi != hi {
+	if lo, hi := stats.Wilson(2, 3); s.Lo != lo || s.Hi != hi {
 		t.Errorf("interval %.2f-%.2f, want Wilson(2, 3)", s.Lo, s.Hi)
 	}
 	if done, _, _ := st.Counts(); done != 6 {

@@ -15,10 +15,12 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"tare/sandbox/roomrelay"
 )
 
 // The test binary is also the tare binary inside the rooms it starts
-// (Room.Tare = os.Executable()): TestMain runs RelayMain, InspectMain or a
+// (Room.Tare = os.Executable()): TestMain runs roomrelay.Main, InspectMain or a
 // test child when called that way, so the real code runs in real rooms.
 
 const (
@@ -37,7 +39,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case "relay":
-			os.Exit(RelayMain(os.Args[2:]))
+			os.Exit(roomrelay.Main(os.Args[2:]))
 		case "inspect":
 			os.Exit(InspectMain(os.Args[2:]))
 		case "check-bwrap":
@@ -54,7 +56,9 @@ func TestMain(m *testing.M) {
 		os.Exit(childMain(mode))
 	}
 	os.Setenv(canaryEnvKey, canaryEnvValue)
-	os.Exit(m.Run())
+	code := m.Run()
+	removeImageRoot()
+	os.Exit(code)
 }
 
 func randHex(n int) string {
