@@ -139,3 +139,43 @@ id -un`
 		t.Errorf("the write to /app did not reach the workspace: %v", err)
 	}
 }
+
+// testImage, when set, roots the rooms of the lifecycle, terminal and host-view checks in an
+// image (rooted), so TestImageRoomDefences runs them, and their mutations, in an image room.
+var testImage *Image
+
+// rooted roots r in testImage when a test set one.
+func rooted(r Room) Room {
+	if testImage != nil {
+		r.Image = testImage
+	}
+	return r
+}
+
+// TestImageRoomDefences runs the lifecycle, terminal and host-view tests and their mutations
+// in rooms rooted in the base image: each defence holds there, and each is still
+// load-bearing.
+func TestImageRoomDefences(t *testing.T) {
+	testImage = withImage(t, Room{}).Image
+	defer func() { testImage = nil }()
+	for _, c := range []struct {
+		name string
+		test func(*testing.T)
+	}{
+		{"parent killed", TestLifecycleParentKilled},
+		{"killed during setup", TestLifecycleKilledDuringSetup},
+		{"background jobs", TestLifecycleBackgroundJobs},
+		{"tty", TestRoomTTY},
+		{"own output", TestRoomCannotReadTaresOutput},
+		{"init cmdline", TestInitCmdlineHoldsNoHostPath},
+		{"init memory", TestRoomMemoryOutOfReach},
+		{"mutation new-session", TestMutationNewSession},
+		{"mutation die-with-parent", TestMutationDieWithParent},
+		{"mutation lifeline", TestMutationLifeline},
+		{"mutation owned stdio", TestMutationOwnedStdio},
+		{"mutation args file", TestMutationArgsFile},
+		{"mutation init memory", TestMutationInitMem},
+	} {
+		t.Run(c.name, c.test)
+	}
+}
