@@ -183,6 +183,9 @@ func (r Room) validateImage() error {
 				continue
 			}
 		}
+		if r.inMemory(b.Dest, i) {
+			continue // bwrap makes its mount point in a fresh folder of the room's, not in the image
+		}
 		if err := noSymlinkIn(im.Root, b.Dest); err != nil {
 			return fmt.Errorf("room: Binds[%d].Dest %q: %v: an image room mounts only over paths its image has", i, b.Dest, err)
 		}
@@ -193,6 +196,23 @@ func (r Room) validateImage() error {
 		}
 	}
 	return nil
+}
+
+// inMemory says whether p is below one of the room's fresh in-memory folders made before
+// Binds[i] is mounted: /tmp, HOME, /dev/shm or an earlier Tmpfs bind.
+func (r Room) inMemory(p string, i int) bool {
+	dirs := []string{"/tmp", HomeDir, ShmDir}
+	for _, b := range r.Binds[:i] {
+		if b.Tmpfs {
+			dirs = append(dirs, b.Dest)
+		}
+	}
+	for _, d := range dirs {
+		if strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // noSymlinkIn checks that p (absolute inside root) exists in root and no part of it is a symlink.

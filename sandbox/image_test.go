@@ -245,6 +245,17 @@ func TestImageValidation(t *testing.T) {
 	if err := (Room{Workspace: t.TempDir(), Argv: []string{"true"}, Image: &Image{Root: root, WorkDir: "/app"}}).Validate(); err != nil {
 		t.Fatalf("a prepared root is refused: %v", err)
 	}
+	// Below the room's own folders in memory bwrap makes the mount point: the probe's
+	// control binds its planted home at its host path below /tmp.
+	inTmp := Room{Workspace: t.TempDir(), Argv: []string{"true"}, Image: &Image{Root: root, WorkDir: "/app"},
+		Binds: []Bind{{Dest: "/srv/planted", Tmpfs: true}, {Source: t.TempDir(), Dest: "/srv/planted/home"}, {Source: t.TempDir(), Dest: "/tmp/control/home"}}}
+	if err := inTmp.Validate(); err == nil || !strings.Contains(err.Error(), "/srv/planted is missing") {
+		t.Fatalf("a Tmpfs bind at a path the image lacks: %v", err)
+	}
+	inTmp.Binds = inTmp.Binds[2:]
+	if err := inTmp.Validate(); err != nil {
+		t.Fatalf("a bind below /tmp is refused: %v", err)
+	}
 }
 
 // TestPrepareRootRefusesSymlinks: a mount point the image has as a symlink (here /home
