@@ -21,6 +21,11 @@ const RuntimeDir = "/.tare/runtime"
 // own parts are as in every room: the fresh HOME and its files, the synthetic identity, the
 // relays' sockets, the run store, the tare binaries and the agent runtime, each mounted over
 // a mount point PrepareRoot made.
+//
+// What runs in the room before the command comes from tare, not the image: the relay and the
+// lifeline from Room.Helper, tare-room, which is static; without a Helper they run from
+// Room.Tare, which needs a libc like the host's in the image. An agent's node comes from
+// Runtime when the image has none on its PATH.
 type Image struct {
 	Root    string            // host folder of the image's root filesystem, prepared by PrepareRoot
 	WorkDir string            // the image's WORKDIR, where the workspace is bound ("" = WorkDir, as in every room)
