@@ -146,7 +146,9 @@ func Calibrate(ctx context.Context, o CalibrateOptions) (dir, report string, err
 		rec.Caps = &o.Caps
 	}
 	if o.UntilSeparated {
-		rec.Separate = &separateSettings{MaxRuns: o.MaxRuns, Detect: o.Detect}
+		if err := rec.SetSettings(separateKey, separateSettings{MaxRuns: o.MaxRuns, Detect: o.Detect}); err != nil {
+			return dir, "", err
+		}
 	}
 	for name, inst := range installs {
 		rec.Agents[name] = RecipeAgent{Version: inst.Version, Bin: inst.Bin, Snapshots: "none (calibrate takes no step capsules)"}
@@ -280,6 +282,10 @@ func calibrateTails(rec *Recipe, start capsule.Capsule) []tailSpec {
 // finished or not), then writes the report.
 func runCalibrate(ctx context.Context, r *run, rec *Recipe, store *capsule.Store, start capsule.Capsule,
 	installs map[string]agent.Install, cfg *config.Config, again ...string) (string, error) {
+	sep, err := separateOf(rec)
+	if err != nil {
+		return "", fmt.Errorf("%s: %v", r.dir, err)
+	}
 	env, stop, err := newTailEnv(r, store, rec, installs, cfg)
 	if err != nil {
 		return "", err
@@ -306,7 +312,7 @@ func runCalibrate(ctx context.Context, r *run, rec *Recipe, store *capsule.Store
 	}
 	if err := runJobs(ctx, rec.Jobs, todo, func(ctx context.Context, spec tailSpec) error {
 		// Checked when a slot is free, so the journal holds every run that has ended.
-		if rec.Separate != nil && !separationStarts(r, rec, spec) {
+		if sep != nil && !separationStarts(r, rec, *sep, spec) {
 			return nil
 		}
 		return runTail(ctx, env, spec)

@@ -41,6 +41,10 @@ type CliffOptions struct {
 // in recipe.json from the start.
 const cliffFile = "cliff.json"
 
+// cliffKey is the recipe's key for a cliff analysis's settings, when the cliff recorded its
+// own run.
+const cliffKey = "cliff"
+
 // cliffSettings is cliff.json.
 type cliffSettings struct {
 	Tails    int     `json:"tails"`
@@ -580,10 +584,10 @@ func resumeCliff(ctx context.Context, o ResumeOptions, rec *Recipe, set cliffSet
 
 // cliffOf says whether a recorded run is (or holds) a cliff analysis, and its settings.
 func cliffOf(dir string, rec *Recipe) (cliffSettings, bool) {
-	if rec.Cliff != nil {
-		return *rec.Cliff, true
-	}
 	var set cliffSettings
+	if ok, _ := rec.DecodeSettings(cliffKey, &set); ok {
+		return set, true
+	}
 	data, err := os.ReadFile(filepath.Join(dir, cliffFile))
 	if err != nil || json.Unmarshal(data, &set) != nil {
 		return set, false

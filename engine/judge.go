@@ -612,8 +612,11 @@ func writeJudgeRecipe(ctx context.Context, o JudgeOptions, inst agent.Install, s
 	rec := &Recipe{Tare: o.Version, Argv: o.Argv, Kind: o.Kind, Time: time.Now().UTC(), Jobs: o.Jobs, Runs: o.Times, Seed: seed,
 		Agents: map[string]RecipeAgent{}, Inputs: map[string]string{}, On: onRecipe(o.On)}
 	if o.Kind == "judge-noise" {
-		rec.JudgeNoise = &judgeSettings{Dirs: o.Dirs, Page: o.Page, Rubric: o.Rubric, Judge: o.Judge, Times: o.Times,
+		set := judgeSettings{Dirs: o.Dirs, Page: o.Page, Rubric: o.Rubric, Judge: o.Judge, Times: o.Times,
 			Timeout: o.Timeout, Threshold: o.Threshold, Tolerance: o.Tolerance, AllowDirty: o.AllowDirty}
+		if err := rec.SetSettings(judgeNoiseKey, set); err != nil {
+			return err
+		}
 	}
 	words, _ := splitWords(o.Judge)
 	rec.Agents[words[0]] = RecipeAgent{Version: inst.Version, Bin: inst.Bin, Snapshots: "none (a judge takes no capsules)"}

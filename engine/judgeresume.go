@@ -12,6 +12,9 @@ import (
 	"tare/modelserver"
 )
 
+// judgeNoiseKey is the recipe's key for a judge-noise run's settings.
+const judgeNoiseKey = "judge_noise"
+
 // judgeSettings are a judge-noise run's options as recipe.json keeps them: what tare resume
 // needs to finish the run as it was started.
 type judgeSettings struct {
@@ -36,8 +39,12 @@ func resumeJudgeNoise(ctx context.Context, o ResumeOptions, rec *Recipe) (string
 	if len(o.Retry) > 0 {
 		return "", fmt.Errorf("--retry: %s is a judge-noise run, whose judgements are not retried one by one; fix: judge again with tare rerun %s", o.Dir, o.Dir)
 	}
-	set := rec.JudgeNoise
-	if set == nil || len(set.Dirs) == 0 || set.Times < 1 {
+	var set judgeSettings
+	ok, err := rec.DecodeSettings(judgeNoiseKey, &set)
+	if err != nil {
+		return "", fmt.Errorf("%s: %v", o.Dir, err)
+	}
+	if !ok || len(set.Dirs) == 0 || set.Times < 1 {
 		return "", fmt.Errorf("%s: recipe.json has no judge_noise settings (a run from an older tare), so it cannot be finished; fix: judge again with tare rerun %s", o.Dir, o.Dir)
 	}
 	r, err := openRun(o.Dir, o.Bus)

@@ -355,7 +355,11 @@ func Record(ctx context.Context, o RecordOptions) (string, *journal.Recording, e
 		rec.Script, rec.ScriptText = o.Script, string(text)
 		rec.Seed = runSeed(o.Seed)
 	}
-	rec.Cliff = o.cliff
+	if o.cliff != nil {
+		if err := rec.SetSettings(cliffKey, o.cliff); err != nil {
+			return dir, nil, err
+		}
+	}
 	if err := writeRecipe(dir, rec); err != nil {
 		return dir, nil, err
 	}

@@ -93,8 +93,8 @@ func calibrateText(rec *Recipe, st *journal.RunState) string {
 	}
 	b.WriteString(checkUsageLines(rec, tallies))
 	b.WriteString(meteredLines(rec, st))
-	if rec.Separate != nil {
-		b.WriteString(separationText(rec, st))
+	if set, _ := separateOf(rec); set != nil {
+		b.WriteString(separationText(rec, *set, st))
 	}
 	return b.String()
 }
@@ -197,8 +197,8 @@ func runReport(dir string, rec *Recipe, st *journal.RunState) RunReport {
 		sr.Metered = sideMetered(st, t.Side.Key)
 		out.Sides = append(out.Sides, sr)
 	}
-	if rec.Separate != nil {
-		sep := separation(rec, st)
+	if set, _ := separateOf(rec); set != nil {
+		sep := separation(rec, *set, st)
 		out.Separation = &sep
 	}
 	out.Tails = []TailReport{}

@@ -74,7 +74,12 @@ func TestUntilSeparatedStopsEarlyAndResumeContinues(t *testing.T) {
 		t.Fatalf("the stopped calibrate returned %v, want context.Canceled", err)
 	}
 	before := journal.Replay("run", mustJournal(t, dir))
-	if sep := separation(mustRecipe(t, dir), before); sep.Stopped != "interrupted" || sep.Pairs < 1 {
+	rec := mustRecipe(t, dir)
+	set, err := separateOf(rec)
+	if err != nil || set == nil {
+		t.Fatalf("the recipe's until_separated settings: %v, %v", set, err)
+	}
+	if sep := separation(rec, *set, before); sep.Stopped != "interrupted" || sep.Pairs < 1 {
 		t.Fatalf("after the stop: %s after %d pairs, want interrupted after at least one", sep.Stopped, sep.Pairs)
 	}
 

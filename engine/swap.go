@@ -46,6 +46,9 @@ type SwapOptions struct {
 	On string
 }
 
+// swapKey is the recipe's key for a swap's settings.
+const swapKey = "swap"
+
 // swapSettings is the swap's part of recipe.json.
 type swapSettings struct {
 	Cuts    []float64 `json:"cuts"`
@@ -270,7 +273,10 @@ func Swap(ctx context.Context, o SwapOptions) (string, *SwapResult, error) {
 	defer r.close()
 	rec := &Recipe{Tare: o.Version, Argv: o.Argv, Kind: "swap", Time: time.Now().UTC(), Project: o.Project,
 		Prompt: o.Prompt, Check: o.Check, CheckTimeout: o.CheckTimeout.Seconds(), CheckRoom: NewCheckRoom(o.Config, o.CheckOnHost),
-		AgentTimeout: o.AgentTimeout.Seconds(), Sides: []journal.Side{o.A, o.B}, Jobs: set.Jobs, Keep: false, Agents: map[string]RecipeAgent{}, Swap: &set, On: onRecipe(o.On)}
+		AgentTimeout: o.AgentTimeout.Seconds(), Sides: []journal.Side{o.A, o.B}, Jobs: set.Jobs, Keep: false, Agents: map[string]RecipeAgent{}, On: onRecipe(o.On)}
+	if err := rec.SetSettings(swapKey, set); err != nil {
+		return dir, nil, err
+	}
 	for name, inst := range installs {
 		a, _ := agent.ByName(name)
 		rec.Agents[name] = RecipeAgent{Version: inst.Version, Bin: inst.Bin, Snapshots: agent.HookKind(a)}
@@ -841,7 +847,12 @@ func resumeSwap(ctx context.Context, o ResumeOptions, rec *Recipe) (string, erro
 	if len(o.Retry) > 0 {
 		return "", fmt.Errorf("--retry: %s is a swap analysis; it reruns interrupted tails itself", o.Dir)
 	}
-	if rec.Swap == nil || len(rec.Sides) != 2 {
+	var set swapSettings
+	ok, err := rec.DecodeSettings(swapKey, &set)
+	if err != nil {
+		return "", fmt.Errorf("%s: %v", o.Dir, err)
+	}
+	if !ok || len(rec.Sides) != 2 {
 		return "", fmt.Errorf("%s: recipe.json holds no swap settings; the run cannot be finished", o.Dir)
 	}
 	installs, err := findInstalls(rec.Sides, o.Config, rec.Project)
@@ -853,7 +864,7 @@ func resumeSwap(ctx context.Context, o ResumeOptions, rec *Recipe) (string, erro
 		return "", err
 	}
 	defer r.close()
-	if _, err := runSwap(ctx, r, rec, *rec.Swap, installs, RecordOptions{Config: o.Config}); err != nil {
+	if _, err := runSwap(ctx, r, rec, set, installs, RecordOptions{Config: o.Config}); err != nil {
 		return "", err
 	}
 	report, err := os.ReadFile(filepath.Join(o.Dir, "report.txt"))
