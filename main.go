@@ -26,6 +26,7 @@ import (
 	"tare/engine"
 	"tare/engine/journal"
 	"tare/engine/probe"
+	enginerun "tare/engine/run"
 	"tare/modelserver"
 	"tare/prices"
 	"tare/tui"
@@ -429,7 +430,7 @@ func calibrate(ctx context.Context, o engine.CalibrateOptions, asJSON bool) erro
 	warnCheckOnHost(o.CheckOnHost && o.Check != "")
 	o.Bus = journal.NewBus()
 	if o.Out == "" {
-		o.Out = engine.FreeRunDir(filepath.Join(o.Config.StateDir, "calibrate"), o.Project, time.Now())
+		o.Out = enginerun.FreeDir(filepath.Join(o.Config.StateDir, "calibrate"), o.Project, time.Now())
 	}
 	var report string
 	err := showRun(ctx, o.Config, o.Out, o.Bus, func(ctx context.Context, lines bool) error {
@@ -577,7 +578,7 @@ continues it from any step in a fresh room, natively or by handoff to any agent.
 			}
 			o.Prompt, o.Side, o.Argv, o.Version = args[0], sides[0], os.Args[1:], version()
 			if o.Out == "" {
-				o.Out = engine.FreeRunDir(filepath.Join(o.Config.StateDir, "record"), o.Project, time.Now())
+				o.Out = enginerun.FreeDir(filepath.Join(o.Config.StateDir, "record"), o.Project, time.Now())
 			}
 			warnCheckOnHost(o.CheckOnHost && o.Check != "")
 			o.Bus = journal.NewBus()
@@ -676,7 +677,7 @@ verdict (provider errors, kills) spend budget but are left out of the rates. Run
 				}
 				o.Prompt = args[1]
 				if o.Out == "" {
-					o.Out = engine.FreeRunDir(filepath.Join(o.Config.StateDir, "cliff"), o.Project, time.Now())
+					o.Out = enginerun.FreeDir(filepath.Join(o.Config.StateDir, "cliff"), o.Project, time.Now())
 				}
 				warnCheckOnHost(o.CheckOnHost && o.Check != "")
 			}
@@ -944,7 +945,7 @@ first line should begin "cliff at step %d", with the posterior it was pinned on.
 			if err != nil {
 				return err
 			}
-			name := engine.RunDirName("demo", time.Now())
+			name := enginerun.DirName("demo", time.Now())
 			paths, err := demo.Extract(filepath.Join(o.Config.StateDir, "demo", name))
 			if err != nil {
 				return err
@@ -1020,7 +1021,7 @@ non-call the report gives the smallest effect the cells could have called; --det
 			}
 			o.Prompt, o.Argv, o.Version = args[0], os.Args[1:], version()
 			if o.Out == "" {
-				o.Out = engine.FreeRunDir(filepath.Join(o.Config.StateDir, "swap"), o.Project, time.Now())
+				o.Out = enginerun.FreeDir(filepath.Join(o.Config.StateDir, "swap"), o.Project, time.Now())
 			}
 			warnCheckOnHost(o.CheckOnHost && o.Check != "")
 			return swap(cmd.Context(), o, asJSON)
@@ -1084,7 +1085,7 @@ stands out of the intervals corrected for five calls, not always of those correc
 			if o.Config, err = settings(); err != nil {
 				return err
 			}
-			name := engine.RunDirName("demo", time.Now())
+			name := enginerun.DirName("demo", time.Now())
 			paths, err := demo.Extract(filepath.Join(o.Config.StateDir, "demo", name))
 			if err != nil {
 				return err
@@ -1133,7 +1134,7 @@ model would; --seed fixes the draws (the default seed shows rates strictly betwe
 			if o.Sides, err = engine.ParseSides(sides, nil); err != nil {
 				return err
 			}
-			name := engine.RunDirName("demo", time.Now())
+			name := enginerun.DirName("demo", time.Now())
 			paths, err := demo.Extract(filepath.Join(o.Config.StateDir, "demo", name))
 			if err != nil {
 				return err
@@ -1164,7 +1165,7 @@ func checkOnHostFlag(cmd *cobra.Command, on *bool) {
 // warnRecordedCheck warns before a tail or a resume of the run in dir whose check will run on
 // the host: by the run's own recorded choice, or by this command's onHost.
 func warnRecordedCheck(dir string, onHost bool) {
-	if rec, err := engine.ReadRecipe(dir); err == nil {
+	if rec, err := enginerun.ReadRecipe(dir); err == nil {
 		warnCheckOnHost((onHost || rec.CheckRoom.OnHost) && rec.Check != "")
 	}
 }
@@ -1172,7 +1173,7 @@ func warnRecordedCheck(dir string, onHost bool) {
 // warnCheckOnHost says on stderr, before the run, that its check will run on the host.
 func warnCheckOnHost(on bool) {
 	if on {
-		fmt.Fprintln(os.Stderr, "tare: warning: "+engine.OnHostWarning)
+		fmt.Fprintln(os.Stderr, "tare: warning: "+enginerun.OnHostWarning)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"tare/agent"
 	"tare/engine/journal"
+	"tare/engine/run"
 )
 
 // liveStream reads an agent's stdout line by line as it comes and publishes its tool calls
@@ -15,7 +16,7 @@ import (
 type liveStream struct {
 	a    agent.Agent
 	tail string
-	run  *run
+	run  *run.Run
 
 	mu  sync.Mutex
 	buf []byte
@@ -27,7 +28,7 @@ type liveStream struct {
 	// onToolEnd, when set, runs after each tool call returns (capsules for agents without
 	// an in-agent hook).
 	onToolEnd func(id string)
-	// beat, when set, hears every line the agent's stream parses to (see stall.go).
+	// beat, when set, hears every line the agent's stream parses to (see run.StallWatch).
 	beat func()
 }
 
@@ -37,7 +38,7 @@ type toolStart struct {
 	at            time.Time
 }
 
-func newLiveStream(a agent.Agent, tail string, r *run) *liveStream {
+func newLiveStream(a agent.Agent, tail string, r *run.Run) *liveStream {
 	return &liveStream{a: a, tail: tail, run: r, started: map[string]toolStart{}}
 }
 
@@ -108,7 +109,7 @@ func (l *liveStream) line(b []byte) {
 		if l.onToolEnd != nil {
 			l.onToolEnd(ev.ID)
 		}
-		_ = l.run.emit(journal.Event{ToolCall: &journal.ToolCall{Tail: l.tail, Tool: tool, Summary: summary, Seconds: secs, Calls: l.n, Usage: l.usage}})
+		_ = l.run.Emit(journal.Event{ToolCall: &journal.ToolCall{Tail: l.tail, Tool: tool, Summary: summary, Seconds: secs, Calls: l.n, Usage: l.usage}})
 	case agent.LiveText, agent.LiveResult:
 		switch {
 		case ev.Usage.Input+ev.Usage.Output == 0:

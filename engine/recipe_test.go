@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"tare/engine/run"
 )
 
 // TestOldRecipesStillRead: recipe.json files as tare wrote them before each analysis kept its
@@ -29,7 +31,7 @@ func TestOldRecipesStillRead(t *testing.T) {
 			Threshold: &threshold, Tolerance: 1}},
 	} {
 		dir := filepath.Join("testdata", "recipes", c.dir)
-		rec, err := ReadRecipe(dir)
+		rec, err := run.ReadRecipe(dir)
 		if err != nil {
 			t.Fatalf("%s: %v", c.dir, err)
 		}
@@ -43,15 +45,15 @@ func TestOldRecipesStillRead(t *testing.T) {
 			t.Fatalf("%s: settings under %d keys, want only %q: %v", c.dir, len(rec.Settings), c.key, rec.Settings)
 		}
 		out := t.TempDir()
-		if err := writeRecipe(out, rec); err != nil {
+		if err := run.WriteRecipe(out, rec); err != nil {
 			t.Fatal(err)
 		}
-		if was, now := jsonOf(t, filepath.Join(dir, RecipeFile)), jsonOf(t, filepath.Join(out, RecipeFile)); !reflect.DeepEqual(was, now) {
+		if was, now := jsonOf(t, filepath.Join(dir, run.RecipeFile)), jsonOf(t, filepath.Join(out, run.RecipeFile)); !reflect.DeepEqual(was, now) {
 			t.Fatalf("%s: written again, the recipe changed:\nwas %v\nnow %v", c.dir, was, now)
 		}
 	}
 
-	rec, err := ReadRecipe(filepath.Join("testdata", "recipes", "record-cliff"))
+	rec, err := run.ReadRecipe(filepath.Join("testdata", "recipes", "record-cliff"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,15 +73,15 @@ func TestOldRecipesStillRead(t *testing.T) {
 // field, and what to do.
 func TestRecipeSettingsBadInput(t *testing.T) {
 	dir := t.TempDir()
-	data, err := os.ReadFile(filepath.Join("testdata", "recipes", "swap", RecipeFile))
+	data, err := os.ReadFile(filepath.Join("testdata", "recipes", "swap", run.RecipeFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	bad := strings.Replace(string(data), `"cuts": [0.25, 0.5, 0.75]`, `"cuts": "half"`, 1)
-	if err := os.WriteFile(filepath.Join(dir, RecipeFile), []byte(bad), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, run.RecipeFile), []byte(bad), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := ReadRecipe(dir)
+	rec, err := run.ReadRecipe(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"tare/engine/journal"
+	"tare/engine/run"
 	"tare/engine/stats"
 )
 
@@ -21,7 +22,7 @@ const separateKey = "until_separated"
 
 // separateOf is a calibrate run's --until-separated settings from its recipe (nil: the run
 // is not one).
-func separateOf(rec *Recipe) (*separateSettings, error) {
+func separateOf(rec *run.Recipe) (*separateSettings, error) {
 	var set separateSettings
 	ok, err := rec.DecodeSettings(separateKey, &set)
 	if !ok {
@@ -245,7 +246,7 @@ func detectFor(diff float64) (detectRow, bool) {
 
 // separation computes how the run stands: from the journal alone, so a resumed run and its
 // report take the same decision the first process would have.
-func separation(rec *Recipe, set separateSettings, st *journal.RunState) Separation {
+func separation(rec *run.Recipe, set separateSettings, st *journal.RunState) Separation {
 	sb := separateBoundary(set.MaxRuns)
 	sep := Separation{Method: separateMethod, Alpha: separateAlpha, MaxRuns: set.MaxRuns, Boundary: sb.Z, Error: sb.Error,
 		Paired: [][2]string{}, After: []string{}, LeftOut: []string{}}
@@ -301,8 +302,8 @@ func separation(rec *Recipe, set separateSettings, st *journal.RunState) Separat
 // separationStarts says whether an --until-separated run starts spec: not once the journal
 // shows the sides separated. A tail the journal already holds (one that was running when
 // tare was killed) is still run, so every started run ends on the record.
-func separationStarts(r *run, rec *Recipe, set separateSettings, spec tailSpec) bool {
-	st := r.snapshot()
+func separationStarts(r *run.Run, rec *run.Recipe, set separateSettings, spec tailSpec) bool {
+	st := r.Snapshot()
 	if st.Tails[spec.ID] != nil {
 		return true
 	}
@@ -316,7 +317,7 @@ func separationStarts(r *run, rec *Recipe, set separateSettings, spec tailSpec) 
 // when and why it stopped, the confidence sequences (the interval first, and no point
 // estimate the stop biases), the runs left out and how the decision counted them, the run
 // count for --detect, and per side flip rate and pass^k.
-func separationText(rec *Recipe, set separateSettings, st *journal.RunState) string {
+func separationText(rec *run.Recipe, set separateSettings, st *journal.RunState) string {
 	sep := separation(rec, set, st)
 	a, b := rec.Sides[0].Key, rec.Sides[1].Key
 	var w strings.Builder

@@ -13,6 +13,7 @@ import (
 
 	"tare/demo"
 	"tare/engine/journal"
+	"tare/engine/run"
 )
 
 // walledScript is the demo's model with the sides made to differ (see its comment): claude
@@ -208,9 +209,9 @@ func b2i(b bool) int {
 	return 0
 }
 
-func mustRecipe(t *testing.T, dir string) *Recipe {
+func mustRecipe(t *testing.T, dir string) *run.Recipe {
 	t.Helper()
-	rec, err := ReadRecipe(dir)
+	rec, err := run.ReadRecipe(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

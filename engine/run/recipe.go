@@ -1,4 +1,4 @@
-package engine
+package run
 
 import (
 	"bytes"
@@ -167,13 +167,14 @@ type RecipeAgent struct {
 	Snapshots string `json:"snapshots"`
 }
 
-func writeRecipe(dir string, r *Recipe) error {
+// WriteRecipe writes r as dir's recipe, marked as tare's.
+func WriteRecipe(dir string, r *Recipe) error {
 	r.Format = recipeFormat
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	return writeRunFile(filepath.Join(dir, RecipeFile), append(data, '\n'))
+	return WriteFile(filepath.Join(dir, RecipeFile), append(data, '\n'))
 }
 
 // ReadRecipe reads a run directory's recipe, refusing a folder tare did not write.
