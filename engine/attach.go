@@ -14,6 +14,7 @@ import (
 	"tare/engine/gitguard"
 	"tare/engine/journal"
 	"tare/engine/probe"
+	"tare/engine/room"
 	"tare/modelserver"
 	"tare/sandbox"
 )
@@ -65,7 +66,7 @@ func Attach(ctx context.Context, o AttachOptions) (int, error) {
 		}
 		fmt.Fprintf(o.Stderr, "tare: --allow-dirty given: running %s in a room whose reading is %q\n", o.Agent.Name(), reading.Verdict())
 	}
-	inst, err := probe.FindAgent(o.Agent, o.Config, o.Project)
+	inst, err := room.FindAgent(o.Agent, o.Config, o.Project)
 	if err != nil {
 		return 0, err
 	}
@@ -79,7 +80,7 @@ func Attach(ctx context.Context, o AttachOptions) (int, error) {
 		defer cancel()
 		git.After(ctx, o.Stderr)
 	}()
-	p := probe.Plan{Agent: o.Agent, Inst: inst, Config: o.Config, Workspace: o.Project, HostNet: o.HostNetwork, Login: o.Login && !o.Offline, Guard: git.Paths}
+	p := room.Plan{Agent: o.Agent, Inst: inst, Config: o.Config, Workspace: o.Project, HostNet: o.HostNetwork, Login: o.Login && !o.Offline, Guard: git.Paths}
 	upstream := ""
 	if o.Offline {
 		opts := modelserver.Options{}
@@ -100,11 +101,11 @@ func Attach(ctx context.Context, o AttachOptions) (int, error) {
 		defer srv.Close()
 		upstream = srv.Addr()
 	}
-	room, setup, err := probe.BuildRoom(p, upstream, nil)
+	box, setup, err := room.Build(p, upstream)
 	if err != nil {
 		return 0, err
 	}
-	room.Argv = append([]string{inst.Command}, o.Agent.AttachArgs(append(append(setup.Args, o.Config.Agents[o.Agent.Name()].Args...), o.Args...), o.Yolo)...)
+	box.Argv = append([]string{inst.Command}, o.Agent.AttachArgs(append(append(setup.Args, o.Config.Agents[o.Agent.Name()].Args...), o.Args...), o.Yolo)...)
 	// The probe read a room pointed at tare's model server; the run's room differs in what
 	// it declares (the login copy, the way out), so say exactly what this one holds.
 	fmt.Fprintf(o.Stderr, "tare: starting %s in a room that declares:\n", o.Agent.Name())
@@ -120,10 +121,10 @@ func Attach(ctx context.Context, o AttachOptions) (int, error) {
 	if o.Terminal == nil {
 		// The room gets pipes sandbox.Start copies to and from these, never the files: the
 		// reading just printed to o.Stderr must not be readable through /proc/1/fd/2.
-		room.Stdin, room.Stdout, room.Stderr = o.Stdin, o.Stdout, o.Stderr
-		return probe.RunRoom(ctx, room)
+		box.Stdin, box.Stdout, box.Stderr = o.Stdin, o.Stdout, o.Stderr
+		return room.Run(ctx, box)
 	}
-	return runOnTerminal(ctx, o.Terminal, room, nil)
+	return runOnTerminal(ctx, o.Terminal, box, nil)
 }
 
 // Process is a started agent as a Terminal sees it: it can be signalled (a window-size

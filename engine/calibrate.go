@@ -16,6 +16,7 @@ import (
 	"tare/config"
 	"tare/engine/journal"
 	"tare/engine/probe"
+	"tare/engine/room"
 	"tare/engine/run"
 	"tare/modelserver"
 )
@@ -226,7 +227,7 @@ func findInstalls(sides []journal.Side, cfg *config.Config, projects ...string) 
 		if err != nil {
 			return nil, err
 		}
-		inst, err := probe.FindAgent(a, cfg, projects...)
+		inst, err := room.FindAgent(a, cfg, projects...)
 		if err != nil {
 			return nil, err
 		}

@@ -15,7 +15,7 @@ import (
 
 	"tare/config"
 	"tare/engine/journal"
-	"tare/engine/probe"
+	"tare/engine/room"
 	"tare/engine/run"
 )
 
@@ -120,7 +120,7 @@ func runCheck(ctx context.Context, check, dir string, timeout time.Duration, cr 
 		code, err = runOnHost(cctx, check, dir, &out)
 	} else {
 		// The room's pid namespace takes every process the check started with it.
-		code, err = probe.RunRoom(cctx, cr.Room(check, dir, cfg.Bwrap, &out))
+		code, err = room.Run(cctx, cr.Room(check, dir, cfg.Bwrap, &out))
 	}
 	switch {
 	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:

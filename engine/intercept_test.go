@@ -17,6 +17,7 @@ import (
 
 	"tare/engine/journal"
 	"tare/engine/probe"
+	"tare/engine/room"
 	"tare/engine/run"
 	"tare/modelserver"
 )
@@ -228,22 +229,22 @@ func TestInterceptVerifiesTheProvider(t *testing.T) {
 func TestInterceptReadsOnlyModelHosts(t *testing.T) {
 	a, inst, cfg := mustFind(t, "claude")
 	loginHome(t, "claude")
-	room, setup, err := probe.BuildRoom(probe.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir(), Login: true}, "", nil)
+	box, setup, err := room.Build(room.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir(), Login: true}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	env := &tailEnv{recipe: &run.Recipe{}}
-	m, err := env.interceptRoom(&room, &setup, false)
+	m, err := env.interceptRoom(&box, &setup, false)
 	if err != nil || m == nil {
 		t.Fatalf("interceptRoom: %v, %v", m, err)
 	}
 	defer m.Close()
-	rl := room.Relays[0]
+	rl := box.Relays[0]
 	if len(rl.Intercept) != 1 || rl.Intercept[0].Host != "api.anthropic.com:443" || len(rl.Allow) != 2 {
 		t.Fatalf("allow %v, intercepted %d: want api.anthropic.com:443 read, platform.claude.com:443 tunnelled", rl.Allow, len(rl.Intercept))
 	}
 	var caPEM []byte
-	for _, f := range room.Files {
+	for _, f := range box.Files {
 		if strings.Contains(string(f.Data), "PRIVATE KEY") {
 			t.Errorf("room file %s holds a private key", f.Path)
 		}
@@ -259,8 +260,8 @@ func TestInterceptReadsOnlyModelHosts(t *testing.T) {
 	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: "api.anthropic.com"}); err != nil {
 		t.Errorf("the room's leaf does not verify against the room's CA: %v", err)
 	}
-	if room.Env["SSL_CERT_FILE"] != roomBundleFile || room.Env["NODE_EXTRA_CA_CERTS"] != roomCAFile || !setup.EnvNames["SSL_CERT_FILE"] {
-		t.Errorf("room env %v: want the CA named, and declared as tare's", room.Env)
+	if box.Env["SSL_CERT_FILE"] != roomBundleFile || box.Env["NODE_EXTRA_CA_CERTS"] != roomCAFile || !setup.EnvNames["SSL_CERT_FILE"] {
+		t.Errorf("room env %v: want the CA named, and declared as tare's", box.Env)
 	}
 	if !strings.Contains(strings.Join(setup.Declared, "\n"), "tls: tare's relay reads the model calls to api.anthropic.com:443") {
 		t.Errorf("declared %v: want the interception said", setup.Declared)
@@ -293,18 +294,18 @@ func TestInterceptedRoomReadsClean(t *testing.T) {
 			a, inst, cfg := mustFind(t, name)
 			loginHome(t, name)
 			project := t.TempDir()
-			room, setup, err := probe.BuildRoom(probe.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: project, Login: true}, "", nil)
+			box, setup, err := room.Build(room.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: project, Login: true}, "")
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, err := (&tailEnv{recipe: &run.Recipe{}}).interceptRoom(&room, &setup, false)
+			m, err := (&tailEnv{recipe: &run.Recipe{}}).interceptRoom(&box, &setup, false)
 			if err != nil || m == nil {
 				t.Fatalf("interceptRoom: %v, %v: want the model host read", m, err)
 			}
 			defer m.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			env, leaks, err := probe.InspectRoom(ctx, room, setup, project)
+			env, leaks, err := probe.InspectRoom(ctx, box, setup, project)
 			if err != nil {
 				t.Fatal(err)
 			}

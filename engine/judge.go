@@ -20,6 +20,7 @@ import (
 	"tare/engine/browser"
 	"tare/engine/journal"
 	"tare/engine/probe"
+	"tare/engine/room"
 	"tare/engine/run"
 	"tare/modelserver"
 	"tare/sandbox"
@@ -205,7 +206,7 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 	if err != nil {
 		return JudgeReport{}, fmt.Errorf("--judge %q: %v", o.Judge, err)
 	}
-	inst, err := probe.FindAgent(a, o.Config, o.Dirs...)
+	inst, err := room.FindAgent(a, o.Config, o.Dirs...)
 	if err != nil {
 		return JudgeReport{}, err
 	}
@@ -503,15 +504,15 @@ func judgePrompt(page string, r Rubric, blocked bool) string {
 // workspace, the judge agent's own setup built as every agent room is (buildRoom, the room
 // the probe proves), and nothing else.
 func (env *judgeEnv) judgeRoom(stage, sessions, upstream string, blocked bool) (sandbox.Room, error) {
-	p := probe.Plan{Agent: env.agent, Inst: env.inst, Config: env.o.Config, Workspace: stage, ReadOnly: true,
+	p := room.Plan{Agent: env.agent, Inst: env.inst, Config: env.o.Config, Workspace: stage, ReadOnly: true,
 		Sessions: sessions, Login: upstream == ""}
-	room, setup, err := probe.BuildRoom(p, upstream, nil)
+	box, setup, err := room.Build(p, upstream)
 	if err != nil {
 		return sandbox.Room{}, err
 	}
 	args := append(append(setup.Args, env.o.Config.Agents[env.agent.Name()].Args...), env.args...)
-	room.Argv = append([]string{env.inst.Command}, env.agent.RunArgs(judgePrompt(env.o.Page, env.o.Rubric, blocked), args)...)
-	return room, nil
+	box.Argv = append([]string{env.inst.Command}, env.agent.RunArgs(judgePrompt(env.o.Page, env.o.Rubric, blocked), args)...)
+	return box, nil
 }
 
 // judgeIn runs one judgement in a fresh room over stage whose judge talks to upstream (""
@@ -526,16 +527,16 @@ func (env *judgeEnv) judgeIn(ctx context.Context, stage, upstream string, blocke
 		return j
 	}
 	defer os.RemoveAll(sessions)
-	room, err := env.judgeRoom(stage, sessions, upstream, blocked)
+	box, err := env.judgeRoom(stage, sessions, upstream, blocked)
 	if err != nil {
 		j.Error = err.Error()
 		return j
 	}
 	var stdout, stderr strings.Builder
-	room.Stdout, room.Stderr = &stdout, &stderr
+	box.Stdout, box.Stderr = &stdout, &stderr
 	rctx, cancel := context.WithTimeout(ctx, env.o.Timeout)
 	defer cancel()
-	code, err := probe.RunRoom(rctx, room)
+	code, err := room.Run(rctx, box)
 	switch {
 	case errors.Is(rctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
 		j.Error = fmt.Sprintf("the judge was stopped after %s", env.o.Timeout)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"tare/engine/probe"
+	"tare/engine/room"
 	"tare/engine/run"
 	"tare/modelserver"
 )
@@ -130,15 +130,15 @@ func TestJudgeRoomIsBlind(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			room, err := env.judgeRoom(stage, t.TempDir(), srv.Addr(), false)
+			box, err := env.judgeRoom(stage, t.TempDir(), srv.Addr(), false)
 			if err != nil {
 				t.Fatal(err)
 			}
-			room.Argv = []string{"/bin/sh", "-c", `cat /proc/self/mountinfo; env; ls -laR /work /home /tmp; ` +
+			box.Argv = []string{"/bin/sh", "-c", `cat /proc/self/mountinfo; env; ls -laR /work /home /tmp; ` +
 				`echo GREP; for d in /*; do case $d in /proc|/sys|/usr|/dev|/opt) ;; *) grep -rIil "$0" "$d" 2>/dev/null;; esac; done; echo END`, builderToken}
 			var out, errb strings.Builder
-			room.Stdout, room.Stderr = &out, &errb
-			if _, err := probe.RunRoom(ctx, room); err != nil {
+			box.Stdout, box.Stderr = &out, &errb
+			if _, err := room.Run(ctx, box); err != nil {
 				t.Fatal(err)
 			}
 			seen := out.String()

@@ -8,7 +8,7 @@ import (
 	"tare/agent"
 	"tare/engine/browser"
 	"tare/engine/journal"
-	"tare/engine/probe"
+	"tare/engine/room"
 	"tare/engine/run"
 	"tare/modelserver"
 )
@@ -191,7 +191,7 @@ func judgeResumeEnv(ctx context.Context, o JudgeOptions, rec *run.Recipe) (*judg
 	if err != nil {
 		return nil, err
 	}
-	inst, err := probe.FindAgent(a, o.Config, o.Dirs...)
+	inst, err := room.FindAgent(a, o.Config, o.Dirs...)
 	if err != nil {
 		return nil, err
 	}

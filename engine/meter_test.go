@@ -19,7 +19,7 @@ import (
 	"tare/demo"
 	"tare/engine/cliff"
 	"tare/engine/journal"
-	"tare/engine/probe"
+	"tare/engine/room"
 	"tare/engine/run"
 	"tare/modelserver"
 	"tare/sandbox"
@@ -85,12 +85,12 @@ func TestHostLogNamesARefusedHost(t *testing.T) {
 	if err := os.WriteFile(login, []byte(`{"claudeAiOauth":{"accessToken":"dummy"}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	room, _, err := probe.BuildRoom(probe.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir(), Login: true}, "", nil)
+	box, _, err := room.Build(room.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir(), Login: true}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	fetch := []string{"http://api.anthropic.com:443/ via 127.0.0.1:4001", "http://example.org:443/ via 127.0.0.1:4001"}
-	room.Argv = append([]string{sandbox.TareBin}, sandbox.InspectOptions{Fetch: fetch, Timeout: 5 * time.Second}.Args()...)
+	box.Argv = append([]string{sandbox.TareBin}, sandbox.InspectOptions{Fetch: fetch, Timeout: 5 * time.Second}.Args()...)
 	log := filepath.Join(t.TempDir(), HostsFile)
 	f, err := os.Create(log)
 	if err != nil {
@@ -98,10 +98,10 @@ func TestHostLogNamesARefusedHost(t *testing.T) {
 	}
 	defer f.Close()
 	var out, errb strings.Builder
-	room.Stdin, room.Stdout, room.Stderr, room.HostLog = nil, &out, &errb, f
+	box.Stdin, box.Stdout, box.Stderr, box.HostLog = nil, &out, &errb, f
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if code, err := probe.RunRoom(ctx, room); code != 0 || err != nil {
+	if code, err := room.Run(ctx, box); code != 0 || err != nil {
 		t.Fatalf("inspection exited %d, %v: %s", code, err, errb.String())
 	}
 	got := map[string]bool{}

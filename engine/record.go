@@ -19,6 +19,7 @@ import (
 	"tare/config"
 	"tare/engine/journal"
 	"tare/engine/probe"
+	"tare/engine/room"
 	"tare/engine/run"
 	"tare/modelserver"
 	"tare/sandbox"
@@ -69,7 +70,7 @@ func record(ctx context.Context, env *tailEnv, side journal.Side, task string, s
 	}
 	inst := env.installs[a.Name()]
 	kind := agent.HookKind(a)
-	p := probe.Plan{Agent: a, Inst: inst, Config: env.cfg, Workspace: work, Sessions: filepath.Join(dir, "session"),
+	p := room.Plan{Agent: a, Inst: inst, Config: env.cfg, Workspace: work, Sessions: filepath.Join(dir, "session"),
 		RunStore: stage, Login: env.upstream == ""}
 	if kind == agent.HookInAgent {
 		for _, event := range agent.AfterToolEvents(a) {
@@ -89,12 +90,12 @@ func record(ctx context.Context, env *tailEnv, side journal.Side, task string, s
 	if meter != nil {
 		defer meter.Close()
 	}
-	room, setup, err := probe.BuildRoom(p, upstream, nil)
+	box, setup, err := room.Build(p, upstream)
 	if err != nil {
 		return nil, err
 	}
 	if meter == nil {
-		if meter, err = env.interceptRoom(&room, &setup, true); err != nil {
+		if meter, err = env.interceptRoom(&box, &setup, true); err != nil {
 			return nil, err
 		}
 		if meter != nil {
@@ -106,15 +107,15 @@ func record(ctx context.Context, env *tailEnv, side journal.Side, task string, s
 		return nil, err
 	}
 	defer hosts.Close()
-	room.HostLog = hosts
-	room.Binds = append(room.Binds, sandbox.Bind{Source: env.store.Dir(), Dest: storeInRoom})
+	box.HostLog = hosts
+	box.Binds = append(box.Binds, sandbox.Bind{Source: env.store.Dir(), Dest: storeInRoom})
 	args := append(append(setup.Args, env.cfg.Agents[a.Name()].Args...), side.Args...)
-	room.Argv = append([]string{inst.Command}, a.RunArgs(task, args)...)
+	box.Argv = append([]string{inst.Command}, a.RunArgs(task, args)...)
 	if kind == agent.HookInAgent {
 		// A watcher from before the agent starts hands each hook's tare snap the paths that
 		// changed, so a step costs what it changed, not what the workspace holds.
-		room.Argv = append([]string{snapBin(), "snap-watch", "--store", sandbox.RunDir, "--base", storeInRoom,
-			"--work", sandbox.WorkDir, "--"}, room.Argv...)
+		box.Argv = append([]string{snapBin(), "snap-watch", "--store", sandbox.RunDir, "--base", storeInRoom,
+			"--work", sandbox.WorkDir, "--"}, box.Argv...)
 	}
 	stdout, err := run.CreateFile(filepath.Join(dir, "stdout.jsonl"))
 	if err != nil {
@@ -130,7 +131,7 @@ func record(ctx context.Context, env *tailEnv, side journal.Side, task string, s
 	if kind == agent.HookFromStream {
 		live.onToolEnd = func(id string) { _, _ = env.store.Snap(ctx, work, id) }
 	}
-	code, _, err := env.runAgent(ctx, room, stdout, stderr, live)
+	code, _, err := env.runAgent(ctx, box, stdout, stderr, live)
 	if err != nil {
 		return nil, fmt.Errorf("recording %s: %v", a.Name(), err)
 	}
@@ -138,7 +139,7 @@ func record(ctx context.Context, env *tailEnv, side journal.Side, task string, s
 		return nil, fmt.Errorf("recording %s: the capsules its room took were refused (%v); "+
 			"the staging folder is kept for inspection; record the task again", a.Name(), err)
 	}
-	_ = os.RemoveAll(stage) // imported; what is left of it is the room's, and harmless
+	_ = os.RemoveAll(stage) // imported; what is left of it is the box's, and harmless
 	out, err := os.ReadFile(filepath.Join(dir, "stdout.jsonl"))
 	if err != nil {
 		return nil, err
@@ -147,7 +148,7 @@ func record(ctx context.Context, env *tailEnv, side journal.Side, task string, s
 	if err != nil {
 		return nil, fmt.Errorf("recording %s: its stream: %v", a.Name(), err)
 	}
-	session, err := probe.ReadSession(a, filepath.Join(dir, "session"), res.SessionID)
+	session, err := room.ReadSession(a, filepath.Join(dir, "session"), res.SessionID)
 	if err != nil {
 		return nil, fmt.Errorf("recording %s (exit %d): %v", a.Name(), code, err)
 	}

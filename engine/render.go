@@ -11,7 +11,7 @@ import (
 
 	"tare/config"
 	"tare/engine/browser"
-	"tare/engine/probe"
+	"tare/engine/room"
 	"tare/engine/run"
 	"tare/sandbox"
 )
@@ -26,13 +26,13 @@ const fontsDir = "/opt/fonts"
 // browser, and its only interface is loopback. Whatever the page loads from elsewhere fails
 // there and is named in Shot.Blocked.
 func renderPage(ctx context.Context, cfg *config.Config, dir, page string) (browser.Shot, error) {
-	room, err := renderRoom(cfg, dir, page)
+	box, err := renderRoom(cfg, dir, page)
 	if err != nil {
 		return browser.Shot{}, err
 	}
 	var stdout, stderr bytes.Buffer
-	room.Stdout, room.Stderr = &stdout, &stderr
-	code, err := probe.RunRoom(ctx, room)
+	box.Stdout, box.Stderr = &stdout, &stderr
+	code, err := room.Run(ctx, box)
 	if err != nil {
 		return browser.Shot{}, fmt.Errorf("render room: %v", err)
 	}

@@ -16,7 +16,7 @@ import (
 	"tare/capsule"
 	"tare/config"
 	"tare/engine/journal"
-	"tare/engine/probe"
+	"tare/engine/room"
 	"tare/engine/run"
 )
 
@@ -75,7 +75,7 @@ func PlanRerun(ctx context.Context, dir string, cfg *config.Config, version stri
 			p.Drift = append(p.Drift, Drift{What: name, Then: then, Now: "unknown to this tare"})
 			continue
 		}
-		inst, err := probe.FindAgent(a, cfg, rec.Project)
+		inst, err := room.FindAgent(a, cfg, rec.Project)
 		switch {
 		case err != nil:
 			p.Drift = append(p.Drift, Drift{What: name, Then: then, Now: "not found (" + run.Clip(err.Error(), 120) + ")"})

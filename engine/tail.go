@@ -16,7 +16,7 @@ import (
 	"tare/capsule"
 	"tare/config"
 	"tare/engine/journal"
-	"tare/engine/probe"
+	"tare/engine/room"
 	"tare/engine/run"
 	"tare/modelserver"
 	"tare/sandbox"
@@ -140,9 +140,9 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 		return notStarted(err.Error())
 	}
 	inst := env.installs[a.Name()]
-	p := probe.Plan{Agent: a, Inst: inst, Config: env.cfg, Workspace: work, Sessions: filepath.Join(dir, "session"), Login: env.upstream == ""}
+	p := room.Plan{Agent: a, Inst: inst, Config: env.cfg, Workspace: work, Sessions: filepath.Join(dir, "session"), Login: env.upstream == ""}
 	if spec.How == "native" {
-		if err := probe.PlaceSession(&p, spec.Session, spec.SessionID); err != nil {
+		if err := room.PlaceSession(&p, spec.Session, spec.SessionID); err != nil {
 			return notStarted(err.Error())
 		}
 	}
@@ -157,12 +157,12 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	if meter != nil {
 		defer meter.Close()
 	}
-	room, setup, err := probe.BuildRoom(p, upstream, nil)
+	box, setup, err := room.Build(p, upstream)
 	if err != nil {
 		return notStarted(err.Error())
 	}
 	if meter == nil {
-		if meter, err = env.interceptRoom(&room, &setup, true); err != nil {
+		if meter, err = env.interceptRoom(&box, &setup, true); err != nil {
 			return notStarted(err.Error())
 		}
 		if meter != nil {
@@ -176,12 +176,12 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 		return notStarted(err.Error())
 	}
 	defer hosts.Close()
-	room.HostLog = hosts
+	box.HostLog = hosts
 	args := append(append(setup.Args, env.cfg.Agents[a.Name()].Args...), spec.Side.Args...)
 	if spec.How == "native" {
-		room.Argv = append([]string{inst.Command}, a.ResumeArgs(spec.SessionID, spec.Prompt, args)...)
+		box.Argv = append([]string{inst.Command}, a.ResumeArgs(spec.SessionID, spec.Prompt, args)...)
 	} else {
-		room.Argv = append([]string{inst.Command}, a.RunArgs(spec.Prompt, args)...)
+		box.Argv = append([]string{inst.Command}, a.RunArgs(spec.Prompt, args)...)
 	}
 	stdout, err := run.CreateFile(filepath.Join(dir, "stdout.jsonl"))
 	if err != nil {
@@ -194,7 +194,7 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	}
 	defer stderr.Close()
 	live := newLiveStream(a, spec.ID, env.run)
-	code, timedOut, err := env.runAgent(ctx, room, stdout, stderr, live)
+	code, timedOut, err := env.runAgent(ctx, box, stdout, stderr, live)
 	out, _ := os.ReadFile(filepath.Join(dir, "stdout.jsonl"))
 	errOut, _ := os.ReadFile(filepath.Join(dir, "stderr.log"))
 	// A room that never started has no exit code; one whose command could not be run
@@ -264,8 +264,8 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 
 // runAgent runs an agent's room with its stdout teed to live, under the recipe's agent
 // timeout. timedOut is that timeout when it, not ctx, ended the agent, and zero otherwise.
-func (env *tailEnv) runAgent(ctx context.Context, room sandbox.Room, stdout, stderr io.Writer, live *liveStream) (code int, timedOut time.Duration, err error) {
-	room.Stdout, room.Stderr = teeLines(stdout, live), stderr
+func (env *tailEnv) runAgent(ctx context.Context, box sandbox.Room, stdout, stderr io.Writer, live *liveStream) (code int, timedOut time.Duration, err error) {
+	box.Stdout, box.Stderr = teeLines(stdout, live), stderr
 	timeout := time.Duration(env.recipe.AgentTimeout * float64(time.Second))
 	if timeout <= 0 {
 		timeout = DefaultAgentTimeout
@@ -278,7 +278,7 @@ func (env *tailEnv) runAgent(ctx context.Context, room sandbox.Room, stdout, std
 	}
 	stall := run.WatchStall(env.run, live.tail, floor)
 	live.beat = stall.Beat
-	code, err = probe.RunRoom(actx, room)
+	code, err = room.Run(actx, box)
 	stall.End()
 	live.flush()
 	if errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
@@ -310,7 +310,7 @@ func setAside(dir string) (int, error) {
 func runUsage(a agent.Agent, r agent.Result, placed []byte, sessions string) agent.Usage {
 	u := agent.OwnUsage(r.Usage, placed)
 	if n, ok := a.(agent.ModelNamer); ok && u.Model == "" {
-		if data, err := probe.ReadSession(a, sessions, r.SessionID); err == nil {
+		if data, err := room.ReadSession(a, sessions, r.SessionID); err == nil {
 			u.Model = n.SessionModel(data)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"tare/engine/room"
 	"tare/sandbox"
 )
 
@@ -28,7 +29,7 @@ kill $s`
 		Argv: []string{sandbox.TareBin, "snap-watch", "--store", sandbox.RunDir, "--work", sandbox.WorkDir, "--", "/bin/sh", "-c", script}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	code, err := RunRoom(ctx, r)
+	code, err := room.Run(ctx, r)
 	got := out.String()
 	if err != nil || code != 0 {
 		t.Fatalf("room: exit %d, %v:\n%s", code, err, got)

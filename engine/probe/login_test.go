@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tare/agent"
+	"tare/engine/room"
 	"tare/sandbox"
 )
 
@@ -46,16 +47,16 @@ func TestLoginRoomHoldsOneLogin(t *testing.T) {
 		"pi":     {".pi/agent/auth.json", "sk-ant-oat01-pi"},
 	} {
 		a, inst, cfg := mustFind(t, name)
-		p := Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir(), ReadOnly: true, Login: true, HostHome: home}
-		room, _, err := BuildRoom(p, "", nil)
+		p := room.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir(), ReadOnly: true, Login: true, HostHome: home}
+		box, _, err := room.Build(p, "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		var out, errOut strings.Builder
-		room.Argv = []string{"/bin/cat", agent.Home + "/" + want.rel}
-		room.Stdout, room.Stderr = &out, &errOut
+		box.Argv = []string{"/bin/cat", agent.Home + "/" + want.rel}
+		box.Stdout, box.Stderr = &out, &errOut
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		code, err := RunRoom(ctx, room)
+		code, err := room.Run(ctx, box)
 		cancel()
 		if err != nil || code != 0 {
 			t.Fatalf("%s: room: exit %d %v: %s", name, code, err, errOut.String())
@@ -169,7 +170,7 @@ func TestStubMCPKeepsNamesNotCommands(t *testing.T) {
 		{"/h/.codex/config.toml", "model = \"m\"\n[mcp_servers.c]\ncommand = \"/opbin/run-c\"\n[mcp_servers.c.env]\nTOKEN = \"op-secret\"\n[profiles.p.mcp_servers.d]\nurl = \"https://op.example\"\n",
 			[]string{"c", "d"}},
 	} {
-		out, names, err := stubMCP(c.path, []byte(c.data))
+		out, names, err := stubMCP(c.path, []byte(c.data), agent.TareBin)
 		if err != nil {
 			t.Fatalf("%s: %v", c.path, err)
 		}
@@ -182,7 +183,7 @@ func TestStubMCPKeepsNamesNotCommands(t *testing.T) {
 			}
 		}
 	}
-	if _, _, err := stubMCP("/h/.claude.json", []byte("{")); err == nil {
+	if _, _, err := stubMCP("/h/.claude.json", []byte("{"), agent.TareBin); err == nil {
 		t.Error("a config that is not JSON was rewritten")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"tare/agent"
 	"tare/config"
 	"tare/engine/internal/agenttest"
+	"tare/engine/room"
 )
 
 // TestMain lets the rooms these tests start run this test binary as /opt/tare/tare: the
@@ -25,5 +26,5 @@ var realAgents = agenttest.RealAgents
 func testConfig(t testing.TB, agents []string) *config.Config { return agenttest.Config(t, agents) }
 
 func mustFind(t testing.TB, name string) (agent.Agent, agent.Install, *config.Config) {
-	return agenttest.MustFind(t, name, FindAgent)
+	return agenttest.MustFind(t, name, room.FindAgent)
 }

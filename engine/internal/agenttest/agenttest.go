@@ -54,7 +54,7 @@ func FileExists(path string) bool {
 	return err == nil
 }
 
-// MustFind finds an agent's CLI with find (probe.FindAgent) or fails the test with the fix:
+// MustFind finds an agent's CLI with find (room.FindAgent) or fails the test with the fix:
 // these tests are not optional, a machine without the CLIs must go red.
 func MustFind(t testing.TB, name string, find func(agent.Agent, *config.Config, ...string) (agent.Install, error)) (agent.Agent, agent.Install, *config.Config) {
 	t.Helper()
