@@ -2,6 +2,8 @@ package engine
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -30,6 +32,9 @@ type liveStream struct {
 	onToolEnd func(id string)
 	// beat, when set, hears every line the agent's stream parses to (see run.StallWatch).
 	beat func()
+	// stop, when set, ends the agent's room: a tool call that cannot be journaled stops the
+	// tail, since a run whose record is lost is worth nothing (run.Emit).
+	stop context.CancelCauseFunc
 }
 
 // toolStart is a tool call seen starting: its name, its main argument and when.
@@ -109,7 +114,9 @@ func (l *liveStream) line(b []byte) {
 		if l.onToolEnd != nil {
 			l.onToolEnd(ev.ID)
 		}
-		_ = l.run.Emit(journal.Event{ToolCall: &journal.ToolCall{Tail: l.tail, Tool: tool, Summary: summary, Seconds: secs, Calls: l.n, Usage: l.usage}})
+		if err := l.run.Emit(journal.Event{ToolCall: &journal.ToolCall{Tail: l.tail, Tool: tool, Summary: summary, Seconds: secs, Calls: l.n, Usage: l.usage}}); err != nil && l.stop != nil {
+			l.stop(fmt.Errorf("journal: %w", err))
+		}
 	case agent.LiveText, agent.LiveResult:
 		switch {
 		case ev.Usage.Input+ev.Usage.Output == 0:

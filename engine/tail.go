@@ -94,6 +94,11 @@ func endTail(ctx context.Context, env *tailEnv, spec tailSpec, dir string, began
 	stopWatch()
 	kill(nil)
 	res.Seconds = time.Since(began).Seconds()
+	if err := env.run.Err(); err != nil {
+		// The live stream (or a watch) could not journal: the run stops, as Emit's contract
+		// says, and tare resume reruns this tail.
+		return fmt.Errorf("%s: the journal cannot be written, so the run stops: %v", env.run.Dir(), err)
+	}
 	if ctx.Err() != nil {
 		return ctx.Err() // stopped, not finished: tare resume reruns it
 	}
@@ -272,6 +277,9 @@ func (env *tailEnv) runAgent(ctx context.Context, box sandbox.Room, stdout, stde
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	actx, stop := context.WithCancelCause(actx)
+	defer stop(nil)
+	live.stop = stop
 	floor := config.DefaultStallFloor
 	if env.cfg != nil {
 		floor = env.cfg.Tails.Floor()

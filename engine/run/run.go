@@ -28,6 +28,8 @@ type Run struct {
 
 	mu    sync.Mutex
 	state *journal.RunState
+	// err is the first journal write that failed: from then on the run's record is lost.
+	err error
 }
 
 // DirName is the default name of a run's directory: the project's folder name and the
@@ -126,11 +128,22 @@ func (r *Run) Emit(e journal.Event) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.journal.Append(&e); err != nil {
+		if r.err == nil {
+			r.err = err
+		}
 		return err
 	}
 	r.state.Apply(e)
 	r.bus.Publish(e)
 	return nil
+}
+
+// Err is the first journal write that failed, or nil. A caller that could not stop on
+// Emit's error (a watch, a stream) finds it here: the run must stop all the same.
+func (r *Run) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
 }
 
 // Snapshot returns a copy of the run's state as the journal has it now.
