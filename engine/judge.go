@@ -412,7 +412,7 @@ func (p *judgePool) run(w judgeWork, body func(ctx context.Context, w judgeWork)
 			// Stopped with the run, not finished: tare resume runs it again.
 			return
 		}
-		j.finished(w.page, w.k, screenshotPath(p.env.o.Out, w.page), jd, p.scale)
+		j.finished(w.page, w.k, screenshotPath(p.env.o.Out, w.page), jd, p.scale, context.Cause(jctx))
 	}()
 }
 

@@ -2,9 +2,9 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"tare/engine/journal"
 	"tare/engine/run"
@@ -59,8 +59,9 @@ func (j *judgeJournal) started(page, k, attempt int) {
 
 // finished records judgement k of page (its screenshot shot): a score is passed or failed by
 // the threshold (passed without one: the judge gave a score); no score is no verdict, with the
-// judge's error.
-func (j *judgeJournal) finished(page, k int, shot string, jd Judgement, scale [2]int) {
+// judge's error. cause is why the judgement's context ended (nil: it did not): a kill is
+// known by it, not by the words of the judge's error.
+func (j *judgeJournal) finished(page, k int, shot string, jd Judgement, scale [2]int, cause error) {
 	if j == nil {
 		return
 	}
@@ -68,7 +69,7 @@ func (j *judgeJournal) finished(page, k int, shot string, jd Judgement, scale [2
 		Screenshot: shot, Out: j.o.Out}
 	f := &journal.TailFinished{ID: judgementID(page, k), Seconds: jd.Seconds, Usage: jd.Usage, Score: jd.Score, Judge: v}
 	switch {
-	case jd.Score == nil && strings.HasPrefix(jd.Error, journal.ErrKilled.Error()):
+	case jd.Score == nil && errors.Is(cause, journal.ErrKilled):
 		f.Status, f.Reason, f.Detail = journal.StatusNoVerdict, journal.ReasonKilled, run.Clip(jd.Error, 200)
 	case jd.Score == nil:
 		f.Status, f.Reason, f.Detail = journal.StatusNoVerdict, journal.ReasonCheckError, "no score: "+run.Clip(jd.Error, 200)
