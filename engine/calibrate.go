@@ -274,7 +274,7 @@ func calibrateTails(rec *run.Recipe, start capsule.Capsule) []tailSpec {
 			if s.Prompt != "" {
 				prompt = s.Prompt
 			}
-			specs = append(specs, tailSpec{ID: fmt.Sprintf("%s-%d", s.Key, i), Side: s, How: "fresh", Prompt: prompt, Start: start})
+			specs = append(specs, tailSpec{ID: fmt.Sprintf("%s-%d", s.Key, i), Side: s, How: journal.HowFresh, Prompt: prompt, Start: start})
 		}
 	}
 	return specs

@@ -281,7 +281,7 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 	var again []tailSpec
 	for id, t := range r.Snapshot().Tails {
 		if strings.HasPrefix(id, cliffPrefix) && !tailFinished(t) {
-			spec, err := tailFrom(recording, side, t.Step, "native", id, true)
+			spec, err := tailFrom(recording, side, t.Step, journal.HowNative, id, true)
 			if err != nil {
 				return nil, err
 			}
@@ -320,7 +320,7 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 			id := fmt.Sprintf("%s%d-%d", cliffPrefix, d.Step, ids[d.Step]+i)
 			// A step without a capsule of its own starts from the nearest one, and its tails
 			// say so (TailStarted.CapsuleFrom).
-			if specs[i], err = tailFrom(recording, side, d.Step, "native", id, true); err != nil {
+			if specs[i], err = tailFrom(recording, side, d.Step, journal.HowNative, id, true); err != nil {
 				return nil, err
 			}
 		}

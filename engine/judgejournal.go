@@ -53,7 +53,7 @@ func judgementID(page, k int) string { return fmt.Sprintf("%s-%d", JudgePageKey(
 // attempt, the interrupted one kept on the record.
 func (j *judgeJournal) started(page, k, attempt int) {
 	if j != nil {
-		_ = j.r.Emit(journal.Event{TailStarted: &journal.TailStarted{ID: judgementID(page, k), Side: JudgePageKey(page), How: "fresh", Attempt: attempt}})
+		_ = j.r.Emit(journal.Event{TailStarted: &journal.TailStarted{ID: judgementID(page, k), Side: JudgePageKey(page), How: journal.HowFresh, Attempt: attempt}})
 	}
 }
 

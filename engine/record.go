@@ -216,7 +216,7 @@ func stepCapsules(store *capsule.Store, start capsule.Capsule, steps []agent.Ste
 //
 // A step with no capsule of its own is refused unless fromNearest: the tail would start
 // from an earlier step's workspace, which the step may have changed.
-func tailFrom(rec *journal.Recording, side journal.Side, step int, how, id string, fromNearest bool) (tailSpec, error) {
+func tailFrom(rec *journal.Recording, side journal.Side, step int, how journal.How, id string, fromNearest bool) (tailSpec, error) {
 	if step < 0 || step > len(rec.Steps) {
 		return tailSpec{}, fmt.Errorf("step %d: the recording has steps 0 to %d", step, len(rec.Steps))
 	}
@@ -230,8 +230,8 @@ func tailFrom(rec *journal.Recording, side journal.Side, step int, how, id strin
 	}
 	switch {
 	case step == 0:
-		spec.How, spec.Prompt = "fresh", rec.Task
-	case how == "native":
+		spec.How, spec.Prompt = journal.HowFresh, rec.Task
+	case how == journal.HowNative:
 		if side.Agent != rec.Agent {
 			return tailSpec{}, fmt.Errorf("a native tail continues %s's own session; %s cannot: use a handoff", rec.Agent, side.Agent)
 		}
@@ -244,7 +244,7 @@ func tailFrom(rec *journal.Recording, side journal.Side, step int, how, id strin
 			return tailSpec{}, err
 		}
 		spec.Prompt, spec.Session, spec.SessionID = continuePrompt, cut, rec.SessionID
-	case how == "handoff":
+	case how == journal.HowHandoff:
 		spec.Prompt = agent.RenderHandoff(rec.Task, rec.Events[:rec.Steps[step-1].Events], false)
 	default:
 		return tailSpec{}, fmt.Errorf("a tail continues natively or by handoff, not %q", how)
@@ -420,8 +420,9 @@ func finishRecord(r *run.Run, rec *run.Recipe, recording *journal.Recording) (st
 type TailOptions struct {
 	Dir  string
 	Step int
-	// How is "native" (the recorded agent's own session, cut after the step) or "handoff".
-	How string
+	// How is journal.HowNative (the recorded agent's own session, cut after the step) or
+	// journal.HowHandoff.
+	How journal.How
 	// Agent continues a handoff (default: the recorded agent).
 	Agent string
 	Args  []string

@@ -120,8 +120,8 @@ func TestRecordThenTailNativelyAndByHandoff(t *testing.T) {
 					t.Errorf("step %d restored to root %.12s, want %.12s (%v)", k, again.Root, c.Root, err)
 				}
 			}
-			for _, how := range []string{"native", "handoff"} {
-				spec, err := tailFrom(rec, side, 2, how, how+"-2", false)
+			for _, how := range []journal.How{journal.HowNative, journal.HowHandoff} {
+				spec, err := tailFrom(rec, side, 2, how, string(how)+"-2", false)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -76,7 +76,7 @@ func originalDir(key string, k int) string {
 
 // swapTailName is a tail's id: c<cut>-<workspace><agent>-<n|h>-<n>, with o<k+1>- before it
 // for the k-th pair of originals past the first.
-func swapTailName(k, cut int, ws, who, how string, n int) string {
+func swapTailName(k, cut int, ws, who string, how journal.How, n int) string {
 	id := fmt.Sprintf("c%d-%s%s-%s-%d", cut, ws, who, how[:1], n)
 	if k > 0 {
 		id = fmt.Sprintf("o%d-%s", k+1, id)
@@ -374,9 +374,9 @@ func runSwap(ctx context.Context, r *run.Run, rec *run.Recipe, set swapSettings,
 				recording := recs[originalDir(ws.Key, k)]
 				step := cutStep(cut, len(recording.Steps))
 				for _, who := range rec.Sides {
-					hows := []string{"handoff"}
+					hows := []journal.How{journal.HowHandoff}
 					if who.Key == ws.Key {
-						hows = []string{"native", "handoff"}
+						hows = []journal.How{journal.HowNative, journal.HowHandoff}
 					}
 					for _, how := range hows {
 						for n := range set.Tails {
@@ -384,7 +384,7 @@ func runSwap(ctx context.Context, r *run.Run, rec *run.Recipe, set swapSettings,
 							if err != nil {
 								return nil, err
 							}
-							if how == "handoff" && set.Handoff == "workspace" && step > 0 {
+							if how == journal.HowHandoff && set.Handoff == "workspace" && step > 0 {
 								spec.Prompt = recording.Task
 							}
 							jobs = append(jobs, job{envs[originalDir(ws.Key, k)], spec})

@@ -315,7 +315,7 @@ func swapStateOver(pairs [][]map[string]swapCounts, step []int) *journal.RunStat
 	for k, cuts := range pairs {
 		for ci, cells := range cuts {
 			for key, c := range cells {
-				how := map[string]string{"n": "native", "h": "handoff"}[key[3:]]
+				how := map[string]journal.How{"n": journal.HowNative, "h": journal.HowHandoff}[key[3:]]
 				n := 0
 				add := func(count int, status string) {
 					for range count {

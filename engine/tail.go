@@ -30,7 +30,7 @@ type tailSpec struct {
 	ID     string
 	Side   journal.Side
 	Step   int
-	How    string // fresh, native or handoff
+	How    journal.How
 	Prompt string
 	Start  capsule.Capsule
 	// Session and SessionID, for a native tail: the recorded session cut after Step.
@@ -146,7 +146,7 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	}
 	inst := env.installs[a.Name()]
 	p := room.Plan{Agent: a, Inst: inst, Config: env.cfg, Workspace: work, Sessions: filepath.Join(dir, "session"), Login: env.upstream == ""}
-	if spec.How == "native" {
+	if spec.How == journal.HowNative {
 		if err := room.PlaceSession(&p, spec.Session, spec.SessionID); err != nil {
 			return notStarted(err.Error())
 		}
@@ -183,7 +183,7 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	defer hosts.Close()
 	box.HostLog = hosts
 	args := append(append(setup.Args, env.cfg.Agents[a.Name()].Args...), spec.Side.Args...)
-	if spec.How == "native" {
+	if spec.How == journal.HowNative {
 		box.Argv = append([]string{inst.Command}, a.ResumeArgs(spec.SessionID, spec.Prompt, args)...)
 	} else {
 		box.Argv = append([]string{inst.Command}, a.RunArgs(spec.Prompt, args)...)
