@@ -14,6 +14,7 @@ import (
 
 	"tare/engine"
 	"tare/engine/journal"
+	"tare/engine/run"
 	"tare/modelserver"
 )
 
@@ -78,7 +79,7 @@ verdict (provider errors, kills) spend budget but are left out of the rates. Run
 				}
 				o.Prompt = args[1]
 				if o.Out == "" {
-					o.Out = engine.FreeRunDir(filepath.Join(o.Config.StateDir, "cliff"), o.Project, time.Now())
+					o.Out = run.FreeDir(filepath.Join(o.Config.StateDir, "cliff"), o.Project, time.Now())
 				}
 				warnCheckOnHost(o.CheckOnHost && o.Check != "")
 			}
@@ -170,7 +171,7 @@ non-call the report gives the smallest effect the cells could have called; --det
 			}
 			o.Prompt, o.Argv, o.Version = args[0], os.Args[1:], version()
 			if o.Out == "" {
-				o.Out = engine.FreeRunDir(filepath.Join(o.Config.StateDir, "swap"), o.Project, time.Now())
+				o.Out = run.FreeDir(filepath.Join(o.Config.StateDir, "swap"), o.Project, time.Now())
 			}
 			warnCheckOnHost(o.CheckOnHost && o.Check != "")
 			return swap(cmd.Context(), o, asJSON)

@@ -13,6 +13,7 @@ import (
 
 	"tare/engine"
 	"tare/engine/journal"
+	"tare/engine/run"
 	"tare/modelserver"
 )
 
@@ -120,7 +121,7 @@ func calibrate(ctx context.Context, o engine.CalibrateOptions, asJSON bool) erro
 	warnCheckOnHost(o.CheckOnHost && o.Check != "")
 	o.Bus = journal.NewBus()
 	if o.Out == "" {
-		o.Out = engine.FreeRunDir(filepath.Join(o.Config.StateDir, "calibrate"), o.Project, time.Now())
+		o.Out = run.FreeDir(filepath.Join(o.Config.StateDir, "calibrate"), o.Project, time.Now())
 	}
 	var report string
 	err := showRun(ctx, o.Config, o.Out, o.Bus, func(ctx context.Context, lines bool) error {
@@ -170,7 +171,7 @@ continues it from any step in a fresh room, natively or by handoff to any agent.
 			}
 			o.Prompt, o.Side, o.Argv, o.Version = args[0], sides[0], os.Args[1:], version()
 			if o.Out == "" {
-				o.Out = engine.FreeRunDir(filepath.Join(o.Config.StateDir, "record"), o.Project, time.Now())
+				o.Out = run.FreeDir(filepath.Join(o.Config.StateDir, "record"), o.Project, time.Now())
 			}
 			warnCheckOnHost(o.CheckOnHost && o.Check != "")
 			o.Bus = journal.NewBus()
