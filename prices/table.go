@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -192,21 +193,12 @@ func (t *Table) Models(providers ...string) []*Model {
 	var out []*Model
 	for _, layer := range t.layers {
 		for _, p := range layer {
-			if len(providers) == 0 || contains(providers, p.id) {
+			if len(providers) == 0 || slices.Contains(providers, p.id) {
 				out = append(out, p.models...)
 			}
 		}
 	}
 	return out
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // The genai-prices data.json format, as much of it as tare reads.
