@@ -22,6 +22,7 @@ import (
 // passes on the untouched project (`true`): the tail has no verdict, with the provider's
 // reason, and the check is not run. Before, each of these was reported as passed.
 func TestProviderStopsAreNoVerdict(t *testing.T) {
+	needRooms(t)
 	for _, name := range realAgents {
 		kinds := []string{"quota", "overloaded", "drop", "login"}
 		if name == "claude" {
@@ -72,6 +73,7 @@ func TestProviderStopsAreNoVerdict(t *testing.T) {
 // has no verdict, reason killed; its detail says it was killed (not that the agent did not
 // start), and the check, which would pass, is not run.
 func TestKilledTailIsNoVerdict(t *testing.T) {
+	needRooms(t)
 	script, err := modelserver.ParseScript([]byte("[[turn]]\ndelay = \"2m\"\ntext = \"Too late.\"\n"), "slow.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -116,6 +118,7 @@ func TestKilledTailIsNoVerdict(t *testing.T) {
 // TestAgentThatDoesNotStartIsNotChecked: a room whose agent cannot be run has no verdict,
 // reason not started, and the check, which passes on the untouched project, is not run.
 func TestAgentThatDoesNotStartIsNotChecked(t *testing.T) {
+	needRooms(t)
 	env, start := newTestRun(t, "pi", "127.0.0.1:9", "true")
 	inst := env.installs["pi"]
 	inst.Command = "/opt/agent/no-such-cli"
@@ -140,6 +143,7 @@ func TestAgentThatDoesNotStartIsNotChecked(t *testing.T) {
 // the side, with the reason, in report.txt and report.json; before, it reported 1/1. Side a
 // is Codex, side b Gemini CLI (its quota wall is Gemini's RESOURCE_EXHAUSTED 429).
 func TestCalibrateQuotaWallReportsNoVerdict(t *testing.T) {
+	needRooms(t)
 	dir := t.TempDir()
 	project := filepath.Join(dir, "project")
 	os.MkdirAll(project, 0o755)
@@ -181,6 +185,7 @@ func TestCalibrateQuotaWallReportsNoVerdict(t *testing.T) {
 // The journal, usage.json and the report keep both attempts with their cost, the first
 // attempt's folder stays, and the side's rate still counts the first verdict.
 func TestRetryKeepsEveryAttempt(t *testing.T) {
+	needRooms(t)
 	dir := t.TempDir()
 	project := filepath.Join(dir, "project")
 	os.MkdirAll(project, 0o755)
@@ -323,6 +328,7 @@ func TestNoVerdictIsLeftOutOfTheRate(t *testing.T) {
 // change, and record.json marks no step as inherited. Claude Code runs PostToolUse only for
 // calls that succeed; without PostToolUseFailure the step silently took the capsule before.
 func TestFailedToolCallsGetTheirCapsule(t *testing.T) {
+	needRooms(t)
 	script, err := modelserver.ParseScript([]byte(`
 [[turn]]
 text = "Step one."

@@ -56,7 +56,9 @@ func TestMain(m *testing.M) {
 		os.Exit(childMain(mode))
 	}
 	os.Setenv(canaryEnvKey, canaryEnvValue)
-	os.Exit(m.Run())
+	code := m.Run()
+	removeImageRoot()
+	os.Exit(code)
 }
 
 func randHex(n int) string {
@@ -75,9 +77,19 @@ func testBinary(t testing.TB) string {
 	return exe
 }
 
-// requireBwrap fails (never skips) when bubblewrap is missing.
+// needRooms skips t under -short: it starts bwrap rooms, seconds each on a busy machine.
+func needRooms(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts bwrap rooms; skipped under -short")
+	}
+}
+
+// requireBwrap is where a test that starts rooms begins: it skips under -short (needRooms),
+// and otherwise fails (never skips) when bubblewrap is missing.
 func requireBwrap(t testing.TB) {
 	t.Helper()
+	needRooms(t)
 	if _, err := FindBwrap(""); err != nil {
 		t.Fatalf("%v (the sandbox tests run real rooms)", err)
 	}

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,6 +20,7 @@ import (
 
 	"tare/engine/journal"
 	"tare/engine/probe"
+	"tare/workshop"
 )
 
 // t0 is the fixed "now" of the tests that draw views, so elapsed times and ages are stable.
@@ -99,6 +101,71 @@ func (s *stubEngine) Alive(dir string) bool {
 	defer s.mu.Unlock()
 	a, ok := s.alive[dir]
 	return a || !ok
+}
+
+// The workshop's calls are the workshop package's own, on the experiment's real folder, as
+// the command line makes them; the stub records them. Starting a writer is a process of
+// tare's, which a test gives (writerStub).
+func (s *stubEngine) WorkshopRun(_ context.Context, exp, writer, script string) error {
+	s.record("WorkshopRun", exp, writer, script)
+	return errors.New("this test starts no writer")
+}
+func (s *stubEngine) WorkshopResume(_ context.Context, exp, writer, script string) error {
+	s.record("WorkshopResume", exp, writer, script)
+	return errors.New("this test starts no writer")
+}
+func (s *stubEngine) WorkshopManual(exp, writer, script string) (*exec.Cmd, error) {
+	s.record("WorkshopManual", exp, writer, script)
+	return nil, errors.New("this test starts no writer")
+}
+func (s *stubEngine) WorkshopCollect(_ context.Context, exp, writer string) (*workshop.State, error) {
+	if err := s.record("WorkshopCollect", exp, writer); err != nil {
+		return nil, err
+	}
+	e, err := workshop.Load(exp)
+	if err != nil {
+		return nil, err
+	}
+	return workshop.Collect(e, writer, nil)
+}
+func (s *stubEngine) WorkshopRetryID(_ context.Context, exp, writer string) (string, error) {
+	e, err := workshop.Load(exp)
+	if err != nil {
+		return "", err
+	}
+	return e.RetryID(writer), nil
+}
+func (s *stubEngine) WorkshopRetry(_ context.Context, exp, writer, newID string) error {
+	if err := s.record("WorkshopRetry", exp, writer, newID); err != nil {
+		return err
+	}
+	e, err := workshop.Load(exp)
+	if err != nil {
+		return err
+	}
+	_, err = workshop.Retry(e, writer, newID)
+	return err
+}
+func (s *stubEngine) WorkshopAnonymize(_ context.Context, exp string, reseal bool) (*workshop.Sealed, error) {
+	if err := s.record("WorkshopAnonymize", exp, fmt.Sprint(reseal)); err != nil {
+		return nil, err
+	}
+	e, err := workshop.Load(exp)
+	if err != nil {
+		return nil, err
+	}
+	return workshop.Anonymize(e, workshop.SealOptions{Reseal: reseal})
+}
+func (s *stubEngine) WorkshopReport(_ context.Context, exp string) (string, error) {
+	e, err := workshop.Load(exp)
+	if err != nil {
+		return "", err
+	}
+	r, err := workshop.MakeReport(e, nil)
+	if err != nil {
+		return "", err
+	}
+	return r.Table(), nil
 }
 func (s *stubEngine) Attach(req AttachRequest) (*exec.Cmd, error) {
 	s.record("Attach", req.Agent, fmt.Sprint(req.Offline), req.Script)

@@ -147,6 +147,7 @@ func (p *tallyPane) setSize(w, h int)                  { p.w, p.h = w, h }
 func (p *tallyPane) refresh()                          {}
 func (p *tallyPane) capturing() bool                   { return false }
 func (p *tallyPane) help() []key.Binding               { return nil }
+func (p *tallyPane) rowHelp() []key.Binding            { return nil }
 func (p *tallyPane) update(tea.KeyMsg) (bool, tea.Cmd) { return false, nil }
 
 func (p *tallyPane) view(bool) string {
@@ -407,7 +408,7 @@ func (p *tailsPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 			return true, emit(retryMsg{p.dir, id})
 		case key.Matches(msg, k.Kill) && id != "":
 			return true, emit(killMsg{p.dir, id})
-		case key.Matches(msg, shotKey) && id != "":
+		case key.Matches(msg, k.Shot) && id != "":
 			return true, showShot(p.env.store.run(p.dir).state.Tails[id])
 		case key.Matches(msg, k.Pager):
 			return true, emit(pagerMsg{runFiles(p.dir)})
@@ -422,5 +423,36 @@ func (p *tailsPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 
 func (p *tailsPane) help() []key.Binding {
 	k := p.env.keys
-	return append(append([]key.Binding{k.Open, k.Kill, k.Retry, k.Resume, k.Sort, k.Pager, k.Filter}, judgeKeys(p.env.store.run(p.dir).state)...), findKey, sideHelp)
+	return append(append([]key.Binding{k.Open, k.Kill, k.Retry, k.Resume, k.Sort, k.Pager, k.Filter}, judgeKeys(k, p.env.store.run(p.dir).state)...), k.Find, k.Side)
+}
+
+func (p *tailsPane) rowHelp() []key.Binding {
+	k := p.env.keys
+	r := p.env.store.run(p.dir)
+	var out []key.Binding
+	t := r.state.Tails[p.t.selected()]
+	if t != nil {
+		out = append(out, k.Open)
+		out = append(out, tailKeys(k, t)...)
+	}
+	if r.status() == "crashed" {
+		out = append(out, k.Resume)
+	}
+	out = append(out, k.Sort, k.Pager, k.Filter)
+	if t != nil {
+		out = append(append(out, judgeKeys(k, r.state)...), k.Side)
+	}
+	return append(out, k.Find)
+}
+
+// tailKeys are the keys a tail's status leaves open: kill while it runs, retry once it failed
+// or ended with no verdict.
+func tailKeys(k KeyMap, t *journal.TailState) []key.Binding {
+	switch t.Status {
+	case journal.StatusRunning:
+		return []key.Binding{k.Kill}
+	case journal.StatusFailed, journal.StatusNoVerdict:
+		return []key.Binding{k.Retry}
+	}
+	return nil
 }

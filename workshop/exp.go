@@ -445,6 +445,24 @@ func (e *Exp) WriterIDs() []string {
 	return out
 }
 
+// RetryID is the first id of the form WRITER-retry, WRITER-retry2... that no writer on disk
+// has: the id the app offers for a retry, where the command line asks for one.
+func (e *Exp) RetryID(id string) string {
+	taken := map[string]bool{}
+	for _, w := range e.WriterIDs() {
+		taken[w] = true
+	}
+	for n := 1; ; n++ {
+		c := id + "-retry"
+		if n > 1 {
+			c += fmt.Sprint(n)
+		}
+		if !taken[c] {
+			return c
+		}
+	}
+}
+
 func (e *Exp) saveState(id string, s *State) error {
 	return writeJSON(filepath.Join(e.Record(id), "state.json"), s)
 }
