@@ -35,6 +35,7 @@ func calibrateDemo(t *testing.T, sides []string, runs, jobs int, check string, c
 // agents in real rooms against the scripted model: every tail is scored, both sides land
 // strictly between 0 and 1, and the run directory holds what DESIGN.md says.
 func TestCalibrateOnTheDemoGivesRatesStrictlyBetweenZeroAndOne(t *testing.T) {
+	needRooms(t)
 	dir, report, err := calibrateDemo(t, []string{"claude", "codex"}, 4, 1, demo.Check, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -80,6 +81,7 @@ func TestCalibrateOnTheDemoGivesRatesStrictlyBetweenZeroAndOne(t *testing.T) {
 // the tail fails, a check command that does not exist fails the tail with the shell's word;
 // the run goes on to its report either way.
 func TestCalibrateChecksThatFailToRun(t *testing.T) {
+	needRooms(t)
 	cases := []struct{ check, want string }{
 		{"sleep 600", "check timed out after 2s"},
 		{"no-such-check-command-tare", "check exit 127"},

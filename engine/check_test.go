@@ -48,6 +48,7 @@ func loopbackListener(t *testing.T) (port int, accepted *atomic.Int32) {
 // what the room case would show if the check ran outside the room (the old code), so this
 // test is also the mutation test of the check's room.
 func TestCheckRunsInItsOwnRoom(t *testing.T) {
+	needRooms(t)
 	hostDir := t.TempDir()
 	canary := filepath.Join(hostDir, "id_ed25519")
 	if err := os.WriteFile(canary, []byte("CANARY-FILE-5c1e"), 0o600); err != nil {
@@ -135,6 +136,7 @@ text = "Done."
 // others, and, with network = true, the host's network, which the tail's detail and the
 // report then say.
 func TestCheckRoomGivesOnlyWhatConfigNames(t *testing.T) {
+	needRooms(t)
 	tool, cache, work := t.TempDir(), t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(tool, "toolver"), []byte("#!/bin/sh\necho tool 1.2\n"), 0o755); err != nil {
 		t.Fatal(err)
@@ -183,6 +185,7 @@ if bash -c 'echo hi > /dev/tcp/127.0.0.1/%[2]d'; then echo loopback=reached; els
 // its timeout (the room killed, everything in it), no background child left after it ends,
 // the exit, the last line and the judge's score; and the demo's check still passes there.
 func TestCheckRoomKeepsTimeoutKillAndVerdict(t *testing.T) {
+	needRooms(t)
 	work := t.TempDir()
 	began := time.Now()
 	c := runCheck(context.Background(), "sleep 611.5 & sleep 612.5", work, time.Second, CheckRoom{}, &config.Config{})
@@ -272,6 +275,7 @@ func TestCheckRoomRefusedBeforeAnythingStarts(t *testing.T) {
 // again without being told, and the reports and each tail's detail say so. The check reads a
 // host file outside the workspace, so it passes only where it really ran on the host.
 func TestCheckOnHostIsKeptByTheRun(t *testing.T) {
+	needRooms(t)
 	canary := filepath.Join(t.TempDir(), "host-only.txt")
 	if err := os.WriteFile(canary, []byte("on the host\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -334,6 +338,7 @@ func TestCheckOnHostIsKeptByTheRun(t *testing.T) {
 // workspace, so the tail has no verdict (left out of the rate, its reason named), not a
 // failure that would lower the agent's rate.
 func TestCheckThatCouldNotRunIsNoVerdict(t *testing.T) {
+	needRooms(t)
 	c := runCheck(context.Background(), "true", t.TempDir(), time.Minute, CheckRoom{}, &config.Config{Bwrap: "/nonexistent/bwrap"})
 	if !c.CouldNotRun || !strings.Contains(c.Detail, "could not run") {
 		t.Fatalf("a check room that cannot start: %+v", c)

@@ -59,6 +59,7 @@ func modelCalls(srv *modelserver.Server) (calls int, in, out int64) {
 // lighter one, then streamed) equals the model server's own, and the host log marks that host read and
 // the token host tunnelled unread.
 func TestInterceptMetersGeminiCodeAssist(t *testing.T) {
+	needRooms(t)
 	tl, srv, dir := geminiTail(t, nil)
 	stderr, _ := os.ReadFile(filepath.Join(dir, "stderr.log"))
 	if tl.Status != journal.StatusPassed {
@@ -83,6 +84,7 @@ func TestInterceptMetersGeminiCodeAssist(t *testing.T) {
 // the first Code Assist call goes through, the next is refused at the relay in Google's error
 // shape and never reaches the provider, and the tail ends over budget.
 func TestCostCapOnGeminiCodeAssist(t *testing.T) {
+	needRooms(t)
 	if err := (Caps{TailCost: 1e-9}).Check("", "gemini"); err != nil {
 		t.Fatalf("a cost cap on gemini's real provider is refused: %v", err)
 	}

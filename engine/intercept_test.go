@@ -105,6 +105,7 @@ text = "Done."
 // the real CLIs trust, and the relay's count equals the model server's own; the host log
 // says the model host was read.
 func TestInterceptMetersRealProviderCalls(t *testing.T) {
+	needRooms(t)
 	script, err := modelserver.ParseScript([]byte(interceptScript), "intercept.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -159,6 +160,7 @@ func TestInterceptMetersRealProviderCalls(t *testing.T) {
 // the first call goes through (nothing was spent yet), the next is refused by the relay in
 // Anthropic's error shape and never reaches the provider, and the tail ends over budget.
 func TestCostCapOnARealProvider(t *testing.T) {
+	needRooms(t)
 	script, err := modelserver.ParseScript([]byte(interceptScript), "intercept.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -226,6 +228,7 @@ func TestInterceptVerifiesTheProvider(t *testing.T) {
 // constrained to it (a leaf for any other name fails to verify), and its key is not in the
 // room.
 func TestInterceptReadsOnlyModelHosts(t *testing.T) {
+	needRooms(t)
 	a, inst, cfg := mustFind(t, "claude")
 	loginHome(t, "claude")
 	box, setup, err := room.Build(room.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir(), Login: true}, "")
@@ -288,6 +291,7 @@ func TestInterceptReadsOnlyModelHosts(t *testing.T) {
 // nothing: the CA's variables are tare's own, declared, and its files are in the room's
 // fresh HOME, not the host's.
 func TestInterceptedRoomReadsClean(t *testing.T) {
+	needRooms(t)
 	for _, name := range []string{"claude", "gemini"} {
 		t.Run(name, func(t *testing.T) {
 			a, inst, cfg := mustFind(t, name)

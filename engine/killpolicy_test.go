@@ -37,6 +37,7 @@ delay = "10m"
 // killed one, which stays on the record), a-0's does not replace its counted failure.
 // Before, the report said 1/1 1.00 with 2 no verdict, and 3/3 after the retries.
 func TestCalibrateKillPolicy(t *testing.T) {
+	needRooms(t)
 	dir := t.TempDir()
 	project := filepath.Join(dir, "project")
 	os.MkdirAll(project, 0o755)

@@ -30,6 +30,7 @@ import (
 // agent spent its cap, so the rate counts it as failed and says why (before, it was left out
 // and the report said 0/0), with the relay's count beside the agent's and the host log kept.
 func TestCostCapEndsTheTailOverBudget(t *testing.T) {
+	needRooms(t)
 	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
 	if err != nil {
 		t.Fatal(err)
@@ -74,6 +75,7 @@ func TestCostCapEndsTheTailOverBudget(t *testing.T) {
 // tool tries a host off the list: the proxy refuses it and the room's host log names it,
 // refused, beside the declared host it let through.
 func TestHostLogNamesARefusedHost(t *testing.T) {
+	needRooms(t)
 	a, inst, cfg := mustFind(t, "claude")
 	home := t.TempDir()
 	t.Setenv("HOME", home)
@@ -236,6 +238,7 @@ func scriptedProject(t *testing.T, script string) (dir, project, scriptPath stri
 // a cap the first call spends, the relay refuses the next, the agent stops, and the recording
 // and its report say it was stopped over budget, never as an ordinary end.
 func TestRecordIsCapped(t *testing.T) {
+	needRooms(t)
 	dir, project, script := scriptedProject(t, fiveStepScript())
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -321,6 +324,7 @@ func killAfterFirstCall(t *testing.T, ctx context.Context, dir, id string, attem
 // way: report.txt's relay line counts both attempts, as usage.json does, says its dollars are
 // simulated, and report.json says the run was.
 func TestRetryKeepsAKilledAttemptsSpend(t *testing.T) {
+	needRooms(t)
 	dir, project, script := scriptedProject(t, "[[turn]]\ntext = \"Writing.\"\nshell = \"echo hi > hi.txt\"\n[[turn]]\ndelay = \"10m\"\ntext = \"Too late.\"\n")
 	sides, _ := ParseSides([]string{"codex"}, nil)
 	cfg := testConfig(t, []string{"codex"})

@@ -13,6 +13,7 @@ import (
 	"tare/agent"
 	"tare/capsule"
 	"tare/engine/journal"
+	"tare/engine/stats"
 	"tare/modelserver"
 )
 
@@ -21,6 +22,7 @@ import (
 // passes on the untouched project (`true`): the tail has no verdict, with the provider's
 // reason, and the check is not run. Before, each of these was reported as passed.
 func TestProviderStopsAreNoVerdict(t *testing.T) {
+	needRooms(t)
 	for _, name := range realAgents {
 		kinds := []string{"quota", "overloaded", "drop", "login"}
 		if name == "claude" {
@@ -71,6 +73,7 @@ func TestProviderStopsAreNoVerdict(t *testing.T) {
 // has no verdict, reason killed; its detail says it was killed (not that the agent did not
 // start), and the check, which would pass, is not run.
 func TestKilledTailIsNoVerdict(t *testing.T) {
+	needRooms(t)
 	script, err := modelserver.ParseScript([]byte("[[turn]]\ndelay = \"2m\"\ntext = \"Too late.\"\n"), "slow.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -115,6 +118,7 @@ func TestKilledTailIsNoVerdict(t *testing.T) {
 // TestAgentThatDoesNotStartIsNotChecked: a room whose agent cannot be run has no verdict,
 // reason not started, and the check, which passes on the untouched project, is not run.
 func TestAgentThatDoesNotStartIsNotChecked(t *testing.T) {
+	needRooms(t)
 	env, start := newTestRun(t, "pi", "127.0.0.1:9", "true")
 	inst := env.installs["pi"]
 	inst.Command = "/opt/agent/no-such-cli"
@@ -139,6 +143,7 @@ func TestAgentThatDoesNotStartIsNotChecked(t *testing.T) {
 // the side, with the reason, in report.txt and report.json; before, it reported 1/1. Side a
 // is Codex, side b Gemini CLI (its quota wall is Gemini's RESOURCE_EXHAUSTED 429).
 func TestCalibrateQuotaWallReportsNoVerdict(t *testing.T) {
+	needRooms(t)
 	dir := t.TempDir()
 	project := filepath.Join(dir, "project")
 	os.MkdirAll(project, 0o755)
@@ -180,6 +185,7 @@ func TestCalibrateQuotaWallReportsNoVerdict(t *testing.T) {
 // The journal, usage.json and the report keep both attempts with their cost, the first
 // attempt's folder stays, and the side's rate still counts the first verdict.
 func TestRetryKeepsEveryAttempt(t *testing.T) {
+	needRooms(t)
 	dir := t.TempDir()
 	project := filepath.Join(dir, "project")
 	os.MkdirAll(project, 0o755)
@@ -274,7 +280,7 @@ func TestRetriedFailureDoesNotRaiseTheRate(t *testing.T) {
 	if got := s.Summary("passed"); got != "2/3 passed · 2 retried (2 failed, 1 quota)" {
 		t.Errorf("summary %q", got)
 	}
-	lo, hi := journal.Wilson(2, 3)
+	lo, hi := stats.Wilson(2, 3)
 	if s.Lo != lo || s.Hi != hi {
 		t.Errorf("interval %.2f-%.2f, want Wilson(2, 3) %.2f-%.2f", s.Lo, s.Hi, lo, hi)
 	}
@@ -309,7 +315,7 @@ func TestNoVerdictIsLeftOutOfTheRate(t *testing.T) {
 	if got := s.Summary("passed"); got != "2/3 passed · 3 no verdict, left out (1 killed, not asked, 1 not started, 1 quota) · 2/6-5/6 if the 3 left out had failed/passed (95% 0.10-0.97)" {
 		t.Errorf("summary %q", got)
 	}
-	if lo, hi := journal.Wilson(2, 3); s.Lo != lo || s.Hi != hi {
+	if lo, hi := stats.Wilson(2, 3); s.Lo != lo || s.Hi != hi {
 		t.Errorf("interval %.2f-%.2f, want Wilson(2, 3)", s.Lo, s.Hi)
 	}
 	if done, _, _ := st.Counts(); done != 6 {
@@ -322,6 +328,7 @@ func TestNoVerdictIsLeftOutOfTheRate(t *testing.T) {
 // change, and record.json marks no step as inherited. Claude Code runs PostToolUse only for
 // calls that succeed; without PostToolUseFailure the step silently took the capsule before.
 func TestFailedToolCallsGetTheirCapsule(t *testing.T) {
+	needRooms(t)
 	script, err := modelserver.ParseScript([]byte(`
 [[turn]]
 text = "Step one."

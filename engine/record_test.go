@@ -69,6 +69,7 @@ func expectedRoots(t *testing.T, project string) []string {
 // (same tree hashes as the commands applied on the host, and the same again after a
 // restore); a native tail and a handoff tail from step 2 run to the end and are scored.
 func TestRecordThenTailNativelyAndByHandoff(t *testing.T) {
+	needRooms(t)
 	script, err := modelserver.ParseScript([]byte(fiveStepScript()), "five-steps.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -198,6 +199,7 @@ func newTestRun(t *testing.T, agentName, upstream, check string) (*tailEnv, caps
 // the recipe's agent timeout, and the tail says so instead of hanging the run. It produced
 // nothing, so the tail has no verdict and the check (which would pass) is not run.
 func TestTailStopsAnAgentAtItsTimeout(t *testing.T) {
+	needRooms(t)
 	script, err := modelserver.ParseScript([]byte("[[turn]]\ndelay = \"2m\"\ntext = \"Too late.\"\n"), "slow.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -230,6 +232,7 @@ func TestTailStopsAnAgentAtItsTimeout(t *testing.T) {
 // resume the recorded session and so send its session id) must not all land on one side,
 // and each tail's draw must be its own stream's.
 func TestTailsFromOneStepDrawIndependently(t *testing.T) {
+	needRooms(t)
 	const src = `
 [[turn]]
 text = "First."

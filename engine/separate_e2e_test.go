@@ -32,6 +32,7 @@ const walledSeed = 3
 // the interval first and no difference at the stop, and its run count only for the
 // difference named with --detect.
 func TestUntilSeparatedStopsEarlyAndResumeContinues(t *testing.T) {
+	needRooms(t)
 	const maxRuns, jobs, detect = 30, 2, 0.3
 	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
 	if err != nil {

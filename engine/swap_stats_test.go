@@ -225,13 +225,13 @@ func TestSwapSmallestCallableEffect(t *testing.T) {
 func TestSwapDetectSizesTheCells(t *testing.T) {
 	cuts := []float64{0, 0.5, 1}
 	rng := rand.New(rand.NewPCG(7, 8))
-	for d, want := range map[float64]int{0.5: 14, 0.7: 6} { // the README's figures
+	for d, want := range map[float64]int{0.5: 14, 0.7: 6} { // docs/swap.md's figures
 		tails, err := SwapTailsFor(d, cuts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if tails != want {
-			t.Errorf("--detect %g: %d tails a cell, the README says %d", d, tails, want)
+			t.Errorf("--detect %g: %d tails a cell, docs/swap.md says %d", d, tails, want)
 		}
 		if tails > 1 && swapEffectPower(d, tails-1, swapCalls(cuts)) >= swapPower {
 			t.Errorf("--detect %g: %d tails a cell, but %d already reach 80%%", d, tails, tails-1)

@@ -176,8 +176,8 @@ kill $s`
 }
 
 // TestRoomMemoryOutOfReach: no process of the room can read the memory of bwrap's pid 1
-// (masked) or of tare's relay (non-dumpable), while a sibling's stays readable, as the
-// README says.
+// (masked) or of tare's relay (non-dumpable), while a sibling's stays readable, as
+// docs/room.md says.
 func TestRoomMemoryOutOfReach(t *testing.T) {
 	if bad := checkProcMem(t, nil); len(bad) > 0 {
 		t.Fatal(strings.Join(bad, "\n"))

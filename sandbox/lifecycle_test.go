@@ -397,6 +397,7 @@ func TestStaleRoomFoldersAreSwept(t *testing.T) {
 // TestRunningRoomHoldsItsFolderLock: a room holds its temp folder's lock from Start until
 // it is waited for, so no sweep can take its sockets away while it runs.
 func TestRunningRoomHoldsItsFolderLock(t *testing.T) {
+	needRooms(t)
 	tmp := t.TempDir()
 	p, err := Start(t.Context(), Room{Workspace: t.TempDir(), TempDir: tmp, Tare: testBinary(t), Argv: []string{"sleep", "30"},
 		Relays: []Relay{{Port: 9999, Upstream: "127.0.0.1:9"}}})

@@ -17,7 +17,7 @@ import (
 // started, resumed or retried here keeps going after the app is gone.
 type Engine interface {
 	// Probe takes a new reading of agent in the app's project, as `tare probe AGENT` does,
-	// and stores it at <state>/probes/<agent>-<hash>.json (see ProbeReading); the app shows
+	// and stores it at <state>/probes/<agent>-<hash>.json (see probe.Summary); the app shows
 	// it from there.
 	Probe(ctx context.Context, agent string) error
 	// Resume continues a crashed run (no process owns it and it has no report), as

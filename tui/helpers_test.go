@@ -218,8 +218,8 @@ func sec(s int) time.Duration  { return time.Duration(s) * time.Second }
 func demoState(t testing.TB) (stateDir, calDir, crashedDir string) {
 	t.Helper()
 	stateDir = t.TempDir()
-	writeProbe(t, stateDir, ProbeReading{Agent: "claude", Version: "2.1.197", Verdict: "tare: 0.00", Zero: true, At: t0.Add(-min_(3)), Project: demoProject, Room: probe.RoomModelServer})
-	writeProbe(t, stateDir, ProbeReading{Agent: "codex", Version: "0.171.0", Verdict: "tare: 2 leaks", At: t0.Add(-2 * time.Hour), Project: demoProject, Room: probe.RoomModelServer})
+	writeProbe(t, stateDir, probe.Summary{Agent: "claude", Version: "2.1.197", Verdict: "tare: 0.00", Zero: true, At: t0.Add(-min_(3)), Project: demoProject, Room: probe.RoomModelServer})
+	writeProbe(t, stateDir, probe.Summary{Agent: "codex", Version: "0.171.0", Verdict: "tare: 2 leaks", At: t0.Add(-2 * time.Hour), Project: demoProject, Room: probe.RoomModelServer})
 
 	c := openRun(t, stateDir, "calibrate", "calibrate-demo")
 	c.at(-min_(10), journal.Event{RunStarted: &journal.RunStarted{Kind: "calibrate", Project: "/src/shop", Prompt: "fix the failing test",
@@ -289,7 +289,7 @@ func demoState(t testing.TB) (stateDir, calDir, crashedDir string) {
 // demoProject is the folder the demo state's readings are for, and the app's project.
 const demoProject = "/src/shop"
 
-func writeProbe(t testing.TB, stateDir string, r ProbeReading) {
+func writeProbe(t testing.TB, stateDir string, r probe.Summary) {
 	t.Helper()
 	path := probe.ReadingPath(stateDir, r.Agent, r.Project, r.Room)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

@@ -86,6 +86,7 @@ func (w writerStub) WorkshopManual(exp, writer, script string) (*exec.Cmd, error
 // c collects it again after a confirmation; A seals the drafts, and the identity key
 // appears on no screen the app drew.
 func TestFlowWritersManualInTerminalPane(t *testing.T) {
+	needRooms(t)
 	state := t.TempDir()
 	td := filepath.Join("..", "demo", "workshop")
 	exp := filepath.Join(state, workshop.Dir, "exp")

@@ -413,7 +413,7 @@ func (s *RunState) Tally() []SideTally {
 		}
 	}
 	for i := range out {
-		out[i].Lo, out[i].Hi = Wilson(out[i].Passed, out[i].Verdicts)
+		out[i].Lo, out[i].Hi = stats.Wilson(out[i].Passed, out[i].Verdicts)
 	}
 	return out
 }

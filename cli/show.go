@@ -1,0 +1,138 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"tare/config"
+	"tare/engine"
+	"tare/engine/journal"
+	"tare/tui"
+
+	"golang.org/x/term"
+)
+
+// printReport prints a run's report on stdout: its text, or report.json with asJSON.
+func printReport(dir, text string, asJSON bool) error {
+	if !asJSON {
+		fmt.Print(journal.Printable(text))
+		return nil
+	}
+	data, err := os.ReadFile(filepath.Join(dir, engine.ReportFile))
+	if os.IsNotExist(err) {
+		// A judge-noise run's JSON report is its judgements.json.
+		if judged, jerr := os.ReadFile(filepath.Join(dir, "judgements.json")); jerr == nil {
+			data, err = judged, nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %v; the run has no JSON report (a run from an older tare): read report.txt", dir, err)
+	}
+	_, err = os.Stdout.Write(data)
+	return err
+}
+
+// showRun runs a long command and shows it: the live run view of dir when stdout and stdin
+// are a terminal (quitting it with ctrl+c stops the run, which tare resume finishes later; q
+// leaves it running with plain lines), one line per event on stderr otherwise. run is told
+// which, so it can print its own progress lines only where they do not break the view.
+func showRun(ctx context.Context, cfg *config.Config, dir string, bus *journal.Bus, run func(ctx context.Context, lines bool) error) error {
+	if !term.IsTerminal(int(os.Stdout.Fd())) || !term.IsTerminal(int(os.Stdin.Fd())) {
+		stop := follow(ctx, bus)
+		err := run(ctx, true)
+		stop()
+		return stopped(ctx, dir, err)
+	}
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	viewCtx, stopView := context.WithCancel(ctx)
+	defer stopView()
+	done := make(chan error, 1)
+	returned := make(chan struct{}) // the view ends once the command has, not at the journal's first run_finished
+	go func() {
+		err := run(runCtx, false)
+		if err != nil {
+			stopView()
+		}
+		close(returned)
+		done <- err
+	}()
+	eng, err := newAppEngine(cfg)
+	if err != nil {
+		stopRun()
+		<-done
+		return err
+	}
+	switch err := tui.LiveRun(viewCtx, tui.LiveOptions{Dir: dir, Bus: bus, Engine: eng, Done: returned, Stay: stayInView}); {
+	case errors.Is(err, tui.ErrInterrupted):
+		stopRun()
+		<-done // whatever it ended with (a room "stopped: context canceled"), the operator stopped it
+		return stoppedRun{dir}
+	case err != nil && viewCtx.Err() == nil:
+		// The view failed while the run goes on: say so, and follow the run in lines.
+		fmt.Fprintf(os.Stderr, "tare: the live view ended: %v; the run goes on, one line per event from here\n", err)
+		defer follow(ctx, bus)()
+	}
+	return stopped(ctx, dir, <-done)
+}
+
+// stoppedRun is a run the operator stopped (ctrl+c, or a signal): not an error of the
+// command's, and its message says how to finish it, as a command to paste.
+type stoppedRun struct{ dir string }
+
+// stopped is err, or stoppedRun when a signal ended ctx: the command's error is then the
+// stop's doing (a room "stopped: context canceled", a tail cut short).
+func stopped(ctx context.Context, dir string, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return stoppedRun{dir}
+	}
+	return err
+}
+
+// follow prints a run's events as lines on stderr until stop is called.
+func follow(ctx context.Context, bus *journal.Bus) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	sub := bus.Subscribe(ctx, 256)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = tui.PrintLines(ctx, sub.C(), os.Stderr) // stderr gone: nothing left to tell
+	}()
+	return func() {
+		cancel() // the printer then prints what is still queued
+		<-done
+	}
+}
+
+// analysis runs one analysis under showRun and prints what it found: the report.txt it
+// wrote, or its result as JSON.
+func analysis(ctx context.Context, cfg *config.Config, watch string, bus *journal.Bus, asJSON bool,
+	run func(ctx context.Context, progress io.Writer) (string, any, error)) error {
+	var dir string
+	var res any
+	err := showRun(ctx, cfg, watch, bus, func(ctx context.Context, lines bool) error {
+		var progress io.Writer
+		if lines {
+			progress = os.Stderr
+		}
+		var err error
+		dir, res, err = run(ctx, progress)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	report, err := os.ReadFile(filepath.Join(dir, "report.txt"))
+	fmt.Print(journal.Printable(string(report)))
+	return err
+}
