@@ -44,8 +44,8 @@ func TestMain(m *testing.M) {
 		case "inspect":
 			os.Exit(InspectMain(os.Args[2:]))
 		case "check-bwrap":
-			// Inside a room: report what Check says about the bwrap there.
-			if err := Check(context.Background()); err != nil {
+			// Inside a room: report what CheckBwrap says about the bwrap there.
+			if _, err := CheckBwrap(context.Background(), ""); err != nil {
 				fmt.Println(err)
 				os.Exit(1)
 			}
