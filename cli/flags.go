@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"tare/engine"
 	"tare/engine/probe"
 	"tare/engine/run"
 )
@@ -85,7 +86,7 @@ type runFlags struct {
 	script       string
 	seed         int64
 	allowDirty   bool
-	caps         engine.Caps
+	caps         run.Caps
 }
 
 // runHelp is what a command says in its runFlags' help where its runs differ: empty fields
