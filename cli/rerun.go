@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -63,10 +62,10 @@ table is not compared: the recipe does not record it.`,
 					return exitError{1}
 				}
 			}
-			if out == "" {
-				out = engine.FreeRunDir(filepath.Join(cfg.StateDir, rec.Argv[0]), plan.Name(), time.Now())
-			} else if out, err = filepath.Abs(out); err != nil {
-				return fmt.Errorf("--out: %v", err)
+			if out != "" {
+				if out, err = filepath.Abs(out); err != nil {
+					return fmt.Errorf("--out: %v", err)
+				}
 			}
 			// The recorded command line's relative paths (--script, --prompt-file) are relative
 			// to where it ran.

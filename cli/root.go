@@ -171,13 +171,6 @@ func appSettings() (*config.Config, *appEngine, error) {
 	return cfg, eng, err
 }
 
-func (s stoppedRun) Error() string {
-	if s.dir == "" {
-		return "stopped; a run it stopped is finished with tare resume DIR"
-	}
-	return "stopped; what finished is kept, and the rest is finished with: tare resume " + quoteArgs([]string{s.dir})
-}
-
 func agentNameList() []string {
 	var names []string
 	for _, a := range agent.All() {

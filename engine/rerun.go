@@ -181,9 +181,14 @@ func digest(data []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Args is the recorded command line, writing its run to out.
+// Args is the recorded command line, writing its run to out: a new folder named as the
+// command names its runs when out is empty.
 func (p *RerunPlan) Args(out string) []string {
-	return append(append([]string{}, p.Recipe.Argv...), "--out", out)
+	argv := append([]string{}, p.Recipe.Argv...)
+	if out != "" {
+		argv = append(argv, "--out", out)
+	}
+	return argv
 }
 
 // argvDir is the working folder the recorded command line ran in, as far as the recipe tells:

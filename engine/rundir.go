@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tare/capsule"
+	"tare/config"
 	"tare/engine/journal"
 )
 
@@ -30,18 +31,6 @@ type run struct {
 // time, as the seed names them.
 func RunDirName(project string, now time.Time) string {
 	return fmt.Sprintf("%s-%s", filepath.Base(project), now.Format("20060102-150405"))
-}
-
-// FreeRunDir is the default run directory below parent for project, with "-2", "-3"...
-// added when runs of the same project start in the same second.
-func FreeRunDir(parent, project string, now time.Time) string {
-	dir := filepath.Join(parent, RunDirName(project, now))
-	for n := 2; ; n++ {
-		if _, err := os.Lstat(dir); os.IsNotExist(err) {
-			return dir
-		}
-		dir = filepath.Join(parent, fmt.Sprintf("%s-%d", RunDirName(project, now), n))
-	}
 }
 
 // MakeFreeRunDir creates the default run directory below parent for project, taking the
@@ -66,19 +55,52 @@ func MakeFreeRunDir(parent, project string, now time.Time) (string, error) {
 	}
 }
 
-// createRun makes a new run directory; it refuses one that exists, so a run never
-// writes over another.
+// newRun creates the run directory of a new run of kind: out when the operator named one,
+// else a fresh name below the state directory's folder for kind, chosen by the creation
+// itself (MakeFreeRunDir) so that two runs started in the same second never share one. The
+// caller learns the name from the run, never by predicting it.
+func newRun(out string, cfg *config.Config, kind, project string, bus *journal.Bus) (*run, error) {
+	if out != "" {
+		return createRun(out, bus)
+	}
+	dir, err := MakeFreeRunDir(filepath.Join(cfg.StateDir, kind), project, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	r, err := openRun(dir, bus)
+	if err != nil {
+		os.Remove(dir) // empty still: nothing of a run is left behind
+		return nil, err
+	}
+	return r, nil
+}
+
+// createRun makes a new run directory; it refuses one that holds anything, so a run never
+// writes over another. An empty folder holds no run: the app makes one with MakeFreeRunDir to
+// name a run before another process starts it there.
 func createRun(dir string, bus *journal.Bus) (*run, error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return nil, fmt.Errorf("run directory %s: %v", dir, err)
 	}
 	if err := os.Mkdir(dir, 0o755); err != nil {
+		if os.IsExist(err) && emptyDir(dir) {
+			return openRun(dir, bus)
+		}
 		if os.IsExist(err) {
 			return nil, fmt.Errorf("run directory %s exists; fix: choose another --out, or continue it with tare resume %s", dir, dir)
 		}
 		return nil, fmt.Errorf("run directory %s: %v", dir, err)
 	}
 	return openRun(dir, bus)
+}
+
+// emptyDir reports whether dir is a folder (not a link to one) with nothing in it.
+func emptyDir(dir string) bool {
+	if info, err := os.Lstat(dir); err != nil || !info.IsDir() {
+		return false
+	}
+	names, err := os.ReadDir(dir)
+	return err == nil && len(names) == 0
 }
 
 // openRun opens an existing run directory for appending (tare resume). It holds the run's

@@ -1,7 +1,11 @@
 package engine
 
 import (
+	"os"
+	"path/filepath"
 	"sync"
+	"tare/config"
+	"tare/engine/journal"
 	"testing"
 	"time"
 )
@@ -37,5 +41,42 @@ func TestMakeFreeRunDirUnderRace(t *testing.T) {
 	}
 	if len(seen) != n {
 		t.Errorf("%d directories for %d runs", len(seen), n)
+	}
+}
+
+// TestDefaultRunFoldersAreTheirOwn: runs of one project started at once, none naming --out,
+// each open a run folder of their own; none fails because another took the name it chose.
+func TestDefaultRunFoldersAreTheirOwn(t *testing.T) {
+	cfg := &config.Config{StateDir: t.TempDir()}
+	const n = 16
+	dirs := make(chan string, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := newRun("", cfg, "calibrate", "/home/someone/proj", nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			r.close()
+			dirs <- r.dir
+		}()
+	}
+	wg.Wait()
+	close(dirs)
+	seen := map[string]bool{}
+	for d := range dirs {
+		if seen[d] {
+			t.Errorf("two runs got %s", d)
+		}
+		seen[d] = true
+		if _, err := os.Stat(filepath.Join(d, journal.JournalFile)); err != nil {
+			t.Errorf("run %s has no journal: %v", d, err)
+		}
+	}
+	if len(seen) != n {
+		t.Errorf("%d run folders for %d runs", len(seen), n)
 	}
 }
