@@ -53,7 +53,7 @@ verdict (provider errors, kills) spend budget but are left out of the rates. Run
 			if o.Config, err = settings(); err != nil {
 				return err
 			}
-			o.Argv, o.Version = os.Args[1:], version()
+			o.Argv, o.Version = argv(), version()
 			if o.Run == "" {
 				sides, err := engine.ParseSides([]string{args[0]}, nil)
 				if err != nil {
@@ -138,7 +138,7 @@ non-call the report gives the smallest effect the cells could have called; --det
 			if o.Originals < 1 {
 				return fmt.Errorf("--originals %d: give at least 1 original run per agent", o.Originals)
 			}
-			o.Prompt, o.Argv, o.Version = args[0], os.Args[1:], version()
+			o.Prompt, o.Argv, o.Version = args[0], argv(), version()
 			warnCheckOnHost(o.CheckOnHost && o.Check != "")
 			return swap(cmd.Context(), o, asJSON)
 		},

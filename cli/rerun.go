@@ -67,11 +67,8 @@ table is not compared: the recipe does not record it.`,
 					return fmt.Errorf("--out: %v", err)
 				}
 			}
-			// The recorded command line's relative paths (--script, --prompt-file) are relative
-			// to where it ran.
-			if err := os.Chdir(plan.Dir); err != nil {
-				return fmt.Errorf("the run's working folder %s: %v; fix: restore it", plan.Dir, err)
-			}
+			// The recorded paths are absolute (or made so against where the run was made), so
+			// the repeat runs here, in this process's own working folder.
 			again := root()
 			again.SetArgs(plan.Args(out))
 			return again.ExecuteContext(cmd.Context())

@@ -68,7 +68,7 @@ from 0.6 in 68%, 0.5 from 0.6 in 21%; --detect D says how many runs 80% power at
 			if o.Config, err = settings(); err != nil {
 				return err
 			}
-			o.Argv, o.Version = os.Args[1:], version()
+			o.Argv, o.Version = argv(), version()
 			return calibrate(cmd.Context(), o, asJSON)
 		},
 	}
@@ -153,7 +153,7 @@ continues it from any step in a fresh room, natively or by handoff to any agent.
 			if o.Config, err = settings(); err != nil {
 				return err
 			}
-			o.Prompt, o.Side, o.Argv, o.Version = args[0], sides[0], os.Args[1:], version()
+			o.Prompt, o.Side, o.Argv, o.Version = args[0], sides[0], argv(), version()
 			warnCheckOnHost(o.CheckOnHost && o.Check != "")
 			o.Bus = journal.NewBus()
 			var dir string
