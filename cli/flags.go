@@ -8,12 +8,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"tare/engine"
+	"tare/engine/run"
 )
 
 // capFlags adds --max-cost and --max-tokens (each tail) and --run-max-cost and
 // --run-max-tokens (all tails together): the relay meters every model call and answers the
 // first one after a cap is spent with an error, and the tail ends as over budget.
-func capFlags(cmd *cobra.Command, c *engine.Caps) {
+func capFlags(cmd *cobra.Command, c *run.Caps) {
 	f := cmd.Flags()
 	f.Float64Var(&c.TailCost, "max-cost", 0, "USD a tail may spend on tare's prices, metered at the relay; the next call is refused and the tail ends over budget (0: no cap)")
 	f.Int64Var(&c.TailTokens, "max-tokens", 0, "tokens (input, output and cache) a tail may spend, metered at the relay (0: no cap)")
@@ -30,7 +31,7 @@ func checkOnHostFlag(cmd *cobra.Command, on *bool) {
 // warnRecordedCheck warns before a tail or a resume of the run in dir whose check will run on
 // the host: by the run's own recorded choice, or by this command's onHost.
 func warnRecordedCheck(dir string, onHost bool) {
-	if rec, err := engine.ReadRecipe(dir); err == nil {
+	if rec, err := run.ReadRecipe(dir); err == nil {
 		warnCheckOnHost((onHost || rec.CheckRoom.OnHost) && rec.Check != "")
 	}
 }
@@ -38,7 +39,7 @@ func warnRecordedCheck(dir string, onHost bool) {
 // warnCheckOnHost says on stderr, before the run, that its check will run on the host.
 func warnCheckOnHost(on bool) {
 	if on {
-		fmt.Fprintln(os.Stderr, "tare: warning: "+engine.OnHostWarning)
+		fmt.Fprintln(os.Stderr, "tare: warning: "+run.OnHostWarning)
 	}
 }
 
@@ -56,7 +57,7 @@ type runFlags struct {
 	script       string
 	seed         int64
 	allowDirty   bool
-	caps         engine.Caps
+	caps         run.Caps
 }
 
 // runHelp is what a command says in its runFlags' help where its runs differ: empty fields

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"tare/engine"
+	"tare/engine/run"
 )
 
 // tare rerun repeats a run in this process without moving it to another working folder: a
@@ -22,18 +22,18 @@ func TestRerunKeepsTheWorkingFolder(t *testing.T) {
 	if err := os.Mkdir(project, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	run := t.TempDir()
+	dir := t.TempDir()
 	// The recorded command line fails as soon as the repeat reads it (no agent "nosuch"), so
 	// the repeat starts no room; what it reached is in its error.
-	rec := engine.Recipe{Format: "tare-recipe 1", Kind: "calibrate", Project: project,
+	rec := run.Recipe{Format: "tare-recipe 1", Kind: "calibrate", Project: project,
 		Argv: []string{"calibrate", "x", "--side", "nosuch", "--project", "proj"}}
 	data, _ := json.Marshal(rec)
-	if err := os.WriteFile(filepath.Join(run, engine.RecipeFile), data, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, run.RecipeFile), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := os.Getwd()
 	cmd := root()
-	cmd.SetArgs([]string{"rerun", run, "--yes"})
+	cmd.SetArgs([]string{"rerun", dir, "--yes"})
 	err := cmd.ExecuteContext(context.Background())
 	if err == nil || !strings.Contains(err.Error(), `unknown agent "nosuch"`) {
 		t.Fatalf("rerun: %v, want the recorded command line's own error", err)

@@ -112,7 +112,7 @@ leak with the file it came from.`,
 		id, title string
 		cmds      []*cobra.Command
 	}{
-		{"rooms", "Agents in a clean room:", append([]*cobra.Command{probeCmd()}, attachCmds()...)},
+		{"rooms", "Agents in a clean room:", append([]*cobra.Command{probeCmd(), envCmd()}, attachCmds()...)},
 		{"runs", "Runs:", []*cobra.Command{calibrateCmd(), recordCmd(), tailCmd(), resumeCmd(), rerunCmd(), demoCmd()}},
 		{"analyses", "Analyses:", []*cobra.Command{cliffCmd(), swapCmd(), judgeCmd(), judgeNoiseCmd()}},
 		{"workshop", "Prose experiments:", []*cobra.Command{workshopCmd()}},

@@ -13,6 +13,7 @@ import (
 	"tare/demo"
 	"tare/engine"
 	"tare/engine/journal"
+	enginerun "tare/engine/run"
 	"tare/tui"
 	"tare/workshop"
 )
@@ -454,7 +455,7 @@ cost until you have read the drafts and run tare workshop reveal.`,
 			if err != nil {
 				return err
 			}
-			name := engine.RunDirName("workshop", time.Now())
+			name := enginerun.DirName("workshop", time.Now())
 			paths, err := demo.ExtractWorkshop(filepath.Join(cfg.StateDir, "demo", name))
 			if err != nil {
 				return err

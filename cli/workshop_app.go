@@ -40,6 +40,59 @@ func (e *appEngine) WorkshopManual(exp, writer, script string) (*exec.Cmd, error
 	return cmd, nil
 }
 
+// The workshop's other commands are quick and need no agent: the app makes the workshop
+// package's calls, as the command line does, on the experiment's folder.
+
+// WorkshopCollect is tare workshop collect EXP WRITER.
+func (e *appEngine) WorkshopCollect(ctx context.Context, exp, writer string) (*workshop.State, error) {
+	x, err := workshop.Load(exp)
+	if err != nil {
+		return nil, err
+	}
+	return workshop.Collect(x, writer, nil)
+}
+
+// WorkshopRetryID is the first free id of the form WRITER-retry, WRITER-retry2...
+func (e *appEngine) WorkshopRetryID(ctx context.Context, exp, writer string) (string, error) {
+	x, err := workshop.Load(exp)
+	if err != nil {
+		return "", err
+	}
+	return x.RetryID(writer), nil
+}
+
+// WorkshopRetry is tare workshop retry EXP WRITER NEW_ID.
+func (e *appEngine) WorkshopRetry(ctx context.Context, exp, writer, newID string) error {
+	x, err := workshop.Load(exp)
+	if err != nil {
+		return err
+	}
+	_, err = workshop.Retry(x, writer, newID)
+	return err
+}
+
+// WorkshopAnonymize is tare workshop anonymize EXP [--reseal].
+func (e *appEngine) WorkshopAnonymize(ctx context.Context, exp string, reseal bool) (*workshop.Sealed, error) {
+	x, err := workshop.Load(exp)
+	if err != nil {
+		return nil, err
+	}
+	return workshop.Anonymize(x, workshop.SealOptions{Reseal: reseal})
+}
+
+// WorkshopReport is tare workshop report EXP as a table: sizes withheld while sealed.
+func (e *appEngine) WorkshopReport(ctx context.Context, exp string) (string, error) {
+	x, err := workshop.Load(exp)
+	if err != nil {
+		return "", err
+	}
+	r, err := workshop.MakeReport(x, nil)
+	if err != nil {
+		return "", err
+	}
+	return r.Table(), nil
+}
+
 func (e *appEngine) writerArgs(exp, writer, verb, script string) ([]string, error) {
 	if _, err := workshop.Load(exp); err != nil {
 		return nil, err

@@ -36,6 +36,9 @@ shell = "echo resumed >> made.txt"
 text = "All done."
 `
 
+// needRooms skips a test that starts rooms under -short (agenttest.NeedRooms).
+func needRooms(t testing.TB) { agenttest.NeedRooms(t) }
+
 // testConfig is the config a user of this checkout would have (agenttest.Config).
 func testConfig(t testing.TB, agents []string) *config.Config { return agenttest.Config(t, agents) }
 
@@ -48,6 +51,7 @@ func mustFind(t testing.TB, name string) (agent.Agent, agent.Install, *config.Co
 // server: a scripted tool call changes the workspace and the agent exits 0; then the session
 // is resumed in a brand-new room, which continues the script where the session stopped.
 func TestRealAgentsRunAndResumeInRooms(t *testing.T) {
+	needRooms(t)
 	script, err := modelserver.ParseScript([]byte(twoSessionsScript), "two-sessions.toml")
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 // provider's API, which a global list once let through, is refused. The CONNECTs come from
 // inside the real room, through the real relay.
 func TestProxyAllowsExactlyTheDeclaredHosts(t *testing.T) {
+	needRooms(t)
 	a, inst, cfg := mustFind(t, "claude")
 	home := t.TempDir()
 	t.Setenv("HOME", home)

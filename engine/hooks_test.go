@@ -45,6 +45,7 @@ const hookCommand = `/bin/sh -c 'sleep 0.2; tr -d "\n" >> /tare-run/hooks.jsonl;
 // (the id the session file gives it), and finishes before the next tool runs and before the
 // agent's next model request.
 func TestHooksRunAfterEveryToolCall(t *testing.T) {
+	needRooms(t)
 	script, err := modelserver.ParseScript([]byte(hookScript), "hooks.toml")
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"tare/engine/journal"
 	"tare/engine/probe"
 	"tare/engine/room"
+	"tare/engine/run"
 	"tare/modelserver"
 )
 
@@ -105,6 +106,7 @@ text = "Done."
 // the real CLIs trust, and the relay's count equals the model server's own; the host log
 // says the model host was read.
 func TestInterceptMetersRealProviderCalls(t *testing.T) {
+	needRooms(t)
 	script, err := modelserver.ParseScript([]byte(interceptScript), "intercept.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -126,8 +128,8 @@ func TestInterceptMetersRealProviderCalls(t *testing.T) {
 			if err := runTail(ctx, env, spec); err != nil {
 				t.Fatal(err)
 			}
-			tl := env.run.snapshot().Tails["real"]
-			stderr, _ := os.ReadFile(filepath.Join(env.run.dir, "tails", "real", "stderr.log"))
+			tl := env.run.Snapshot().Tails["real"]
+			stderr, _ := os.ReadFile(filepath.Join(env.run.Dir(), "tails", "real", "stderr.log"))
 			if tl == nil || tl.Status != journal.StatusPassed {
 				t.Fatalf("tail %+v: want passed\nstderr: %s", tl, stderr)
 			}
@@ -145,7 +147,7 @@ func TestInterceptMetersRealProviderCalls(t *testing.T) {
 				t.Errorf("relay metered %+v; the model server answered %d calls, %d in, %d out", m, calls, in, out)
 			}
 			read := false
-			for _, r := range readHosts(t, filepath.Join(env.run.dir, "tails", "real", HostsFile)) {
+			for _, r := range readHosts(t, filepath.Join(env.run.Dir(), "tails", "real", HostsFile)) {
 				read = read || (r.Read && r.Allowed && (r.Host == "api.anthropic.com:443" || r.Host == "api.openai.com:443"))
 			}
 			if !read {
@@ -159,6 +161,7 @@ func TestInterceptMetersRealProviderCalls(t *testing.T) {
 // the first call goes through (nothing was spent yet), the next is refused by the relay in
 // Anthropic's error shape and never reaches the provider, and the tail ends over budget.
 func TestCostCapOnARealProvider(t *testing.T) {
+	needRooms(t)
 	script, err := modelserver.ParseScript([]byte(interceptScript), "intercept.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -167,14 +170,14 @@ func TestCostCapOnARealProvider(t *testing.T) {
 	standIn(t, srv, true)
 	loginHome(t, "claude")
 	env, start := newTestRun(t, "claude", "", "grep -q metered m.txt")
-	env.recipe.Caps = &Caps{TailCost: 1e-9}
+	env.recipe.Caps = &run.Caps{TailCost: 1e-9}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	spec := tailSpec{ID: "capped", Side: journal.Side{Key: "a", Agent: "claude"}, How: "fresh", Prompt: "Make the file.", Start: start}
 	if err := runTail(ctx, env, spec); err != nil {
 		t.Fatal(err)
 	}
-	tl := env.run.snapshot().Tails["capped"]
+	tl := env.run.Snapshot().Tails["capped"]
 	if tl == nil || tl.Status != journal.StatusNoVerdict || tl.Reason != journal.ReasonOverBudget {
 		t.Fatalf("tail %+v: want no verdict, over budget", tl)
 	}
@@ -226,13 +229,14 @@ func TestInterceptVerifiesTheProvider(t *testing.T) {
 // constrained to it (a leaf for any other name fails to verify), and its key is not in the
 // room.
 func TestInterceptReadsOnlyModelHosts(t *testing.T) {
+	needRooms(t)
 	a, inst, cfg := mustFind(t, "claude")
 	loginHome(t, "claude")
 	box, setup, err := room.Build(room.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir(), Login: true}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &tailEnv{recipe: &Recipe{}}
+	env := &tailEnv{recipe: &run.Recipe{}}
 	m, err := env.interceptRoom(&box, &setup, false)
 	if err != nil || m == nil {
 		t.Fatalf("interceptRoom: %v, %v", m, err)
@@ -288,6 +292,7 @@ func TestInterceptReadsOnlyModelHosts(t *testing.T) {
 // nothing: the CA's variables are tare's own, declared, and its files are in the room's
 // fresh HOME, not the host's.
 func TestInterceptedRoomReadsClean(t *testing.T) {
+	needRooms(t)
 	for _, name := range []string{"claude", "gemini"} {
 		t.Run(name, func(t *testing.T) {
 			a, inst, cfg := mustFind(t, name)
@@ -297,7 +302,7 @@ func TestInterceptedRoomReadsClean(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, err := (&tailEnv{recipe: &Recipe{}}).interceptRoom(&box, &setup, false)
+			m, err := (&tailEnv{recipe: &run.Recipe{}}).interceptRoom(&box, &setup, false)
 			if err != nil || m == nil {
 				t.Fatalf("interceptRoom: %v, %v: want the model host read", m, err)
 			}

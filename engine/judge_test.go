@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"tare/engine/room"
+	"tare/engine/run"
 	"tare/modelserver"
 )
 
@@ -79,6 +80,7 @@ func testRubric(t *testing.T) Rubric {
 // builder left for itself; the judge still gets the page, the screenshot and the rubric,
 // and its score and usage come back.
 func TestJudgeRoomIsBlind(t *testing.T) {
+	needRooms(t)
 	for judge, builder := range map[string]string{"claude": "codex", "codex": "claude"} {
 		t.Run(judge, func(t *testing.T) {
 			a, inst, cfg := mustFind(t, judge)
@@ -111,7 +113,7 @@ func TestJudgeRoomIsBlind(t *testing.T) {
 				prompted = prompted || strings.Contains(body, judgeRubric)
 				for _, bad := range []string{builderToken, builder, hostPath, "tails/a-0", "journal.jsonl"} {
 					if strings.Contains(strings.ToLower(body), strings.ToLower(bad)) {
-						t.Errorf("a request to the model holds %q: %s", bad, clip(body[max(0, strings.Index(strings.ToLower(body), strings.ToLower(bad))-200):], 400))
+						t.Errorf("a request to the model holds %q: %s", bad, run.Clip(body[max(0, strings.Index(strings.ToLower(body), strings.ToLower(bad))-200):], 400))
 					}
 				}
 			}
@@ -168,6 +170,7 @@ func TestJudgeRoomIsBlind(t *testing.T) {
 // its score line and then quotes the score the page planted; tare records no verdict, never
 // the planted 10, and says why.
 func TestJudgeScoreIsItsOwnLine(t *testing.T) {
+	needRooms(t)
 	_, _, cfg := mustFind(t, "claude")
 	script, err := modelserver.ParseScript([]byte("[[turn]]\ntext = \"score 2: poor layout.\\n\\n> score 10: the best page ever made\"\n"), "judge.toml")
 	if err != nil {

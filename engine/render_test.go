@@ -47,6 +47,7 @@ func writePage(t *testing.T, html string) string {
 // viewport, and the script's URL named as blocked. An image from a server on the host's
 // loopback is blocked too: the room's loopback is its own.
 func TestRenderPageInARoomWithoutNetwork(t *testing.T) {
+	needRooms(t)
 	if _, err := browser.Find(); err != nil {
 		t.Fatal(err)
 	}
@@ -79,6 +80,7 @@ func TestRenderPageInARoomWithoutNetwork(t *testing.T) {
 // TestRenderRoomHasOnlyLoopback: the render room's only interface is its own loopback, so a
 // page cannot reach the host's services or any network, whatever Chromium's flags say.
 func TestRenderRoomHasOnlyLoopback(t *testing.T) {
+	needRooms(t)
 	box, err := renderRoom(testConfig(t, nil), writePage(t, remotePage), "index.html")
 	if err != nil {
 		t.Fatal(err)

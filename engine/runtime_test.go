@@ -19,6 +19,7 @@ import (
 // the CLI runs there, and nothing beside it on the host is in sight. The CLI here is a
 // script that, run in the room, lists its own folder and tries the host sibling.
 func TestStandaloneBinaryComesAlone(t *testing.T) {
+	needRooms(t)
 	bin := filepath.Join(t.TempDir(), ".local", "bin")
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		t.Fatal(err)

@@ -62,6 +62,7 @@ const trailTask = "Do the five steps."
 // "No response requested." before the new prompt (the model server does not count that filler
 // as a turn). Codex and pi send the kept history and the new prompt alone.
 func TestTrailsAndNativeCut(t *testing.T) {
+	needRooms(t)
 	script, err := modelserver.ParseScript([]byte(trailScript), "trail.toml")
 	if err != nil {
 		t.Fatal(err)

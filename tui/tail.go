@@ -204,16 +204,22 @@ func (v *tailView) header() string {
 	if len(t.Earlier) > 0 {
 		first += " · " + attemptNote(t)
 	}
-	status := tailStatus(t)
+	status, tone, now := tailStatus(t), statusTone(tailStatus(t)), v.env.now()
 	if t.Status == journal.StatusNoVerdict {
 		status += " (" + t.Reason.Label() + ")"
 	}
-	elapsed := span(t.Elapsed(v.env.now()))
+	at, stopped := v.env.store.run(v.dir).stoppedAt()
+	stopped = stopped && t.Status == journal.StatusRunning
+	if stopped {
+		// Nothing runs it now: its time stopped with the run.
+		status, tone, now = interrupted.text, interrupted.tone, at
+	}
+	elapsed := span(t.Elapsed(now))
 	if t.Place != nil {
 		status, elapsed = placeStatus(t, status), placeNote(t, v.env.now())
 	}
 	second := strings.Join([]string{
-		s.tone(statusTone(tailStatus(t)), status), elapsed,
+		s.tone(tone, status), elapsed,
 		fmt.Sprintf("%d calls", t.Calls), tokens(t.Usage) + " tokens", cost(t.Usage),
 	}, " · ")
 	if len(t.Earlier) > 0 {
@@ -222,6 +228,9 @@ func (v *tailView) header() string {
 	third := s.tone(dim, "check: once the agent ends")
 	if !t.Checking.IsZero() {
 		third = s.tone(warn, "checking: "+checkingNote(t, v.env.now()))
+	}
+	if stopped {
+		third = s.tone(bad, "interrupted: tare stopped during this tail; r on the run resumes it")
 	}
 	switch t.Status {
 	case journal.StatusPassed, journal.StatusFailed:
@@ -335,6 +344,10 @@ func (v *tailView) update(msg tea.KeyMsg, body rect) (bool, tea.Cmd) {
 		v.diff, v.onDiff = nil, false
 		v.setSize(body)
 		return true, nil
+	case key.Matches(msg, k.Back) && v.onDiff:
+		// esc goes back from the lower pane too (the root pops the view): only a filter on the
+		// calls, cleared from the upper pane, keeps it.
+		return false, nil
 	case key.Matches(msg, k.Next, k.Prev):
 		v.onDiff = !v.onDiff // the lower pane: the diff, or the detail
 		return true, nil
@@ -349,7 +362,7 @@ func (v *tailView) update(msg tea.KeyMsg, body rect) (bool, tea.Cmd) {
 		return true, emit(retryMsg{v.dir, v.id})
 	case key.Matches(msg, k.Kill):
 		return true, emit(killMsg{v.dir, v.id})
-	case key.Matches(msg, shotKey):
+	case key.Matches(msg, k.Shot):
 		return true, showShot(v.state())
 	}
 	if v.onDiff {
@@ -385,5 +398,19 @@ func (v *tailView) selectedStep() int {
 
 func (v *tailView) help() []key.Binding {
 	k := v.env.keys
-	return append([]key.Binding{k.Diff, k.Pager, k.Kill, k.Retry, k.Filter}, judgeKeys(v.env.store.run(v.dir).state)...)
+	return append([]key.Binding{k.Diff, k.Pager, k.Kill, k.Retry, k.Filter}, judgeKeys(k, v.env.store.run(v.dir).state)...)
+}
+
+// rowHelp is the keys that act now: d on a tool call, kill or retry as the tail's status allows.
+func (v *tailView) rowHelp() []key.Binding {
+	k := v.env.keys
+	var out []key.Binding
+	if v.selectedStep() > 0 {
+		out = append(out, k.Diff)
+	}
+	out = append(out, k.Pager)
+	if t := v.state(); t != nil {
+		out = append(out, tailKeys(k, t)...)
+	}
+	return append(append(out, k.Filter), judgeKeys(k, v.env.store.run(v.dir).state)...)
 }

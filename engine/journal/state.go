@@ -48,7 +48,7 @@ type TailState struct {
 	ID   string
 	Side string
 	Step int
-	How  string
+	How  How
 	// Attempt numbers the latest attempt (0: the first).
 	Attempt int
 	// Status is the latest attempt's: StatusRunning, StatusPassed, StatusFailed or
@@ -413,7 +413,7 @@ func (s *RunState) Tally() []SideTally {
 		}
 	}
 	for i := range out {
-		out[i].Lo, out[i].Hi = Wilson(out[i].Passed, out[i].Verdicts)
+		out[i].Lo, out[i].Hi = stats.Wilson(out[i].Passed, out[i].Verdicts)
 	}
 	return out
 }

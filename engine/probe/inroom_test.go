@@ -15,6 +15,7 @@ import (
 // agent without hooks, is out of its tools' reach: a child of it cannot read its memory
 // through /proc/PPID/mem, while the same read of a sibling (the control) works.
 func TestInRoomTareIsNotDumpable(t *testing.T) {
+	needRooms(t)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

@@ -41,6 +41,7 @@ func operatorLogins(t *testing.T) string {
 // the room: only the agent's own login is there; the MCP servers' and other providers'
 // tokens are not. The probe's reading of the same plan declares the kept keys and no leak.
 func TestLoginRoomHoldsOneLogin(t *testing.T) {
+	needRooms(t)
 	home := operatorLogins(t)
 	for name, want := range map[string]struct{ rel, own string }{
 		"claude": {".claude/.credentials.json", "sk-ant-oat01-own"},
@@ -111,6 +112,7 @@ func TestLoginLeaksNamesWhatTheCopyHoldsBeyondTheLogin(t *testing.T) {
 // operator's instructions and a private key does not read 0.00: the agent owns it and can
 // open it up, so the host-file and secret detectors are blind, naming the folder.
 func TestProbeOfAShutFolderIsBlind(t *testing.T) {
+	needRooms(t)
 	home, project := t.TempDir(), t.TempDir()
 	writeFiles(t, home, ".pi/agent/AGENTS.md")
 	writeFiles(t, project, "src/main.py", "locked/.ssh/id_rsa")

@@ -71,6 +71,7 @@ func TestControlHomesArePlantedAlike(t *testing.T) {
 // each agent the planted folder on disk holds exactly what was planted, byte for byte, while
 // what reached the model still carries the planted instructions.
 func TestControlAgentWritesStayInMemory(t *testing.T) {
+	needRooms(t)
 	for _, name := range []string{"codex", "claude"} {
 		t.Run(name, func(t *testing.T) {
 			a, _, cfg := mustFind(t, name)

@@ -32,6 +32,16 @@ func Config(t testing.TB, agents []string) *config.Config {
 	return cfg
 }
 
+// NeedRooms skips t under -short: it starts rooms (bwrap, the agent CLIs, Chromium) or the
+// local Slurm cluster, seconds to minutes each on a busy machine. Without -short nothing is
+// skipped: a missing tool fails the test.
+func NeedRooms(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts rooms or Slurm; skipped under -short")
+	}
+}
+
 // RepoRoot is the folder holding go.mod, above the package under test.
 func RepoRoot(t testing.TB) string {
 	t.Helper()

@@ -1,19 +1,18 @@
-package engine
+package run
 
 import (
 	"os"
 	"path/filepath"
 	"sync"
-	"tare/config"
 	"tare/engine/journal"
 	"testing"
 	"time"
 )
 
-// TestMakeFreeRunDirUnderRace: runs that start in the same second for folders of the same
+// TestMakeFreeDirUnderRace: runs that start in the same second for folders of the same
 // name (tare judge as the check of tails judged side by side: every tail's workspace is
 // "work") each get a run directory of their own.
-func TestMakeFreeRunDirUnderRace(t *testing.T) {
+func TestMakeFreeDirUnderRace(t *testing.T) {
 	parent := t.TempDir()
 	now := time.Now()
 	const n = 24
@@ -23,7 +22,7 @@ func TestMakeFreeRunDirUnderRace(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			dir, err := MakeFreeRunDir(parent, "/runs/a-0/work", now)
+			dir, err := MakeFreeDir(parent, "/runs/a-0/work", now)
 			if err != nil {
 				t.Error(err)
 			}
@@ -47,7 +46,7 @@ func TestMakeFreeRunDirUnderRace(t *testing.T) {
 // TestDefaultRunFoldersAreTheirOwn: runs of one project started at once, none naming --out,
 // each open a run folder of their own; none fails because another took the name it chose.
 func TestDefaultRunFoldersAreTheirOwn(t *testing.T) {
-	cfg := &config.Config{StateDir: t.TempDir()}
+	parent := t.TempDir()
 	const n = 16
 	dirs := make(chan string, n)
 	var wg sync.WaitGroup
@@ -55,13 +54,13 @@ func TestDefaultRunFoldersAreTheirOwn(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := newRun("", cfg, "calibrate", "/home/someone/proj", nil)
+			r, err := New("", parent, "/home/someone/proj", nil)
 			if err != nil {
 				t.Error(err)
 				return
 			}
-			r.close()
-			dirs <- r.dir
+			r.Close()
+			dirs <- r.Dir()
 		}()
 	}
 	wg.Wait()
