@@ -28,6 +28,7 @@ const (
 	markerEnv = "TARE_SANDBOX_TEST_MARKER" // the unique marker of a lifecycle child's room
 	mutateEnv = "TARE_SANDBOX_TEST_MUTATE" // a mutation the lifecycle child applies
 	wsEnv     = "TARE_SANDBOX_TEST_WS"     // the lifecycle child's workspace
+	imageEnv  = "TARE_SANDBOX_TEST_IMAGE"  // the image root the lifecycle child roots its room in
 )
 
 // canaryEnvKey is set in this test process and must never reach a room.

@@ -204,16 +204,22 @@ func (v *tailView) header() string {
 	if len(t.Earlier) > 0 {
 		first += " · " + attemptNote(t)
 	}
-	status := tailStatus(t)
+	status, tone, now := tailStatus(t), statusTone(tailStatus(t)), v.env.now()
 	if t.Status == journal.StatusNoVerdict {
 		status += " (" + t.Reason.Label() + ")"
 	}
-	elapsed := span(t.Elapsed(v.env.now()))
+	at, stopped := v.env.store.run(v.dir).stoppedAt()
+	stopped = stopped && t.Status == journal.StatusRunning
+	if stopped {
+		// Nothing runs it now: its time stopped with the run.
+		status, tone, now = interrupted.text, interrupted.tone, at
+	}
+	elapsed := span(t.Elapsed(now))
 	if t.Place != nil {
 		status, elapsed = placeStatus(t, status), placeNote(t, v.env.now())
 	}
 	second := strings.Join([]string{
-		s.tone(statusTone(tailStatus(t)), status), elapsed,
+		s.tone(tone, status), elapsed,
 		fmt.Sprintf("%d calls", t.Calls), tokens(t.Usage) + " tokens", cost(t.Usage),
 	}, " · ")
 	if len(t.Earlier) > 0 {
@@ -222,6 +228,9 @@ func (v *tailView) header() string {
 	third := s.tone(dim, "check: once the agent ends")
 	if !t.Checking.IsZero() {
 		third = s.tone(warn, "checking: "+checkingNote(t, v.env.now()))
+	}
+	if stopped {
+		third = s.tone(bad, "interrupted: tare stopped during this tail; r on the run resumes it")
 	}
 	switch t.Status {
 	case journal.StatusPassed, journal.StatusFailed:
