@@ -227,7 +227,7 @@ capsule, which the tail then names.`,
 			if res.CapsuleFrom != nil {
 				from += fmt.Sprintf(" (no capsule of its own: started from step %d's)", *res.CapsuleFrom)
 			}
-			outcome := res.Status
+			outcome := string(res.Status)
 			if res.Status == journal.StatusNoVerdict {
 				outcome = "no verdict (" + res.Reason.Label() + ")"
 			}
