@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
@@ -23,12 +24,37 @@ type tailDetailMsg struct {
 	dir, tail string
 	detail    *journal.TailDetail
 	err       error
+	// stream is the agent's stream file as it was read (its size and last write).
+	stream streamMark
+	// same says the stream had not grown since the last read: detail is nil, nothing changed.
+	same bool
 }
 
-func loadDetail(dir, id string) tea.Cmd {
+// streamMark is a tail's stream file's size and last write: the last write of a stream whose
+// last line starts a tool call is when that call began.
+type streamMark struct {
+	size int64
+	at   time.Time
+}
+
+// streamFile is the file a tail's agent streams to.
+func streamFile(dir, id string) string { return filepath.Join(dir, "tails", id, "stdout.jsonl") }
+
+func loadDetail(dir, id string) tea.Cmd { return loadDetailSince(dir, id, streamMark{size: -1}) }
+
+// loadDetailSince reads the detail again only if the agent's stream moved past last: the
+// clock asks once a second while a tail runs, and a call in flight writes nothing.
+func loadDetailSince(dir, id string, last streamMark) tea.Cmd {
 	return func() tea.Msg {
+		var mark streamMark
+		if fi, err := os.Stat(streamFile(dir, id)); err == nil {
+			mark = streamMark{fi.Size(), fi.ModTime()}
+		}
+		if last.size >= 0 && mark == last {
+			return tailDetailMsg{dir: dir, tail: id, stream: mark, same: true}
+		}
 		d, err := journal.ReadTailDetail(dir, id)
-		return tailDetailMsg{dir: dir, tail: id, detail: d, err: err}
+		return tailDetailMsg{dir: dir, tail: id, detail: d, err: err, stream: mark}
 	}
 }
 
