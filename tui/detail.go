@@ -116,13 +116,14 @@ type pagerDoneMsg struct{ err error }
 
 // openPager runs $PAGER (less when unset) on files, giving it the terminal until it ends.
 func (m *model) openPager(files []string) tea.Cmd {
-	if m.remote {
-		m.fail(fmt.Errorf("the pager would run on the server, not on your terminal; open %s from a shell there", strings.Join(files, " ")))
-		return nil
-	}
 	if len(files) == 0 {
 		m.note("no files to show yet")
 		return nil
+	}
+	if m.remote {
+		// $PAGER would run on the server, not on the operator's terminal: the app's own
+		// pager shows the files instead, wrapped to the page.
+		return pageFiles(files, max(m.scr.body.W-2, 20))
 	}
 	// The files hold what the agent wrote (its stderr, its stream): paged as they are, an
 	// escape sequence in them reaches the terminal raw with `less -R` or PAGER=cat. The pager
@@ -188,6 +189,39 @@ func printableCopies(files []string) (string, []string, error) {
 		out = append(out, c)
 	}
 	return dir, out, nil
+}
+
+// inAppMax is how much of each file the app's own pager shows: it holds the text in memory.
+const inAppMax = 4 << 20
+
+// pageFiles reads files off the UI goroutine for the app's own pager (the reader page), each
+// under a line naming it, escaped and wrapped to w cells.
+func pageFiles(files []string, w int) tea.Cmd {
+	return func() tea.Msg {
+		var b strings.Builder
+		names := make([]string, len(files))
+		for i, f := range files {
+			names[i] = filepath.Base(f)
+			data, err := readCapped(f, inAppMax+1)
+			if err != nil {
+				return readerMsg{err: fmt.Errorf("open logs: %v", err)}
+			}
+			cut := len(data) > inAppMax
+			if cut {
+				data = data[:inAppMax]
+			}
+			if i > 0 {
+				b.WriteString("\n")
+			}
+			fmt.Fprintf(&b, "── %s ──\n", tildePath(f))
+			b.WriteString(ansi.Hardwrap(journal.Printable(strings.TrimRight(string(data), "\n")), w, true))
+			b.WriteString("\n")
+			if cut {
+				fmt.Fprintf(&b, "(the first %d MB of it; the whole file is %s on the server)\n", inAppMax>>20, tildePath(f))
+			}
+		}
+		return readerMsg{title: "Logs · " + strings.Join(names, ", "), text: b.String()}
+	}
 }
 
 // readCapped reads at most max bytes of path.
