@@ -14,13 +14,14 @@ import (
 
 	"tare/engine"
 	"tare/engine/journal"
+	"tare/engine/run"
 	"tare/modelserver"
 )
 
 func cliffCmd() *cobra.Command {
 	var o engine.CliffOptions
-	var project string
 	var asJSON bool
+	var rf *runFlags
 	cmd := &cobra.Command{
 		Use:   "cliff AGENT PROMPT --check CMD [flags] [-- AGENT_ARGS]  |  cliff --run DIR",
 		Short: "Find the step after which a failed run became lost",
@@ -51,6 +52,7 @@ verdict (provider errors, kills) spend budget but are left out of the rates. Run
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			rf.record(&o.RecordOptions)
 			var err error
 			if o.Config, err = settings(); err != nil {
 				return err
@@ -67,7 +69,7 @@ verdict (provider errors, kills) spend budget but are left out of the rates. Run
 				}
 				o.Side = sides[0]
 				o.Side.Args = append(o.Side.Args, args[2:]...)
-				if o.Project, err = projectDir(project, o.AllowDirty); err != nil {
+				if o.Project, err = projectDir(o.Project, o.AllowDirty); err != nil {
 					return err
 				}
 				if o.Script != "" {
@@ -77,7 +79,7 @@ verdict (provider errors, kills) spend budget but are left out of the rates. Run
 				}
 				o.Prompt = args[1]
 				if o.Out == "" {
-					o.Out = engine.FreeRunDir(filepath.Join(o.Config.StateDir, "cliff"), o.Project, time.Now())
+					o.Out = run.FreeDir(filepath.Join(o.Config.StateDir, "cliff"), o.Project, time.Now())
 				}
 				warnCheckOnHost(o.CheckOnHost && o.Check != "")
 			}
@@ -92,16 +94,7 @@ verdict (provider errors, kills) spend budget but are left out of the rates. Run
 	f.Float64Var(&o.GapBelow, "gap-below", 0.2, "report a model gap when the start's upper 95% bound is below this")
 	onFlag(cmd, &o.On)
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON instead of the report")
-	f.StringVar(&project, "project", ".", "the project the run starts from")
-	f.StringVar(&o.Check, "check", "", "shell command that scores a workspace, in a room of its own (exit 0 passes)")
-	f.DurationVar(&o.CheckTimeout, "check-timeout", engine.DefaultCheckTimeout, "a check running longer fails")
-	checkOnHostFlag(cmd, &o.CheckOnHost)
-	f.DurationVar(&o.AgentTimeout, "timeout", engine.DefaultAgentTimeout, "an agent running longer is stopped")
-	f.StringVar(&o.Out, "out", "", "run directory (default $XDG_STATE_HOME/tare/cliff/<project>-<time>)")
-	f.StringVar(&o.Script, "script", "", "talk to tare's own model server replaying this script")
-	f.Int64Var(&o.Seed, "seed", 0, "seed of the script's branch draws, to replay a run (default: a fresh one, in recipe.json)")
-	f.BoolVar(&o.AllowDirty, "allow-dirty", false, `run even when the reading is not "tare: 0.00"`)
-	capFlags(cmd, &o.Caps)
+	rf = addRunFlags(cmd, runHelp{kind: "cliff"}, true)
 	return cmd
 }
 
@@ -125,8 +118,9 @@ func cliff(ctx context.Context, o engine.CliffOptions, asJSON bool) error {
 
 func swapCmd() *cobra.Command {
 	var o engine.SwapOptions
-	var project, a, b, aArgs, bArgs, cuts string
+	var a, b, aArgs, bArgs, cuts string
 	var asJSON bool
+	var rf *runFlags
 	cmd := &cobra.Command{
 		Use:   "swap PROMPT --check CMD [--a claude] [--b codex] [--cuts 0,0.5,1] [flags]",
 		Short: "Was it the workspace or the agent? Swap workspaces between two agents' runs",
@@ -148,6 +142,7 @@ non-call the report gives the smallest effect the cells could have called; --det
 --tails so that a real effect of D is called with 80% power.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			rf.record(&o.RecordOptions)
 			var err error
 			if o.Config, err = settings(); err != nil {
 				return err
@@ -166,7 +161,7 @@ non-call the report gives the smallest effect the cells could have called; --det
 			if o.Originals < 1 {
 				return fmt.Errorf("--originals %d: give at least 1 original run per agent", o.Originals)
 			}
-			if o.Project, err = projectDir(project, o.AllowDirty); err != nil {
+			if o.Project, err = projectDir(o.Project, o.AllowDirty); err != nil {
 				return err
 			}
 			if o.Script != "" {
@@ -176,7 +171,7 @@ non-call the report gives the smallest effect the cells could have called; --det
 			}
 			o.Prompt, o.Argv, o.Version = args[0], os.Args[1:], version()
 			if o.Out == "" {
-				o.Out = engine.FreeRunDir(filepath.Join(o.Config.StateDir, "swap"), o.Project, time.Now())
+				o.Out = run.FreeDir(filepath.Join(o.Config.StateDir, "swap"), o.Project, time.Now())
 			}
 			warnCheckOnHost(o.CheckOnHost && o.Check != "")
 			return swap(cmd.Context(), o, asJSON)
@@ -195,15 +190,13 @@ non-call the report gives the smallest effect the cells could have called; --det
 	f.StringVar(&o.Handoff, "handoff", "trail", "what a handoff gives the other agent: trail or workspace")
 	onFlag(cmd, &o.On)
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON instead of the report")
-	f.StringVar(&project, "project", ".", "the project the runs start from")
-	f.StringVar(&o.Check, "check", "", "shell command that scores a workspace, in a room of its own (exit 0 passes)")
-	f.DurationVar(&o.CheckTimeout, "check-timeout", engine.DefaultCheckTimeout, "a check running longer fails")
-	checkOnHostFlag(cmd, &o.CheckOnHost)
-	f.DurationVar(&o.AgentTimeout, "timeout", engine.DefaultAgentTimeout, "an agent running longer is stopped")
-	f.StringVar(&o.Out, "out", "", "run directory (default $XDG_STATE_HOME/tare/swap/<project>-<time>)")
-	f.StringVar(&o.Script, "script", "", "talk to tare's own model server replaying this script")
-	f.Int64Var(&o.Seed, "seed", 0, "seed of the script's branch draws (original k of a draws seed+2k, of b seed+2k+1)")
-	f.BoolVar(&o.AllowDirty, "allow-dirty", false, `run even when a reading is not "tare: 0.00"`)
+	// swap takes no spending caps.
+	rf = addRunFlags(cmd, runHelp{
+		kind:       "swap",
+		starts:     "the runs start",
+		seed:       "seed of the script's branch draws (original k of a draws seed+2k, of b seed+2k+1)",
+		allowDirty: `run even when a reading is not "tare: 0.00"`,
+	}, false)
 	return cmd
 }
 

@@ -12,6 +12,15 @@ import (
 	"tare/tui"
 )
 
+// attachCmds are tare claude, tare codex...: one command per agent tare runs.
+func attachCmds() []*cobra.Command {
+	var cmds []*cobra.Command
+	for _, a := range agent.All() {
+		cmds = append(cmds, attachCmd(a))
+	}
+	return cmds
+}
+
 func attachCmd(a agent.Agent) *cobra.Command {
 	var opts engine.AttachOptions
 	var project string

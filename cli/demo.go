@@ -13,6 +13,7 @@ import (
 	"tare/demo"
 	"tare/engine"
 	"tare/engine/journal"
+	"tare/engine/run"
 )
 
 // demoSides reads `tare demo --sides A,B`: the two agents the demo compares, any two of
@@ -54,7 +55,7 @@ first line should begin "cliff at step %d", with the posterior it was pinned on.
 			if err != nil {
 				return err
 			}
-			name := engine.RunDirName("demo", time.Now())
+			name := run.DirName("demo", time.Now())
 			paths, err := demo.Extract(filepath.Join(o.Config.StateDir, "demo", name))
 			if err != nil {
 				return err
@@ -97,7 +98,7 @@ stands out of the intervals corrected for five calls, not always of those correc
 			if o.Config, err = settings(); err != nil {
 				return err
 			}
-			name := engine.RunDirName("demo", time.Now())
+			name := run.DirName("demo", time.Now())
 			paths, err := demo.Extract(filepath.Join(o.Config.StateDir, "demo", name))
 			if err != nil {
 				return err
@@ -146,7 +147,7 @@ model would; --seed fixes the draws (the default seed shows rates strictly betwe
 			if o.Sides, err = engine.ParseSides(sides, nil); err != nil {
 				return err
 			}
-			name := engine.RunDirName("demo", time.Now())
+			name := run.DirName("demo", time.Now())
 			paths, err := demo.Extract(filepath.Join(o.Config.StateDir, "demo", name))
 			if err != nil {
 				return err

@@ -13,6 +13,7 @@ import (
 
 	"tare/engine"
 	"tare/engine/journal"
+	enginerun "tare/engine/run"
 )
 
 func rerunCmd() *cobra.Command {
@@ -64,7 +65,7 @@ table is not compared: the recipe does not record it.`,
 				}
 			}
 			if out == "" {
-				out = engine.FreeRunDir(filepath.Join(cfg.StateDir, rec.Argv[0]), plan.Name(), time.Now())
+				out = enginerun.FreeDir(filepath.Join(cfg.StateDir, rec.Argv[0]), plan.Name(), time.Now())
 			} else if out, err = filepath.Abs(out); err != nil {
 				return fmt.Errorf("--out: %v", err)
 			}

@@ -99,15 +99,24 @@ leak with the file it came from.`,
 	}
 	cmd.PersistentFlags().BoolVar(&stayInView, "stay", false, "keep a command's live view open on the finished run, to browse it (q leaves)")
 	cmd.SetVersionTemplate("tare {{.Version}}\n")
-	cmd.AddCommand(probeCmd(), calibrateCmd(), resumeCmd(), recordCmd(), tailCmd(), cliffCmd(), swapCmd(), demoCmd(), watchCmd(), serveCmd(), modelServerCmd(), doctorCmd(), pricesCmd())
-	cmd.AddCommand(judgeCmd(), judgeNoiseCmd())
-	cmd.AddCommand(rerunCmd())
-	cmd.AddCommand(workerCmd())
-	cmd.AddCommand(gcCmd())
-	cmd.AddCommand(workshopCmd())
-	cmd.AddCommand(envCmd())
-	for _, a := range agent.All() {
-		cmd.AddCommand(attachCmd(a))
+	// tare --help lists the commands by what they are for, not in one alphabetical column.
+	groups := []struct {
+		id, title string
+		cmds      []*cobra.Command
+	}{
+		{"rooms", "Agents in a clean room:", append([]*cobra.Command{probeCmd(), envCmd()}, attachCmds()...)},
+		{"runs", "Runs:", []*cobra.Command{calibrateCmd(), recordCmd(), tailCmd(), resumeCmd(), rerunCmd(), demoCmd()}},
+		{"analyses", "Analyses:", []*cobra.Command{cliffCmd(), swapCmd(), judgeCmd(), judgeNoiseCmd()}},
+		{"workshop", "Prose experiments:", []*cobra.Command{workshopCmd()}},
+		{"app", "The app:", []*cobra.Command{watchCmd(), serveCmd()}},
+		{"tools", "Tools:", []*cobra.Command{doctorCmd(), pricesCmd(), modelServerCmd(), gcCmd(), workerCmd()}},
+	}
+	for _, g := range groups {
+		cmd.AddGroup(&cobra.Group{ID: g.id, Title: g.title})
+		for _, c := range g.cmds {
+			c.GroupID = g.id
+			cmd.AddCommand(c)
+		}
 	}
 	return cmd
 }

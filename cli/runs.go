@@ -13,6 +13,7 @@ import (
 
 	"tare/engine"
 	"tare/engine/journal"
+	"tare/engine/run"
 	"tare/modelserver"
 )
 
@@ -20,7 +21,8 @@ func calibrateCmd() *cobra.Command {
 	var o engine.CalibrateOptions
 	var asJSON bool
 	var sides, prompts []string
-	var project, promptFile string
+	var promptFile string
+	var rf *runFlags
 	cmd := &cobra.Command{
 		Use:   "calibrate [PROMPT] --side AGENT [--side AGENT...]",
 		Short: "How often each side (an agent with its arguments) passes a task, with its 95% interval",
@@ -58,6 +60,7 @@ from 0.6 in 68%, 0.5 from 0.6 in 21%; --detect D says how many runs 80% power at
 					return fmt.Errorf("--prompt-file %s: the file is empty; fix: write the task in it", promptFile)
 				}
 			}
+			rf.calibrate(&o)
 			if err := separateFlags(cmd, o); err != nil {
 				return err
 			}
@@ -65,7 +68,7 @@ from 0.6 in 68%, 0.5 from 0.6 in 21%; --detect D says how many runs 80% power at
 			if o.Sides, err = engine.ParseSides(sides, prompts); err != nil {
 				return err
 			}
-			if o.Project, err = projectDir(project, o.AllowDirty); err != nil {
+			if o.Project, err = projectDir(o.Project, o.AllowDirty); err != nil {
 				return err
 			}
 			if o.Config, err = settings(); err != nil {
@@ -80,20 +83,18 @@ from 0.6 in 68%, 0.5 from 0.6 in 21%; --detect D says how many runs 80% power at
 	f.StringArrayVar(&sides, "side", nil, `an agent and its arguments, e.g. "claude --model haiku" (repeat for each side; keys a, b, c...)`)
 	f.StringVar(&promptFile, "prompt-file", "", "read the task from this file instead of PROMPT")
 	f.StringArrayVar(&prompts, "side-prompt", nil, `a side's own prompt, KEY=PROMPT, e.g. "b=/b:ideate a todo app"`)
-	f.StringVar(&o.Check, "check", "", "shell command run in each finished workspace, in a room of its own (exit 0 passes)")
-	f.DurationVar(&o.CheckTimeout, "check-timeout", engine.DefaultCheckTimeout, "a check running longer fails")
-	checkOnHostFlag(cmd, &o.CheckOnHost)
-	f.DurationVar(&o.AgentTimeout, "timeout", engine.DefaultAgentTimeout, "an agent running longer is stopped")
+	rf = addRunFlags(cmd, runHelp{
+		kind:       "calibrate",
+		starts:     "each run starts",
+		check:      "shell command run in each finished workspace, in a room of its own (exit 0 passes)",
+		script:     "every side talks to tare's own model server replaying this script, instead of its provider",
+		seed:       "seed of the script's branch draws, to replay a run (default: a fresh one, shown in the report)",
+		allowDirty: `run even when a reading is not "tare: 0.00"`,
+	}, true)
 	f.IntVar(&o.Runs, "runs", 10, "fresh starts per side")
 	f.IntVar(&o.Jobs, "jobs", 3, "runs at the same time")
 	f.BoolVar(&o.Keep, "keep", false, "keep every run's finished workspace")
-	f.StringVar(&project, "project", ".", "the project each run starts from")
-	f.StringVar(&o.Out, "out", "", "run directory (default $XDG_STATE_HOME/tare/calibrate/<project>-<time>)")
-	f.StringVar(&o.Script, "script", "", "every side talks to tare's own model server replaying this script, instead of its provider")
-	f.Int64Var(&o.Seed, "seed", 0, "seed of the script's branch draws, to replay a run (default: a fresh one, shown in the report)")
-	f.BoolVar(&o.AllowDirty, "allow-dirty", false, `run even when a reading is not "tare: 0.00"`)
 	onFlag(cmd, &o.On)
-	capFlags(cmd, &o.Caps)
 	f.BoolVar(&o.UntilSeparated, "until-separated", false, "two sides: start runs in pairs until their pass rates are separated at 95% (exact sequential test calibrated to --max-runs) or --max-runs")
 	f.IntVar(&o.MaxRuns, "max-runs", 100, "with --until-separated: the most runs started per side")
 	f.Float64Var(&o.Detect, "detect", 0, "with --until-separated: the report says the --max-runs that separates pass rates this far apart with 80% power, e.g. 0.1")
@@ -120,7 +121,7 @@ func calibrate(ctx context.Context, o engine.CalibrateOptions, asJSON bool) erro
 	warnCheckOnHost(o.CheckOnHost && o.Check != "")
 	o.Bus = journal.NewBus()
 	if o.Out == "" {
-		o.Out = engine.FreeRunDir(filepath.Join(o.Config.StateDir, "calibrate"), o.Project, time.Now())
+		o.Out = run.FreeDir(filepath.Join(o.Config.StateDir, "calibrate"), o.Project, time.Now())
 	}
 	var report string
 	err := showRun(ctx, o.Config, o.Out, o.Bus, func(ctx context.Context, lines bool) error {
@@ -142,7 +143,8 @@ func calibrate(ctx context.Context, o engine.CalibrateOptions, asJSON bool) erro
 
 func recordCmd() *cobra.Command {
 	var o engine.RecordOptions
-	var project, side string
+	var side string
+	var rf *runFlags
 	cmd := &cobra.Command{
 		Use:   "record PROMPT [--side AGENT]",
 		Short: "Run a task once in a clean room with a capsule after every tool call",
@@ -151,12 +153,12 @@ agent's own post-tool hook), keeps its session, and lists the steps. tare tail D
 continues it from any step in a fresh room, natively or by handoff to any agent.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var err error
+			rf.record(&o)
 			sides, err := engine.ParseSides([]string{side}, nil)
 			if err != nil {
 				return err
 			}
-			if o.Project, err = projectDir(project, o.AllowDirty); err != nil {
+			if o.Project, err = projectDir(o.Project, o.AllowDirty); err != nil {
 				return err
 			}
 			if o.Config, err = settings(); err != nil {
@@ -169,7 +171,7 @@ continues it from any step in a fresh room, natively or by handoff to any agent.
 			}
 			o.Prompt, o.Side, o.Argv, o.Version = args[0], sides[0], os.Args[1:], version()
 			if o.Out == "" {
-				o.Out = engine.FreeRunDir(filepath.Join(o.Config.StateDir, "record"), o.Project, time.Now())
+				o.Out = run.FreeDir(filepath.Join(o.Config.StateDir, "record"), o.Project, time.Now())
 			}
 			warnCheckOnHost(o.CheckOnHost && o.Check != "")
 			o.Bus = journal.NewBus()
@@ -194,17 +196,8 @@ continues it from any step in a fresh room, natively or by handoff to any agent.
 		},
 	}
 	f := cmd.Flags()
-	f.Int64Var(&o.Seed, "seed", 0, "seed of the script's branch draws, to replay a run (default: a fresh one, in recipe.json)")
 	f.StringVar(&side, "side", "claude", "the agent and its arguments")
-	f.StringVar(&project, "project", ".", "the project the run starts from")
-	f.StringVar(&o.Check, "check", "", "shell command that scores the tails, in a room of its own (exit 0 passes)")
-	f.DurationVar(&o.CheckTimeout, "check-timeout", engine.DefaultCheckTimeout, "a check running longer fails")
-	checkOnHostFlag(cmd, &o.CheckOnHost)
-	f.DurationVar(&o.AgentTimeout, "timeout", engine.DefaultAgentTimeout, "an agent running longer is stopped")
-	f.StringVar(&o.Out, "out", "", "run directory (default $XDG_STATE_HOME/tare/record/<project>-<time>)")
-	f.StringVar(&o.Script, "script", "", "talk to tare's own model server replaying this script")
-	f.BoolVar(&o.AllowDirty, "allow-dirty", false, `run even when the reading is not "tare: 0.00"`)
-	capFlags(cmd, &o.Caps)
+	rf = addRunFlags(cmd, runHelp{kind: "record", check: "shell command that scores the tails, in a room of its own (exit 0 passes)"}, true)
 	return cmd
 }
 

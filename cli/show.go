@@ -42,12 +42,7 @@ func printReport(dir, text string, asJSON bool) error {
 // leaves it running with plain lines), one line per event on stderr otherwise. run is told
 // which, so it can print its own progress lines only where they do not break the view.
 func showRun(ctx context.Context, cfg *config.Config, dir string, bus *journal.Bus, run func(ctx context.Context, lines bool) error) error {
-	if !term.IsTerminal(int(os.Stdout.Fd())) || !term.IsTerminal(int(os.Stdin.Fd())) {
-		stop := follow(ctx, bus)
-		err := run(ctx, true)
-		stop()
-		return stopped(ctx, dir, err)
-	}
+	lines := !term.IsTerminal(int(os.Stdout.Fd())) || !term.IsTerminal(int(os.Stdin.Fd()))
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 	viewCtx, stopView := context.WithCancel(ctx)
@@ -55,13 +50,17 @@ func showRun(ctx context.Context, cfg *config.Config, dir string, bus *journal.B
 	done := make(chan error, 1)
 	returned := make(chan struct{}) // the view ends once the command has, not at the journal's first run_finished
 	go func() {
-		err := run(runCtx, false)
-		if err != nil {
+		err := run(runCtx, lines)
+		if err != nil && !lines {
 			stopView()
 		}
 		close(returned)
 		done <- err
 	}()
+	if lines {
+		printLines(ctx, dir, bus, returned)
+		return stopped(ctx, dir, <-done)
+	}
 	eng, err := newAppEngine(cfg)
 	if err != nil {
 		stopRun()
@@ -75,10 +74,20 @@ func showRun(ctx context.Context, cfg *config.Config, dir string, bus *journal.B
 		return stoppedRun{dir}
 	case err != nil && viewCtx.Err() == nil:
 		// The view failed while the run goes on: say so, and follow the run in lines.
-		fmt.Fprintf(os.Stderr, "tare: the live view ended: %v; the run goes on, one line per event from here\n", err)
-		defer follow(ctx, bus)()
+		fmt.Fprintf(os.Stderr, "tare: the live view ended: %v; the run goes on, one line per event\n", err)
+		printLines(ctx, dir, bus, returned)
 	}
 	return stopped(ctx, dir, <-done)
+}
+
+// printLines prints the run's journal in dir as lines on stderr until the command writing it
+// has returned (returned closes) and its last events are printed. A signal does not cut them
+// short: the stop's own events (tails stopped, the run's end) are the lines that say what
+// happened.
+func printLines(ctx context.Context, dir string, bus *journal.Bus, returned <-chan struct{}) {
+	// stderr gone, or a journal that cannot be read: the run goes on, and its error is the
+	// command's to report.
+	_ = tui.LiveRun(context.WithoutCancel(ctx), tui.LiveOptions{Dir: dir, Bus: bus, Done: returned, Lines: true})
 }
 
 // stoppedRun is a run the operator stopped (ctrl+c, or a signal): not an error of the
@@ -92,21 +101,6 @@ func stopped(ctx context.Context, dir string, err error) error {
 		return stoppedRun{dir}
 	}
 	return err
-}
-
-// follow prints a run's events as lines on stderr until stop is called.
-func follow(ctx context.Context, bus *journal.Bus) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	sub := bus.Subscribe(ctx, 256)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = tui.PrintLines(ctx, sub.C(), os.Stderr) // stderr gone: nothing left to tell
-	}()
-	return func() {
-		cancel() // the printer then prints what is still queued
-		<-done
-	}
 }
 
 // analysis runs one analysis under showRun and prints what it found: the report.txt it

@@ -14,6 +14,7 @@ import (
 	"tare/demo"
 	"tare/engine"
 	"tare/engine/journal"
+	enginerun "tare/engine/run"
 )
 
 // slurmUp starts the real two-node Slurm of scripts/slurm-local (a no-op when it is up). A
@@ -169,7 +170,7 @@ func TestSlurmCalibrateGivesTheLocalRates(t *testing.T) {
 func TestSlurmKillCancelsTheJob(t *testing.T) {
 	s := slowOnSlurm(t)
 	out, job := s.out, s.job
-	if err := engine.RequestKill(out, "a-0", journal.KillNotAsked); err != nil {
+	if err := enginerun.RequestKill(out, "a-0", journal.KillNotAsked); err != nil {
 		t.Fatal(err)
 	}
 	s.awaitEnd(t, 2*time.Minute, "the kill")
@@ -426,7 +427,7 @@ func TestSlurmUnprivilegedOperatorSubmits(t *testing.T) {
 // BenchmarkSlurmDispatch is the dispatch overhead of --on slurm: the same seeded tails of the
 // demo run on this machine and as Slurm jobs (scripts/slurm-local, two nodes), in the same
 // run; it reports each side's mean tail time, the queue wait, their difference per tail and
-// the ratio. Run: go test -run '^$' -bench SlurmDispatch -benchtime 1x .
+// the ratio. Run: go test -run '^$' -bench SlurmDispatch -benchtime 1x ./e2e
 func BenchmarkSlurmDispatch(b *testing.B) {
 	out, err := exec.Command(filepath.Join(repoDir(), "scripts", "slurm-local"), "up", "--nodes", "2").CombinedOutput()
 	if err != nil {

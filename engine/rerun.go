@@ -17,6 +17,7 @@ import (
 	"tare/config"
 	"tare/engine/journal"
 	"tare/engine/room"
+	"tare/engine/run"
 )
 
 // RerunKinds are the commands whose runs tare rerun repeats: the first word of a recipe's argv.
@@ -37,7 +38,7 @@ func (d Drift) String() string { return fmt.Sprintf("%s: %s then, %s now", d.Wha
 // RerunPlan is what tare rerun knows before it starts: the recipe, what drifted since, and
 // what the run being repeated cost.
 type RerunPlan struct {
-	Recipe *Recipe
+	Recipe *run.Recipe
 	Drift  []Drift
 	// Cost is the repeated run's total (usage.json); CostKnown is false without one.
 	Cost      journal.Usage
@@ -52,7 +53,7 @@ type RerunPlan struct {
 // agent CLI's version, the project's content (its capsule root), the model script's text.
 // version is this tare's. The project is fingerprinted in a temp store, removed after.
 func PlanRerun(ctx context.Context, dir string, cfg *config.Config, version string) (*RerunPlan, error) {
-	rec, err := ReadRecipe(dir)
+	rec, err := run.ReadRecipe(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +78,7 @@ func PlanRerun(ctx context.Context, dir string, cfg *config.Config, version stri
 		inst, err := room.FindAgent(a, cfg, rec.Project)
 		switch {
 		case err != nil:
-			p.Drift = append(p.Drift, Drift{What: name, Then: then, Now: "not found (" + clip(err.Error(), 120) + ")"})
+			p.Drift = append(p.Drift, Drift{What: name, Then: then, Now: "not found (" + run.Clip(err.Error(), 120) + ")"})
 		case inst.Version != then:
 			p.Drift = append(p.Drift, Drift{What: name, Then: then, Now: inst.Version})
 		}
@@ -189,7 +190,7 @@ func (p *RerunPlan) Args(out string) []string {
 // argvDir is the working folder the recorded command line ran in, as far as the recipe tells:
 // the project folder less the --project the command line gave (the project itself by
 // default); the current folder when --project was absolute.
-func argvDir(rec *Recipe) string {
+func argvDir(rec *run.Recipe) string {
 	given := "."
 	for i, a := range rec.Argv {
 		if a == "--project" && i+1 < len(rec.Argv) {

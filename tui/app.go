@@ -211,6 +211,9 @@ type LiveOptions struct {
 	Done <-chan struct{}
 	// Stay keeps the view open on the finished run, to browse it, until q.
 	Stay bool
+	// Lines prints plain lines even where Out is a terminal: the caller's own output (a
+	// report on stdout) goes where no view can be drawn.
+	Lines bool
 }
 
 // LiveRun shows a run until it finishes or ctx ends: the live run view when Out (and In) is
@@ -230,7 +233,7 @@ func LiveRun(ctx context.Context, o LiveOptions) error {
 		defer cancel()
 		wake = wakeOn(sctx, o.Bus)
 	}
-	if !term.IsTerminal(int(o.Out.Fd())) || !term.IsTerminal(int(o.In.Fd())) {
+	if o.Lines || !term.IsTerminal(int(o.Out.Fd())) || !term.IsTerminal(int(o.In.Fd())) {
 		return printLines(ctx, o.Dir, wake, o.Out, 0, o.Done)
 	}
 	logger, closeLog, err := openLog(o.LogFile, "")

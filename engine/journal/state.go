@@ -48,7 +48,7 @@ type TailState struct {
 	ID   string
 	Side string
 	Step int
-	How  string
+	How  How
 	// Attempt numbers the latest attempt (0: the first).
 	Attempt int
 	// Status is the latest attempt's: StatusRunning, StatusPassed, StatusFailed or

@@ -6,7 +6,7 @@ type TailResult struct {
 	Side   string `json:"side"`
 	Agent  string `json:"agent"`
 	Step   int    `json:"step"`
-	How    string `json:"how"`
+	How    How    `json:"how"`
 	Passed bool   `json:"passed"`
 	// Status is passed, failed or no-verdict; an older tare's "error" is read as no verdict.
 	Status string `json:"status"`

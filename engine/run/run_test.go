@@ -1,4 +1,4 @@
-package engine
+package run
 
 import (
 	"sync"
@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// TestMakeFreeRunDirUnderRace: runs that start in the same second for folders of the same
+// TestMakeFreeDirUnderRace: runs that start in the same second for folders of the same
 // name (tare judge as the check of tails judged side by side: every tail's workspace is
 // "work") each get a run directory of their own.
-func TestMakeFreeRunDirUnderRace(t *testing.T) {
+func TestMakeFreeDirUnderRace(t *testing.T) {
 	parent := t.TempDir()
 	now := time.Now()
 	const n = 24
@@ -19,7 +19,7 @@ func TestMakeFreeRunDirUnderRace(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			dir, err := MakeFreeRunDir(parent, "/runs/a-0/work", now)
+			dir, err := MakeFreeDir(parent, "/runs/a-0/work", now)
 			if err != nil {
 				t.Error(err)
 			}
