@@ -49,7 +49,7 @@ var hostExecs = map[string]string{
 
 // followingWrites are the engine's writes that may follow a link, each with why no run
 // folder is behind it. Every other create or open for writing goes through
-// journal.OpenNoFollow (createRunFile), writeRunFile or capsule.WriteFileAtomic, or uses
+// journal.OpenNoFollow (run.CreateFile), run.WriteFile or capsule.WriteFileAtomic, or uses
 // O_EXCL (which never follows a link).
 var followingWrites = map[string]string{
 	"engine/judge.go (*judgeEnv).stage":                   "the judge's stage, a folder os.MkdirTemp just made",
@@ -196,7 +196,7 @@ func TestRunFolderWritesNeverFollowLinks(t *testing.T) {
 		}
 		seen[where] = true
 		if _, ok := followingWrites[where]; !ok {
-			t.Errorf("%s: %s writes with os.%s, which follows a link in the file's place; fix: journal.OpenNoFollow (createRunFile) or writeRunFile, or list it in followingWrites saying why no run folder is behind it",
+			t.Errorf("%s: %s writes with os.%s, which follows a link in the file's place; fix: journal.OpenNoFollow (run.CreateFile) or run.WriteFile, or list it in followingWrites saying why no run folder is behind it",
 				pos, where, name)
 		}
 	})

@@ -15,6 +15,7 @@ import (
 	"tare/engine"
 	"tare/engine/journal"
 	"tare/engine/probe"
+	enginerun "tare/engine/run"
 	"tare/tui"
 )
 
@@ -55,7 +56,7 @@ func (e *appEngine) Probe(ctx context.Context, name string) error {
 
 // Resume continues a crashed run in a process of its own, as tare resume DIR.
 func (e *appEngine) Resume(ctx context.Context, dir string) error {
-	if engine.Alive(dir) {
+	if enginerun.Alive(dir) {
 		return fmt.Errorf("%s is running in another tare: nothing to resume", dir)
 	}
 	return e.detach("resume", dir)
@@ -63,7 +64,7 @@ func (e *appEngine) Resume(ctx context.Context, dir string) error {
 
 // Retry reruns a finished tail in a process of its own, as tare resume DIR --retry ID.
 func (e *appEngine) Retry(ctx context.Context, dir, tail string) error {
-	if engine.Alive(dir) {
+	if enginerun.Alive(dir) {
 		return fmt.Errorf("%s is still running; retry %s once it ends", dir, tail)
 	}
 	return e.detach("resume", dir, "--retry", tail)
@@ -73,7 +74,7 @@ func (e *appEngine) Retry(ctx context.Context, dir, tail string) error {
 // the runs' place (<state>/<command>/<name>/) in one rename, so a crash halfway leaves no
 // half run for the app to list (a .deleting folder, at worst, to remove by hand).
 func (e *appEngine) Delete(ctx context.Context, dir string) error {
-	if engine.Alive(dir) {
+	if enginerun.Alive(dir) {
 		return fmt.Errorf("%s is live: it is deleted once no process owns it", dir)
 	}
 	state, err := filepath.Abs(e.cfg.StateDir)
@@ -99,7 +100,7 @@ func (e *appEngine) Delete(ctx context.Context, dir string) error {
 
 // Kill asks the process running the tail to stop it, counted in the rate as the operator said.
 func (e *appEngine) Kill(ctx context.Context, dir, tail string, as journal.KillAs) error {
-	return engine.RequestKill(dir, tail, as)
+	return enginerun.RequestKill(dir, tail, as)
 }
 
 // StartCalibrate starts tare calibrate with the form's values and returns the run's
@@ -110,7 +111,11 @@ func (e *appEngine) StartCalibrate(ctx context.Context, c tui.Calibrate) (string
 	if !filepath.IsAbs(project) {
 		project = filepath.Join(e.project, project)
 	}
-	dir := engine.FreeRunDir(filepath.Join(e.cfg.StateDir, "calibrate"), project, time.Now())
+	// The folder is made here, so its name is this run's alone; the run starts in it.
+	dir, err := enginerun.MakeFreeDir(filepath.Join(e.cfg.StateDir, "calibrate"), project, time.Now())
+	if err != nil {
+		return "", err
+	}
 	args := []string{"calibrate", c.Prompt, "--project", project, "--out", dir,
 		"--runs", fmt.Sprint(max(c.Runs, 1)), "--jobs", fmt.Sprint(max(c.Jobs, 1))}
 	if c.Check != "" {
@@ -126,10 +131,11 @@ func (e *appEngine) StartCalibrate(ctx context.Context, c tui.Calibrate) (string
 		args = append(args, "--side", s)
 	}
 	l, err := engine.Launch(e.exe, e.cfg.StateDir, e.project, args...)
-	if err != nil {
-		return "", err
+	if err == nil {
+		err = l.WaitForJournal(ctx, dir, time.Minute)
 	}
-	if err := l.WaitForJournal(ctx, dir, time.Minute); err != nil {
+	if err != nil {
+		os.Remove(dir) // empty unless the run started after all: then it is the run's
 		return "", err
 	}
 	return dir, nil
@@ -142,7 +148,7 @@ func (e *appEngine) CapsuleDiff(ctx context.Context, dir, tail string, step int)
 }
 
 // Alive reports whether a process owns the run.
-func (e *appEngine) Alive(dir string) bool { return engine.Alive(dir) }
+func (e *appEngine) Alive(dir string) bool { return enginerun.Alive(dir) }
 
 // Attach is tare AGENT in the app's folder, for the terminal pane; offline, against tare's
 // own model server and the form's script.

@@ -6,21 +6,18 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"tare/engine"
 	"tare/engine/journal"
-	"tare/modelserver"
 )
 
 func cliffCmd() *cobra.Command {
 	var o engine.CliffOptions
-	var project string
 	var asJSON bool
+	var rf *runFlags
 	cmd := &cobra.Command{
 		Use:   "cliff AGENT PROMPT --check CMD [flags] [-- AGENT_ARGS]  |  cliff --run DIR",
 		Short: "Find the step after which a failed run became lost",
@@ -51,34 +48,20 @@ verdict (provider errors, kills) spend budget but are left out of the rates. Run
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			rf.record(&o.RecordOptions)
 			var err error
 			if o.Config, err = settings(); err != nil {
 				return err
 			}
-			o.Argv, o.Version = os.Args[1:], version()
-			if o.Run != "" {
-				if o.Run, err = filepath.Abs(o.Run); err != nil {
-					return err
-				}
-			} else {
+			o.Argv, o.Version = argv(), version()
+			if o.Run == "" {
 				sides, err := engine.ParseSides([]string{args[0]}, nil)
 				if err != nil {
 					return err
 				}
 				o.Side = sides[0]
 				o.Side.Args = append(o.Side.Args, args[2:]...)
-				if o.Project, err = projectDir(project, o.AllowDirty); err != nil {
-					return err
-				}
-				if o.Script != "" {
-					if _, err := modelserver.LoadScript(o.Script); err != nil {
-						return err
-					}
-				}
 				o.Prompt = args[1]
-				if o.Out == "" {
-					o.Out = engine.FreeRunDir(filepath.Join(o.Config.StateDir, "cliff"), o.Project, time.Now())
-				}
 				warnCheckOnHost(o.CheckOnHost && o.Check != "")
 			}
 			return cliff(cmd.Context(), o, asJSON)
@@ -92,29 +75,16 @@ verdict (provider errors, kills) spend budget but are left out of the rates. Run
 	f.Float64Var(&o.GapBelow, "gap-below", 0.2, "report a model gap when the start's upper 95% bound is below this")
 	onFlag(cmd, &o.On)
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON instead of the report")
-	f.StringVar(&project, "project", ".", "the project the run starts from")
-	f.StringVar(&o.Check, "check", "", "shell command that scores a workspace, in a room of its own (exit 0 passes)")
-	f.DurationVar(&o.CheckTimeout, "check-timeout", engine.DefaultCheckTimeout, "a check running longer fails")
-	checkOnHostFlag(cmd, &o.CheckOnHost)
-	f.DurationVar(&o.AgentTimeout, "timeout", engine.DefaultAgentTimeout, "an agent running longer is stopped")
-	f.StringVar(&o.Out, "out", "", "run directory (default $XDG_STATE_HOME/tare/cliff/<project>-<time>)")
-	f.StringVar(&o.Script, "script", "", "talk to tare's own model server replaying this script")
-	f.Int64Var(&o.Seed, "seed", 0, "seed of the script's branch draws, to replay a run (default: a fresh one, in recipe.json)")
-	f.BoolVar(&o.AllowDirty, "allow-dirty", false, `run even when the reading is not "tare: 0.00"`)
-	capFlags(cmd, &o.Caps)
+	rf = addRunFlags(cmd, runHelp{kind: "cliff"}, true)
 	return cmd
 }
 
 // cliff runs a cliff analysis and shows it: the live run view on a terminal, lines on stderr
 // otherwise; then the report (or the result as JSON) on stdout.
 func cliff(ctx context.Context, o engine.CliffOptions, asJSON bool) error {
-	watch := o.Out
-	if o.Run != "" {
-		watch = o.Run
-	}
 	o.Bus = journal.NewBus()
-	return analysis(ctx, o.Config, watch, o.Bus, asJSON, func(ctx context.Context, progress io.Writer) (string, any, error) {
-		o.Progress = progress
+	return analysis(ctx, o.Config, o.Bus, asJSON, func(ctx context.Context, progress io.Writer, started func(string)) (string, any, error) {
+		o.Progress, o.Started = progress, started
 		dir, res, err := engine.Cliff(ctx, o)
 		if dir != "" {
 			fmt.Fprintf(os.Stderr, "tare cliff: run directory %s (go on with tare cliff --run %s --budget N)\n", dir, dir)
@@ -125,8 +95,9 @@ func cliff(ctx context.Context, o engine.CliffOptions, asJSON bool) error {
 
 func swapCmd() *cobra.Command {
 	var o engine.SwapOptions
-	var project, a, b, aArgs, bArgs, cuts string
+	var a, b, aArgs, bArgs, cuts string
 	var asJSON bool
+	var rf *runFlags
 	cmd := &cobra.Command{
 		Use:   "swap PROMPT --check CMD [--a claude] [--b codex] [--cuts 0,0.5,1] [flags]",
 		Short: "Was it the workspace or the agent? Swap workspaces between two agents' runs",
@@ -148,6 +119,7 @@ non-call the report gives the smallest effect the cells could have called; --det
 --tails so that a real effect of D is called with 80% power.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			rf.record(&o.RecordOptions)
 			var err error
 			if o.Config, err = settings(); err != nil {
 				return err
@@ -166,18 +138,7 @@ non-call the report gives the smallest effect the cells could have called; --det
 			if o.Originals < 1 {
 				return fmt.Errorf("--originals %d: give at least 1 original run per agent", o.Originals)
 			}
-			if o.Project, err = projectDir(project, o.AllowDirty); err != nil {
-				return err
-			}
-			if o.Script != "" {
-				if _, err := modelserver.LoadScript(o.Script); err != nil {
-					return err
-				}
-			}
-			o.Prompt, o.Argv, o.Version = args[0], os.Args[1:], version()
-			if o.Out == "" {
-				o.Out = engine.FreeRunDir(filepath.Join(o.Config.StateDir, "swap"), o.Project, time.Now())
-			}
+			o.Prompt, o.Argv, o.Version = args[0], argv(), version()
 			warnCheckOnHost(o.CheckOnHost && o.Check != "")
 			return swap(cmd.Context(), o, asJSON)
 		},
@@ -195,23 +156,21 @@ non-call the report gives the smallest effect the cells could have called; --det
 	f.StringVar(&o.Handoff, "handoff", "trail", "what a handoff gives the other agent: trail or workspace")
 	onFlag(cmd, &o.On)
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON instead of the report")
-	f.StringVar(&project, "project", ".", "the project the runs start from")
-	f.StringVar(&o.Check, "check", "", "shell command that scores a workspace, in a room of its own (exit 0 passes)")
-	f.DurationVar(&o.CheckTimeout, "check-timeout", engine.DefaultCheckTimeout, "a check running longer fails")
-	checkOnHostFlag(cmd, &o.CheckOnHost)
-	f.DurationVar(&o.AgentTimeout, "timeout", engine.DefaultAgentTimeout, "an agent running longer is stopped")
-	f.StringVar(&o.Out, "out", "", "run directory (default $XDG_STATE_HOME/tare/swap/<project>-<time>)")
-	f.StringVar(&o.Script, "script", "", "talk to tare's own model server replaying this script")
-	f.Int64Var(&o.Seed, "seed", 0, "seed of the script's branch draws (original k of a draws seed+2k, of b seed+2k+1)")
-	f.BoolVar(&o.AllowDirty, "allow-dirty", false, `run even when a reading is not "tare: 0.00"`)
+	// swap takes no spending caps.
+	rf = addRunFlags(cmd, runHelp{
+		kind:       "swap",
+		starts:     "the runs start",
+		seed:       "seed of the script's branch draws (original k of a draws seed+2k, of b seed+2k+1)",
+		allowDirty: `run even when a reading is not "tare: 0.00"`,
+	}, false)
 	return cmd
 }
 
 // swap runs a swap analysis and shows it, as cliff does.
 func swap(ctx context.Context, o engine.SwapOptions, asJSON bool) error {
 	o.Bus = journal.NewBus()
-	return analysis(ctx, o.Config, o.Out, o.Bus, asJSON, func(ctx context.Context, progress io.Writer) (string, any, error) {
-		o.Progress = progress
+	return analysis(ctx, o.Config, o.Bus, asJSON, func(ctx context.Context, progress io.Writer, started func(string)) (string, any, error) {
+		o.Progress, o.Started = progress, started
 		dir, res, err := engine.Swap(ctx, o)
 		if dir != "" {
 			fmt.Fprintf(os.Stderr, "tare swap: run directory %s\n", dir)

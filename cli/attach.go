@@ -8,9 +8,17 @@ import (
 
 	"tare/agent"
 	"tare/engine"
-	"tare/modelserver"
 	"tare/tui"
 )
+
+// attachCmds are tare claude, tare codex...: one command per agent tare runs.
+func attachCmds() []*cobra.Command {
+	var cmds []*cobra.Command
+	for _, a := range agent.All() {
+		cmds = append(cmds, attachCmd(a))
+	}
+	return cmds
+}
 
 func attachCmd(a agent.Agent) *cobra.Command {
 	var opts engine.AttachOptions
@@ -23,21 +31,11 @@ func attachCmd(a agent.Agent) *cobra.Command {
 By default %[1]s talks to its real provider through tare's proxy, which lets through only the
 hosts in the config's network.allow; --offline points it at tare's own model server instead.`, a.Name()),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, err := projectDir(project, opts.AllowDirty)
-			if err != nil {
-				return err
-			}
 			cfg, err := settings()
 			if err != nil {
 				return err
 			}
-			if opts.Script != "" {
-				opts.Offline = true
-				if _, err := modelserver.LoadScript(opts.Script); err != nil {
-					return err
-				}
-			}
-			opts.Agent, opts.Project, opts.Config, opts.Args = a, dir, cfg, args
+			opts.Agent, opts.Project, opts.Config, opts.Args = a, project, cfg, args
 			opts.Terminal = tui.OnTerminal(os.Stdin, os.Stdout)
 			code, err := engine.Attach(cmd.Context(), opts)
 			if err != nil {

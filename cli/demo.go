@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"tare/demo"
 	"tare/engine"
 	"tare/engine/journal"
+	"tare/engine/run"
 )
 
 // demoSides reads `tare demo --sides A,B`: the two agents the demo compares, any two of
@@ -54,7 +54,7 @@ first line should begin "cliff at step %d", with the posterior it was pinned on.
 			if err != nil {
 				return err
 			}
-			name := engine.RunDirName("demo", time.Now())
+			name := run.DirName("demo", time.Now())
 			paths, err := demo.Extract(filepath.Join(o.Config.StateDir, "demo", name))
 			if err != nil {
 				return err
@@ -62,7 +62,7 @@ first line should begin "cliff at step %d", with the posterior it was pinned on.
 			o.Side, o.Out = sides[0], filepath.Join(o.Config.StateDir, "cliff", name)
 			o.Prompt, o.Check, o.Project, o.Script = demo.Task, demo.Check, paths.Project, paths.CliffScript
 			o.CheckTimeout, o.AgentTimeout = time.Minute, 10*time.Minute
-			o.Argv, o.Version = os.Args[1:], version()
+			o.Argv, o.Version = argv(), version()
 			return cliff(cmd.Context(), o, asJSON)
 		},
 	}
@@ -97,7 +97,7 @@ stands out of the intervals corrected for five calls, not always of those correc
 			if o.Config, err = settings(); err != nil {
 				return err
 			}
-			name := engine.RunDirName("demo", time.Now())
+			name := run.DirName("demo", time.Now())
 			paths, err := demo.Extract(filepath.Join(o.Config.StateDir, "demo", name))
 			if err != nil {
 				return err
@@ -106,7 +106,7 @@ stands out of the intervals corrected for five calls, not always of those correc
 			o.Prompt, o.Check, o.Project, o.Script = demo.Task, demo.Check, paths.Project, paths.SwapScript
 			o.Cuts, o.Handoff = []float64{0, 1}, "trail"
 			o.CheckTimeout, o.AgentTimeout = time.Minute, 10*time.Minute
-			o.Argv, o.Version = os.Args[1:], version()
+			o.Argv, o.Version = argv(), version()
 			return swap(cmd.Context(), o, asJSON)
 		},
 	}
@@ -146,7 +146,7 @@ model would; --seed fixes the draws (the default seed shows rates strictly betwe
 			if o.Sides, err = engine.ParseSides(sides, nil); err != nil {
 				return err
 			}
-			name := engine.RunDirName("demo", time.Now())
+			name := run.DirName("demo", time.Now())
 			paths, err := demo.Extract(filepath.Join(o.Config.StateDir, "demo", name))
 			if err != nil {
 				return err
@@ -154,7 +154,7 @@ model would; --seed fixes the draws (the default seed shows rates strictly betwe
 			o.Out = filepath.Join(o.Config.StateDir, "calibrate", name)
 			o.Prompt, o.Check, o.Project, o.Script = demo.Task, demo.Check, paths.Project, paths.Script
 			o.CheckTimeout, o.AgentTimeout = time.Minute, 10*time.Minute
-			o.Argv, o.Version = os.Args[1:], version()
+			o.Argv, o.Version = argv(), version()
 			return calibrate(cmd.Context(), o, false)
 		},
 	}

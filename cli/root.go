@@ -14,6 +14,7 @@ import (
 
 	"tare/agent"
 	"tare/config"
+	"tare/engine"
 	"tare/engine/journal"
 	"tare/tui"
 
@@ -49,6 +50,13 @@ func Execute(ctx context.Context) int {
 		fmt.Fprintf(os.Stderr, "tare: %s\n", journal.Printable(err.Error()))
 		return 2
 	}
+}
+
+// argv is this command line as a recipe keeps it: its paths absolute, so that tare rerun
+// means the same from any working folder.
+func argv() []string {
+	wd, _ := os.Getwd()
+	return engine.AbsoluteArgv(os.Args[1:], wd)
 }
 
 func version() string {
@@ -99,15 +107,24 @@ leak with the file it came from.`,
 	}
 	cmd.PersistentFlags().BoolVar(&stayInView, "stay", false, "keep a command's live view open on the finished run, to browse it (q leaves)")
 	cmd.SetVersionTemplate("tare {{.Version}}\n")
-	cmd.AddCommand(probeCmd(), calibrateCmd(), resumeCmd(), recordCmd(), tailCmd(), cliffCmd(), swapCmd(), demoCmd(), watchCmd(), serveCmd(), modelServerCmd(), doctorCmd(), pricesCmd())
-	cmd.AddCommand(judgeCmd(), judgeNoiseCmd())
-	cmd.AddCommand(rerunCmd())
-	cmd.AddCommand(workerCmd())
-	cmd.AddCommand(gcCmd())
-	cmd.AddCommand(workshopCmd())
-	cmd.AddCommand(envCmd())
-	for _, a := range agent.All() {
-		cmd.AddCommand(attachCmd(a))
+	// tare --help lists the commands by what they are for, not in one alphabetical column.
+	groups := []struct {
+		id, title string
+		cmds      []*cobra.Command
+	}{
+		{"rooms", "Agents in a clean room:", append([]*cobra.Command{probeCmd(), envCmd()}, attachCmds()...)},
+		{"runs", "Runs:", []*cobra.Command{calibrateCmd(), recordCmd(), tailCmd(), resumeCmd(), rerunCmd(), demoCmd()}},
+		{"analyses", "Analyses:", []*cobra.Command{cliffCmd(), swapCmd(), judgeCmd(), judgeNoiseCmd()}},
+		{"workshop", "Prose experiments:", []*cobra.Command{workshopCmd()}},
+		{"app", "The app:", []*cobra.Command{watchCmd(), serveCmd()}},
+		{"tools", "Tools:", []*cobra.Command{doctorCmd(), pricesCmd(), modelServerCmd(), gcCmd(), workerCmd()}},
+	}
+	for _, g := range groups {
+		cmd.AddGroup(&cobra.Group{ID: g.id, Title: g.title})
+		for _, c := range g.cmds {
+			c.GroupID = g.id
+			cmd.AddCommand(c)
+		}
 	}
 	return cmd
 }
@@ -160,13 +177,6 @@ func appSettings() (*config.Config, *appEngine, error) {
 	}
 	eng, err := newAppEngine(cfg)
 	return cfg, eng, err
-}
-
-func (s stoppedRun) Error() string {
-	if s.dir == "" {
-		return "stopped; a run it stopped is finished with tare resume DIR"
-	}
-	return "stopped; what finished is kept, and the rest is finished with: tare resume " + quoteArgs([]string{s.dir})
 }
 
 func agentNameList() []string {

@@ -7,20 +7,19 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"tare/engine"
 	"tare/engine/journal"
-	"tare/modelserver"
 )
 
 func calibrateCmd() *cobra.Command {
 	var o engine.CalibrateOptions
 	var asJSON bool
 	var sides, prompts []string
-	var project, promptFile string
+	var promptFile string
+	var rf *runFlags
 	cmd := &cobra.Command{
 		Use:   "calibrate [PROMPT] --side AGENT [--side AGENT...]",
 		Short: "How often each side (an agent with its arguments) passes a task, with its 95% interval",
@@ -58,6 +57,7 @@ from 0.6 in 68%, 0.5 from 0.6 in 21%; --detect D says how many runs 80% power at
 					return fmt.Errorf("--prompt-file %s: the file is empty; fix: write the task in it", promptFile)
 				}
 			}
+			rf.calibrate(&o)
 			if err := separateFlags(cmd, o); err != nil {
 				return err
 			}
@@ -65,13 +65,10 @@ from 0.6 in 68%, 0.5 from 0.6 in 21%; --detect D says how many runs 80% power at
 			if o.Sides, err = engine.ParseSides(sides, prompts); err != nil {
 				return err
 			}
-			if o.Project, err = projectDir(project, o.AllowDirty); err != nil {
-				return err
-			}
 			if o.Config, err = settings(); err != nil {
 				return err
 			}
-			o.Argv, o.Version = os.Args[1:], version()
+			o.Argv, o.Version = argv(), version()
 			return calibrate(cmd.Context(), o, asJSON)
 		},
 	}
@@ -80,20 +77,18 @@ from 0.6 in 68%, 0.5 from 0.6 in 21%; --detect D says how many runs 80% power at
 	f.StringArrayVar(&sides, "side", nil, `an agent and its arguments, e.g. "claude --model haiku" (repeat for each side; keys a, b, c...)`)
 	f.StringVar(&promptFile, "prompt-file", "", "read the task from this file instead of PROMPT")
 	f.StringArrayVar(&prompts, "side-prompt", nil, `a side's own prompt, KEY=PROMPT, e.g. "b=/b:ideate a todo app"`)
-	f.StringVar(&o.Check, "check", "", "shell command run in each finished workspace, in a room of its own (exit 0 passes)")
-	f.DurationVar(&o.CheckTimeout, "check-timeout", engine.DefaultCheckTimeout, "a check running longer fails")
-	checkOnHostFlag(cmd, &o.CheckOnHost)
-	f.DurationVar(&o.AgentTimeout, "timeout", engine.DefaultAgentTimeout, "an agent running longer is stopped")
+	rf = addRunFlags(cmd, runHelp{
+		kind:       "calibrate",
+		starts:     "each run starts",
+		check:      "shell command run in each finished workspace, in a room of its own (exit 0 passes)",
+		script:     "every side talks to tare's own model server replaying this script, instead of its provider",
+		seed:       "seed of the script's branch draws, to replay a run (default: a fresh one, shown in the report)",
+		allowDirty: `run even when a reading is not "tare: 0.00"`,
+	}, true)
 	f.IntVar(&o.Runs, "runs", 10, "fresh starts per side")
 	f.IntVar(&o.Jobs, "jobs", 3, "runs at the same time")
 	f.BoolVar(&o.Keep, "keep", false, "keep every run's finished workspace")
-	f.StringVar(&project, "project", ".", "the project each run starts from")
-	f.StringVar(&o.Out, "out", "", "run directory (default $XDG_STATE_HOME/tare/calibrate/<project>-<time>)")
-	f.StringVar(&o.Script, "script", "", "every side talks to tare's own model server replaying this script, instead of its provider")
-	f.Int64Var(&o.Seed, "seed", 0, "seed of the script's branch draws, to replay a run (default: a fresh one, shown in the report)")
-	f.BoolVar(&o.AllowDirty, "allow-dirty", false, `run even when a reading is not "tare: 0.00"`)
 	onFlag(cmd, &o.On)
-	capFlags(cmd, &o.Caps)
 	f.BoolVar(&o.UntilSeparated, "until-separated", false, "two sides: start runs in pairs until their pass rates are separated at 95% (exact sequential test calibrated to --max-runs) or --max-runs")
 	f.IntVar(&o.MaxRuns, "max-runs", 100, "with --until-separated: the most runs started per side")
 	f.Float64Var(&o.Detect, "detect", 0, "with --until-separated: the report says the --max-runs that separates pass rates this far apart with 80% power, e.g. 0.1")
@@ -119,30 +114,29 @@ func separateFlags(cmd *cobra.Command, o engine.CalibrateOptions) error {
 func calibrate(ctx context.Context, o engine.CalibrateOptions, asJSON bool) error {
 	warnCheckOnHost(o.CheckOnHost && o.Check != "")
 	o.Bus = journal.NewBus()
-	if o.Out == "" {
-		o.Out = engine.FreeRunDir(filepath.Join(o.Config.StateDir, "calibrate"), o.Project, time.Now())
-	}
-	var report string
-	err := showRun(ctx, o.Config, o.Out, o.Bus, func(ctx context.Context, lines bool) error {
+	var dir, report string
+	err := showRun(ctx, o.Config, o.Bus, func(ctx context.Context, lines bool, started func(string)) error {
 		if lines {
 			o.Progress = os.Stderr
 		}
+		o.Started = started
 		var err error
-		_, report, err = engine.Calibrate(ctx, o)
+		dir, report, err = engine.Calibrate(ctx, o)
 		return err
 	})
-	if _, serr := os.Stat(o.Out); serr == nil {
-		fmt.Fprintf(os.Stderr, "tare calibrate: run directory %s (watch it with tare watch %s)\n", o.Out, o.Out)
+	if dir != "" {
+		fmt.Fprintf(os.Stderr, "tare calibrate: run directory %s (watch it with tare watch %s)\n", dir, dir)
 	}
 	if err != nil {
 		return err
 	}
-	return printReport(o.Out, report, asJSON)
+	return printReport(dir, report, asJSON)
 }
 
 func recordCmd() *cobra.Command {
 	var o engine.RecordOptions
-	var project, side string
+	var side string
+	var rf *runFlags
 	cmd := &cobra.Command{
 		Use:   "record PROMPT [--side AGENT]",
 		Short: "Run a task once in a clean room with a capsule after every tool call",
@@ -151,33 +145,23 @@ agent's own post-tool hook), keeps its session, and lists the steps. tare tail D
 continues it from any step in a fresh room, natively or by handoff to any agent.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var err error
+			rf.record(&o)
 			sides, err := engine.ParseSides([]string{side}, nil)
 			if err != nil {
-				return err
-			}
-			if o.Project, err = projectDir(project, o.AllowDirty); err != nil {
 				return err
 			}
 			if o.Config, err = settings(); err != nil {
 				return err
 			}
-			if o.Script != "" {
-				if _, err := modelserver.LoadScript(o.Script); err != nil {
-					return err
-				}
-			}
-			o.Prompt, o.Side, o.Argv, o.Version = args[0], sides[0], os.Args[1:], version()
-			if o.Out == "" {
-				o.Out = engine.FreeRunDir(filepath.Join(o.Config.StateDir, "record"), o.Project, time.Now())
-			}
+			o.Prompt, o.Side, o.Argv, o.Version = args[0], sides[0], argv(), version()
 			warnCheckOnHost(o.CheckOnHost && o.Check != "")
 			o.Bus = journal.NewBus()
 			var dir string
-			err = showRun(cmd.Context(), o.Config, o.Out, o.Bus, func(ctx context.Context, lines bool) error {
+			err = showRun(cmd.Context(), o.Config, o.Bus, func(ctx context.Context, lines bool, started func(string)) error {
 				if lines {
 					o.Progress = os.Stderr
 				}
+				o.Started = started
 				var err error
 				dir, _, err = engine.Record(ctx, o)
 				return err
@@ -194,17 +178,8 @@ continues it from any step in a fresh room, natively or by handoff to any agent.
 		},
 	}
 	f := cmd.Flags()
-	f.Int64Var(&o.Seed, "seed", 0, "seed of the script's branch draws, to replay a run (default: a fresh one, in recipe.json)")
 	f.StringVar(&side, "side", "claude", "the agent and its arguments")
-	f.StringVar(&project, "project", ".", "the project the run starts from")
-	f.StringVar(&o.Check, "check", "", "shell command that scores the tails, in a room of its own (exit 0 passes)")
-	f.DurationVar(&o.CheckTimeout, "check-timeout", engine.DefaultCheckTimeout, "a check running longer fails")
-	checkOnHostFlag(cmd, &o.CheckOnHost)
-	f.DurationVar(&o.AgentTimeout, "timeout", engine.DefaultAgentTimeout, "an agent running longer is stopped")
-	f.StringVar(&o.Out, "out", "", "run directory (default $XDG_STATE_HOME/tare/record/<project>-<time>)")
-	f.StringVar(&o.Script, "script", "", "talk to tare's own model server replaying this script")
-	f.BoolVar(&o.AllowDirty, "allow-dirty", false, `run even when the reading is not "tare: 0.00"`)
-	capFlags(cmd, &o.Caps)
+	rf = addRunFlags(cmd, runHelp{kind: "record", check: "shell command that scores the tails, in a room of its own (exit 0 passes)"}, true)
 	return cmd
 }
 
@@ -239,7 +214,8 @@ capsule, which the tail then names.`,
 			warnRecordedCheck(o.Dir, o.CheckOnHost)
 			o.Bus = journal.NewBus()
 			var res journal.TailResult
-			err = showRun(cmd.Context(), cfg, o.Dir, o.Bus, func(ctx context.Context, _ bool) error {
+			err = showRun(cmd.Context(), cfg, o.Bus, func(ctx context.Context, _ bool, started func(string)) error {
+				started(o.Dir)
 				var err error
 				res, err = engine.Tail(ctx, o)
 				return err
@@ -251,7 +227,7 @@ capsule, which the tail then names.`,
 			if res.CapsuleFrom != nil {
 				from += fmt.Sprintf(" (no capsule of its own: started from step %d's)", *res.CapsuleFrom)
 			}
-			outcome := res.Status
+			outcome := string(res.Status)
 			if res.Status == journal.StatusNoVerdict {
 				outcome = "no verdict (" + res.Reason.Label() + ")"
 			}
@@ -308,7 +284,8 @@ folders must be as the run judged them.`,
 			warnRecordedCheck(args[0], false)
 			bus := journal.NewBus()
 			var report string
-			err = showRun(cmd.Context(), cfg, args[0], bus, func(ctx context.Context, _ bool) error {
+			err = showRun(cmd.Context(), cfg, bus, func(ctx context.Context, _ bool, started func(string)) error {
+				started(args[0])
 				var err error
 				report, err = engine.Resume(ctx, engine.ResumeOptions{Dir: args[0], Config: cfg, Bus: bus, Retry: retry})
 				return err

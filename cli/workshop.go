@@ -13,6 +13,7 @@ import (
 	"tare/demo"
 	"tare/engine"
 	"tare/engine/journal"
+	enginerun "tare/engine/run"
 	"tare/tui"
 	"tare/workshop"
 )
@@ -60,31 +61,31 @@ An example plan: demo/workshop/plan.toml (tare demo workshop runs it).`,
 	}
 }
 
-// runFlags are the flags run and resume share.
-type runFlags struct {
+// writerFlags are the flags workshop run, resume and manual share.
+type writerFlags struct {
 	scripts []string
 	timeout time.Duration
 	seed    int64
 }
 
-func (rf *runFlags) add(cmd *cobra.Command) {
-	rf.addScripts(cmd)
-	cmd.Flags().DurationVar(&rf.timeout, "timeout", engine.DefaultAgentTimeout, "a writer running longer is stopped; its partial prose is kept and it is failed with the reason")
+func (wf *writerFlags) add(cmd *cobra.Command) {
+	wf.addScripts(cmd)
+	cmd.Flags().DurationVar(&wf.timeout, "timeout", engine.DefaultAgentTimeout, "a writer running longer is stopped; its partial prose is kept and it is failed with the reason")
 }
 
 // addScripts are the flags that put writers on tare's model server.
-func (rf *runFlags) addScripts(cmd *cobra.Command) {
+func (wf *writerFlags) addScripts(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringArrayVar(&rf.scripts, "script", nil, "writers talk to tare's own model server replaying this script: F for every writer, WRITER=F for one (repeatable)")
-	f.Int64Var(&rf.seed, "seed", 0, "seed of the scripts' branch draws")
+	f.StringArrayVar(&wf.scripts, "script", nil, "writers talk to tare's own model server replaying this script: F for every writer, WRITER=F for one (repeatable)")
+	f.Int64Var(&wf.seed, "seed", 0, "seed of the scripts' branch draws")
 }
 
-func (rf *runFlags) options(e *workshop.Exp, writers []string) (workshop.RunOptions, error) {
-	o := workshop.RunOptions{Writers: writers, Jobs: 1, Timeout: rf.timeout, Seed: rf.seed, Progress: os.Stderr, Scripts: map[string]string{}}
-	if rf.timeout < 0 {
-		return o, fmt.Errorf("--timeout %s: give a positive duration, e.g. 20m", rf.timeout)
+func (wf *writerFlags) options(e *workshop.Exp, writers []string) (workshop.RunOptions, error) {
+	o := workshop.RunOptions{Writers: writers, Jobs: 1, Timeout: wf.timeout, Seed: wf.seed, Progress: os.Stderr, Scripts: map[string]string{}}
+	if wf.timeout < 0 {
+		return o, fmt.Errorf("--timeout %s: give a positive duration, e.g. 20m", wf.timeout)
 	}
-	for _, v := range rf.scripts {
+	for _, v := range wf.scripts {
 		who, file, ok := strings.Cut(v, "=")
 		if !ok {
 			who, file = "", v
@@ -102,7 +103,7 @@ func (rf *runFlags) options(e *workshop.Exp, writers []string) (workshop.RunOpti
 func loadExp(arg string) (*workshop.Exp, error) { return workshop.Load(arg) }
 
 func workshopRunCmd() *cobra.Command {
-	var rf runFlags
+	var wf writerFlags
 	var jobs int
 	var on string
 	cmd := &cobra.Command{
@@ -120,7 +121,7 @@ result is one status per writer on stdout (exit 1 when one did not complete).`,
 			if err != nil {
 				return err
 			}
-			o, err := rf.options(e, args[1:])
+			o, err := wf.options(e, args[1:])
 			if err != nil {
 				return err
 			}
@@ -140,14 +141,14 @@ result is one status per writer on stdout (exit 1 when one did not complete).`,
 			return nil
 		},
 	}
-	rf.add(cmd)
+	wf.add(cmd)
 	cmd.Flags().IntVar(&jobs, "jobs", 1, "writers at once; naming writers keeps your order instead of the cheap-then-premium one")
 	cmd.Flags().StringVar(&on, "on", engine.OnLocal, "where the writers run: local (this machine) or slurm (one sbatch job per writer, as config [cluster] says; README \"Slurm\")")
 	return cmd
 }
 
 func workshopResumeCmd() *cobra.Command {
-	var rf runFlags
+	var wf writerFlags
 	var on string
 	cmd := &cobra.Command{
 		Use:   "resume EXP WRITER",
@@ -165,7 +166,7 @@ reason. The stopped attempt is archived whole under records/WRITER/attempts/NN f
 			if err != nil {
 				return err
 			}
-			o, err := rf.options(e, []string{args[1]})
+			o, err := wf.options(e, []string{args[1]})
 			if err != nil {
 				return err
 			}
@@ -183,7 +184,7 @@ reason. The stopped attempt is archived whole under records/WRITER/attempts/NN f
 			return nil
 		},
 	}
-	rf.add(cmd)
+	wf.add(cmd)
 	cmd.Flags().StringVar(&on, "on", engine.OnLocal, "where the writer continues: local (this machine) or slurm (one sbatch job, as config [cluster] says)")
 	return cmd
 }
@@ -454,7 +455,7 @@ cost until you have read the drafts and run tare workshop reveal.`,
 			if err != nil {
 				return err
 			}
-			name := engine.RunDirName("workshop", time.Now())
+			name := enginerun.DirName("workshop", time.Now())
 			paths, err := demo.ExtractWorkshop(filepath.Join(cfg.StateDir, "demo", name))
 			if err != nil {
 				return err
@@ -497,7 +498,7 @@ cost until you have read the drafts and run tare workshop reveal.`,
 }
 
 func workshopManualCmd() *cobra.Command {
-	var rf runFlags
+	var wf writerFlags
 	cmd := &cobra.Command{
 		Use:   "manual EXP WRITER",
 		Short: "Write with a writer's agent by hand, on this terminal, in its room",
@@ -511,7 +512,7 @@ one lives. Exit the agent when done: the writer is then collected.`,
 			if err != nil {
 				return err
 			}
-			o, err := rf.options(e, []string{args[1]})
+			o, err := wf.options(e, []string{args[1]})
 			if err != nil {
 				return err
 			}
@@ -526,6 +527,6 @@ one lives. Exit the agent when done: the writer is then collected.`,
 			return err
 		},
 	}
-	rf.addScripts(cmd)
+	wf.addScripts(cmd)
 	return cmd
 }

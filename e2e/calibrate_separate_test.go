@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -92,7 +93,7 @@ func TestKillNineDuringUntilSeparatedThenResume(t *testing.T) {
 		paired[p[0]], paired[p[1]] = true, true
 	}
 	for id, tl := range before.Tails {
-		if tl.Status != "running" && !paired[id] && !contains(sep.After, id) {
+		if tl.Status != "running" && !paired[id] && !slices.Contains(sep.After, id) {
 			t.Errorf("%s finished before the kill but is neither paired nor after the stop: %+v", id, sep)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -116,12 +117,12 @@ func TestKillNineThenResume(t *testing.T) {
 			}
 		case "running":
 			if written[id] {
-				if contains(rerun, id) || started[id] != 1 {
+				if slices.Contains(rerun, id) || started[id] != 1 {
 					t.Errorf("tail %s had written its result at the kill but was rerun (rerun %v, started %d times)", id, rerun, started[id])
 				}
 				continue
 			}
-			if !contains(rerun, id) {
+			if !slices.Contains(rerun, id) {
 				t.Errorf("tail %s was running at the kill but the journal does not say it was rerun (rerun: %v)", id, rerun)
 			}
 			if _, err := os.Stat(filepath.Join(out, "tails", id+".attempt-1")); err != nil {
@@ -205,15 +206,6 @@ func processesWith(marker string) []string {
 	return pids
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // TestKillNineDuringRecordThenResume: tare record is SIGKILLed mid-recording. Its rooms die
 // with it; tare resume records the task again from the run's start capsule, keeps the
 // interrupted attempt, says so in the journal, and leaves a recording tare tail continues.
@@ -263,7 +255,7 @@ func TestKillNineDuringRecordThenResume(t *testing.T) {
 			finished++
 		}
 	}
-	if !contains(rerun, "original") || finished != 1 {
+	if !slices.Contains(rerun, "original") || finished != 1 {
 		t.Errorf("journal: rerun %v and %d clean run ends, want original rerun and one end", rerun, finished)
 	}
 	if _, err := os.Stat(filepath.Join(out, "original.attempt-1")); err != nil {
@@ -384,7 +376,7 @@ func checkResumed(t *testing.T, out string, before *journal.RunState) {
 	for id, tl := range before.Tails {
 		switch tl.Status {
 		case "running":
-			if !contains(rerun, id) {
+			if !slices.Contains(rerun, id) {
 				t.Errorf("tail %s was running at the kill but the journal does not say it was rerun (rerun: %v)", id, rerun)
 			}
 			if _, err := os.Stat(filepath.Join(out, "tails", id+".attempt-1")); err != nil {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -96,7 +97,7 @@ func TestKillNineDuringJudgeNoiseThenResume(t *testing.T) {
 				t.Errorf("judgement %s had finished before the kill but was started %d times", id, started[id])
 			}
 		case journal.StatusRunning:
-			if !contains(rerun, id) {
+			if !slices.Contains(rerun, id) {
 				t.Errorf("judgement %s was running at the kill but the journal does not say it was rerun (rerun: %v)", id, rerun)
 			}
 			if len(tl.Earlier) != 1 || tl.Earlier[0].Reason != journal.ReasonInterrupted || tl.Attempt != 1 {

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"tare/engine"
 	"tare/engine/journal"
+	enginerun "tare/engine/run"
 )
 
 // tareBin is the real binary, built once for these tests.
@@ -155,7 +155,7 @@ func recordedRunWithoutCapsule(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	files := map[string]string{
-		engine.RecipeFile: `{"format": "tare-recipe 1", "kind": "record", "sides": [{"key": "a", "agent": "pi"}], "runs": 1, "jobs": 1}`,
+		enginerun.RecipeFile: `{"format": "tare-recipe 1", "kind": "record", "sides": [{"key": "a", "agent": "pi"}], "runs": 1, "jobs": 1}`,
 		"original/record.json": `{"agent": "pi", "task": "t", "session_id": "s", "exit": "agent exit 0", "snapshots": "hook",
 			"steps": [{"N": 1, "Tool": "bash echo one", "IDs": ["c1"], "Events": 1}, {"N": 2, "Tool": "bash sed -i", "IDs": ["c2"], "Events": 2}],
 			"capsules": [{}, {}, {}], "inherited": [{"step": 2, "from": 1}], "events": [{}, {}]}`,

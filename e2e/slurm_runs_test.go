@@ -34,7 +34,7 @@ func TestSlurmSwapRunsItsTailsAsJobs(t *testing.T) {
 	events := readEvents(out)
 	st := journal.Replay("swap", events)
 	placed := places(events)
-	hows := map[string]bool{}
+	hows := map[journal.How]bool{}
 	for id, tl := range st.Tails {
 		ps := placed[id]
 		var states []string

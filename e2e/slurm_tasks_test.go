@@ -14,6 +14,7 @@ import (
 
 	"tare/engine"
 	"tare/engine/journal"
+	enginerun "tare/engine/run"
 )
 
 // scoresOf are a judge-noise run's scores, page by page, judgement by judgement (nil: none).
@@ -127,7 +128,7 @@ func TestSlurmJudgeNoiseKillAndCtrlCCancelTheJobs(t *testing.T) {
 			}
 		}
 	}
-	if err := engine.RequestKill(out, "p1-1", journal.KillNotAsked); err != nil {
+	if err := enginerun.RequestKill(out, "p1-1", journal.KillNotAsked); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {

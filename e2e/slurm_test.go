@@ -14,6 +14,7 @@ import (
 	"tare/demo"
 	"tare/engine"
 	"tare/engine/journal"
+	enginerun "tare/engine/run"
 )
 
 // slurmUp starts the real two-node Slurm of scripts/slurm-local (a no-op when it is up). A
@@ -169,7 +170,7 @@ func TestSlurmCalibrateGivesTheLocalRates(t *testing.T) {
 func TestSlurmKillCancelsTheJob(t *testing.T) {
 	s := slowOnSlurm(t)
 	out, job := s.out, s.job
-	if err := engine.RequestKill(out, "a-0", journal.KillNotAsked); err != nil {
+	if err := enginerun.RequestKill(out, "a-0", journal.KillNotAsked); err != nil {
 		t.Fatal(err)
 	}
 	s.awaitEnd(t, 2*time.Minute, "the kill")

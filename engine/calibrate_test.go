@@ -11,6 +11,7 @@ import (
 	"tare/capsule"
 	"tare/demo"
 	"tare/engine/journal"
+	"tare/engine/run"
 )
 
 // calibrateDemo runs a calibrate on the shipped demo with the given sides.
@@ -62,7 +63,7 @@ func TestCalibrateOnTheDemoGivesRatesStrictlyBetweenZeroAndOne(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}
 	}
-	for _, f := range []string{RecipeFile, journal.JournalFile, "usage.json", "report.txt", "tails/a-0/result.json", "tails/b-3/stdout.jsonl"} {
+	for _, f := range []string{run.RecipeFile, journal.JournalFile, "usage.json", "report.txt", "tails/a-0/result.json", "tails/b-3/stdout.jsonl"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("run directory lacks %s", f)
 		}
@@ -116,7 +117,7 @@ func TestResumeRefusesWhatIsNotARun(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not a tare run") || !strings.Contains(err.Error(), "fix:") {
 		t.Fatalf("got %v", err)
 	}
-	os.WriteFile(filepath.Join(dir, RecipeFile), []byte(`{"format":"something else"}`), 0o644)
+	os.WriteFile(filepath.Join(dir, run.RecipeFile), []byte(`{"format":"something else"}`), 0o644)
 	if _, err := Resume(context.Background(), ResumeOptions{Dir: dir, Config: testConfig(t, nil)}); err == nil || !strings.Contains(err.Error(), "not a tare run") {
 		t.Fatalf("got %v", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"tare/engine/journal"
 	"tare/engine/probe"
 	"tare/engine/room"
+	"tare/engine/run"
 	"tare/modelserver"
 )
 
@@ -127,8 +128,8 @@ func TestInterceptMetersRealProviderCalls(t *testing.T) {
 			if err := runTail(ctx, env, spec); err != nil {
 				t.Fatal(err)
 			}
-			tl := env.run.snapshot().Tails["real"]
-			stderr, _ := os.ReadFile(filepath.Join(env.run.dir, "tails", "real", "stderr.log"))
+			tl := env.run.Snapshot().Tails["real"]
+			stderr, _ := os.ReadFile(filepath.Join(env.run.Dir(), "tails", "real", "stderr.log"))
 			if tl == nil || tl.Status != journal.StatusPassed {
 				t.Fatalf("tail %+v: want passed\nstderr: %s", tl, stderr)
 			}
@@ -146,7 +147,7 @@ func TestInterceptMetersRealProviderCalls(t *testing.T) {
 				t.Errorf("relay metered %+v; the model server answered %d calls, %d in, %d out", m, calls, in, out)
 			}
 			read := false
-			for _, r := range readHosts(t, filepath.Join(env.run.dir, "tails", "real", HostsFile)) {
+			for _, r := range readHosts(t, filepath.Join(env.run.Dir(), "tails", "real", HostsFile)) {
 				read = read || (r.Read && r.Allowed && (r.Host == "api.anthropic.com:443" || r.Host == "api.openai.com:443"))
 			}
 			if !read {
@@ -169,14 +170,14 @@ func TestCostCapOnARealProvider(t *testing.T) {
 	standIn(t, srv, true)
 	loginHome(t, "claude")
 	env, start := newTestRun(t, "claude", "", "grep -q metered m.txt")
-	env.recipe.Caps = &Caps{TailCost: 1e-9}
+	env.recipe.Caps = &run.Caps{TailCost: 1e-9}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	spec := tailSpec{ID: "capped", Side: journal.Side{Key: "a", Agent: "claude"}, How: "fresh", Prompt: "Make the file.", Start: start}
 	if err := runTail(ctx, env, spec); err != nil {
 		t.Fatal(err)
 	}
-	tl := env.run.snapshot().Tails["capped"]
+	tl := env.run.Snapshot().Tails["capped"]
 	if tl == nil || tl.Status != journal.StatusNoVerdict || tl.Reason != journal.ReasonOverBudget {
 		t.Fatalf("tail %+v: want no verdict, over budget", tl)
 	}
@@ -235,7 +236,7 @@ func TestInterceptReadsOnlyModelHosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &tailEnv{recipe: &Recipe{}}
+	env := &tailEnv{recipe: &run.Recipe{}}
 	m, err := env.interceptRoom(&box, &setup, false)
 	if err != nil || m == nil {
 		t.Fatalf("interceptRoom: %v, %v", m, err)
@@ -301,7 +302,7 @@ func TestInterceptedRoomReadsClean(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, err := (&tailEnv{recipe: &Recipe{}}).interceptRoom(&box, &setup, false)
+			m, err := (&tailEnv{recipe: &run.Recipe{}}).interceptRoom(&box, &setup, false)
 			if err != nil || m == nil {
 				t.Fatalf("interceptRoom: %v, %v: want the model host read", m, err)
 			}

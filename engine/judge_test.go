@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"tare/engine/room"
+	"tare/engine/run"
 	"tare/modelserver"
 )
 
@@ -112,7 +113,7 @@ func TestJudgeRoomIsBlind(t *testing.T) {
 				prompted = prompted || strings.Contains(body, judgeRubric)
 				for _, bad := range []string{builderToken, builder, hostPath, "tails/a-0", "journal.jsonl"} {
 					if strings.Contains(strings.ToLower(body), strings.ToLower(bad)) {
-						t.Errorf("a request to the model holds %q: %s", bad, clip(body[max(0, strings.Index(strings.ToLower(body), strings.ToLower(bad))-200):], 400))
+						t.Errorf("a request to the model holds %q: %s", bad, run.Clip(body[max(0, strings.Index(strings.ToLower(body), strings.ToLower(bad))-200):], 400))
 					}
 				}
 			}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"tare/engine/journal"
+	"tare/engine/run"
 	"tare/modelserver"
 )
 
@@ -91,7 +92,7 @@ func TestCalibrateKillPolicy(t *testing.T) {
 			case <-time.After(100 * time.Millisecond):
 			}
 		}
-		if err := RequestKill(out, id, as); err != nil {
+		if err := run.RequestKill(out, id, as); err != nil {
 			t.Fatal(err)
 		}
 	}

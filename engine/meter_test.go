@@ -20,6 +20,7 @@ import (
 	"tare/engine/cliff"
 	"tare/engine/journal"
 	"tare/engine/room"
+	"tare/engine/run"
 	"tare/modelserver"
 	"tare/sandbox"
 )
@@ -40,7 +41,7 @@ func TestCostCapEndsTheTailOverBudget(t *testing.T) {
 	defer cancel()
 	dir, report, err := Calibrate(ctx, CalibrateOptions{Prompt: demo.Task, Sides: sides, Check: demo.Check, CheckTimeout: time.Minute,
 		Runs: 1, Jobs: 1, Project: paths.Project, Out: filepath.Join(t.TempDir(), "run"), Config: testConfig(t, []string{"claude"}),
-		Script: paths.Script, Seed: 7, Caps: Caps{TailCost: 1e-9}})
+		Script: paths.Script, Seed: 7, Caps: run.Caps{TailCost: 1e-9}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,15 +175,15 @@ func TestMeterFlagsAnAgentCountingOff(t *testing.T) {
 // tare tail after another): the tokens the journal's finished tails were metered at count,
 // so the first call of the next tail is already refused, in the caller's dialect.
 func TestRunCapCountsWhatTheJournalSpent(t *testing.T) {
-	r, err := createRun(filepath.Join(t.TempDir(), "run"), nil)
+	r, err := run.Create(filepath.Join(t.TempDir(), "run"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.close()
+	defer r.Close()
 	spent := &journal.Metered{Usage: journal.Usage{Input: 40, Output: 20}, Calls: 1}
 	for _, e := range []journal.Event{{TailStarted: &journal.TailStarted{ID: "a-0", Side: "a"}},
 		{TailFinished: &journal.TailFinished{ID: "a-0", Status: journal.StatusFailed, Metered: spent}}} {
-		if err := r.emit(e); err != nil {
+		if err := r.Emit(e); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -194,7 +195,7 @@ func TestRunCapCountsWhatTheJournalSpent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	call := func(c Caps) (int, string) {
+	call := func(c run.Caps) (int, string) {
 		m, err := modelserver.NewMeter(srv.Addr(), nil, newRunBudget(r, c))
 		if err != nil {
 			t.Fatal(err)
@@ -209,10 +210,10 @@ func TestRunCapCountsWhatTheJournalSpent(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	if code, body := call(Caps{RunTokens: 50}); code != http.StatusBadRequest || !strings.Contains(body, `"type":"error"`) || !strings.Contains(body, "run's token cap (50) is spent: 60 tokens") {
+	if code, body := call(run.Caps{RunTokens: 50}); code != http.StatusBadRequest || !strings.Contains(body, `"type":"error"`) || !strings.Contains(body, "run's token cap (50) is spent: 60 tokens") {
 		t.Errorf("run cap 50 after 60 spent: %d %s; want an Anthropic error naming the run's cap", code, body)
 	}
-	if code, body := call(Caps{RunTokens: 100}); code != http.StatusOK {
+	if code, body := call(run.Caps{RunTokens: 100}); code != http.StatusOK {
 		t.Errorf("run cap 100 after 60 spent: %d %s; want the call through", code, body)
 	}
 }
@@ -244,7 +245,7 @@ func TestRecordIsCapped(t *testing.T) {
 	defer cancel()
 	recDir, recording, err := Record(ctx, RecordOptions{Prompt: "Do the five steps.", Project: project, Check: "test -f five.txt", CheckTimeout: time.Minute,
 		AgentTimeout: 2 * time.Minute, Config: testConfig(t, []string{"claude"}), Script: script, Side: journal.Side{Key: "a", Agent: "claude"},
-		Out: filepath.Join(dir, "record"), Caps: Caps{TailTokens: 1}})
+		Out: filepath.Join(dir, "record"), Caps: run.Caps{TailTokens: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +315,7 @@ func killAfterFirstCall(t *testing.T, ctx context.Context, dir, id string, attem
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if err := RequestKill(dir, id, journal.KillLeftOut); err != nil {
+	if err := run.RequestKill(dir, id, journal.KillLeftOut); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -414,12 +415,12 @@ func TestCliffAndSwapCostIsTheRelays(t *testing.T) {
 	if res.TailsCost != 2.125 || res.RecordingCost != 2 || res.Cost != 4.125 || !res.CostKnown || res.CostUnmetered != 1 {
 		t.Errorf("cliff cost: recording $%v + tails $%v = $%v (known %v, %d unmetered); want $2 + $2.125 = $4.125, 1 unmetered", res.RecordingCost, res.TailsCost, res.Cost, res.CostKnown, res.CostUnmetered)
 	}
-	if report := CliffReport(&Recipe{Sides: []journal.Side{{Key: "a", Agent: "codex"}}}, recording, res); !strings.Contains(report, "tails $2.1250 = $4.1250 (tare's prices on the relay's count; 1 attempts or recordings on the agent's own count, unmetered)") {
+	if report := CliffReport(&run.Recipe{Sides: []journal.Side{{Key: "a", Agent: "codex"}}}, recording, res); !strings.Contains(report, "tails $2.1250 = $4.1250 (tare's prices on the relay's count; 1 attempts or recordings on the agent's own count, unmetered)") {
 		t.Errorf("the cliff report does not give the relay's cost and whose count it is:\n%s", report)
 	}
 
 	recs := map[string]*journal.Recording{"a": recording, "b": {Agent: "codex", Metered: metered(1)}}
-	sw := swapResult(t.TempDir(), &Recipe{Sides: []journal.Side{{Key: "a", Agent: "codex"}, {Key: "b", Agent: "codex"}}},
+	sw := swapResult(t.TempDir(), &run.Recipe{Sides: []journal.Side{{Key: "a", Agent: "codex"}, {Key: "b", Agent: "codex"}}},
 		swapSettings{Cuts: []float64{1}, Tails: 1}, recs, state("c1-ab-n-0", "c1-ba-h-0"))
 	if sw.TailsCost != 2.125 || sw.RecordingCost != 3 || sw.Cost != 5.125 || !sw.CostKnown || sw.CostUnmetered != 1 {
 		t.Errorf("swap cost: recordings $%v + tails $%v = $%v (known %v, %d unmetered); want $3 + $2.125 = $5.125, 1 unmetered", sw.RecordingCost, sw.TailsCost, sw.Cost, sw.CostKnown, sw.CostUnmetered)

@@ -13,6 +13,7 @@ import (
 	"tare/agent"
 	"tare/capsule"
 	"tare/engine/journal"
+	"tare/engine/run"
 	"tare/engine/stats"
 	"tare/modelserver"
 )
@@ -48,18 +49,18 @@ func TestProviderStopsAreNoVerdict(t *testing.T) {
 					t.Fatal(err)
 				}
 				want := journal.Reason(map[string]string{"quota": agent.StopQuota, "overloaded": agent.StopOverloaded, "drop": agent.StopDropped, "login": agent.StopLogin}[kind])
-				tl := env.run.snapshot().Tails["walled"]
+				tl := env.run.Snapshot().Tails["walled"]
 				if tl == nil || tl.Status != journal.StatusNoVerdict || tl.Reason != want {
 					t.Fatalf("tail %+v, want no verdict for %q", tl, want)
 				}
 				if !strings.Contains(tl.Detail, "ended by the provider ("+string(want)+")") || !strings.HasSuffix(tl.Detail, "; not checked") {
 					t.Errorf("detail %q: want the provider's end and no check", tl.Detail)
 				}
-				res, ok := readResult(filepath.Join(env.run.dir, "tails", "walled"))
+				res, ok := readResult(filepath.Join(env.run.Dir(), "tails", "walled"))
 				if !ok || res.Status != journal.StatusNoVerdict || res.Reason != want || res.Passed {
 					t.Errorf("result.json %+v, want no verdict for %q", res, want)
 				}
-				tally := env.run.snapshot()
+				tally := env.run.Snapshot()
 				tally.Sides = []journal.Side{{Key: "a", Agent: name}}
 				if s := tally.Tally()[0]; s.Verdicts != 0 || s.NoVerdict != 1 {
 					t.Errorf("tally %+v: the tail must be left out of the rate", s)
@@ -87,7 +88,7 @@ func TestKilledTailIsNoVerdict(t *testing.T) {
 	go func() { done <- runTail(ctx, env, spec) }()
 	// Kill once the agent has written its first line: it is running, not starting. (The
 	// model server logs a request when it answers, two minutes later.)
-	stream := filepath.Join(env.run.dir, "tails", "k-0", "stdout.jsonl")
+	stream := filepath.Join(env.run.Dir(), "tails", "k-0", "stdout.jsonl")
 	for fi, err := os.Stat(stream); err != nil || fi.Size() == 0; fi, err = os.Stat(stream) {
 		select {
 		case err := <-done:
@@ -97,13 +98,13 @@ func TestKilledTailIsNoVerdict(t *testing.T) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if err := RequestKill(env.run.dir, "k-0", journal.KillFailed); err != nil {
+	if err := run.RequestKill(env.run.Dir(), "k-0", journal.KillFailed); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	tl := env.run.snapshot().Tails["k-0"]
+	tl := env.run.Snapshot().Tails["k-0"]
 	if tl == nil || tl.Status != journal.StatusNoVerdict || tl.Reason != journal.ReasonKilled {
 		t.Fatalf("tail %+v, want no verdict, killed", tl)
 	}
@@ -129,7 +130,7 @@ func TestAgentThatDoesNotStartIsNotChecked(t *testing.T) {
 	if err := runTail(ctx, env, spec); err != nil {
 		t.Fatal(err)
 	}
-	tl := env.run.snapshot().Tails["ns-0"]
+	tl := env.run.Snapshot().Tails["ns-0"]
 	if tl == nil || tl.Status != journal.StatusNoVerdict || tl.Reason != journal.ReasonNotStarted {
 		t.Fatalf("tail %+v, want no verdict, not started", tl)
 	}
@@ -256,7 +257,7 @@ func TestRetriedFailureDoesNotRaiseTheRate(t *testing.T) {
 		st.Apply(e)
 	}
 	apply(journal.Event{RunStarted: &journal.RunStarted{Kind: "calibrate", Sides: []journal.Side{{Key: "a", Agent: "claude"}}, Budget: 3}})
-	finish := func(id, status string, reason journal.Reason, attempt int, cost float64) {
+	finish := func(id string, status journal.Status, reason journal.Reason, attempt int, cost float64) {
 		apply(journal.Event{TailStarted: &journal.TailStarted{ID: id, Side: "a", How: "fresh", Attempt: attempt}})
 		apply(journal.Event{TailFinished: &journal.TailFinished{ID: id, Status: status, Reason: reason, Attempt: attempt, Passed: status == journal.StatusPassed,
 			Usage: journal.Usage{Input: 100, Cost: cost}}})
@@ -360,7 +361,7 @@ text = "Done."
 				t.Fatal(err)
 			}
 			if len(rec.Steps) != 3 || len(rec.Inherited) != 0 {
-				errLog, _ := os.ReadFile(filepath.Join(env.run.dir, "original", "stderr.log"))
+				errLog, _ := os.ReadFile(filepath.Join(env.run.Dir(), "original", "stderr.log"))
 				t.Fatalf("%d steps, inherited %+v; want 3 steps, each with its own capsule\nstderr: %s", len(rec.Steps), rec.Inherited, errLog)
 			}
 			dest := filepath.Join(t.TempDir(), "step2")

@@ -12,6 +12,7 @@ import (
 	"tare/config"
 	"tare/engine/browser"
 	"tare/engine/room"
+	"tare/engine/run"
 	"tare/sandbox"
 )
 
@@ -36,11 +37,11 @@ func renderPage(ctx context.Context, cfg *config.Config, dir, page string) (brow
 		return browser.Shot{}, fmt.Errorf("render room: %v", err)
 	}
 	if code != 0 {
-		return browser.Shot{}, fmt.Errorf("rendering %s failed (exit %d): %s", page, code, clip(lastLine(stderr.String()), 300))
+		return browser.Shot{}, fmt.Errorf("rendering %s failed (exit %d): %s", page, code, run.Clip(lastLine(stderr.String()), 300))
 	}
 	var shot browser.Shot
 	if err := json.Unmarshal(stdout.Bytes(), &shot); err != nil || len(shot.PNG) == 0 {
-		return browser.Shot{}, fmt.Errorf("rendering %s gave no screenshot: %s", page, clip(strings.TrimSpace(stderr.String()), 300))
+		return browser.Shot{}, fmt.Errorf("rendering %s gave no screenshot: %s", page, run.Clip(strings.TrimSpace(stderr.String()), 300))
 	}
 	return shot, nil
 }

@@ -14,6 +14,7 @@ import (
 	"tare/engine/journal"
 	"tare/engine/probe"
 	"tare/engine/room"
+	"tare/engine/run"
 	"tare/sandbox"
 )
 
@@ -174,7 +175,7 @@ func RunWriter(ctx context.Context, o WriterOptions, inst agent.Install) (Writer
 			}
 		}
 		if r.IsError && end.Error == "" {
-			end.Error = "agent error: " + clip(r.Error, 200)
+			end.Error = "agent error: " + run.Clip(r.Error, 200)
 		}
 	}
 	if end.SessionID == "" && o.Resume != "" {

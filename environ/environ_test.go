@@ -439,3 +439,14 @@ func TestAgentInImageRoom(t *testing.T) {
 		})
 	}
 }
+
+// TestNoEngineSaysWhatToInstall: a host with none of the engines gets one line naming them
+// and the fix, before anything is built.
+func TestNoEngineSaysWhatToInstall(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	dir := writeContext(t, map[string]string{"Dockerfile": "FROM debian:bookworm-slim\n"})
+	_, err := (Cache{Dir: t.TempDir()}).Build(context.Background(), dir, nil)
+	if err == nil || !strings.Contains(err.Error(), "podman, buildah, or docker with a running daemon") || !strings.Contains(err.Error(), "apt-get install podman") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -21,6 +21,11 @@ const RuntimeDir = "/.tare/runtime"
 // own parts are as in every room: the fresh HOME and its files, the synthetic identity, the
 // relays' sockets, the run store, the tare binaries and the agent runtime, each mounted over
 // a mount point PrepareRoot made.
+//
+// What runs in the room before the command comes from tare, not the image: the relay and the
+// lifeline from Room.Helper, tare-room, which is static; without a Helper they run from
+// Room.Tare, which needs a libc like the host's in the image. An agent's node comes from
+// Runtime when the image has none on its PATH.
 type Image struct {
 	Root    string            // host folder of the image's root filesystem, prepared by PrepareRoot
 	WorkDir string            // the image's WORKDIR, where the workspace is bound ("" = WorkDir, as in every room)
@@ -183,6 +188,9 @@ func (r Room) validateImage() error {
 				continue
 			}
 		}
+		if r.inMemory(b.Dest, i) {
+			continue // bwrap makes its mount point in a fresh folder of the room's, not in the image
+		}
 		if err := noSymlinkIn(im.Root, b.Dest); err != nil {
 			return fmt.Errorf("room: Binds[%d].Dest %q: %v: an image room mounts only over paths its image has", i, b.Dest, err)
 		}
@@ -193,6 +201,23 @@ func (r Room) validateImage() error {
 		}
 	}
 	return nil
+}
+
+// inMemory says whether p is below one of the room's fresh in-memory folders made before
+// Binds[i] is mounted: /tmp, HOME, /dev/shm or an earlier Tmpfs bind.
+func (r Room) inMemory(p string, i int) bool {
+	dirs := []string{"/tmp", HomeDir, ShmDir}
+	for _, b := range r.Binds[:i] {
+		if b.Tmpfs {
+			dirs = append(dirs, b.Dest)
+		}
+	}
+	for _, d := range dirs {
+		if strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // noSymlinkIn checks that p (absolute inside root) exists in root and no part of it is a symlink.

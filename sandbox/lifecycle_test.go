@@ -47,6 +47,9 @@ func childMain(mode string) int {
 		// Start a room with jobs, say so, and wait to be killed.
 		marker := os.Getenv(markerEnv)
 		r := Room{Workspace: os.Getenv(wsEnv), Argv: jobsScript(marker, false)}
+		if root := os.Getenv(imageEnv); root != "" {
+			r.Image = &Image{Root: root, WorkDir: "/app"}
+		}
 		for _, m := range strings.Split(os.Getenv(mutateEnv), ",") {
 			switch m {
 			case "":
@@ -129,6 +132,9 @@ func checkParentKilled(t *testing.T, mutation string) []string {
 	t.Cleanup(func() { killMarker(marker) })
 	cmd := exec.Command(testBinary(t), "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"=lifecycle", markerEnv+"="+marker, wsEnv+"="+t.TempDir(), mutateEnv+"="+mutation)
+	if testImage != nil {
+		cmd.Env = append(cmd.Env, imageEnv+"="+testImage.Root)
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -224,7 +230,7 @@ func checkBackgroundJobs(t *testing.T, mutate func([]string) []string) []string 
 	t.Helper()
 	marker := "tare-bg-" + randHex(6)
 	t.Cleanup(func() { killMarker(marker) })
-	code := runRoom(t, Room{Workspace: t.TempDir(), Argv: jobsScript(marker, true), mutate: mutate})
+	code := runRoom(t, rooted(Room{Workspace: t.TempDir(), Argv: jobsScript(marker, true), mutate: mutate}))
 	if code != 7 {
 		t.Errorf("room exited %d, want 7", code)
 	}

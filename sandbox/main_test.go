@@ -28,6 +28,7 @@ const (
 	markerEnv = "TARE_SANDBOX_TEST_MARKER" // the unique marker of a lifecycle child's room
 	mutateEnv = "TARE_SANDBOX_TEST_MUTATE" // a mutation the lifecycle child applies
 	wsEnv     = "TARE_SANDBOX_TEST_WS"     // the lifecycle child's workspace
+	imageEnv  = "TARE_SANDBOX_TEST_IMAGE"  // the image root the lifecycle child roots its room in
 )
 
 // canaryEnvKey is set in this test process and must never reach a room.
@@ -43,8 +44,8 @@ func TestMain(m *testing.M) {
 		case "inspect":
 			os.Exit(InspectMain(os.Args[2:]))
 		case "check-bwrap":
-			// Inside a room: report what Check says about the bwrap there.
-			if err := Check(context.Background()); err != nil {
+			// Inside a room: report what CheckBwrap says about the bwrap there.
+			if _, err := CheckBwrap(context.Background(), ""); err != nil {
 				fmt.Println(err)
 				os.Exit(1)
 			}

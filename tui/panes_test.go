@@ -139,13 +139,13 @@ func TestTailsPaneAndTally(t *testing.T) {
 	p.refresh()
 	v := p.view(true)
 	for _, want := range []string{
-		"> a-0      a       – passed       1m35s     6   9.0k  $0.04 end_turn; make test ok",
+		"> a-0      a       – passed        1m35s     6   9.0k  $0.04 end_turn; make test ok",
 		// A retried tail shows its latest attempt, every attempt's tokens and cost, and the
 		// attempt its side counts.
-		"a-1      a       – failed       3m20s    11  16.5k  $0.09",
-		"a-3      a       – passed         50s     5  12.0k  $0.05 attempt 2 · counts attempt 1: failed",
-		"b-1      b       – no verdict     20s     2   3.0k  $0.01 ended by the provider (quota)",
-		"b-2      b       – running      2m00s     3   4.5k  $0.02 Edit src/cart.go",
+		"a-1      a       – failed        3m20s    11  16.5k  $0.09",
+		"a-3      a       – passed          50s     5  12.0k  $0.05 attempt 2 · counts attempt 1: failed",
+		"b-1      b       – no verdict      20s     2   3.0k  $0.01 ended by the provider (quota)",
+		"b-2      b       – running       2m00s     3   4.5k  $0.02 Edit src/cart.go",
 	} {
 		if !strings.Contains(v, want) {
 			t.Errorf("view lacks %q:\n%s", want, v)

@@ -35,6 +35,20 @@ func (r *runEntry) status() string {
 	return "live"
 }
 
+// stoppedAt is when a run that no process owns and that has no report stopped, as far as
+// its journal knows (its newest event): its unfinished tails are interrupted there, and
+// their time stops counting. ok is false for any other run.
+func (r *runEntry) stoppedAt() (at time.Time, ok bool) {
+	if r.status() != "crashed" {
+		return time.Time{}, false
+	}
+	return r.state.Updated, true
+}
+
+// interrupted is a tail's status cell in a run that stopped under it: nothing runs it now
+// (resume runs it again).
+var interrupted = cell{"interrupted", bad}
+
 // elapsed is how long the run has taken so far.
 func (r *runEntry) elapsed(now time.Time) time.Duration {
 	s := r.state

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -309,7 +310,7 @@ func startText(f *Frozen, w Writer) string {
 		"web, external services or other agents. Inputs are read-only.\n" +
 		"Write your contribution in drafts/. Keep any further alternatives\n" +
 		"as separate files. Finish the assignment without asking for approval.\n")
-	if contains(w.Capabilities, "image-generation") {
+	if slices.Contains(w.Capabilities, "image-generation") {
 		b.WriteString("\nThis assignment additionally permits the agent's image-generation tool.\n")
 	}
 	if w.Persona != "" {

@@ -1,10 +1,13 @@
-package engine
+package run
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"sort"
 	"strings"
 	"time"
 
@@ -52,19 +55,107 @@ type Recipe struct {
 	// On is the backend the tails ran through ("slurm"; empty: this machine), so a resume
 	// sends the rest of them the same way.
 	On string `json:"on,omitempty"`
-	// Cliff holds a cliff analysis's settings when the run was recorded for one, so tare
-	// resume finishes the analysis too.
-	Cliff *cliffSettings `json:"cliff,omitempty"`
-	// Separate holds a calibrate's --until-separated settings, so tare resume continues the
-	// same sequence.
-	Separate *separateSettings `json:"until_separated,omitempty"`
-	// Swap holds a swap analysis's settings.
-	Swap *swapSettings `json:"swap,omitempty"`
-	// JudgeNoise holds a judge-noise run's settings, so tare resume finishes it.
-	JudgeNoise *judgeSettings `json:"judge_noise,omitempty"`
 	// Inputs are what a judge run read, by content: "page DIR" (the folder's capsule root) and
 	// "rubric FILE" (its sha256). tare rerun names each that changed.
 	Inputs map[string]string `json:"inputs,omitempty"`
+	// Settings are each analysis's own settings, as raw JSON under the analysis's key (cliff,
+	// until_separated, swap, judge_noise), so the recipe needs to know no analysis: each one
+	// writes and reads its own key, and tare resume finishes the analysis from it. In
+	// recipe.json they sit beside the common fields, where every tare so far wrote them.
+	Settings map[string]json.RawMessage `json:"-"`
+}
+
+// recipeFields is the recipe's common fields, as recipe.json names them.
+type recipeFields Recipe
+
+// commonKeys are the JSON names of the recipe's common fields: every other key of
+// recipe.json is an analysis's settings.
+var commonKeys = func() map[string]bool {
+	keys := map[string]bool{}
+	t := reflect.TypeOf(recipeFields{})
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			keys[name] = true
+		}
+	}
+	return keys
+}()
+
+// MarshalJSON writes the common fields, then each analysis's settings under its key, in
+// key order.
+func (r Recipe) MarshalJSON() ([]byte, error) {
+	data, err := json.Marshal(recipeFields(r))
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(r.Settings))
+	for k := range r.Settings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := bytes.NewBuffer(data[:len(data)-1]) // without the closing brace
+	for _, k := range keys {
+		if commonKeys[k] {
+			return nil, fmt.Errorf("recipe: settings key %q is a common field's name", k)
+		}
+		name, _ := json.Marshal(k)
+		out.WriteByte(',')
+		out.Write(name)
+		out.WriteByte(':')
+		out.Write(r.Settings[k])
+	}
+	out.WriteByte('}')
+	return out.Bytes(), nil
+}
+
+// UnmarshalJSON reads the common fields, and keeps every other key as an analysis's settings.
+func (r *Recipe) UnmarshalJSON(data []byte) error {
+	var fields recipeFields
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return err
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(data, &all); err != nil {
+		return err
+	}
+	*r = Recipe(fields)
+	r.Settings = nil
+	for k, v := range all {
+		if commonKeys[k] || string(v) == "null" {
+			continue
+		}
+		if r.Settings == nil {
+			r.Settings = map[string]json.RawMessage{}
+		}
+		r.Settings[k] = v
+	}
+	return nil
+}
+
+// SetSettings stores v as the settings under key (an analysis's own name for them).
+func (r *Recipe) SetSettings(key string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("recipe: %s settings: %v", key, err)
+	}
+	if r.Settings == nil {
+		r.Settings = map[string]json.RawMessage{}
+	}
+	r.Settings[key] = data
+	return nil
+}
+
+// DecodeSettings reads the settings under key into v; ok is false when the recipe has none.
+func (r *Recipe) DecodeSettings(key string, v any) (ok bool, err error) {
+	data, ok := r.Settings[key]
+	if !ok {
+		return false, nil
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return false, fmt.Errorf("%s: field %s: %v; fix: give a run folder whose recipe tare wrote", RecipeFile, key, err)
+	}
+	return true, nil
 }
 
 // RecipeAgent is one agent as the run used it.
@@ -76,13 +167,14 @@ type RecipeAgent struct {
 	Snapshots string `json:"snapshots"`
 }
 
-func writeRecipe(dir string, r *Recipe) error {
+// WriteRecipe writes r as dir's recipe, marked as tare's.
+func WriteRecipe(dir string, r *Recipe) error {
 	r.Format = recipeFormat
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	return writeRunFile(filepath.Join(dir, RecipeFile), append(data, '\n'))
+	return WriteFile(filepath.Join(dir, RecipeFile), append(data, '\n'))
 }
 
 // ReadRecipe reads a run directory's recipe, refusing a folder tare did not write.

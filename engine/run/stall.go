@@ -1,4 +1,4 @@
-package engine
+package run
 
 import (
 	"slices"
@@ -15,10 +15,10 @@ const (
 	stallGaps = 5
 )
 
-// stallWatch follows one tail's agent: each line of its stream is a beat, and a silence
+// StallWatch follows one tail's agent: each line of its stream is a beat, and a silence
 // past the tail's threshold is published once as Stalled, its end once as Stalled{Over}.
-type stallWatch struct {
-	run   *run
+type StallWatch struct {
+	run   *Run
 	tail  string
 	floor time.Duration
 
@@ -30,15 +30,16 @@ type stallWatch struct {
 	done    chan struct{}
 }
 
-// watchStall starts watching a tail from now; stop ends the watch (when the agent ends).
-func watchStall(r *run, tail string, floor time.Duration) *stallWatch {
-	w := &stallWatch{run: r, tail: tail, floor: floor, last: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+// WatchStall starts watching a tail from now, each silence of at least floor a stall; End
+// ends the watch (when the agent ends).
+func WatchStall(r *Run, tail string, floor time.Duration) *StallWatch {
+	w := &StallWatch{run: r, tail: tail, floor: floor, last: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
 	go w.loop(min(max(floor/5, 50*time.Millisecond), 5*time.Second))
 	return w
 }
 
 // threshold is the silence that is a stall for this tail now. Called with mu held.
-func (w *stallWatch) threshold() time.Duration {
+func (w *StallWatch) threshold() time.Duration {
 	if len(w.gaps) == 0 {
 		return w.floor
 	}
@@ -47,8 +48,8 @@ func (w *stallWatch) threshold() time.Duration {
 	return max(w.floor, stallPace*g[len(g)/2])
 }
 
-// beat is a line of the agent's stream: the agent is working.
-func (w *stallWatch) beat() {
+// Beat is a line of the agent's stream: the agent is working.
+func (w *StallWatch) Beat() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := time.Now()
@@ -61,11 +62,11 @@ func (w *stallWatch) beat() {
 	w.last = now
 	if w.stalled {
 		w.stalled = false
-		_ = w.run.emit(journal.Event{Stalled: &journal.Stalled{Tail: w.tail, Over: true}})
+		_ = w.run.Emit(journal.Event{Stalled: &journal.Stalled{Tail: w.tail, Over: true}})
 	}
 }
 
-func (w *stallWatch) loop(every time.Duration) {
+func (w *StallWatch) loop(every time.Duration) {
 	defer close(w.done)
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -78,15 +79,15 @@ func (w *stallWatch) loop(every time.Duration) {
 			silent, limit := now.Sub(w.last), w.threshold()
 			if !w.stalled && silent > limit {
 				w.stalled = true
-				_ = w.run.emit(journal.Event{Stalled: &journal.Stalled{Tail: w.tail, Silent: silent.Seconds(), Threshold: limit.Seconds()}})
+				_ = w.run.Emit(journal.Event{Stalled: &journal.Stalled{Tail: w.tail, Silent: silent.Seconds(), Threshold: limit.Seconds()}})
 			}
 			w.mu.Unlock()
 		}
 	}
 }
 
-// end stops the watch and waits for it, so no Stalled follows the tail's end.
-func (w *stallWatch) end() {
+// End stops the watch and waits for it, so no Stalled follows the tail's end.
+func (w *StallWatch) End() {
 	close(w.stop)
 	<-w.done
 }

@@ -1,4 +1,4 @@
-package engine
+package run
 
 import (
 	"context"
@@ -41,7 +41,7 @@ func RequestKill(runDir, tailID string, as journal.KillAs) error {
 		return err
 	}
 	text := time.Now().UTC().Format(time.RFC3339) + "\n" + killAsPrefix + string(as) + "\n"
-	return writeRunFile(killFile(runDir, tailID), []byte(text))
+	return WriteFile(killFile(runDir, tailID), []byte(text))
 }
 
 // killAsPrefix starts the kill request's line that carries the operator's answer.
@@ -64,9 +64,9 @@ func readKillAs(path string) journal.KillAs {
 	return journal.KillNotAsked
 }
 
-// watchKill cancels a tail's context when a kill request for it appears. It returns a
+// WatchKill cancels a tail's context when a kill request for it appears. It returns a
 // function that stops watching.
-func watchKill(ctx context.Context, runDir, tailID string, cancel context.CancelCauseFunc) func() {
+func WatchKill(ctx context.Context, runDir, tailID string, cancel context.CancelCauseFunc) func() {
 	path := killFile(runDir, tailID)
 	_ = os.Remove(path) // a request for an earlier attempt does not kill this one
 	done := make(chan struct{})

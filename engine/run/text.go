@@ -1,9 +1,9 @@
-package engine
+package run
 
 import "strings"
 
-// clip trims s and cuts it to n runes, the last one an ellipsis.
-func clip(s string, n int) string {
+// Clip trims s and cuts it to n runes, the last one an ellipsis.
+func Clip(s string, n int) string {
 	s = strings.TrimSpace(s)
 	if r := []rune(s); len(r) > n {
 		return string(r[:n-1]) + "…"
