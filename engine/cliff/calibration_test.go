@@ -217,7 +217,8 @@ func TestCliffCalibration(t *testing.T) {
 // names a step within one step (pinned, or the unpinned report's most likely step), and the
 // tails spent. Beside it, the most any search could pin at 30 with the same bar: an oracle
 // that knows the cliff is at 5 and spends every tail after the two ends at steps 4 and 5,
-// stopping as soon as the posterior allows.
+// stopping as soon as the posterior allows. (TestEightStepsBound, with -bound, gives the most
+// a search told the true rates could pin.)
 func TestEightStepsStepFiveDecides(t *testing.T) {
 	reps := simReps(1000)
 	w := world{8, func(s int) float64 { return map[bool]float64{true: 0.7, false: 0}[s < 5] }, []int{5}}
