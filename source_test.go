@@ -23,7 +23,7 @@ import (
 // start inside a room.
 var hostExecs = map[string]string{
 	"agent/find.go version":                              "the agent's CLI, found by Find (SafePATH, the project refused)",
-	"app.go (*appEngine).Attach":                         "tare itself (os.Executable)",
+	"cli/actions.go (*appEngine).Attach":                 "tare itself (os.Executable)",
 	"capsule/snapd.go runChild":                          "inside a room: tare snap-watch runs the room's command",
 	"engine/check.go runOnHost":                          "/bin/sh, a fixed system path",
 	"engine/gitguard/gitguard.go (*Guard).guardIncludes": "git from hostGit (LookHost)",
@@ -42,14 +42,14 @@ var hostExecs = map[string]string{
 	"sandbox/roomrelay/relay.go startCommand":            "inside a room: the relay starts the room's command",
 	"sandbox/start.go Start":                             "bwrap from FindBwrap",
 	"tui/detail.go (*model).openPager":                   "the pager from pagerBin (engine.HostProgram, LookHost)",
-	"tui/terminal.go StartTerminal":                      "a command its caller built: tare itself (app.go, workshop_app.go)",
+	"tui/terminal.go StartTerminal":                      "a command its caller built: tare itself (cli/actions.go, cli/workshop_app.go)",
 	"workshop/plan.go git":                               "git from engine.HostProgram",
-	"workshop_app.go (*appEngine).WorkshopManual":        "tare itself (os.Executable)",
+	"cli/workshop_app.go (*appEngine).WorkshopManual":    "tare itself (os.Executable)",
 }
 
 // followingWrites are the engine's writes that may follow a link, each with why no run
 // folder is behind it. Every other create or open for writing goes through
-// journal.OpenNoFollow (createRunFile), writeRunFile or capsule.WriteFileAtomic, or uses
+// journal.OpenNoFollow (run.CreateFile), run.WriteFile or capsule.WriteFileAtomic, or uses
 // O_EXCL (which never follows a link).
 var followingWrites = map[string]string{
 	"engine/judge.go (*judgeEnv).stage":                   "the judge's stage, a folder os.MkdirTemp just made",
@@ -58,7 +58,7 @@ var followingWrites = map[string]string{
 	"engine/probe/secrets.go plantSecrets":                "a probe's planted home, a folder os.MkdirTemp just made",
 	"engine/probe/probe.go realTwin":                      "the twin's home, a folder os.MkdirTemp just made",
 	"engine/probe/probeaside.go plantControl":             "the control's planted home, a folder os.MkdirTemp just made",
-	"engine/probe/room.go moveHome":                       "a twin's planted home, a folder os.MkdirTemp just made",
+	"engine/room/room.go moveHome":                        "a twin's planted home, a folder os.MkdirTemp just made",
 }
 
 // eachCall calls visit with every call and composite literal inside a function of tare's
@@ -196,7 +196,7 @@ func TestRunFolderWritesNeverFollowLinks(t *testing.T) {
 		}
 		seen[where] = true
 		if _, ok := followingWrites[where]; !ok {
-			t.Errorf("%s: %s writes with os.%s, which follows a link in the file's place; fix: journal.OpenNoFollow (createRunFile) or writeRunFile, or list it in followingWrites saying why no run folder is behind it",
+			t.Errorf("%s: %s writes with os.%s, which follows a link in the file's place; fix: journal.OpenNoFollow (run.CreateFile) or run.WriteFile, or list it in followingWrites saying why no run folder is behind it",
 				pos, where, name)
 		}
 	})

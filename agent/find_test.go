@@ -17,9 +17,19 @@ func agentsDir(t *testing.T) string {
 	return dir
 }
 
+// needCLIs skips t under -short: it runs the real agent CLIs (a node start each, seconds on a
+// busy machine). Without -short a missing CLI still fails the test.
+func needCLIs(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs the real agent CLIs; skipped under -short")
+	}
+}
+
 // Find against the real CLIs the project pins in agents/package.json.
 // A missing CLI fails the test with the fix.
 func TestFindInstalled(t *testing.T) {
+	needCLIs(t)
 	dir := agentsDir(t)
 	// The version check must leave the operator's HOME alone (codex creates $CODEX_HOME/tmp).
 	home := t.TempDir()
@@ -46,6 +56,7 @@ func TestFindInstalled(t *testing.T) {
 }
 
 func TestFindOverrideAndMissing(t *testing.T) {
+	needCLIs(t)
 	dir := agentsDir(t)
 	empty := t.TempDir()
 	// The config override wins over the search list.
@@ -143,6 +154,7 @@ func TestFindPrefersTheAgentsOwnInstall(t *testing.T) {
 // real pi CLI's script is copied so that it can be changed; its node start is what a probe
 // under load waited on, once per probe.
 func TestVersionIsAskedOncePerBinary(t *testing.T) {
+	needCLIs(t)
 	dir := agentsDir(t)
 	t.Setenv("HOME", t.TempDir())
 	src, err := filepath.EvalSymlinks(filepath.Join(dir, "pi", "node_modules", ".bin", "pi"))

@@ -33,9 +33,6 @@ type StreamFile struct {
 	file     os.FileInfo
 }
 
-// Offset is how far the file has been read, the partial last line included.
-func (f *StreamFile) Offset() int64 { return f.offset }
-
 // Read passes each complete line added since the last Read to fn, reading at most max bytes
 // (FollowChunk when max <= 0). reset is true when the file was replaced or cut since the last
 // Read: the lines passed are then the new file's, and what was learned from the old one is

@@ -26,8 +26,8 @@ func TestStreamFileReadsOnFromItsOffset(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if strings.Join(got, "|") != `{"a":1}|{"b":2}` || string(f.Pending()) != `{"c"` || f.Offset() != 20 {
-		t.Fatalf("lines %q pending %q offset %d", got, f.Pending(), f.Offset())
+	if strings.Join(got, "|") != `{"a":1}|{"b":2}` || string(f.Pending()) != `{"c"` || f.offset != 20 {
+		t.Fatalf("lines %q pending %q offset %d", got, f.Pending(), f.offset)
 	}
 	fh, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
 	fh.WriteString(":3}\n" + strings.Repeat("x", 200) + "\n{\"d\":4}\n")

@@ -50,7 +50,7 @@ func TestRoomModelServer(t *testing.T) {
 		len(state.Keys.Approved) != 1 || !strings.HasSuffix(tareKey, state.Keys.Approved[0]) || len(state.Keys.Approved[0]) != 20 {
 		t.Errorf("claude state %s: %+v %v", f.Data, state, err)
 	}
-	if len(s.Files) != 1 || !contains(s.Declared, "login copy: none") {
+	if len(s.Files) != 1 || !slices.Contains(s.Declared, "login copy: none") {
 		t.Errorf("claude: with tare's model server nothing of the operator's is copied: %+v", s)
 	}
 
@@ -407,15 +407,6 @@ func TestRoomMergesIntoBase(t *testing.T) {
 	}
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // TestRoomAllowOnlyNarrows: tare's network.allow narrows an agent's hosts and the declared
 // line follows; a list leaving out every host the agent needs is one error naming the fix.
 func TestRoomAllowOnlyNarrows(t *testing.T) {
@@ -428,7 +419,7 @@ func TestRoomAllowOnlyNarrows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(s.Allow, ",") != "api.anthropic.com:443" || !contains(s.Declared, "model: real provider through proxy http://127.0.0.1:3128 (allowed: api.anthropic.com:443)") {
+	if strings.Join(s.Allow, ",") != "api.anthropic.com:443" || !slices.Contains(s.Declared, "model: real provider through proxy http://127.0.0.1:3128 (allowed: api.anthropic.com:443)") {
 		t.Errorf("narrowed: allow %v, declared %q", s.Allow, s.Declared)
 	}
 	o.AllowOnly = []string{"api.openai.com:443"}

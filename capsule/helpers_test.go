@@ -182,3 +182,21 @@ func snap(t testing.TB, s *Store, ws, id string) Capsule {
 	}
 	return c
 }
+
+// cachePath, blobPath, treePath and recordPath are where the store keeps a folder's stat
+// cache, an object and a capsule's record, for tests that read or spoil them.
+func (s *Store) cachePath(rel string) string {
+	return filepath.Join(s.dir, s.cacheRel(rel))
+}
+
+func (s *Store) blobPath(hash string) string {
+	return filepath.Join(s.dir, "blobs", hash[:2], hash[2:])
+}
+
+func (s *Store) treePath(hash string) string {
+	return filepath.Join(s.dir, "trees", hash[:2], hash[2:])
+}
+
+func (s *Store) recordPath(c Capsule) string {
+	return filepath.Join(s.dir, "capsules", c.Name()+".json")
+}

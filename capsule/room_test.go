@@ -12,11 +12,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// needRooms skips t under -short: it starts a bubblewrap room. Without -short a missing
+// bwrap still fails the test.
+func needRooms(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a bwrap room; skipped under -short")
+	}
+}
+
 // TestSnapInRoom runs `tare snap` where it runs for real: inside a bubblewrap room as uid
 // 1000, the workspace bound at /work and the store at /tare-run, fed the hook JSON on stdin
 // (this test binary plays the tare binary at /opt/tare/tare). The room's argv follows
 // SANDBOX.md in the parts that matter here (user namespace, bind mounts, read-only root).
 func TestSnapInRoom(t *testing.T) {
+	needRooms(t)
 	bwrap, err := exec.LookPath("bwrap")
 	if err != nil {
 		t.Fatalf("bwrap not found (%v): install it with `apt-get install bubblewrap`", err)

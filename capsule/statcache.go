@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"maps"
-	"path/filepath"
 	"slices"
 
 	"golang.org/x/sys/unix"
@@ -56,10 +55,6 @@ type dirCache struct {
 
 func (c *dirCache) equal(o *dirCache) bool {
 	return c.rel == o.rel && c.tree == o.tree && maps.Equal(c.entries, o.entries)
-}
-
-func (s *Store) cachePath(rel string) string {
-	return filepath.Join(s.dir, s.cacheRel(rel))
 }
 
 // cacheRel is the cache file of workspace folder rel, below the store.

@@ -242,18 +242,6 @@ func (s *Store) checkLayout() error {
 // Dir is the store's folder.
 func (s *Store) Dir() string { return s.dir }
 
-func (s *Store) blobPath(hash string) string {
-	return filepath.Join(s.dir, "blobs", hash[:2], hash[2:])
-}
-
-func (s *Store) treePath(hash string) string {
-	return filepath.Join(s.dir, "trees", hash[:2], hash[2:])
-}
-
-func (s *Store) recordPath(c Capsule) string {
-	return filepath.Join(s.dir, "capsules", c.Name()+".json")
-}
-
 // objectRel is the path of an object below the store: kind is "blobs" or "trees".
 func objectRel(kind, hash string) string { return kind + "/" + hash[:2] + "/" + hash[2:] }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -161,7 +162,7 @@ func (c *Config) validate(name string, data []byte) error {
 	}
 	sort.Strings(agents)
 	for _, a := range agents {
-		if !contains(knownAgents, a) {
+		if !slices.Contains(knownAgents, a) {
 			return fmt.Errorf("%s:%d: key agents.%s: unknown agent; fix: use one of %s",
 				name, lineOf(data, toml.Key{"agents", a}), a, strings.Join(knownAgents, ", "))
 		}
@@ -448,13 +449,4 @@ func lineOf(data []byte, key toml.Key) int {
 		}
 	}
 	return 0
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

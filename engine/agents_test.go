@@ -12,7 +12,7 @@ import (
 	"tare/agent"
 	"tare/config"
 	"tare/engine/internal/agenttest"
-	"tare/engine/probe"
+	"tare/engine/room"
 	"tare/modelserver"
 	"tare/sandbox"
 )
@@ -36,18 +36,22 @@ shell = "echo resumed >> made.txt"
 text = "All done."
 `
 
+// needRooms skips a test that starts rooms under -short (agenttest.NeedRooms).
+func needRooms(t testing.TB) { agenttest.NeedRooms(t) }
+
 // testConfig is the config a user of this checkout would have (agenttest.Config).
 func testConfig(t testing.TB, agents []string) *config.Config { return agenttest.Config(t, agents) }
 
 // mustFind finds an agent's CLI or fails the test (agenttest.MustFind).
 func mustFind(t testing.TB, name string) (agent.Agent, agent.Install, *config.Config) {
-	return agenttest.MustFind(t, name, probe.FindAgent)
+	return agenttest.MustFind(t, name, room.FindAgent)
 }
 
 // TestRealAgentsRunAndResumeInRooms runs each real CLI in a real room against tare's model
 // server: a scripted tool call changes the workspace and the agent exits 0; then the session
 // is resumed in a brand-new room, which continues the script where the session stopped.
 func TestRealAgentsRunAndResumeInRooms(t *testing.T) {
+	needRooms(t)
 	script, err := modelserver.ParseScript([]byte(twoSessionsScript), "two-sessions.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +67,7 @@ func TestRealAgentsRunAndResumeInRooms(t *testing.T) {
 			work := t.TempDir()
 			sessions := t.TempDir()
 
-			p := probe.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: work, Sessions: sessions}
+			p := room.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: work, Sessions: sessions}
 			res := runAgent(ctx, t, p, srv.Addr(), a.RunArgs("Create made.txt in the workspace.", nil))
 			if got := readFile(t, filepath.Join(work, "made.txt")); got != "made by tare\n" {
 				t.Fatalf("the tool did not change the workspace: made.txt = %q", got)
@@ -78,8 +82,8 @@ func TestRealAgentsRunAndResumeInRooms(t *testing.T) {
 			}
 
 			// A brand-new room: fresh HOME, fresh session folder holding only the placed session.
-			q := probe.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: work, Sessions: t.TempDir()}
-			if err := probe.PlaceSession(&q, data, res.SessionID); err != nil {
+			q := room.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: work, Sessions: t.TempDir()}
+			if err := room.PlaceSession(&q, data, res.SessionID); err != nil {
 				t.Fatal(err)
 			}
 			again := runAgent(ctx, t, q, srv.Addr(), a.ResumeArgs(res.SessionID, "Continue.", nil))
@@ -113,25 +117,25 @@ func scriptServer(t *testing.T, script *modelserver.Script) *modelserver.Server 
 
 // runAgent runs argv in a room built from p and returns the parsed stream; it fails the
 // test unless the agent exits 0 with a successful result.
-func runAgent(ctx context.Context, t *testing.T, p probe.Plan, upstream string, argv []string) agent.Result {
+func runAgent(ctx context.Context, t *testing.T, p room.Plan, upstream string, argv []string) agent.Result {
 	t.Helper()
-	room, _, err := probe.BuildRoom(p, upstream, nil)
+	box, _, err := room.Build(p, upstream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, _ := runInRoom(ctx, t, room, p.Inst.Command, p.Agent, argv)
+	res, _ := runInRoom(ctx, t, box, p.Inst.Command, p.Agent, argv)
 	return res
 }
 
 // runInRoom runs command with argv in room and returns the parsed stream and its bytes; it
 // fails the test unless the agent exits 0 with a successful result.
-func runInRoom(ctx context.Context, t *testing.T, room sandbox.Room, command string, a agent.Agent, argv []string) (agent.Result, []byte) {
+func runInRoom(ctx context.Context, t *testing.T, box sandbox.Room, command string, a agent.Agent, argv []string) (agent.Result, []byte) {
 	t.Helper()
-	room.Argv = append([]string{command}, argv...)
+	box.Argv = append([]string{command}, argv...)
 	var out, errOut bytes.Buffer
-	room.Stdout, room.Stderr = &out, &errOut
-	room.Log = testLog{t}
-	code, err := probe.RunRoom(ctx, room)
+	box.Stdout, box.Stderr = &out, &errOut
+	box.Log = testLog{t}
+	code, err := room.Run(ctx, box)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"tare/engine/probe"
+	"tare/engine/room"
 	"tare/sandbox"
 )
 
@@ -20,6 +20,7 @@ import (
 // provider's API, which a global list once let through, is refused. The CONNECTs come from
 // inside the real room, through the real relay.
 func TestProxyAllowsExactlyTheDeclaredHosts(t *testing.T) {
+	needRooms(t)
 	a, inst, cfg := mustFind(t, "claude")
 	home := t.TempDir()
 	t.Setenv("HOME", home)
@@ -30,7 +31,7 @@ func TestProxyAllowsExactlyTheDeclaredHosts(t *testing.T) {
 	if err := os.WriteFile(login, []byte(`{"claudeAiOauth":{"accessToken":"dummy"}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	room, setup, err := probe.BuildRoom(probe.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir(), Login: true}, "", nil)
+	box, setup, err := room.Build(room.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir(), Login: true}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,12 +53,12 @@ func TestProxyAllowsExactlyTheDeclaredHosts(t *testing.T) {
 	for _, h := range append(slices.Clone(declared), refused...) {
 		fetch = append(fetch, "http://"+h+"/ via 127.0.0.1:4001")
 	}
-	room.Argv = append([]string{sandbox.TareBin}, sandbox.InspectOptions{Fetch: fetch, Timeout: 5 * time.Second}.Args()...)
+	box.Argv = append([]string{sandbox.TareBin}, sandbox.InspectOptions{Fetch: fetch, Timeout: 5 * time.Second}.Args()...)
 	var out, errb strings.Builder
-	room.Stdin, room.Stdout, room.Stderr = nil, &out, &errb
+	box.Stdin, box.Stdout, box.Stderr = nil, &out, &errb
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	proc, err := sandbox.Start(ctx, room)
+	proc, err := sandbox.Start(ctx, box)
 	if err != nil {
 		t.Fatal(err)
 	}

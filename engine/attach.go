@@ -14,6 +14,7 @@ import (
 	"tare/engine/gitguard"
 	"tare/engine/journal"
 	"tare/engine/probe"
+	"tare/engine/room"
 	"tare/modelserver"
 	"tare/sandbox"
 )
@@ -44,6 +45,23 @@ type AttachOptions struct {
 	Terminal Terminal
 }
 
+// Validate checks the options before anything is started, and makes the project's path
+// absolute; a script puts the agent on tare's own model server (Offline). Every bad input is
+// one line naming the flag and the fix.
+func (o *AttachOptions) Validate() error {
+	var err error
+	if o.Project, err = probe.ProjectDir(o.Project, o.AllowDirty); err != nil {
+		return err
+	}
+	if o.Script != "" {
+		o.Offline = true
+		if _, err := modelserver.LoadScript(o.Script); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ErrDirty is returned when the reading is not "tare: 0.00" and --allow-dirty was not given.
 var ErrDirty = errors.New("not starting, because the room is not proven clean; fix what the reading names, or pass --allow-dirty")
 
@@ -51,6 +69,9 @@ var ErrDirty = errors.New("not starting, because the room is not proven clean; f
 // and returns the agent's exit code. Ctrl-C belongs to the agent;
 // tare removes the room on every exit path, signals included.
 func Attach(ctx context.Context, o AttachOptions) (int, error) {
+	if err := o.Validate(); err != nil {
+		return 0, err
+	}
 	if o.Stdin == nil {
 		o.Stdin, o.Stdout, o.Stderr = os.Stdin, os.Stdout, os.Stderr
 	}
@@ -65,7 +86,7 @@ func Attach(ctx context.Context, o AttachOptions) (int, error) {
 		}
 		fmt.Fprintf(o.Stderr, "tare: --allow-dirty given: running %s in a room whose reading is %q\n", o.Agent.Name(), reading.Verdict())
 	}
-	inst, err := probe.FindAgent(o.Agent, o.Config, o.Project)
+	inst, err := room.FindAgent(o.Agent, o.Config, o.Project)
 	if err != nil {
 		return 0, err
 	}
@@ -79,7 +100,7 @@ func Attach(ctx context.Context, o AttachOptions) (int, error) {
 		defer cancel()
 		git.After(ctx, o.Stderr)
 	}()
-	p := probe.Plan{Agent: o.Agent, Inst: inst, Config: o.Config, Workspace: o.Project, HostNet: o.HostNetwork, Login: o.Login && !o.Offline, Guard: git.Paths}
+	p := room.Plan{Agent: o.Agent, Inst: inst, Config: o.Config, Workspace: o.Project, HostNet: o.HostNetwork, Login: o.Login && !o.Offline, Guard: git.Paths}
 	upstream := ""
 	if o.Offline {
 		opts := modelserver.Options{}
@@ -100,11 +121,11 @@ func Attach(ctx context.Context, o AttachOptions) (int, error) {
 		defer srv.Close()
 		upstream = srv.Addr()
 	}
-	room, setup, err := probe.BuildRoom(p, upstream, nil)
+	box, setup, err := room.Build(p, upstream)
 	if err != nil {
 		return 0, err
 	}
-	room.Argv = append([]string{inst.Command}, o.Agent.AttachArgs(append(append(setup.Args, o.Config.Agents[o.Agent.Name()].Args...), o.Args...), o.Yolo)...)
+	box.Argv = append([]string{inst.Command}, o.Agent.AttachArgs(append(append(setup.Args, o.Config.Agents[o.Agent.Name()].Args...), o.Args...), o.Yolo)...)
 	// The probe read a room pointed at tare's model server; the run's room differs in what
 	// it declares (the login copy, the way out), so say exactly what this one holds.
 	fmt.Fprintf(o.Stderr, "tare: starting %s in a room that declares:\n", o.Agent.Name())
@@ -120,10 +141,10 @@ func Attach(ctx context.Context, o AttachOptions) (int, error) {
 	if o.Terminal == nil {
 		// The room gets pipes sandbox.Start copies to and from these, never the files: the
 		// reading just printed to o.Stderr must not be readable through /proc/1/fd/2.
-		room.Stdin, room.Stdout, room.Stderr = o.Stdin, o.Stdout, o.Stderr
-		return probe.RunRoom(ctx, room)
+		box.Stdin, box.Stdout, box.Stderr = o.Stdin, o.Stdout, o.Stderr
+		return room.Run(ctx, box)
 	}
-	return runOnTerminal(ctx, o.Terminal, room, nil)
+	return runOnTerminal(ctx, o.Terminal, box, nil)
 }
 
 // Process is a started agent as a Terminal sees it: it can be signalled (a window-size

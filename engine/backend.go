@@ -9,6 +9,7 @@ import (
 
 	"tare/config"
 	"tare/engine/journal"
+	"tare/engine/run"
 )
 
 // A backend runs the body of one tail attempt: restoring its workspace, the agent's room and
@@ -74,8 +75,8 @@ func onPreflight(on string, cfg *config.Config) error {
 
 // allowDirty is whether the run's probes were let through dirty (--allow-dirty): a worker
 // then runs in a node's room whose reading is not clean, as the operator chose.
-func allowDirty(r *run) bool {
-	for _, p := range r.snapshot().Probes {
+func allowDirty(r *run.Run) bool {
+	for _, p := range r.Snapshot().Probes {
 		if !p.Zero {
 			return true
 		}
@@ -94,7 +95,7 @@ func reattach(env *tailEnv, spec *tailSpec) (bodyFunc, time.Time, bool) {
 	if !ok {
 		return nil, time.Time{}, false
 	}
-	t := env.run.snapshot().Tails[spec.ID]
+	t := env.run.Snapshot().Tails[spec.ID]
 	if t == nil || t.Status != journal.StatusRunning {
 		return nil, time.Time{}, false
 	}

@@ -16,6 +16,8 @@ import (
 	"tare/config"
 	"tare/engine/journal"
 	"tare/engine/probe"
+	"tare/engine/room"
+	"tare/engine/run"
 	"tare/modelserver"
 )
 
@@ -35,14 +37,17 @@ type CalibrateOptions struct {
 	Keep         bool
 	Project      string
 	// Out is the run directory (default: <state>/calibrate/<project>-<time>).
-	Out    string
-	Config *config.Config
+	Out string
+	// Started, when set, is told the run directory once it exists and before the run goes on:
+	// a caller that did not name one (Out) learns it here, to show the run.
+	Started func(dir string)
+	Config  *config.Config
 	// Script makes every side talk to tare's own model server replaying this script;
 	// empty means each agent's real provider.
 	Script string
 	Seed   int64
 	// Caps are --max-cost/--max-tokens, enforced at the relay.
-	Caps       Caps
+	Caps       run.Caps
 	AllowDirty bool
 	// Argv is the command line, kept in the recipe.
 	Argv []string
@@ -109,25 +114,22 @@ func sideKeys(sides []journal.Side) string {
 // check, and returns the report: pass rate with its Wilson 95% interval, judge scores, time,
 // tokens and cost per side. The run directory holds the journal, recipe, usage and report.
 func Calibrate(ctx context.Context, o CalibrateOptions) (dir, report string, err error) {
-	if err := o.validate(); err != nil {
+	if err := o.Validate(); err != nil {
 		return "", "", err
-	}
-	if err := o.Caps.Check(o.Script, sideAgents(o.Sides)...); err != nil {
-		return "", "", err
-	}
-	dir = o.Out
-	if dir == "" {
-		dir = FreeRunDir(filepath.Join(o.Config.StateDir, "calibrate"), o.Project, time.Now())
 	}
 	installs, err := findInstalls(o.Sides, o.Config, o.Project)
 	if err != nil {
 		return "", "", err
 	}
-	r, err := createRun(dir, o.Bus)
+	r, err := run.New(o.Out, filepath.Join(o.Config.StateDir, "calibrate"), o.Project, o.Bus)
 	if err != nil {
 		return "", "", err
 	}
-	defer r.close()
+	defer r.Close()
+	dir = r.Dir()
+	if o.Started != nil {
+		o.Started(dir)
+	}
 	store, err := capsule.Open(filepath.Join(dir, "store"))
 	if err != nil {
 		return dir, "", err
@@ -136,20 +138,22 @@ func Calibrate(ctx context.Context, o CalibrateOptions) (dir, report string, err
 	if err != nil {
 		return dir, "", fmt.Errorf("taking the project's capsule: %v", err)
 	}
-	rec := &Recipe{
+	rec := &run.Recipe{
 		Tare: o.Version, Argv: o.Argv, Kind: "calibrate", Time: time.Now().UTC(), Project: o.Project, Fingerprint: start.Root,
 		Prompt: o.Prompt, Check: o.Check, CheckTimeout: o.CheckTimeout.Seconds(), AgentTimeout: o.AgentTimeout.Seconds(),
-		Sides: o.Sides, Agents: map[string]RecipeAgent{}, Runs: o.Runs, Jobs: o.Jobs, Keep: o.Keep || o.Check == "", Seed: o.Seed,
-		CheckRoom: NewCheckRoom(o.Config, o.CheckOnHost), On: onRecipe(o.On),
+		Sides: o.Sides, Agents: map[string]run.RecipeAgent{}, Runs: o.Runs, Jobs: o.Jobs, Keep: o.Keep || o.Check == "", Seed: o.Seed,
+		CheckRoom: run.NewCheckRoom(o.Config, o.CheckOnHost), On: onRecipe(o.On),
 	}
 	if o.Caps.Set() {
 		rec.Caps = &o.Caps
 	}
 	if o.UntilSeparated {
-		rec.Separate = &separateSettings{MaxRuns: o.MaxRuns, Detect: o.Detect}
+		if err := rec.SetSettings(separateKey, separateSettings{MaxRuns: o.MaxRuns, Detect: o.Detect}); err != nil {
+			return dir, "", err
+		}
 	}
 	for name, inst := range installs {
-		rec.Agents[name] = RecipeAgent{Version: inst.Version, Bin: inst.Bin, Snapshots: "none (calibrate takes no step capsules)"}
+		rec.Agents[name] = run.RecipeAgent{Version: inst.Version, Bin: inst.Bin, Snapshots: "none (calibrate takes no step capsules)"}
 	}
 	if o.Script != "" {
 		text, err := os.ReadFile(o.Script)
@@ -157,29 +161,29 @@ func Calibrate(ctx context.Context, o CalibrateOptions) (dir, report string, err
 			return dir, "", fmt.Errorf("--script %s: %v", o.Script, err)
 		}
 		rec.Script, rec.ScriptText = o.Script, string(text)
-		rec.Seed = runSeed(o.Seed)
+		rec.Seed = run.Seed(o.Seed)
 	}
-	if err := writeRecipe(dir, rec); err != nil {
+	if err := run.WriteRecipe(dir, rec); err != nil {
 		return dir, "", err
 	}
-	if err := r.emit(journal.Event{RunStarted: &journal.RunStarted{Kind: "calibrate", Project: o.Project, Prompt: o.Prompt, Check: o.Check,
+	if err := r.Emit(journal.Event{RunStarted: &journal.RunStarted{Kind: "calibrate", Project: o.Project, Prompt: o.Prompt, Check: o.Check,
 		CheckRoom: checkWhere(rec), Sides: o.Sides, Budget: len(o.Sides) * o.Runs, Jobs: o.Jobs, Simulated: o.Script != ""}}); err != nil {
 		return dir, "", err
 	}
 	if err := probeSides(ctx, r, o.Sides, o.Project, o.Config, o.AllowDirty, o.Progress); err != nil {
-		_ = r.emit(journal.Event{RunFinished: &journal.RunFinished{Error: err.Error()}})
+		_ = r.Emit(journal.Event{RunFinished: &journal.RunFinished{Error: err.Error()}})
 		return dir, "", err
 	}
 	report, err = runCalibrate(ctx, r, rec, store, start, installs, o.Config)
 	return dir, report, err
 }
 
-func (o *CalibrateOptions) validate() error {
-	if !o.AllowDirty {
-		home, _ := os.UserHomeDir()
-		if err := probe.CheckProject(o.Project, home); err != nil {
-			return err
-		}
+// Validate checks the options before anything is created or started, and makes the
+// project's path absolute: every bad input is one line naming the flag and the fix.
+func (o *CalibrateOptions) Validate() error {
+	var err error
+	if o.Project, err = probe.ProjectDir(o.Project, o.AllowDirty); err != nil {
+		return err
 	}
 	if err := o.validateSeparate(); err != nil {
 		return err
@@ -205,10 +209,13 @@ func (o *CalibrateOptions) validate() error {
 			return err
 		}
 	}
-	if err := checkPreflight(o.Check, o.CheckOnHost, NewCheckRoom(o.Config, o.CheckOnHost), configOrigin(o.Config)); err != nil {
+	if err := checkPreflight(o.Check, o.CheckOnHost, run.NewCheckRoom(o.Config, o.CheckOnHost), configOrigin(o.Config)); err != nil {
 		return err
 	}
-	return onPreflight(o.On, o.Config)
+	if err := onPreflight(o.On, o.Config); err != nil {
+		return err
+	}
+	return o.Caps.Check(o.Script, sideAgents(o.Sides)...)
 }
 
 // findInstalls finds every side's agent CLI before anything is written, never one inside
@@ -223,7 +230,7 @@ func findInstalls(sides []journal.Side, cfg *config.Config, projects ...string) 
 		if err != nil {
 			return nil, err
 		}
-		inst, err := probe.FindAgent(a, cfg, projects...)
+		inst, err := room.FindAgent(a, cfg, projects...)
 		if err != nil {
 			return nil, err
 		}
@@ -234,8 +241,8 @@ func findInstalls(sides []journal.Side, cfg *config.Config, projects ...string) 
 
 // probeSides proves a room clean for each agent before any tail runs, and journals each
 // reading; a reading that is not "tare: 0.00" stops the run unless allowDirty.
-func probeSides(ctx context.Context, r *run, sides []journal.Side, project string, cfg *config.Config, allowDirty bool, progress io.Writer) error {
-	if err := r.emit(journal.Event{Phase: &journal.Phase{Name: "probe"}}); err != nil {
+func probeSides(ctx context.Context, r *run.Run, sides []journal.Side, project string, cfg *config.Config, allowDirty bool, progress io.Writer) error {
+	if err := r.Emit(journal.Event{Phase: &journal.Phase{Name: "probe"}}); err != nil {
 		return err
 	}
 	seen := map[string]bool{}
@@ -249,7 +256,7 @@ func probeSides(ctx context.Context, r *run, sides []journal.Side, project strin
 		if err != nil {
 			return err
 		}
-		if err := r.emit(journal.Event{Probed: &journal.Probed{Agent: s.Agent, Verdict: reading.Verdict(), Zero: reading.Zero(), Text: reading.Render()}}); err != nil {
+		if err := r.Emit(journal.Event{Probed: &journal.Probed{Agent: s.Agent, Verdict: reading.Verdict(), Zero: reading.Zero(), Text: reading.Render()}}); err != nil {
 			return err
 		}
 		_ = probe.StoreReading(cfg.StateDir, reading) // the app's probes pane; the journal has it anyway
@@ -262,7 +269,7 @@ func probeSides(ctx context.Context, r *run, sides []journal.Side, project strin
 
 // calibrateTails lists a calibrate run's tails in the order they are started: run i of
 // every side, then run i+1.
-func calibrateTails(rec *Recipe, start capsule.Capsule) []tailSpec {
+func calibrateTails(rec *run.Recipe, start capsule.Capsule) []tailSpec {
 	var specs []tailSpec
 	for i := 0; i < rec.Runs; i++ {
 		for _, s := range rec.Sides {
@@ -270,7 +277,7 @@ func calibrateTails(rec *Recipe, start capsule.Capsule) []tailSpec {
 			if s.Prompt != "" {
 				prompt = s.Prompt
 			}
-			specs = append(specs, tailSpec{ID: fmt.Sprintf("%s-%d", s.Key, i), Side: s, How: "fresh", Prompt: prompt, Start: start})
+			specs = append(specs, tailSpec{ID: fmt.Sprintf("%s-%d", s.Key, i), Side: s, How: journal.HowFresh, Prompt: prompt, Start: start})
 		}
 	}
 	return specs
@@ -278,8 +285,12 @@ func calibrateTails(rec *Recipe, start capsule.Capsule) []tailSpec {
 
 // runCalibrate runs the tails the journal does not hold as finished (and those in again,
 // finished or not), then writes the report.
-func runCalibrate(ctx context.Context, r *run, rec *Recipe, store *capsule.Store, start capsule.Capsule,
+func runCalibrate(ctx context.Context, r *run.Run, rec *run.Recipe, store *capsule.Store, start capsule.Capsule,
 	installs map[string]agent.Install, cfg *config.Config, again ...string) (string, error) {
+	sep, err := separateOf(rec)
+	if err != nil {
+		return "", fmt.Errorf("%s: %v", r.Dir(), err)
+	}
 	env, stop, err := newTailEnv(r, store, rec, installs, cfg)
 	if err != nil {
 		return "", err
@@ -288,11 +299,11 @@ func runCalibrate(ctx context.Context, r *run, rec *Recipe, store *capsule.Store
 	if err := attachBackend(env, rec, allowDirty(r)); err != nil {
 		return "", err
 	}
-	if err := r.emit(journal.Event{Phase: &journal.Phase{Name: "tails"}}); err != nil {
+	if err := r.Emit(journal.Event{Phase: &journal.Phase{Name: "tails"}}); err != nil {
 		return "", err
 	}
 	done := map[string]bool{}
-	for id, t := range r.snapshot().Tails {
+	for id, t := range r.Snapshot().Tails {
 		done[id] = journal.Finished(t.Status)
 	}
 	for _, id := range again {
@@ -306,25 +317,25 @@ func runCalibrate(ctx context.Context, r *run, rec *Recipe, store *capsule.Store
 	}
 	if err := runJobs(ctx, rec.Jobs, todo, func(ctx context.Context, spec tailSpec) error {
 		// Checked when a slot is free, so the journal holds every run that has ended.
-		if rec.Separate != nil && !separationStarts(r, rec, spec) {
+		if sep != nil && !separationStarts(r, rec, *sep, spec) {
 			return nil
 		}
 		return runTail(ctx, env, spec)
 	}); err != nil {
 		return "", err
 	}
-	if err := r.emit(journal.Event{Phase: &journal.Phase{Name: "report"}}); err != nil {
+	if err := r.Emit(journal.Event{Phase: &journal.Phase{Name: "report"}}); err != nil {
 		return "", err
 	}
-	st := r.snapshot()
+	st := r.Snapshot()
 	report := calibrateReport(rec, st)
-	if err := writeReport(r.dir, report, rec, st); err != nil {
+	if err := writeReport(r.Dir(), report, rec, st); err != nil {
 		return "", err
 	}
-	if err := writeUsage(r.dir, st); err != nil {
+	if err := writeUsage(r.Dir(), st); err != nil {
 		return "", err
 	}
-	return report, releaseBackend(env, r.emit(journal.Event{RunFinished: &journal.RunFinished{Report: report}}))
+	return report, releaseBackend(env, r.Emit(journal.Event{RunFinished: &journal.RunFinished{Report: report}}))
 }
 
 // runJobs runs f over specs with at most jobs at once, in order. The first error that is

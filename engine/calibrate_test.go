@@ -11,6 +11,7 @@ import (
 	"tare/capsule"
 	"tare/demo"
 	"tare/engine/journal"
+	"tare/engine/run"
 )
 
 // calibrateDemo runs a calibrate on the shipped demo with the given sides.
@@ -35,6 +36,7 @@ func calibrateDemo(t *testing.T, sides []string, runs, jobs int, check string, c
 // agents in real rooms against the scripted model: every tail is scored, both sides land
 // strictly between 0 and 1, and the run directory holds what DESIGN.md says.
 func TestCalibrateOnTheDemoGivesRatesStrictlyBetweenZeroAndOne(t *testing.T) {
+	needRooms(t)
 	dir, report, err := calibrateDemo(t, []string{"claude", "codex"}, 4, 1, demo.Check, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +63,7 @@ func TestCalibrateOnTheDemoGivesRatesStrictlyBetweenZeroAndOne(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}
 	}
-	for _, f := range []string{RecipeFile, journal.JournalFile, "usage.json", "report.txt", "tails/a-0/result.json", "tails/b-3/stdout.jsonl"} {
+	for _, f := range []string{run.RecipeFile, journal.JournalFile, "usage.json", "report.txt", "tails/a-0/result.json", "tails/b-3/stdout.jsonl"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("run directory lacks %s", f)
 		}
@@ -80,6 +82,7 @@ func TestCalibrateOnTheDemoGivesRatesStrictlyBetweenZeroAndOne(t *testing.T) {
 // the tail fails, a check command that does not exist fails the tail with the shell's word;
 // the run goes on to its report either way.
 func TestCalibrateChecksThatFailToRun(t *testing.T) {
+	needRooms(t)
 	cases := []struct{ check, want string }{
 		{"sleep 600", "check timed out after 2s"},
 		{"no-such-check-command-tare", "check exit 127"},
@@ -114,7 +117,7 @@ func TestResumeRefusesWhatIsNotARun(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not a tare run") || !strings.Contains(err.Error(), "fix:") {
 		t.Fatalf("got %v", err)
 	}
-	os.WriteFile(filepath.Join(dir, RecipeFile), []byte(`{"format":"something else"}`), 0o644)
+	os.WriteFile(filepath.Join(dir, run.RecipeFile), []byte(`{"format":"something else"}`), 0o644)
 	if _, err := Resume(context.Background(), ResumeOptions{Dir: dir, Config: testConfig(t, nil)}); err == nil || !strings.Contains(err.Error(), "not a tare run") {
 		t.Fatalf("got %v", err)
 	}

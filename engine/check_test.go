@@ -15,6 +15,7 @@ import (
 	"tare/config"
 	"tare/demo"
 	"tare/engine/journal"
+	"tare/engine/run"
 	"tare/modelserver"
 )
 
@@ -48,6 +49,7 @@ func loopbackListener(t *testing.T) (port int, accepted *atomic.Int32) {
 // what the room case would show if the check ran outside the room (the old code), so this
 // test is also the mutation test of the check's room.
 func TestCheckRunsInItsOwnRoom(t *testing.T) {
+	needRooms(t)
 	hostDir := t.TempDir()
 	canary := filepath.Join(hostDir, "id_ed25519")
 	if err := os.WriteFile(canary, []byte("CANARY-FILE-5c1e"), 0o600); err != nil {
@@ -76,15 +78,15 @@ text = "Done."
 
 	cases := []struct {
 		name   string
-		room   CheckRoom
+		room   run.CheckRoom
 		want   []string
 		reach  bool
 		detail string
 		report string
 	}{
-		{"in its room", CheckRoom{}, []string{"home=/home/agent", "env=\n", "loopback=refused", "write=refused"}, false, "check exit 0",
+		{"in its room", run.CheckRoom{}, []string{"home=/home/agent", "env=\n", "loopback=refused", "write=refused"}, false, "check exit 0",
 			"in a room of its own: the workspace at /work read-write, a fresh home, none of your variables, no network"},
-		{"on the host", CheckRoom{OnHost: true}, []string{"file=CANARY-FILE-5c1e", "env=CANARY-ENV-77aa", "loopback=reached", "write=done"}, true, "check exit 0 (ON THE HOST)",
+		{"on the host", run.CheckRoom{OnHost: true}, []string{"file=CANARY-FILE-5c1e", "env=CANARY-ENV-77aa", "loopback=reached", "write=done"}, true, "check exit 0 (ON THE HOST)",
 			"ON THE HOST (--check-on-host)"},
 	}
 	for _, c := range cases {
@@ -99,14 +101,14 @@ text = "Done."
 			if err := runTail(ctx, env, spec); err != nil {
 				t.Fatal(err)
 			}
-			tl := journal.Replay("run", mustJournal(t, env.run.dir)).Tails["t"]
+			tl := journal.Replay("run", mustJournal(t, env.run.Dir())).Tails["t"]
 			if tl == nil || !strings.HasSuffix(tl.Detail, "; "+c.detail) {
 				t.Fatalf("journaled tail %+v, want its detail to end %q", tl, c.detail)
 			}
-			if report := calibrateReport(env.recipe, env.run.snapshot()); !strings.Contains(report, c.report) {
+			if report := calibrateReport(env.recipe, env.run.Snapshot()); !strings.Contains(report, c.report) {
 				t.Errorf("the report lacks %q:\n%s", c.report, report)
 			}
-			findings := readFile(t, filepath.Join(env.run.dir, "tails", "t", "work", "findings.txt"))
+			findings := readFile(t, filepath.Join(env.run.Dir(), "tails", "t", "work", "findings.txt"))
 			for _, w := range c.want {
 				if !strings.Contains(findings, w) {
 					t.Errorf("the check's findings lack %q:\n%s", w, findings)
@@ -135,6 +137,7 @@ text = "Done."
 // others, and, with network = true, the host's network, which the tail's detail and the
 // report then say.
 func TestCheckRoomGivesOnlyWhatConfigNames(t *testing.T) {
+	needRooms(t)
 	tool, cache, work := t.TempDir(), t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(tool, "toolver"), []byte("#!/bin/sh\necho tool 1.2\n"), 0o755); err != nil {
 		t.Fatal(err)
@@ -143,7 +146,7 @@ func TestCheckRoomGivesOnlyWhatConfigNames(t *testing.T) {
 	t.Setenv("TARE_CHECK_KEPT_OUT", "CANARY-KEPT-OUT")
 	port, accepted := loopbackListener(t)
 	// /usr/share is in every room already (under /usr): declaring it is accepted, not refused.
-	cr := CheckRoom{ReadOnly: []string{tool, "/usr/share"}, Caches: []string{cache + ":/home/agent/.cache/tool"}, Path: []string{tool},
+	cr := run.CheckRoom{ReadOnly: []string{tool, "/usr/share"}, Caches: []string{cache + ":/home/agent/.cache/tool"}, Path: []string{tool},
 		Env: []string{"TARE_CHECK_PASSED"}, Network: true}
 	check := fmt.Sprintf(`{
 echo "tool=$(toolver)"
@@ -171,7 +174,7 @@ if bash -c 'echo hi > /dev/tcp/127.0.0.1/%[2]d'; then echo loopback=reached; els
 	if accepted.Load() == 0 {
 		t.Error("with network = true the host loopback listener saw no connection")
 	}
-	report := calibrateReport(&Recipe{Project: work, Check: check, CheckRoom: cr}, journal.Replay("run", nil))
+	report := calibrateReport(&run.Recipe{Project: work, Check: check, CheckRoom: cr}, journal.Replay("run", nil))
 	for _, w := range []string{"network: HOST (check.network = true)", tool + " (read-only)", cache + " at /home/agent/.cache/tool (read-write)", "env: TARE_CHECK_PASSED"} {
 		if !strings.Contains(report, w) {
 			t.Errorf("the report lacks %q:\n%s", w, report)
@@ -183,9 +186,10 @@ if bash -c 'echo hi > /dev/tcp/127.0.0.1/%[2]d'; then echo loopback=reached; els
 // its timeout (the room killed, everything in it), no background child left after it ends,
 // the exit, the last line and the judge's score; and the demo's check still passes there.
 func TestCheckRoomKeepsTimeoutKillAndVerdict(t *testing.T) {
+	needRooms(t)
 	work := t.TempDir()
 	began := time.Now()
-	c := runCheck(context.Background(), "sleep 611.5 & sleep 612.5", work, time.Second, CheckRoom{}, &config.Config{})
+	c := runCheck(context.Background(), "sleep 611.5 & sleep 612.5", work, time.Second, run.CheckRoom{}, &config.Config{})
 	if c.Passed || c.Detail != "check timed out after 1s" {
 		t.Errorf("timed-out check: %+v", c)
 	}
@@ -196,10 +200,10 @@ func TestCheckRoomKeepsTimeoutKillAndVerdict(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(work, "greet.sh"), []byte("#!/bin/sh\necho \"hello, tare\"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if c := runCheck(context.Background(), demo.Check, work, time.Minute, CheckRoom{}, &config.Config{}); !c.Passed || c.Detail != "check exit 0" {
+	if c := runCheck(context.Background(), demo.Check, work, time.Minute, run.CheckRoom{}, &config.Config{}); !c.Passed || c.Detail != "check exit 0" {
 		t.Errorf("the demo's check on a right greet.sh: %+v", c)
 	}
-	c = runCheck(context.Background(), "(sleep 613.5 &); echo judged; echo score 3; exit 4", work, time.Minute, CheckRoom{}, &config.Config{})
+	c = runCheck(context.Background(), "(sleep 613.5 &); echo judged; echo score 3; exit 4", work, time.Minute, run.CheckRoom{}, &config.Config{})
 	if c.Passed || c.Detail != "check exit 4: score 3" || c.Score == nil || *c.Score != 3 {
 		t.Errorf("failing check: %+v", c)
 	}
@@ -272,6 +276,7 @@ func TestCheckRoomRefusedBeforeAnythingStarts(t *testing.T) {
 // again without being told, and the reports and each tail's detail say so. The check reads a
 // host file outside the workspace, so it passes only where it really ran on the host.
 func TestCheckOnHostIsKeptByTheRun(t *testing.T) {
+	needRooms(t)
 	canary := filepath.Join(t.TempDir(), "host-only.txt")
 	if err := os.WriteFile(canary, []byte("on the host\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -298,7 +303,7 @@ func TestCheckOnHostIsKeptByTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec, err := ReadRecipe(dir); err != nil || !rec.CheckRoom.OnHost {
+	if rec, err := run.ReadRecipe(dir); err != nil || !rec.CheckRoom.OnHost {
 		t.Fatalf("recipe %+v (%v): the recording's --check-on-host is not kept", rec, err)
 	}
 	if report := readFile(t, filepath.Join(dir, "report.txt")); !strings.Contains(report, "ON THE HOST (--check-on-host)") {
@@ -334,7 +339,8 @@ func TestCheckOnHostIsKeptByTheRun(t *testing.T) {
 // workspace, so the tail has no verdict (left out of the rate, its reason named), not a
 // failure that would lower the agent's rate.
 func TestCheckThatCouldNotRunIsNoVerdict(t *testing.T) {
-	c := runCheck(context.Background(), "true", t.TempDir(), time.Minute, CheckRoom{}, &config.Config{Bwrap: "/nonexistent/bwrap"})
+	needRooms(t)
+	c := runCheck(context.Background(), "true", t.TempDir(), time.Minute, run.CheckRoom{}, &config.Config{Bwrap: "/nonexistent/bwrap"})
 	if !c.CouldNotRun || !strings.Contains(c.Detail, "could not run") {
 		t.Fatalf("a check room that cannot start: %+v", c)
 	}

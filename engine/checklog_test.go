@@ -19,6 +19,7 @@ import (
 // report.json (tare calibrate --json) and the app's detail keep its last lines, made
 // printable. Before, only "check exit 1: FAIL" was kept anywhere, and the reason was lost.
 func TestCheckOutputIsKept(t *testing.T) {
+	needRooms(t)
 	check := `echo "--- FAIL: TestGreet (0.00s)"; echo "    greet_test.go:12: got Hello tare!, want hello, tare"; printf 'colour \033[31mred\033[0m\n'; echo FAIL; exit 1`
 	dir, _, err := calibrateDemo(t, []string{"codex"}, 1, 1, check, time.Minute)
 	if err != nil {

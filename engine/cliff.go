@@ -15,6 +15,7 @@ import (
 	"tare/capsule"
 	"tare/engine/cliff"
 	"tare/engine/journal"
+	"tare/engine/run"
 	"tare/engine/stats"
 )
 
@@ -40,6 +41,10 @@ type CliffOptions struct {
 // run directory, so tare resume can finish it; a cliff that recorded its own run keeps them
 // in recipe.json from the start.
 const cliffFile = "cliff.json"
+
+// cliffKey is the recipe's key for a cliff analysis's settings, when the cliff recorded its
+// own run.
+const cliffKey = "cliff"
 
 // cliffSettings is cliff.json.
 type cliffSettings struct {
@@ -134,32 +139,19 @@ func stepRate(step int, c cliff.Count) *StepRate {
 // the model, or the budget is spent. It returns the run directory and the result; the
 // report is in report.txt.
 func Cliff(ctx context.Context, o CliffOptions) (string, *CliffResult, error) {
-	set := cliffSettings{Tails: o.Tails, Budget: o.Budget, Jobs: o.Jobs, GapBelow: o.GapBelow, On: onRecipe(o.On)}
-	if set.Jobs < 1 {
-		return "", nil, fmt.Errorf("--jobs %d: run at least 1 tail at a time", set.Jobs)
-	}
-	if err := onPreflight(o.On, o.Config); err != nil {
+	if err := o.Validate(); err != nil {
 		return "", nil, err
 	}
-	// Everything but the recording's steps can be checked before anything starts.
-	if err := (cliff.Config{Steps: 1, Tails: set.Tails, Budget: set.Budget, GapBelow: set.GapBelow}).Validate(); err != nil {
-		return "", nil, err
-	}
+	set := o.settings()
 	dir := o.Run
-	if dir != "" && o.Caps.Set() {
-		return "", nil, fmt.Errorf("--max-cost/--max-tokens with --run %s: the caps are the recording's (tare record --max-cost); drop them here", dir)
-	}
 	if dir == "" {
-		if o.Check == "" {
-			return "", nil, errors.New("--check: cliff needs a check that scores a workspace (exit 0 passes)")
-		}
 		var err error
 		o.RecordOptions.cliff = &set
-		if dir, _, err = Record(ctx, o.RecordOptions); err != nil {
+		if dir, _, err = recordRun(ctx, o.RecordOptions); err != nil {
 			return dir, nil, err
 		}
-	} else if err := cliffRecording(dir); err != nil {
-		return "", nil, err
+	} else if o.Started != nil {
+		o.Started(dir)
 	}
 	res, err := runCliff(ctx, dir, set, o.RecordOptions, o.Run != "")
 	if errors.Is(err, errRecordingPassed) {
@@ -168,12 +160,48 @@ func Cliff(ctx context.Context, o CliffOptions) (string, *CliffResult, error) {
 	return dir, res, err
 }
 
+// settings are the analysis's own settings, as its recipe keeps them.
+func (o *CliffOptions) settings() cliffSettings {
+	return cliffSettings{Tails: o.Tails, Budget: o.Budget, Jobs: o.Jobs, GapBelow: o.GapBelow, On: onRecipe(o.On)}
+}
+
+// Validate checks the options before anything is created or started: the search's
+// settings, and either the recording to make (its project, script, check and caps) or the
+// one --run names. Every bad input is one line naming the flag and the fix.
+func (o *CliffOptions) Validate() error {
+	set := o.settings()
+	if set.Jobs < 1 {
+		return fmt.Errorf("--jobs %d: run at least 1 tail at a time", set.Jobs)
+	}
+	if err := onPreflight(o.On, o.Config); err != nil {
+		return err
+	}
+	// Everything but the recording's steps can be checked before anything starts.
+	if err := (cliff.Config{Steps: 1, Tails: set.Tails, Budget: set.Budget, GapBelow: set.GapBelow}).Validate(); err != nil {
+		return err
+	}
+	if o.Run != "" {
+		if o.Caps.Set() {
+			return fmt.Errorf("--max-cost/--max-tokens with --run %s: the caps are the recording's (tare record --max-cost); drop them here", o.Run)
+		}
+		var err error
+		if o.Run, err = filepath.Abs(o.Run); err != nil {
+			return fmt.Errorf("--run %s: %v", o.Run, err)
+		}
+		return cliffRecording(o.Run)
+	}
+	if o.Check == "" {
+		return errors.New("--check: cliff needs a check that scores a workspace (exit 0 passes)")
+	}
+	return o.RecordOptions.Validate()
+}
+
 // errRecordingPassed: --run names a recording whose run passed its check.
 var errRecordingPassed = errors.New("the recording passed its check")
 
 // cliffRecording says what is wrong with --run DIR, before anything is written to it.
 func cliffRecording(dir string) error {
-	recipe, err := ReadRecipe(dir)
+	recipe, err := run.ReadRecipe(dir)
 	if err != nil {
 		return err
 	}
@@ -199,7 +227,7 @@ const cliffPrefix = "cliff-"
 // runCliff is the analysis on a recording's run directory: it can start over after a crash
 // (tare resume), since every decision is made from the tails the journal holds.
 func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOptions, fromRun bool) (*CliffResult, error) {
-	recipe, err := ReadRecipe(dir)
+	recipe, err := run.ReadRecipe(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -216,11 +244,11 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 	if err != nil {
 		return nil, err
 	}
-	r, err := openRun(dir, o.Bus)
+	r, err := run.Open(dir, o.Bus)
 	if err != nil {
 		return nil, err
 	}
-	defer r.close()
+	defer r.Close()
 	store, err := capsule.Open(filepath.Join(dir, "store"))
 	if err != nil {
 		return nil, err
@@ -258,10 +286,10 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 		return nil, fmt.Errorf("%w (%s)", errRecordingPassed, verdict.Detail)
 	}
 	data, _ := json.MarshalIndent(set, "", "  ")
-	if err := writeRunFile(filepath.Join(dir, cliffFile), append(data, '\n')); err != nil {
+	if err := run.WriteFile(filepath.Join(dir, cliffFile), append(data, '\n')); err != nil {
 		return nil, err
 	}
-	if err := r.emit(journal.Event{Phase: &journal.Phase{Name: "cliff: the recording " + verdict.Detail}}); err != nil {
+	if err := r.Emit(journal.Event{Phase: &journal.Phase{Name: "cliff: the recording " + verdict.Detail}}); err != nil {
 		return nil, err
 	}
 	res.RecordingCost, res.CostKnown, res.CostUnmetered = recordingSpend(dir, recording)
@@ -274,9 +302,9 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 	// Tails a crash interrupted are run again under their own ids first: every attempt
 	// stays on the record, and the search counts only finished tails.
 	var again []tailSpec
-	for id, t := range r.snapshot().Tails {
+	for id, t := range r.Snapshot().Tails {
 		if strings.HasPrefix(id, cliffPrefix) && !tailFinished(t) {
-			spec, err := tailFrom(recording, side, t.Step, "native", id, true)
+			spec, err := tailFrom(recording, side, t.Step, journal.HowNative, id, true)
 			if err != nil {
 				return nil, err
 			}
@@ -287,13 +315,13 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 	if len(again) > 0 {
 		var ids, attached []string
 		for _, spec := range again {
-			if _, ok := attachedJob(dir, recipe, o.Config, r.snapshot().Tails[spec.ID]); ok {
+			if _, ok := attachedJob(dir, recipe, o.Config, r.Snapshot().Tails[spec.ID]); ok {
 				attached = append(attached, spec.ID) // its job outlived tare: followed, not rerun
 			} else {
 				ids = append(ids, spec.ID)
 			}
 		}
-		if err := r.emit(journal.Event{Resumed: &journal.Resumed{Rerun: ids, Reattached: attached}}); err != nil {
+		if err := r.Emit(journal.Event{Resumed: &journal.Resumed{Rerun: ids, Reattached: attached}}); err != nil {
 			return nil, err
 		}
 	}
@@ -302,12 +330,12 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 	}
 	var d cliff.Decision
 	for {
-		obs, ids := cliffObservations(r.snapshot())
+		obs, ids := cliffObservations(r.Snapshot())
 		d = cliff.Decide(cfg, obs)
 		if d.Kind != cliff.Running {
 			break
 		}
-		if err := r.emit(journal.Event{Phase: &journal.Phase{Name: fmt.Sprintf("cliff: %d tails from step %d (%s)", d.Want, d.Step, d.Why)}}); err != nil {
+		if err := r.Emit(journal.Event{Phase: &journal.Phase{Name: fmt.Sprintf("cliff: %d tails from step %d (%s)", d.Want, d.Step, d.Why)}}); err != nil {
 			return nil, err
 		}
 		specs := make([]tailSpec, d.Want)
@@ -315,7 +343,7 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 			id := fmt.Sprintf("%s%d-%d", cliffPrefix, d.Step, ids[d.Step]+i)
 			// A step without a capsule of its own starts from the nearest one, and its tails
 			// say so (TailStarted.CapsuleFrom).
-			if specs[i], err = tailFrom(recording, side, d.Step, "native", id, true); err != nil {
+			if specs[i], err = tailFrom(recording, side, d.Step, journal.HowNative, id, true); err != nil {
 				return nil, err
 			}
 		}
@@ -323,7 +351,7 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 			return nil, err
 		}
 	}
-	fillCliffResult(res, d, store, recording, r.snapshot())
+	fillCliffResult(res, d, store, recording, r.Snapshot())
 	return res, releaseBackend(env, finishCliff(r, recipe, recording, res))
 }
 
@@ -366,7 +394,7 @@ func cliffObservations(st *journal.RunState) (map[int]cliff.Count, map[int]int) 
 // scoreRecording runs the check on the recording's final workspace, restored afresh so that
 // the check cannot change what the tails start from.
 func scoreRecording(ctx context.Context, env *tailEnv, rec *journal.Recording) (checkResult, error) {
-	work := filepath.Join(env.run.dir, "cliff-final")
+	work := filepath.Join(env.run.Dir(), "cliff-final")
 	_ = os.RemoveAll(work)
 	defer os.RemoveAll(work)
 	if err := env.store.Restore(ctx, rec.Capsules[len(rec.Capsules)-1], work); err != nil {
@@ -427,20 +455,20 @@ func fillCliffResult(res *CliffResult, d cliff.Decision, store *capsule.Store, r
 }
 
 // finishCliff writes the report and the result and journals the run's end.
-func finishCliff(r *run, recipe *Recipe, rec *journal.Recording, res *CliffResult) error {
+func finishCliff(r *run.Run, recipe *run.Recipe, rec *journal.Recording, res *CliffResult) error {
 	report := CliffReport(recipe, rec, res)
-	if err := writeRunFile(filepath.Join(r.dir, "report.txt"), []byte(report)); err != nil {
+	if err := run.WriteFile(filepath.Join(r.Dir(), "report.txt"), []byte(report)); err != nil {
 		return err
 	}
 	data, _ := json.MarshalIndent(res, "", "  ")
-	if err := writeRunFile(filepath.Join(r.dir, "cliff-result.json"), append(data, '\n')); err != nil {
+	if err := run.WriteFile(filepath.Join(r.Dir(), "cliff-result.json"), append(data, '\n')); err != nil {
 		return err
 	}
-	return r.emit(journal.Event{RunFinished: &journal.RunFinished{Report: report}})
+	return r.Emit(journal.Event{RunFinished: &journal.RunFinished{Report: report}})
 }
 
 // CliffReport is the text report: its first line says what was found.
-func CliffReport(recipe *Recipe, rec *journal.Recording, res *CliffResult) string {
+func CliffReport(recipe *run.Recipe, rec *journal.Recording, res *CliffResult) string {
 	var b strings.Builder
 	rate := func(s *StepRate) string {
 		switch {
@@ -562,7 +590,7 @@ func changeLine(c capsule.Change) string {
 // resumeCliff finishes a cliff analysis a crash interrupted: the recording first if it was
 // cut short, then the search, which reruns the tails that were running and goes on from the
 // tails the journal holds.
-func resumeCliff(ctx context.Context, o ResumeOptions, rec *Recipe, set cliffSettings) (string, error) {
+func resumeCliff(ctx context.Context, o ResumeOptions, rec *run.Recipe, set cliffSettings) (string, error) {
 	if len(o.Retry) > 0 {
 		return "", fmt.Errorf("--retry: %s is a cliff analysis; it reruns interrupted tails itself, and tare cliff --run %s --budget N spends more", o.Dir, o.Dir)
 	}
@@ -579,11 +607,11 @@ func resumeCliff(ctx context.Context, o ResumeOptions, rec *Recipe, set cliffSet
 }
 
 // cliffOf says whether a recorded run is (or holds) a cliff analysis, and its settings.
-func cliffOf(dir string, rec *Recipe) (cliffSettings, bool) {
-	if rec.Cliff != nil {
-		return *rec.Cliff, true
-	}
+func cliffOf(dir string, rec *run.Recipe) (cliffSettings, bool) {
 	var set cliffSettings
+	if ok, _ := rec.DecodeSettings(cliffKey, &set); ok {
+		return set, true
+	}
 	data, err := os.ReadFile(filepath.Join(dir, cliffFile))
 	if err != nil || json.Unmarshal(data, &set) != nil {
 		return set, false

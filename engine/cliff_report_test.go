@@ -6,10 +6,11 @@ import (
 
 	"tare/agent"
 	"tare/engine/journal"
+	"tare/engine/run"
 )
 
-func cliffReportFixture() (*Recipe, *journal.Recording) {
-	recipe := &Recipe{Project: "/p", Prompt: "task", Check: "make test", Sides: []journal.Side{{Key: "a", Agent: "claude"}}}
+func cliffReportFixture() (*run.Recipe, *journal.Recording) {
+	recipe := &run.Recipe{Project: "/p", Prompt: "task", Check: "make test", Sides: []journal.Side{{Key: "a", Agent: "claude"}}}
 	rec := &journal.Recording{Agent: "claude", Steps: make([]agent.Step, 12)}
 	return recipe, rec
 }

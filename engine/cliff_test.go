@@ -42,6 +42,7 @@ var cliffSeeds = []int64{39, 43, 56, 78, 80, 84, 85, 101, 103, 107}
 // of the time, after it never): within the default budget of 30 tails, cliff names step 4
 // give or take one in at least 9 of the 10, each report saying so on its first line.
 func TestCliffPinsAScriptedCliff(t *testing.T) {
+	needRooms(t)
 	type outcome struct {
 		seed int64
 		res  *CliffResult
@@ -96,6 +97,7 @@ func (e *reportError) Error() string { return "report's first line is " + e.firs
 // starting over; a recording that passed stops at once, and --run on it is refused with
 // nothing written.
 func TestCliffOnAnEarlierRecording(t *testing.T) {
+	needRooms(t)
 	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
 	if err != nil {
 		t.Fatal(err)
@@ -162,6 +164,7 @@ func TestCliffOnAnEarlierRecording(t *testing.T) {
 // prints the wrong greeting) has no cliff: tails from the start never pass, and once their
 // upper 95% bound is below --gap-below the report says model gap, within the budget.
 func TestCliffReportsAModelGap(t *testing.T) {
+	needRooms(t)
 	script := filepath.Join(t.TempDir(), "wrong.toml")
 	if err := os.WriteFile(script, []byte(`[[turn]]
 text = "Writing the greeting."
@@ -237,6 +240,7 @@ const cliff8Seed = 7
 // its first line, and its words give each explanation's probability, the rates before and
 // after with their difference's interval, and no "p=1.00" or "between step N and N".
 func TestCliffEightStepsStepFiveDecides(t *testing.T) {
+	needRooms(t)
 	script := filepath.Join(t.TempDir(), "cliff8.toml")
 	if err := os.WriteFile(script, []byte(cliff8Script), 0o644); err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"tare/agent"
 	"tare/config"
 	"tare/engine/browser"
-	"tare/engine/probe"
+	"tare/engine/room"
 	"tare/sandbox"
 )
 
@@ -45,7 +45,7 @@ func Doctor(ctx context.Context, cfg *config.Config, w io.Writer) bool {
 	}
 	usable := 0
 	for _, a := range agent.All() {
-		inst, err := probe.FindAgent(a, cfg)
+		inst, err := room.FindAgent(a, cfg)
 		if err != nil {
 			if errors.Is(err, agent.ErrNotInstalled) && cfg.Agents[a.Name()].Bin == "" {
 				fmt.Fprintf(w, "none  %-8s %s\n", a.Name(), err)

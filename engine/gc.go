@@ -100,7 +100,7 @@ func isStore(dir string) bool {
 
 // gcRun collects one run's store holding the run's lock; busy when another tare holds it.
 func gcRun(ctx context.Context, dir string, o GCOptions) (capsule.GCReport, bool, error) {
-	// As lockRun: a planted lock symlink would have gc truncate and write the file it names.
+	// As run.Lock: a planted lock symlink would have gc truncate and write the file it names.
 	lock, err := journal.OpenNoFollow(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return capsule.GCReport{}, false, fmt.Errorf("run directory %s: lock: %v", dir, err)
@@ -111,7 +111,7 @@ func gcRun(ctx context.Context, dir string, o GCOptions) (capsule.GCReport, bool
 	} else if err != nil {
 		return capsule.GCReport{}, false, fmt.Errorf("run directory %s: lock: %v", dir, err)
 	}
-	// As lockRun does: a tail or resume refused meanwhile names this process.
+	// As run.Lock does: a tail or resume refused meanwhile names this process.
 	_ = lock.Truncate(0)
 	_, _ = lock.WriteAt([]byte(fmt.Sprintf("%d\n", os.Getpid())), 0)
 	s, err := capsule.Open(filepath.Join(dir, "store"))

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"tare/agent"
-	"tare/engine/probe"
+	"tare/engine/room"
 	"tare/modelserver"
 )
 
@@ -45,6 +45,7 @@ const hookCommand = `/bin/sh -c 'sleep 0.2; tr -d "\n" >> /tare-run/hooks.jsonl;
 // (the id the session file gives it), and finishes before the next tool runs and before the
 // agent's next model request.
 func TestHooksRunAfterEveryToolCall(t *testing.T) {
+	needRooms(t)
 	script, err := modelserver.ParseScript([]byte(hookScript), "hooks.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -61,13 +62,13 @@ func TestHooksRunAfterEveryToolCall(t *testing.T) {
 			defer cancel()
 
 			store, sessions := t.TempDir(), t.TempDir()
-			p := probe.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir(), Sessions: sessions, RunStore: store,
+			p := room.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir(), Sessions: sessions, RunStore: store,
 				Hooks: []agent.Hook{{Event: "PostToolUse", Command: hookCommand}}}
-			room, _, err := probe.BuildRoom(p, srv.Addr(), nil)
+			box, _, err := room.Build(p, srv.Addr())
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, out := runInRoom(ctx, t, room, inst.Command, a, a.RunArgs("Do the three steps.", nil))
+			_, out := runInRoom(ctx, t, box, inst.Command, a, a.RunArgs("Do the three steps.", nil))
 
 			if got := readFile(t, filepath.Join(store, "counts.txt")); got != "0\n1\n2\n" {
 				t.Fatalf("hooks finished before the tools 1, 2, 3: %q, want 0, 1, 2 (all 0: the hook never ran; lagging: it runs in the background)", got)

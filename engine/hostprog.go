@@ -2,6 +2,7 @@ package engine
 
 import (
 	"path/filepath"
+	"slices"
 
 	"tare/config"
 	"tare/sandbox"
@@ -22,7 +23,7 @@ func HostProgram(cfg *config.Config, name string, projects ...string) (string, e
 	if cfg != nil {
 		p.Avoid = append(p.Avoid, cfg.StateDir, cfg.Cluster.Shared)
 		p.Path = cfg.Programs[name]
-		if contains(slurmTools, name) && p.Path == "" {
+		if slices.Contains(slurmTools, name) && p.Path == "" {
 			p.Key = `cluster.bin_dir = "/usr/bin"`
 			if cfg.Cluster.BinDir != "" {
 				p.Path = filepath.Join(cfg.Cluster.BinDir, name)

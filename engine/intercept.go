@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"tare/engine/probe"
+	"tare/engine/room"
 	"tare/modelserver"
 	"tare/sandbox"
 )
@@ -196,7 +196,7 @@ func systemBundle() ([]byte, error) {
 // a meter charging the caps (when capped) and gives the room the CA to trust them. It
 // returns the meter, or nil when the room has no proxy or its agent names no model host
 // (its calls stay unread and unmetered).
-func (env *tailEnv) interceptRoom(room *sandbox.Room, setup *probe.RoomSetup, capped bool) (*modelserver.Meter, error) {
+func (env *tailEnv) interceptRoom(room *sandbox.Room, setup *room.Setup, capped bool) (*modelserver.Meter, error) {
 	i := slices.IndexFunc(room.Relays, func(rl sandbox.Relay) bool { return rl.Allow != nil })
 	if i < 0 {
 		return nil, nil

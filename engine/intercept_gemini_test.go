@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"tare/engine/journal"
+	"tare/engine/run"
 	"tare/modelserver"
 )
 
@@ -16,7 +17,7 @@ import (
 // model server standing in for cloudcode-pa.googleapis.com through the room's reading proxy,
 // and its token check reaches the stand-in through the unread tunnel to
 // oauth2.googleapis.com. It returns the tail and the model server.
-func geminiTail(t *testing.T, caps *Caps, args ...string) (*journal.TailState, *modelserver.Server, string) {
+func geminiTail(t *testing.T, caps *run.Caps, args ...string) (*journal.TailState, *modelserver.Server, string) {
 	t.Helper()
 	script, err := modelserver.ParseScript([]byte(interceptScript), "intercept.toml")
 	if err != nil {
@@ -33,8 +34,8 @@ func geminiTail(t *testing.T, caps *Caps, args ...string) (*journal.TailState, *
 	if err := runTail(ctx, env, spec); err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(env.run.dir, "tails", "real")
-	tl := env.run.snapshot().Tails["real"]
+	dir := filepath.Join(env.run.Dir(), "tails", "real")
+	tl := env.run.Snapshot().Tails["real"]
 	if tl == nil {
 		t.Fatal("no tail recorded")
 	}
@@ -59,6 +60,7 @@ func modelCalls(srv *modelserver.Server) (calls int, in, out int64) {
 // lighter one, then streamed) equals the model server's own, and the host log marks that host read and
 // the token host tunnelled unread.
 func TestInterceptMetersGeminiCodeAssist(t *testing.T) {
+	needRooms(t)
 	tl, srv, dir := geminiTail(t, nil)
 	stderr, _ := os.ReadFile(filepath.Join(dir, "stderr.log"))
 	if tl.Status != journal.StatusPassed {
@@ -83,12 +85,13 @@ func TestInterceptMetersGeminiCodeAssist(t *testing.T) {
 // the first Code Assist call goes through, the next is refused at the relay in Google's error
 // shape and never reaches the provider, and the tail ends over budget.
 func TestCostCapOnGeminiCodeAssist(t *testing.T) {
-	if err := (Caps{TailCost: 1e-9}).Check("", "gemini"); err != nil {
+	needRooms(t)
+	if err := (run.Caps{TailCost: 1e-9}).Check("", "gemini"); err != nil {
 		t.Fatalf("a cost cap on gemini's real provider is refused: %v", err)
 	}
 	// A model named, so no router call of another model comes first: the first call is the
 	// script's first turn.
-	tl, srv, dir := geminiTail(t, &Caps{TailCost: 1e-9}, "-m", "gemini-2.5-pro")
+	tl, srv, dir := geminiTail(t, &run.Caps{TailCost: 1e-9}, "-m", "gemini-2.5-pro")
 	stderr, _ := os.ReadFile(filepath.Join(dir, "stderr.log"))
 	if tl.Status != journal.StatusNoVerdict || tl.Reason != journal.ReasonOverBudget {
 		t.Fatalf("tail %+v: want no verdict, over budget\nstderr: %s", tl, stderr)

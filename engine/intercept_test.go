@@ -17,6 +17,8 @@ import (
 
 	"tare/engine/journal"
 	"tare/engine/probe"
+	"tare/engine/room"
+	"tare/engine/run"
 	"tare/modelserver"
 )
 
@@ -104,6 +106,7 @@ text = "Done."
 // the real CLIs trust, and the relay's count equals the model server's own; the host log
 // says the model host was read.
 func TestInterceptMetersRealProviderCalls(t *testing.T) {
+	needRooms(t)
 	script, err := modelserver.ParseScript([]byte(interceptScript), "intercept.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -125,8 +128,8 @@ func TestInterceptMetersRealProviderCalls(t *testing.T) {
 			if err := runTail(ctx, env, spec); err != nil {
 				t.Fatal(err)
 			}
-			tl := env.run.snapshot().Tails["real"]
-			stderr, _ := os.ReadFile(filepath.Join(env.run.dir, "tails", "real", "stderr.log"))
+			tl := env.run.Snapshot().Tails["real"]
+			stderr, _ := os.ReadFile(filepath.Join(env.run.Dir(), "tails", "real", "stderr.log"))
 			if tl == nil || tl.Status != journal.StatusPassed {
 				t.Fatalf("tail %+v: want passed\nstderr: %s", tl, stderr)
 			}
@@ -144,7 +147,7 @@ func TestInterceptMetersRealProviderCalls(t *testing.T) {
 				t.Errorf("relay metered %+v; the model server answered %d calls, %d in, %d out", m, calls, in, out)
 			}
 			read := false
-			for _, r := range readHosts(t, filepath.Join(env.run.dir, "tails", "real", HostsFile)) {
+			for _, r := range readHosts(t, filepath.Join(env.run.Dir(), "tails", "real", HostsFile)) {
 				read = read || (r.Read && r.Allowed && (r.Host == "api.anthropic.com:443" || r.Host == "api.openai.com:443"))
 			}
 			if !read {
@@ -158,6 +161,7 @@ func TestInterceptMetersRealProviderCalls(t *testing.T) {
 // the first call goes through (nothing was spent yet), the next is refused by the relay in
 // Anthropic's error shape and never reaches the provider, and the tail ends over budget.
 func TestCostCapOnARealProvider(t *testing.T) {
+	needRooms(t)
 	script, err := modelserver.ParseScript([]byte(interceptScript), "intercept.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -166,14 +170,14 @@ func TestCostCapOnARealProvider(t *testing.T) {
 	standIn(t, srv, true)
 	loginHome(t, "claude")
 	env, start := newTestRun(t, "claude", "", "grep -q metered m.txt")
-	env.recipe.Caps = &Caps{TailCost: 1e-9}
+	env.recipe.Caps = &run.Caps{TailCost: 1e-9}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	spec := tailSpec{ID: "capped", Side: journal.Side{Key: "a", Agent: "claude"}, How: "fresh", Prompt: "Make the file.", Start: start}
 	if err := runTail(ctx, env, spec); err != nil {
 		t.Fatal(err)
 	}
-	tl := env.run.snapshot().Tails["capped"]
+	tl := env.run.Snapshot().Tails["capped"]
 	if tl == nil || tl.Status != journal.StatusNoVerdict || tl.Reason != journal.ReasonOverBudget {
 		t.Fatalf("tail %+v: want no verdict, over budget", tl)
 	}
@@ -225,24 +229,25 @@ func TestInterceptVerifiesTheProvider(t *testing.T) {
 // constrained to it (a leaf for any other name fails to verify), and its key is not in the
 // room.
 func TestInterceptReadsOnlyModelHosts(t *testing.T) {
+	needRooms(t)
 	a, inst, cfg := mustFind(t, "claude")
 	loginHome(t, "claude")
-	room, setup, err := probe.BuildRoom(probe.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir(), Login: true}, "", nil)
+	box, setup, err := room.Build(room.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir(), Login: true}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &tailEnv{recipe: &Recipe{}}
-	m, err := env.interceptRoom(&room, &setup, false)
+	env := &tailEnv{recipe: &run.Recipe{}}
+	m, err := env.interceptRoom(&box, &setup, false)
 	if err != nil || m == nil {
 		t.Fatalf("interceptRoom: %v, %v", m, err)
 	}
 	defer m.Close()
-	rl := room.Relays[0]
+	rl := box.Relays[0]
 	if len(rl.Intercept) != 1 || rl.Intercept[0].Host != "api.anthropic.com:443" || len(rl.Allow) != 2 {
 		t.Fatalf("allow %v, intercepted %d: want api.anthropic.com:443 read, platform.claude.com:443 tunnelled", rl.Allow, len(rl.Intercept))
 	}
 	var caPEM []byte
-	for _, f := range room.Files {
+	for _, f := range box.Files {
 		if strings.Contains(string(f.Data), "PRIVATE KEY") {
 			t.Errorf("room file %s holds a private key", f.Path)
 		}
@@ -258,8 +263,8 @@ func TestInterceptReadsOnlyModelHosts(t *testing.T) {
 	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: "api.anthropic.com"}); err != nil {
 		t.Errorf("the room's leaf does not verify against the room's CA: %v", err)
 	}
-	if room.Env["SSL_CERT_FILE"] != roomBundleFile || room.Env["NODE_EXTRA_CA_CERTS"] != roomCAFile || !setup.EnvNames["SSL_CERT_FILE"] {
-		t.Errorf("room env %v: want the CA named, and declared as tare's", room.Env)
+	if box.Env["SSL_CERT_FILE"] != roomBundleFile || box.Env["NODE_EXTRA_CA_CERTS"] != roomCAFile || !setup.EnvNames["SSL_CERT_FILE"] {
+		t.Errorf("room env %v: want the CA named, and declared as tare's", box.Env)
 	}
 	if !strings.Contains(strings.Join(setup.Declared, "\n"), "tls: tare's relay reads the model calls to api.anthropic.com:443") {
 		t.Errorf("declared %v: want the interception said", setup.Declared)
@@ -287,23 +292,24 @@ func TestInterceptReadsOnlyModelHosts(t *testing.T) {
 // nothing: the CA's variables are tare's own, declared, and its files are in the room's
 // fresh HOME, not the host's.
 func TestInterceptedRoomReadsClean(t *testing.T) {
+	needRooms(t)
 	for _, name := range []string{"claude", "gemini"} {
 		t.Run(name, func(t *testing.T) {
 			a, inst, cfg := mustFind(t, name)
 			loginHome(t, name)
 			project := t.TempDir()
-			room, setup, err := probe.BuildRoom(probe.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: project, Login: true}, "", nil)
+			box, setup, err := room.Build(room.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: project, Login: true}, "")
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, err := (&tailEnv{recipe: &Recipe{}}).interceptRoom(&room, &setup, false)
+			m, err := (&tailEnv{recipe: &run.Recipe{}}).interceptRoom(&box, &setup, false)
 			if err != nil || m == nil {
 				t.Fatalf("interceptRoom: %v, %v: want the model host read", m, err)
 			}
 			defer m.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			env, leaks, err := probe.InspectRoom(ctx, room, setup, project)
+			env, leaks, err := probe.InspectRoom(ctx, box, setup, project)
 			if err != nil {
 				t.Fatal(err)
 			}

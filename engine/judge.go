@@ -20,6 +20,8 @@ import (
 	"tare/engine/browser"
 	"tare/engine/journal"
 	"tare/engine/probe"
+	"tare/engine/room"
+	"tare/engine/run"
 	"tare/modelserver"
 	"tare/sandbox"
 )
@@ -204,7 +206,7 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 	if err != nil {
 		return JudgeReport{}, fmt.Errorf("--judge %q: %v", o.Judge, err)
 	}
-	inst, err := probe.FindAgent(a, o.Config, o.Dirs...)
+	inst, err := room.FindAgent(a, o.Config, o.Dirs...)
 	if err != nil {
 		return JudgeReport{}, err
 	}
@@ -221,7 +223,7 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 		if err != nil {
 			return JudgeReport{}, err
 		}
-		rep.Seed = runSeed(o.Seed)
+		rep.Seed = run.Seed(o.Seed)
 		if models, err = judgeModels(script, rep.Seed); err != nil {
 			return JudgeReport{}, err
 		}
@@ -232,7 +234,7 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 		if kind == "" {
 			kind = "judge"
 		}
-		if o.Out, err = MakeFreeRunDir(filepath.Join(o.Config.StateDir, kind), o.Dirs[0], time.Now()); err != nil {
+		if o.Out, err = run.MakeFreeDir(filepath.Join(o.Config.StateDir, kind), o.Dirs[0], time.Now()); err != nil {
 			return JudgeReport{}, err
 		}
 	} else {
@@ -349,7 +351,7 @@ func (env *judgeEnv) finish(ctx context.Context, rep JudgeReport) (JudgeReport, 
 	}
 	data, err := json.MarshalIndent(rep, "", "  ")
 	if err == nil {
-		err = writeRunFile(filepath.Join(rep.Out, "judgements.json"), append(data, '\n'))
+		err = run.WriteFile(filepath.Join(rep.Out, "judgements.json"), append(data, '\n'))
 	}
 	err = errors.Join(err, cerr)
 	env.journal.done(rep.NoiseText(env.o.Threshold), err)
@@ -410,7 +412,7 @@ func (p *judgePool) run(w judgeWork, body func(ctx context.Context, w judgeWork)
 			// Stopped with the run, not finished: tare resume runs it again.
 			return
 		}
-		j.finished(w.page, w.k, screenshotPath(p.env.o.Out, w.page), jd, p.scale)
+		j.finished(w.page, w.k, screenshotPath(p.env.o.Out, w.page), jd, p.scale, context.Cause(jctx))
 	}()
 }
 
@@ -502,15 +504,15 @@ func judgePrompt(page string, r Rubric, blocked bool) string {
 // workspace, the judge agent's own setup built as every agent room is (buildRoom, the room
 // the probe proves), and nothing else.
 func (env *judgeEnv) judgeRoom(stage, sessions, upstream string, blocked bool) (sandbox.Room, error) {
-	p := probe.Plan{Agent: env.agent, Inst: env.inst, Config: env.o.Config, Workspace: stage, ReadOnly: true,
+	p := room.Plan{Agent: env.agent, Inst: env.inst, Config: env.o.Config, Workspace: stage, ReadOnly: true,
 		Sessions: sessions, Login: upstream == ""}
-	room, setup, err := probe.BuildRoom(p, upstream, nil)
+	box, setup, err := room.Build(p, upstream)
 	if err != nil {
 		return sandbox.Room{}, err
 	}
 	args := append(append(setup.Args, env.o.Config.Agents[env.agent.Name()].Args...), env.args...)
-	room.Argv = append([]string{env.inst.Command}, env.agent.RunArgs(judgePrompt(env.o.Page, env.o.Rubric, blocked), args)...)
-	return room, nil
+	box.Argv = append([]string{env.inst.Command}, env.agent.RunArgs(judgePrompt(env.o.Page, env.o.Rubric, blocked), args)...)
+	return box, nil
 }
 
 // judgeIn runs one judgement in a fresh room over stage whose judge talks to upstream (""
@@ -525,16 +527,16 @@ func (env *judgeEnv) judgeIn(ctx context.Context, stage, upstream string, blocke
 		return j
 	}
 	defer os.RemoveAll(sessions)
-	room, err := env.judgeRoom(stage, sessions, upstream, blocked)
+	box, err := env.judgeRoom(stage, sessions, upstream, blocked)
 	if err != nil {
 		j.Error = err.Error()
 		return j
 	}
 	var stdout, stderr strings.Builder
-	room.Stdout, room.Stderr = &stdout, &stderr
+	box.Stdout, box.Stderr = &stdout, &stderr
 	rctx, cancel := context.WithTimeout(ctx, env.o.Timeout)
 	defer cancel()
-	code, err := probe.RunRoom(rctx, room)
+	code, err := room.Run(rctx, box)
 	switch {
 	case errors.Is(rctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
 		j.Error = fmt.Sprintf("the judge was stopped after %s", env.o.Timeout)
@@ -549,9 +551,9 @@ func (env *judgeEnv) judgeIn(ctx context.Context, stage, upstream string, blocke
 	}
 	switch {
 	case perr != nil:
-		j.Error = fmt.Sprintf("the judge's output is unreadable (exit %d): %v; %s", code, perr, clip(stderr.String(), 200))
+		j.Error = fmt.Sprintf("the judge's output is unreadable (exit %d): %v; %s", code, perr, run.Clip(stderr.String(), 200))
 	case r.IsError || code != 0:
-		j.Error = fmt.Sprintf("the judge failed (exit %d): %s", code, clip(r.Error+" "+stderr.String(), 200))
+		j.Error = fmt.Sprintf("the judge failed (exit %d): %s", code, run.Clip(r.Error+" "+stderr.String(), 200))
 	default:
 		j.Score, j.Reason, err = parseScore(r.Text, env.o.Rubric)
 		if err != nil {
@@ -583,11 +585,11 @@ func parseScore(text string, r Rubric) (*int, string, error) {
 		}
 	}
 	if len(scores) > 1 {
-		return nil, "", severalScores{len(scores), clip(strings.Join(scores, " | "), 200)}
+		return nil, "", severalScores{len(scores), run.Clip(strings.Join(scores, " | "), 200)}
 	}
 	m := verdictLine.FindStringSubmatch(last)
 	if m == nil {
-		return nil, "", fmt.Errorf("the judge gave no score (want its last line \"score N: reason\"); it said: %s", clip(text, 200))
+		return nil, "", fmt.Errorf("the judge gave no score (want its last line \"score N: reason\"); it said: %s", run.Clip(text, 200))
 	}
 	n, err := strconv.Atoi(m[1])
 	if err != nil || n < r.Lo || n > r.Hi {
@@ -609,14 +611,17 @@ func (e severalScores) Error() string {
 // writeJudgeRecipe writes Out/recipe.json: the command line, the judge agent's version, the
 // model script, and each page and the rubric by content.
 func writeJudgeRecipe(ctx context.Context, o JudgeOptions, inst agent.Install, seed int64) error {
-	rec := &Recipe{Tare: o.Version, Argv: o.Argv, Kind: o.Kind, Time: time.Now().UTC(), Jobs: o.Jobs, Runs: o.Times, Seed: seed,
-		Agents: map[string]RecipeAgent{}, Inputs: map[string]string{}, On: onRecipe(o.On)}
+	rec := &run.Recipe{Tare: o.Version, Argv: o.Argv, Kind: o.Kind, Time: time.Now().UTC(), Jobs: o.Jobs, Runs: o.Times, Seed: seed,
+		Agents: map[string]run.RecipeAgent{}, Inputs: map[string]string{}, On: onRecipe(o.On)}
 	if o.Kind == "judge-noise" {
-		rec.JudgeNoise = &judgeSettings{Dirs: o.Dirs, Page: o.Page, Rubric: o.Rubric, Judge: o.Judge, Times: o.Times,
+		set := judgeSettings{Dirs: o.Dirs, Page: o.Page, Rubric: o.Rubric, Judge: o.Judge, Times: o.Times,
 			Timeout: o.Timeout, Threshold: o.Threshold, Tolerance: o.Tolerance, AllowDirty: o.AllowDirty}
+		if err := rec.SetSettings(judgeNoiseKey, set); err != nil {
+			return err
+		}
 	}
 	words, _ := splitWords(o.Judge)
-	rec.Agents[words[0]] = RecipeAgent{Version: inst.Version, Bin: inst.Bin, Snapshots: "none (a judge takes no capsules)"}
+	rec.Agents[words[0]] = run.RecipeAgent{Version: inst.Version, Bin: inst.Bin, Snapshots: "none (a judge takes no capsules)"}
 	for _, d := range o.Dirs {
 		root, err := fingerprint(ctx, d)
 		if err != nil {
@@ -640,5 +645,5 @@ func writeJudgeRecipe(ctx context.Context, o JudgeOptions, inst agent.Install, s
 		}
 		rec.ScriptText = string(text)
 	}
-	return writeRecipe(o.Out, rec)
+	return run.WriteRecipe(o.Out, rec)
 }

@@ -14,6 +14,7 @@ import (
 	"tare/agent"
 	"tare/config"
 	"tare/engine/journal"
+	"tare/engine/run"
 )
 
 // judgeCheck is a --check that is exactly tare's own judge: tare runs it as its own code on
@@ -129,7 +130,7 @@ func (jc *judgeCheck) run(ctx context.Context, dir string, cfg *config.Config) c
 	v := &journal.JudgeVerdict{Threshold: &jc.threshold, Scale: [2]int{r.Lo, r.Hi}}
 	if err := ValidatePages([]string{dir}, jc.page); err != nil {
 		v.Error = err.Error()
-		return checkResult{Detail: "judge: " + clip(err.Error(), 160), Judge: v}
+		return checkResult{Detail: "judge: " + run.Clip(err.Error(), 160), Judge: v}
 	}
 	rep, err := Judge(ctx, JudgeOptions{Dirs: []string{dir}, Page: jc.page, Rubric: r, Judge: jc.judge, Script: jc.script,
 		Seed: jc.seed, Timeout: jc.timeout, Config: cfg, AllowDirty: jc.allowDirty, Kind: "judge"})
@@ -138,7 +139,7 @@ func (jc *judgeCheck) run(ctx context.Context, dir string, cfg *config.Config) c
 			err = errors.New("the judge gave no judgement")
 		}
 		v.Error = err.Error()
-		return checkResult{CouldNotRun: true, Detail: "judge could not run: " + clip(err.Error(), 160), Judge: v, Usage: rep.Usage}
+		return checkResult{CouldNotRun: true, Detail: "judge could not run: " + run.Clip(err.Error(), 160), Judge: v, Usage: rep.Usage}
 	}
 	p := rep.Pages[0]
 	j := p.Judgements[0]
@@ -154,11 +155,11 @@ func (jc *judgeCheck) run(ctx context.Context, dir string, cfg *config.Config) c
 func judgedVerdict(j Judgement, threshold float64, r Rubric) (passed, couldNotRun bool, detail string) {
 	switch {
 	case j.Score == nil && j.Spoiled:
-		return false, false, "judge's answer spoiled, counted as failed: " + clip(j.Error, 160)
+		return false, false, "judge's answer spoiled, counted as failed: " + run.Clip(j.Error, 160)
 	case j.Score == nil:
-		return false, true, "judge gave no score: " + clip(j.Error, 160)
+		return false, true, "judge gave no score: " + run.Clip(j.Error, 160)
 	}
-	return float64(*j.Score) >= threshold, false, fmt.Sprintf("judge score %d (threshold %g, scale %d-%d): %s", *j.Score, threshold, r.Lo, r.Hi, clip(j.Reason, 120))
+	return float64(*j.Score) >= threshold, false, fmt.Sprintf("judge score %d (threshold %g, scale %d-%d): %s", *j.Score, threshold, r.Lo, r.Hi, run.Clip(j.Reason, 120))
 }
 
 // judgeCheckLines says where a built-in judge check runs, for the journal and the report.
@@ -169,7 +170,7 @@ func judgeCheckLines() []string {
 
 // checkUsageLines are the report's lines for what each side's checks spent (tare's judge's
 // agent), under the agents' usage and apart from it; none when no check spent anything.
-func checkUsageLines(rec *Recipe, tallies []journal.SideTally) string {
+func checkUsageLines(rec *run.Recipe, tallies []journal.SideTally) string {
 	var b strings.Builder
 	for i, s := range rec.Sides {
 		if u := tallies[i].CheckUsage; !u.IsZero() {

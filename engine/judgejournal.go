@@ -2,11 +2,12 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"tare/engine/journal"
+	"tare/engine/run"
 )
 
 // judgeJournal is a judge-noise run's journal.jsonl, in its folder beside judgements.json,
@@ -14,7 +15,7 @@ import (
 // its prompt the page folder), a tail per judgement (p1-1, p1-2...) whose verdict carries
 // the judge's score, and the report at the end. A nil journal writes nothing (tare judge).
 type judgeJournal struct {
-	r *run
+	r *run.Run
 	o JudgeOptions
 }
 
@@ -23,7 +24,7 @@ func JudgePageKey(n int) string { return fmt.Sprintf("p%d", n+1) }
 
 // openJudgeJournal starts the journal of a judge-noise run in o.Out.
 func openJudgeJournal(o JudgeOptions, judge []string, simulated bool) (*judgeJournal, error) {
-	r, err := openRun(o.Out, nil)
+	r, err := run.Open(o.Out, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -32,9 +33,9 @@ func openJudgeJournal(o JudgeOptions, judge []string, simulated bool) (*judgeJou
 	for i, d := range o.Dirs {
 		sides[i] = journal.Side{Key: JudgePageKey(i), Agent: judge[0], Args: judge[1:], Prompt: filepath.Join(d, o.Page)}
 	}
-	if err := r.emit(journal.Event{RunStarted: &journal.RunStarted{Kind: "judge-noise", Project: o.Dirs[0], Prompt: "judge by " + o.Rubric.Path,
+	if err := r.Emit(journal.Event{RunStarted: &journal.RunStarted{Kind: "judge-noise", Project: o.Dirs[0], Prompt: "judge by " + o.Rubric.Path,
 		Sides: sides, Budget: len(o.Dirs) * o.Times, Jobs: o.Jobs, Simulated: simulated}}); err != nil {
-		r.close()
+		r.Close()
 		return nil, err
 	}
 	return j, nil
@@ -42,7 +43,7 @@ func openJudgeJournal(o JudgeOptions, judge []string, simulated bool) (*judgeJou
 
 func (j *judgeJournal) phase(name string) {
 	if j != nil {
-		_ = j.r.emit(journal.Event{Phase: &journal.Phase{Name: name}})
+		_ = j.r.Emit(journal.Event{Phase: &journal.Phase{Name: name}})
 	}
 }
 
@@ -52,14 +53,15 @@ func judgementID(page, k int) string { return fmt.Sprintf("%s-%d", JudgePageKey(
 // attempt, the interrupted one kept on the record.
 func (j *judgeJournal) started(page, k, attempt int) {
 	if j != nil {
-		_ = j.r.emit(journal.Event{TailStarted: &journal.TailStarted{ID: judgementID(page, k), Side: JudgePageKey(page), How: "fresh", Attempt: attempt}})
+		_ = j.r.Emit(journal.Event{TailStarted: &journal.TailStarted{ID: judgementID(page, k), Side: JudgePageKey(page), How: journal.HowFresh, Attempt: attempt}})
 	}
 }
 
 // finished records judgement k of page (its screenshot shot): a score is passed or failed by
 // the threshold (passed without one: the judge gave a score); no score is no verdict, with the
-// judge's error.
-func (j *judgeJournal) finished(page, k int, shot string, jd Judgement, scale [2]int) {
+// judge's error. cause is why the judgement's context ended (nil: it did not): a kill is
+// known by it, not by the words of the judge's error.
+func (j *judgeJournal) finished(page, k int, shot string, jd Judgement, scale [2]int, cause error) {
 	if j == nil {
 		return
 	}
@@ -67,16 +69,16 @@ func (j *judgeJournal) finished(page, k int, shot string, jd Judgement, scale [2
 		Screenshot: shot, Out: j.o.Out}
 	f := &journal.TailFinished{ID: judgementID(page, k), Seconds: jd.Seconds, Usage: jd.Usage, Score: jd.Score, Judge: v}
 	switch {
-	case jd.Score == nil && strings.HasPrefix(jd.Error, journal.ErrKilled.Error()):
-		f.Status, f.Reason, f.Detail = journal.StatusNoVerdict, journal.ReasonKilled, clip(jd.Error, 200)
+	case jd.Score == nil && errors.Is(cause, journal.ErrKilled):
+		f.Status, f.Reason, f.Detail = journal.StatusNoVerdict, journal.ReasonKilled, run.Clip(jd.Error, 200)
 	case jd.Score == nil:
-		f.Status, f.Reason, f.Detail = journal.StatusNoVerdict, journal.ReasonCheckError, "no score: "+clip(jd.Error, 200)
+		f.Status, f.Reason, f.Detail = journal.StatusNoVerdict, journal.ReasonCheckError, "no score: "+run.Clip(jd.Error, 200)
 	case j.o.Threshold != nil && float64(*jd.Score) < *j.o.Threshold:
-		f.Status, f.Detail = journal.StatusFailed, fmt.Sprintf("score %d: %s", *jd.Score, clip(jd.Reason, 200))
+		f.Status, f.Detail = journal.StatusFailed, fmt.Sprintf("score %d: %s", *jd.Score, run.Clip(jd.Reason, 200))
 	default:
-		f.Passed, f.Status, f.Detail = true, journal.StatusPassed, fmt.Sprintf("score %d: %s", *jd.Score, clip(jd.Reason, 200))
+		f.Passed, f.Status, f.Detail = true, journal.StatusPassed, fmt.Sprintf("score %d: %s", *jd.Score, run.Clip(jd.Reason, 200))
 	}
-	_ = j.r.emit(journal.Event{TailFinished: f})
+	_ = j.r.Emit(journal.Event{TailFinished: f})
 }
 
 // done closes the run with its report, or the error that ended it.
@@ -88,8 +90,8 @@ func (j *judgeJournal) done(report string, err error) {
 	if err != nil {
 		f.Error = err.Error()
 	}
-	_ = j.r.emit(journal.Event{RunFinished: f})
-	j.r.close()
+	_ = j.r.Emit(journal.Event{RunFinished: f})
+	j.r.Close()
 }
 
 // killable is judgement k of page's context, cancelled when the operator kills it (tare kill,
@@ -99,7 +101,7 @@ func (j *judgeJournal) killable(ctx context.Context, page, k int) (context.Conte
 		return ctx, func() {}
 	}
 	jctx, kill := context.WithCancelCause(ctx)
-	stop := watchKill(jctx, j.o.Out, judgementID(page, k), kill)
+	stop := run.WatchKill(jctx, j.o.Out, judgementID(page, k), kill)
 	return jctx, func() {
 		stop()
 		kill(nil)

@@ -8,9 +8,13 @@ import (
 	"tare/agent"
 	"tare/engine/browser"
 	"tare/engine/journal"
-	"tare/engine/probe"
+	"tare/engine/room"
+	"tare/engine/run"
 	"tare/modelserver"
 )
+
+// judgeNoiseKey is the recipe's key for a judge-noise run's settings.
+const judgeNoiseKey = "judge_noise"
 
 // judgeSettings are a judge-noise run's options as recipe.json keeps them: what tare resume
 // needs to finish the run as it was started.
@@ -32,15 +36,19 @@ type judgeSettings struct {
 // again) or, when it finished meanwhile, collected. One that was running here is judged
 // again as a new attempt, the interrupted one kept on the record; the journal says which
 // were rerun and which re-attached. Then the report is written as judge-noise writes it.
-func resumeJudgeNoise(ctx context.Context, o ResumeOptions, rec *Recipe) (string, error) {
+func resumeJudgeNoise(ctx context.Context, o ResumeOptions, rec *run.Recipe) (string, error) {
 	if len(o.Retry) > 0 {
 		return "", fmt.Errorf("--retry: %s is a judge-noise run, whose judgements are not retried one by one; fix: judge again with tare rerun %s", o.Dir, o.Dir)
 	}
-	set := rec.JudgeNoise
-	if set == nil || len(set.Dirs) == 0 || set.Times < 1 {
+	var set judgeSettings
+	ok, err := rec.DecodeSettings(judgeNoiseKey, &set)
+	if err != nil {
+		return "", fmt.Errorf("%s: %v", o.Dir, err)
+	}
+	if !ok || len(set.Dirs) == 0 || set.Times < 1 {
 		return "", fmt.Errorf("%s: recipe.json has no judge_noise settings (a run from an older tare), so it cannot be finished; fix: judge again with tare rerun %s", o.Dir, o.Dir)
 	}
-	r, err := openRun(o.Dir, o.Bus)
+	r, err := run.Open(o.Dir, o.Bus)
 	if err != nil {
 		return "", err
 	}
@@ -48,10 +56,10 @@ func resumeJudgeNoise(ctx context.Context, o ResumeOptions, rec *Recipe) (string
 	closed := false
 	defer func() {
 		if !closed {
-			r.close()
+			r.Close()
 		}
 	}()
-	st := r.snapshot()
+	st := r.Snapshot()
 	if st.Finished && st.Error == "" {
 		return st.Report, nil
 	}
@@ -111,7 +119,7 @@ func resumeJudgeNoise(ctx context.Context, o ResumeOptions, rec *Recipe) (string
 			}
 		}
 	}
-	if err := r.emit(journal.Event{Resumed: &journal.Resumed{Rerun: rerun, Reattached: attached}}); err != nil {
+	if err := r.Emit(journal.Event{Resumed: &journal.Resumed{Rerun: rerun, Reattached: attached}}); err != nil {
 		return "", err
 	}
 	jr.phase("judging")
@@ -161,7 +169,7 @@ func resumeJudgeNoise(ctx context.Context, o ResumeOptions, rec *Recipe) (string
 // judgeResumeEnv checks what finishing the judge-noise run needs before anything is
 // written: its page folders as the run judged them, the judge agent, the browser, and Slurm
 // when the run was made --on slurm.
-func judgeResumeEnv(ctx context.Context, o JudgeOptions, rec *Recipe) (*judgeEnv, error) {
+func judgeResumeEnv(ctx context.Context, o JudgeOptions, rec *run.Recipe) (*judgeEnv, error) {
 	if err := ValidatePages(o.Dirs, o.Page); err != nil {
 		return nil, err
 	}
@@ -183,7 +191,7 @@ func judgeResumeEnv(ctx context.Context, o JudgeOptions, rec *Recipe) (*judgeEnv
 	if err != nil {
 		return nil, err
 	}
-	inst, err := probe.FindAgent(a, o.Config, o.Dirs...)
+	inst, err := room.FindAgent(a, o.Config, o.Dirs...)
 	if err != nil {
 		return nil, err
 	}

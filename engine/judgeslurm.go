@@ -121,6 +121,6 @@ func slurmJudgement(wr slurmResult, err error, began time.Time) Judgement {
 // placed journals a judgement's place on the cluster.
 func (j *judgeJournal) placed(p journal.Placed) {
 	if j != nil {
-		_ = j.r.emit(journal.Event{Placed: &p})
+		_ = j.r.Emit(journal.Event{Placed: &p})
 	}
 }

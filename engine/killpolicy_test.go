@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"tare/engine/journal"
+	"tare/engine/run"
 	"tare/modelserver"
 )
 
@@ -37,6 +38,7 @@ delay = "10m"
 // killed one, which stays on the record), a-0's does not replace its counted failure.
 // Before, the report said 1/1 1.00 with 2 no verdict, and 3/3 after the retries.
 func TestCalibrateKillPolicy(t *testing.T) {
+	needRooms(t)
 	dir := t.TempDir()
 	project := filepath.Join(dir, "project")
 	os.MkdirAll(project, 0o755)
@@ -90,7 +92,7 @@ func TestCalibrateKillPolicy(t *testing.T) {
 			case <-time.After(100 * time.Millisecond):
 			}
 		}
-		if err := RequestKill(out, id, as); err != nil {
+		if err := run.RequestKill(out, id, as); err != nil {
 			t.Fatal(err)
 		}
 	}

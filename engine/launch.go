@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"tare/engine/journal"
+	"tare/engine/run"
 )
 
 // Launched is a tare process started by Launch: its log file, and whether it has exited.
@@ -31,7 +32,7 @@ func Launch(exe, stateDir, dir string, args ...string) (*Launched, error) {
 		return nil, err
 	}
 	path := filepath.Join(logs, fmt.Sprintf("%s-%s.log", time.Now().Format("20060102-150405.000"), args[0]))
-	f, err := createRunFile(path)
+	f, err := run.CreateFile(path)
 	if err != nil {
 		return nil, err
 	}

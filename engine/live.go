@@ -2,12 +2,15 @@ package engine
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"io"
 	"sync"
 	"time"
 
 	"tare/agent"
 	"tare/engine/journal"
+	"tare/engine/run"
 )
 
 // liveStream reads an agent's stdout line by line as it comes and publishes its tool calls
@@ -15,7 +18,7 @@ import (
 type liveStream struct {
 	a    agent.Agent
 	tail string
-	run  *run
+	run  *run.Run
 
 	mu  sync.Mutex
 	buf []byte
@@ -27,8 +30,11 @@ type liveStream struct {
 	// onToolEnd, when set, runs after each tool call returns (capsules for agents without
 	// an in-agent hook).
 	onToolEnd func(id string)
-	// beat, when set, hears every line the agent's stream parses to (see stall.go).
+	// beat, when set, hears every line the agent's stream parses to (see run.StallWatch).
 	beat func()
+	// stop, when set, ends the agent's room: a tool call that cannot be journaled stops the
+	// tail, since a run whose record is lost is worth nothing (run.Emit).
+	stop context.CancelCauseFunc
 }
 
 // toolStart is a tool call seen starting: its name, its main argument and when.
@@ -37,7 +43,7 @@ type toolStart struct {
 	at            time.Time
 }
 
-func newLiveStream(a agent.Agent, tail string, r *run) *liveStream {
+func newLiveStream(a agent.Agent, tail string, r *run.Run) *liveStream {
 	return &liveStream{a: a, tail: tail, run: r, started: map[string]toolStart{}}
 }
 
@@ -108,7 +114,9 @@ func (l *liveStream) line(b []byte) {
 		if l.onToolEnd != nil {
 			l.onToolEnd(ev.ID)
 		}
-		_ = l.run.emit(journal.Event{ToolCall: &journal.ToolCall{Tail: l.tail, Tool: tool, Summary: summary, Seconds: secs, Calls: l.n, Usage: l.usage}})
+		if err := l.run.Emit(journal.Event{ToolCall: &journal.ToolCall{Tail: l.tail, Tool: tool, Summary: summary, Seconds: secs, Calls: l.n, Usage: l.usage}}); err != nil && l.stop != nil {
+			l.stop(fmt.Errorf("journal: %w", err))
+		}
 	case agent.LiveText, agent.LiveResult:
 		switch {
 		case ev.Usage.Input+ev.Usage.Output == 0:

@@ -7,46 +7,9 @@ import (
 	"strings"
 
 	"tare/engine/journal"
+	"tare/engine/run"
 	"tare/modelserver"
 )
-
-// Caps bound what a tail, and a whole run, may spend on model calls. The relay's meter
-// enforces them: once a cap is spent, the next call is answered with an error in the agent's
-// own dialect, the agent reports it, and the tail ends as over budget. Zero is no cap.
-type Caps struct {
-	// TailTokens and TailCost cap each tail attempt (every token counts; cost in USD on tare's
-	// price table).
-	TailTokens int64   `json:"tail_tokens,omitempty"`
-	TailCost   float64 `json:"tail_cost,omitempty"`
-	// RunTokens and RunCost cap all tails of the run together.
-	RunTokens int64   `json:"run_tokens,omitempty"`
-	RunCost   float64 `json:"run_cost,omitempty"`
-}
-
-// Set says whether any cap is set.
-func (c Caps) Set() bool {
-	return c.TailTokens > 0 || c.TailCost > 0 || c.RunTokens > 0 || c.RunCost > 0
-}
-
-// Check is the one-line complaint about caps that cannot work for agents, or nil. Caps hold
-// on tare's model server and on a real provider alike, where the relay reads the model calls
-// (see interceptRoom), except those in unreadProviders.
-func (c Caps) Check(script string, agents ...string) error {
-	for _, v := range []float64{float64(c.TailTokens), c.TailCost, float64(c.RunTokens), c.RunCost} {
-		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("--max-cost/--max-tokens: %v is not a cap; fix: give a positive number (0: no cap)", v)
-		}
-	}
-	if !c.Set() || script != "" {
-		return nil
-	}
-	for _, a := range agents {
-		if why, ok := unreadProviders[a]; ok {
-			return fmt.Errorf("--max-cost/--max-tokens: %s's real provider is %s, whose answers tare's relay does not read, so a cap cannot hold; fix: drop the cap for %s, or run it on tare's model server (--script)", a, why, a)
-		}
-	}
-	return nil
-}
 
 // sideAgents are the sides' agents.
 func sideAgents(sides []journal.Side) []string {
@@ -55,13 +18,6 @@ func sideAgents(sides []journal.Side) []string {
 		out = append(out, s.Agent)
 	}
 	return out
-}
-
-// unreadProviders are the agents whose real provider's model calls the relay leaves unread
-// (their adapters name no model host): agy's Code Assist calls were never seen (agy is a
-// native binary from Google's installer, never run here), so a cap on it cannot be promised.
-var unreadProviders = map[string]string{
-	"agy": "Google's Code Assist as Antigravity calls it (never run here)",
 }
 
 // meterTolerance is how far (relative) an agent's own token count may stray from the relay's
@@ -85,7 +41,7 @@ func (env *tailEnv) runBudget() *modelserver.Budget {
 // newRunBudget is a run's budget with what its journal says its tails spent already (before
 // a resume, or in an earlier tare tail of a recording), and what its recording spent,
 // counted against the cap.
-func newRunBudget(r *run, c Caps) *modelserver.Budget {
+func newRunBudget(r *run.Run, c run.Caps) *modelserver.Budget {
 	fresh := &modelserver.Budget{Name: "run", MaxTokens: c.RunTokens, MaxCost: c.RunCost}
 	spend := func(m *journal.Metered) {
 		if m == nil {
@@ -96,10 +52,10 @@ func newRunBudget(r *run, c Caps) *modelserver.Budget {
 			fresh.SpendUnpriced(model)
 		}
 	}
-	if rec, err := journal.ReadRecording(r.dir); err == nil {
+	if rec, err := journal.ReadRecording(r.Dir()); err == nil {
 		spend(rec.Metered)
 	}
-	for _, t := range r.snapshot().Tails {
+	for _, t := range r.Snapshot().Tails {
 		for _, a := range t.Attempts() {
 			spend(a.Metered)
 		}
@@ -191,7 +147,7 @@ func hostLog(dir string) string { return filepath.Join(dir, HostsFile) }
 // agent may have counted nothing), beside the agents' own figures above; each attempt whose
 // agent's count strays from the relay's, or that the relay stopped over budget; and where
 // the host logs are.
-func meteredLines(rec *Recipe, st *journal.RunState) string {
+func meteredLines(rec *run.Recipe, st *journal.RunState) string {
 	var b strings.Builder
 	var flagged []string
 	for _, s := range rec.Sides {
@@ -323,22 +279,4 @@ func costSource(unmetered int) string {
 		return "tare's prices on the relay's count"
 	}
 	return fmt.Sprintf("tare's prices on the relay's count; %d attempts or recordings on the agent's own count, unmetered", unmetered)
-}
-
-// String is the caps in the report's words.
-func (c Caps) String() string {
-	var parts []string
-	if c.TailTokens > 0 {
-		parts = append(parts, fmt.Sprintf("%d tokens a tail", c.TailTokens))
-	}
-	if c.TailCost > 0 {
-		parts = append(parts, fmt.Sprintf("$%g a tail", c.TailCost))
-	}
-	if c.RunTokens > 0 {
-		parts = append(parts, fmt.Sprintf("%d tokens the run", c.RunTokens))
-	}
-	if c.RunCost > 0 {
-		parts = append(parts, fmt.Sprintf("$%g the run", c.RunCost))
-	}
-	return strings.Join(parts, ", ")
 }

@@ -19,7 +19,8 @@ import (
 	"tare/demo"
 	"tare/engine/cliff"
 	"tare/engine/journal"
-	"tare/engine/probe"
+	"tare/engine/room"
+	"tare/engine/run"
 	"tare/modelserver"
 	"tare/sandbox"
 )
@@ -30,6 +31,7 @@ import (
 // agent spent its cap, so the rate counts it as failed and says why (before, it was left out
 // and the report said 0/0), with the relay's count beside the agent's and the host log kept.
 func TestCostCapEndsTheTailOverBudget(t *testing.T) {
+	needRooms(t)
 	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +41,7 @@ func TestCostCapEndsTheTailOverBudget(t *testing.T) {
 	defer cancel()
 	dir, report, err := Calibrate(ctx, CalibrateOptions{Prompt: demo.Task, Sides: sides, Check: demo.Check, CheckTimeout: time.Minute,
 		Runs: 1, Jobs: 1, Project: paths.Project, Out: filepath.Join(t.TempDir(), "run"), Config: testConfig(t, []string{"claude"}),
-		Script: paths.Script, Seed: 7, Caps: Caps{TailCost: 1e-9}})
+		Script: paths.Script, Seed: 7, Caps: run.Caps{TailCost: 1e-9}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,6 +76,7 @@ func TestCostCapEndsTheTailOverBudget(t *testing.T) {
 // tool tries a host off the list: the proxy refuses it and the room's host log names it,
 // refused, beside the declared host it let through.
 func TestHostLogNamesARefusedHost(t *testing.T) {
+	needRooms(t)
 	a, inst, cfg := mustFind(t, "claude")
 	home := t.TempDir()
 	t.Setenv("HOME", home)
@@ -84,12 +87,12 @@ func TestHostLogNamesARefusedHost(t *testing.T) {
 	if err := os.WriteFile(login, []byte(`{"claudeAiOauth":{"accessToken":"dummy"}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	room, _, err := probe.BuildRoom(probe.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir(), Login: true}, "", nil)
+	box, _, err := room.Build(room.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir(), Login: true}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	fetch := []string{"http://api.anthropic.com:443/ via 127.0.0.1:4001", "http://example.org:443/ via 127.0.0.1:4001"}
-	room.Argv = append([]string{sandbox.TareBin}, sandbox.InspectOptions{Fetch: fetch, Timeout: 5 * time.Second}.Args()...)
+	box.Argv = append([]string{sandbox.TareBin}, sandbox.InspectOptions{Fetch: fetch, Timeout: 5 * time.Second}.Args()...)
 	log := filepath.Join(t.TempDir(), HostsFile)
 	f, err := os.Create(log)
 	if err != nil {
@@ -97,10 +100,10 @@ func TestHostLogNamesARefusedHost(t *testing.T) {
 	}
 	defer f.Close()
 	var out, errb strings.Builder
-	room.Stdin, room.Stdout, room.Stderr, room.HostLog = nil, &out, &errb, f
+	box.Stdin, box.Stdout, box.Stderr, box.HostLog = nil, &out, &errb, f
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if code, err := probe.RunRoom(ctx, room); code != 0 || err != nil {
+	if code, err := room.Run(ctx, box); code != 0 || err != nil {
 		t.Fatalf("inspection exited %d, %v: %s", code, err, errb.String())
 	}
 	got := map[string]bool{}
@@ -172,15 +175,15 @@ func TestMeterFlagsAnAgentCountingOff(t *testing.T) {
 // tare tail after another): the tokens the journal's finished tails were metered at count,
 // so the first call of the next tail is already refused, in the caller's dialect.
 func TestRunCapCountsWhatTheJournalSpent(t *testing.T) {
-	r, err := createRun(filepath.Join(t.TempDir(), "run"), nil)
+	r, err := run.Create(filepath.Join(t.TempDir(), "run"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.close()
+	defer r.Close()
 	spent := &journal.Metered{Usage: journal.Usage{Input: 40, Output: 20}, Calls: 1}
 	for _, e := range []journal.Event{{TailStarted: &journal.TailStarted{ID: "a-0", Side: "a"}},
 		{TailFinished: &journal.TailFinished{ID: "a-0", Status: journal.StatusFailed, Metered: spent}}} {
-		if err := r.emit(e); err != nil {
+		if err := r.Emit(e); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -192,7 +195,7 @@ func TestRunCapCountsWhatTheJournalSpent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	call := func(c Caps) (int, string) {
+	call := func(c run.Caps) (int, string) {
 		m, err := modelserver.NewMeter(srv.Addr(), nil, newRunBudget(r, c))
 		if err != nil {
 			t.Fatal(err)
@@ -207,10 +210,10 @@ func TestRunCapCountsWhatTheJournalSpent(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	if code, body := call(Caps{RunTokens: 50}); code != http.StatusBadRequest || !strings.Contains(body, `"type":"error"`) || !strings.Contains(body, "run's token cap (50) is spent: 60 tokens") {
+	if code, body := call(run.Caps{RunTokens: 50}); code != http.StatusBadRequest || !strings.Contains(body, `"type":"error"`) || !strings.Contains(body, "run's token cap (50) is spent: 60 tokens") {
 		t.Errorf("run cap 50 after 60 spent: %d %s; want an Anthropic error naming the run's cap", code, body)
 	}
-	if code, body := call(Caps{RunTokens: 100}); code != http.StatusOK {
+	if code, body := call(run.Caps{RunTokens: 100}); code != http.StatusOK {
 		t.Errorf("run cap 100 after 60 spent: %d %s; want the call through", code, body)
 	}
 }
@@ -236,12 +239,13 @@ func scriptedProject(t *testing.T, script string) (dir, project, scriptPath stri
 // a cap the first call spends, the relay refuses the next, the agent stops, and the recording
 // and its report say it was stopped over budget, never as an ordinary end.
 func TestRecordIsCapped(t *testing.T) {
+	needRooms(t)
 	dir, project, script := scriptedProject(t, fiveStepScript())
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	recDir, recording, err := Record(ctx, RecordOptions{Prompt: "Do the five steps.", Project: project, Check: "test -f five.txt", CheckTimeout: time.Minute,
 		AgentTimeout: 2 * time.Minute, Config: testConfig(t, []string{"claude"}), Script: script, Side: journal.Side{Key: "a", Agent: "claude"},
-		Out: filepath.Join(dir, "record"), Caps: Caps{TailTokens: 1}})
+		Out: filepath.Join(dir, "record"), Caps: run.Caps{TailTokens: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +315,7 @@ func killAfterFirstCall(t *testing.T, ctx context.Context, dir, id string, attem
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if err := RequestKill(dir, id, journal.KillLeftOut); err != nil {
+	if err := run.RequestKill(dir, id, journal.KillLeftOut); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -321,6 +325,7 @@ func killAfterFirstCall(t *testing.T, ctx context.Context, dir, id string, attem
 // way: report.txt's relay line counts both attempts, as usage.json does, says its dollars are
 // simulated, and report.json says the run was.
 func TestRetryKeepsAKilledAttemptsSpend(t *testing.T) {
+	needRooms(t)
 	dir, project, script := scriptedProject(t, "[[turn]]\ntext = \"Writing.\"\nshell = \"echo hi > hi.txt\"\n[[turn]]\ndelay = \"10m\"\ntext = \"Too late.\"\n")
 	sides, _ := ParseSides([]string{"codex"}, nil)
 	cfg := testConfig(t, []string{"codex"})
@@ -410,12 +415,12 @@ func TestCliffAndSwapCostIsTheRelays(t *testing.T) {
 	if res.TailsCost != 2.125 || res.RecordingCost != 2 || res.Cost != 4.125 || !res.CostKnown || res.CostUnmetered != 1 {
 		t.Errorf("cliff cost: recording $%v + tails $%v = $%v (known %v, %d unmetered); want $2 + $2.125 = $4.125, 1 unmetered", res.RecordingCost, res.TailsCost, res.Cost, res.CostKnown, res.CostUnmetered)
 	}
-	if report := CliffReport(&Recipe{Sides: []journal.Side{{Key: "a", Agent: "codex"}}}, recording, res); !strings.Contains(report, "tails $2.1250 = $4.1250 (tare's prices on the relay's count; 1 attempts or recordings on the agent's own count, unmetered)") {
+	if report := CliffReport(&run.Recipe{Sides: []journal.Side{{Key: "a", Agent: "codex"}}}, recording, res); !strings.Contains(report, "tails $2.1250 = $4.1250 (tare's prices on the relay's count; 1 attempts or recordings on the agent's own count, unmetered)") {
 		t.Errorf("the cliff report does not give the relay's cost and whose count it is:\n%s", report)
 	}
 
 	recs := map[string]*journal.Recording{"a": recording, "b": {Agent: "codex", Metered: metered(1)}}
-	sw := swapResult(t.TempDir(), &Recipe{Sides: []journal.Side{{Key: "a", Agent: "codex"}, {Key: "b", Agent: "codex"}}},
+	sw := swapResult(t.TempDir(), &run.Recipe{Sides: []journal.Side{{Key: "a", Agent: "codex"}, {Key: "b", Agent: "codex"}}},
 		swapSettings{Cuts: []float64{1}, Tails: 1}, recs, state("c1-ab-n-0", "c1-ba-h-0"))
 	if sw.TailsCost != 2.125 || sw.RecordingCost != 3 || sw.Cost != 5.125 || !sw.CostKnown || sw.CostUnmetered != 1 {
 		t.Errorf("swap cost: recordings $%v + tails $%v = $%v (known %v, %d unmetered); want $3 + $2.125 = $5.125, 1 unmetered", sw.RecordingCost, sw.TailsCost, sw.Cost, sw.CostKnown, sw.CostUnmetered)

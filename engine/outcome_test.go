@@ -13,6 +13,8 @@ import (
 	"tare/agent"
 	"tare/capsule"
 	"tare/engine/journal"
+	"tare/engine/run"
+	"tare/engine/stats"
 	"tare/modelserver"
 )
 
@@ -21,6 +23,7 @@ import (
 // passes on the untouched project (`true`): the tail has no verdict, with the provider's
 // reason, and the check is not run. Before, each of these was reported as passed.
 func TestProviderStopsAreNoVerdict(t *testing.T) {
+	needRooms(t)
 	for _, name := range realAgents {
 		kinds := []string{"quota", "overloaded", "drop", "login"}
 		if name == "claude" {
@@ -46,18 +49,18 @@ func TestProviderStopsAreNoVerdict(t *testing.T) {
 					t.Fatal(err)
 				}
 				want := journal.Reason(map[string]string{"quota": agent.StopQuota, "overloaded": agent.StopOverloaded, "drop": agent.StopDropped, "login": agent.StopLogin}[kind])
-				tl := env.run.snapshot().Tails["walled"]
+				tl := env.run.Snapshot().Tails["walled"]
 				if tl == nil || tl.Status != journal.StatusNoVerdict || tl.Reason != want {
 					t.Fatalf("tail %+v, want no verdict for %q", tl, want)
 				}
 				if !strings.Contains(tl.Detail, "ended by the provider ("+string(want)+")") || !strings.HasSuffix(tl.Detail, "; not checked") {
 					t.Errorf("detail %q: want the provider's end and no check", tl.Detail)
 				}
-				res, ok := readResult(filepath.Join(env.run.dir, "tails", "walled"))
+				res, ok := readResult(filepath.Join(env.run.Dir(), "tails", "walled"))
 				if !ok || res.Status != journal.StatusNoVerdict || res.Reason != want || res.Passed {
 					t.Errorf("result.json %+v, want no verdict for %q", res, want)
 				}
-				tally := env.run.snapshot()
+				tally := env.run.Snapshot()
 				tally.Sides = []journal.Side{{Key: "a", Agent: name}}
 				if s := tally.Tally()[0]; s.Verdicts != 0 || s.NoVerdict != 1 {
 					t.Errorf("tally %+v: the tail must be left out of the rate", s)
@@ -71,6 +74,7 @@ func TestProviderStopsAreNoVerdict(t *testing.T) {
 // has no verdict, reason killed; its detail says it was killed (not that the agent did not
 // start), and the check, which would pass, is not run.
 func TestKilledTailIsNoVerdict(t *testing.T) {
+	needRooms(t)
 	script, err := modelserver.ParseScript([]byte("[[turn]]\ndelay = \"2m\"\ntext = \"Too late.\"\n"), "slow.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +88,7 @@ func TestKilledTailIsNoVerdict(t *testing.T) {
 	go func() { done <- runTail(ctx, env, spec) }()
 	// Kill once the agent has written its first line: it is running, not starting. (The
 	// model server logs a request when it answers, two minutes later.)
-	stream := filepath.Join(env.run.dir, "tails", "k-0", "stdout.jsonl")
+	stream := filepath.Join(env.run.Dir(), "tails", "k-0", "stdout.jsonl")
 	for fi, err := os.Stat(stream); err != nil || fi.Size() == 0; fi, err = os.Stat(stream) {
 		select {
 		case err := <-done:
@@ -94,13 +98,13 @@ func TestKilledTailIsNoVerdict(t *testing.T) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if err := RequestKill(env.run.dir, "k-0", journal.KillFailed); err != nil {
+	if err := run.RequestKill(env.run.Dir(), "k-0", journal.KillFailed); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	tl := env.run.snapshot().Tails["k-0"]
+	tl := env.run.Snapshot().Tails["k-0"]
 	if tl == nil || tl.Status != journal.StatusNoVerdict || tl.Reason != journal.ReasonKilled {
 		t.Fatalf("tail %+v, want no verdict, killed", tl)
 	}
@@ -115,6 +119,7 @@ func TestKilledTailIsNoVerdict(t *testing.T) {
 // TestAgentThatDoesNotStartIsNotChecked: a room whose agent cannot be run has no verdict,
 // reason not started, and the check, which passes on the untouched project, is not run.
 func TestAgentThatDoesNotStartIsNotChecked(t *testing.T) {
+	needRooms(t)
 	env, start := newTestRun(t, "pi", "127.0.0.1:9", "true")
 	inst := env.installs["pi"]
 	inst.Command = "/opt/agent/no-such-cli"
@@ -125,7 +130,7 @@ func TestAgentThatDoesNotStartIsNotChecked(t *testing.T) {
 	if err := runTail(ctx, env, spec); err != nil {
 		t.Fatal(err)
 	}
-	tl := env.run.snapshot().Tails["ns-0"]
+	tl := env.run.Snapshot().Tails["ns-0"]
 	if tl == nil || tl.Status != journal.StatusNoVerdict || tl.Reason != journal.ReasonNotStarted {
 		t.Fatalf("tail %+v, want no verdict, not started", tl)
 	}
@@ -139,6 +144,7 @@ func TestAgentThatDoesNotStartIsNotChecked(t *testing.T) {
 // the side, with the reason, in report.txt and report.json; before, it reported 1/1. Side a
 // is Codex, side b Gemini CLI (its quota wall is Gemini's RESOURCE_EXHAUSTED 429).
 func TestCalibrateQuotaWallReportsNoVerdict(t *testing.T) {
+	needRooms(t)
 	dir := t.TempDir()
 	project := filepath.Join(dir, "project")
 	os.MkdirAll(project, 0o755)
@@ -180,6 +186,7 @@ func TestCalibrateQuotaWallReportsNoVerdict(t *testing.T) {
 // The journal, usage.json and the report keep both attempts with their cost, the first
 // attempt's folder stays, and the side's rate still counts the first verdict.
 func TestRetryKeepsEveryAttempt(t *testing.T) {
+	needRooms(t)
 	dir := t.TempDir()
 	project := filepath.Join(dir, "project")
 	os.MkdirAll(project, 0o755)
@@ -250,7 +257,7 @@ func TestRetriedFailureDoesNotRaiseTheRate(t *testing.T) {
 		st.Apply(e)
 	}
 	apply(journal.Event{RunStarted: &journal.RunStarted{Kind: "calibrate", Sides: []journal.Side{{Key: "a", Agent: "claude"}}, Budget: 3}})
-	finish := func(id, status string, reason journal.Reason, attempt int, cost float64) {
+	finish := func(id string, status journal.Status, reason journal.Reason, attempt int, cost float64) {
 		apply(journal.Event{TailStarted: &journal.TailStarted{ID: id, Side: "a", How: "fresh", Attempt: attempt}})
 		apply(journal.Event{TailFinished: &journal.TailFinished{ID: id, Status: status, Reason: reason, Attempt: attempt, Passed: status == journal.StatusPassed,
 			Usage: journal.Usage{Input: 100, Cost: cost}}})
@@ -274,7 +281,7 @@ func TestRetriedFailureDoesNotRaiseTheRate(t *testing.T) {
 	if got := s.Summary("passed"); got != "2/3 passed · 2 retried (2 failed, 1 quota)" {
 		t.Errorf("summary %q", got)
 	}
-	lo, hi := journal.Wilson(2, 3)
+	lo, hi := stats.Wilson(2, 3)
 	if s.Lo != lo || s.Hi != hi {
 		t.Errorf("interval %.2f-%.2f, want Wilson(2, 3) %.2f-%.2f", s.Lo, s.Hi, lo, hi)
 	}
@@ -309,7 +316,7 @@ func TestNoVerdictIsLeftOutOfTheRate(t *testing.T) {
 	if got := s.Summary("passed"); got != "2/3 passed · 3 no verdict, left out (1 killed, not asked, 1 not started, 1 quota) · 2/6-5/6 if the 3 left out had failed/passed (95% 0.10-0.97)" {
 		t.Errorf("summary %q", got)
 	}
-	if lo, hi := journal.Wilson(2, 3); s.Lo != lo || s.Hi != hi {
+	if lo, hi := stats.Wilson(2, 3); s.Lo != lo || s.Hi != hi {
 		t.Errorf("interval %.2f-%.2f, want Wilson(2, 3)", s.Lo, s.Hi)
 	}
 	if done, _, _ := st.Counts(); done != 6 {
@@ -322,6 +329,7 @@ func TestNoVerdictIsLeftOutOfTheRate(t *testing.T) {
 // change, and record.json marks no step as inherited. Claude Code runs PostToolUse only for
 // calls that succeed; without PostToolUseFailure the step silently took the capsule before.
 func TestFailedToolCallsGetTheirCapsule(t *testing.T) {
+	needRooms(t)
 	script, err := modelserver.ParseScript([]byte(`
 [[turn]]
 text = "Step one."
@@ -353,7 +361,7 @@ text = "Done."
 				t.Fatal(err)
 			}
 			if len(rec.Steps) != 3 || len(rec.Inherited) != 0 {
-				errLog, _ := os.ReadFile(filepath.Join(env.run.dir, "original", "stderr.log"))
+				errLog, _ := os.ReadFile(filepath.Join(env.run.Dir(), "original", "stderr.log"))
 				t.Fatalf("%d steps, inherited %+v; want 3 steps, each with its own capsule\nstderr: %s", len(rec.Steps), rec.Inherited, errLog)
 			}
 			dest := filepath.Join(t.TempDir(), "step2")

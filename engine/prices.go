@@ -6,7 +6,7 @@ import (
 
 	"tare/agent"
 	"tare/config"
-	"tare/engine/probe"
+	"tare/engine/room"
 	"tare/prices"
 )
 
@@ -95,7 +95,7 @@ func runModels(a agent.Agent, r agent.Result, u agent.Usage, placed []byte, sess
 	if !ok {
 		return nil
 	}
-	data, err := probe.ReadSession(a, sessions, r.SessionID)
+	data, err := room.ReadSession(a, sessions, r.SessionID)
 	if err != nil {
 		return nil
 	}

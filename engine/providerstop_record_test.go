@@ -18,6 +18,7 @@ import (
 // about the agent. Before, the swap swapped the cut run's workspaces as if the agent had
 // left them there, and cliff looked for a cliff in it.
 func TestRecordingEndedByTheProviderIsNotAnalysed(t *testing.T) {
+	needRooms(t)
 	dir := t.TempDir()
 	project := filepath.Join(dir, "project")
 	os.MkdirAll(project, 0o755)

@@ -19,6 +19,8 @@ import (
 	"tare/config"
 	"tare/engine/journal"
 	"tare/engine/probe"
+	"tare/engine/room"
+	"tare/engine/run"
 	"tare/modelserver"
 	"tare/sandbox"
 )
@@ -51,7 +53,7 @@ func snapBin() string {
 // after every tool call (by the agent's own hook where it has one, from its stream
 // otherwise), keeps its session, and reads the session as steps.
 func record(ctx context.Context, env *tailEnv, side journal.Side, task string, start capsule.Capsule) (*journal.Recording, error) {
-	dir := filepath.Join(env.run.dir, "original")
+	dir := filepath.Join(env.run.Dir(), "original")
 	work, stage := filepath.Join(dir, "work"), filepath.Join(dir, "stage")
 	if err := os.MkdirAll(filepath.Join(dir, "session"), 0o755); err != nil {
 		return nil, err
@@ -68,7 +70,7 @@ func record(ctx context.Context, env *tailEnv, side journal.Side, task string, s
 	}
 	inst := env.installs[a.Name()]
 	kind := agent.HookKind(a)
-	p := probe.Plan{Agent: a, Inst: inst, Config: env.cfg, Workspace: work, Sessions: filepath.Join(dir, "session"),
+	p := room.Plan{Agent: a, Inst: inst, Config: env.cfg, Workspace: work, Sessions: filepath.Join(dir, "session"),
 		RunStore: stage, Login: env.upstream == ""}
 	if kind == agent.HookInAgent {
 		for _, event := range agent.AfterToolEvents(a) {
@@ -88,39 +90,39 @@ func record(ctx context.Context, env *tailEnv, side journal.Side, task string, s
 	if meter != nil {
 		defer meter.Close()
 	}
-	room, setup, err := probe.BuildRoom(p, upstream, nil)
+	box, setup, err := room.Build(p, upstream)
 	if err != nil {
 		return nil, err
 	}
 	if meter == nil {
-		if meter, err = env.interceptRoom(&room, &setup, true); err != nil {
+		if meter, err = env.interceptRoom(&box, &setup, true); err != nil {
 			return nil, err
 		}
 		if meter != nil {
 			defer meter.Close()
 		}
 	}
-	hosts, err := createRunFile(hostLog(dir))
+	hosts, err := run.CreateFile(hostLog(dir))
 	if err != nil {
 		return nil, err
 	}
 	defer hosts.Close()
-	room.HostLog = hosts
-	room.Binds = append(room.Binds, sandbox.Bind{Source: env.store.Dir(), Dest: storeInRoom})
+	box.HostLog = hosts
+	box.Binds = append(box.Binds, sandbox.Bind{Source: env.store.Dir(), Dest: storeInRoom})
 	args := append(append(setup.Args, env.cfg.Agents[a.Name()].Args...), side.Args...)
-	room.Argv = append([]string{inst.Command}, a.RunArgs(task, args)...)
+	box.Argv = append([]string{inst.Command}, a.RunArgs(task, args)...)
 	if kind == agent.HookInAgent {
 		// A watcher from before the agent starts hands each hook's tare snap the paths that
 		// changed, so a step costs what it changed, not what the workspace holds.
-		room.Argv = append([]string{snapBin(), "snap-watch", "--store", sandbox.RunDir, "--base", storeInRoom,
-			"--work", sandbox.WorkDir, "--"}, room.Argv...)
+		box.Argv = append([]string{snapBin(), "snap-watch", "--store", sandbox.RunDir, "--base", storeInRoom,
+			"--work", sandbox.WorkDir, "--"}, box.Argv...)
 	}
-	stdout, err := createRunFile(filepath.Join(dir, "stdout.jsonl"))
+	stdout, err := run.CreateFile(filepath.Join(dir, "stdout.jsonl"))
 	if err != nil {
 		return nil, err
 	}
 	defer stdout.Close()
-	stderr, err := createRunFile(filepath.Join(dir, "stderr.log"))
+	stderr, err := run.CreateFile(filepath.Join(dir, "stderr.log"))
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +131,7 @@ func record(ctx context.Context, env *tailEnv, side journal.Side, task string, s
 	if kind == agent.HookFromStream {
 		live.onToolEnd = func(id string) { _, _ = env.store.Snap(ctx, work, id) }
 	}
-	code, _, err := env.runAgent(ctx, room, stdout, stderr, live)
+	code, _, err := env.runAgent(ctx, box, stdout, stderr, live)
 	if err != nil {
 		return nil, fmt.Errorf("recording %s: %v", a.Name(), err)
 	}
@@ -137,7 +139,7 @@ func record(ctx context.Context, env *tailEnv, side journal.Side, task string, s
 		return nil, fmt.Errorf("recording %s: the capsules its room took were refused (%v); "+
 			"the staging folder is kept for inspection; record the task again", a.Name(), err)
 	}
-	_ = os.RemoveAll(stage) // imported; what is left of it is the room's, and harmless
+	_ = os.RemoveAll(stage) // imported; what is left of it is the box's, and harmless
 	out, err := os.ReadFile(filepath.Join(dir, "stdout.jsonl"))
 	if err != nil {
 		return nil, err
@@ -146,11 +148,11 @@ func record(ctx context.Context, env *tailEnv, side journal.Side, task string, s
 	if err != nil {
 		return nil, fmt.Errorf("recording %s: its stream: %v", a.Name(), err)
 	}
-	session, err := probe.ReadSession(a, filepath.Join(dir, "session"), res.SessionID)
+	session, err := room.ReadSession(a, filepath.Join(dir, "session"), res.SessionID)
 	if err != nil {
 		return nil, fmt.Errorf("recording %s (exit %d): %v", a.Name(), code, err)
 	}
-	if err := writeRunFile(filepath.Join(dir, "session.jsonl"), session); err != nil {
+	if err := run.WriteFile(filepath.Join(dir, "session.jsonl"), session); err != nil {
 		return nil, err
 	}
 	trail, err := agent.ReadTrail(a, session)
@@ -162,7 +164,7 @@ func record(ctx context.Context, env *tailEnv, side journal.Side, task string, s
 		Metered: metered(meter, usageOf(runUsage(a, res, nil, filepath.Join(dir, "session"))))}
 	errOut, _ := os.ReadFile(filepath.Join(dir, "stderr.log"))
 	if stop, ok := agent.ProviderStopped(a, out, errOut); ok {
-		rec.Stopped = &journal.ProviderStop{Kind: stop.Kind, Detail: clip(stop.Detail, 200)}
+		rec.Stopped = &journal.ProviderStop{Kind: stop.Kind, Detail: run.Clip(stop.Detail, 200)}
 	}
 	if rec.Capsules, rec.Inherited, err = stepCapsules(env.store, start, trail.Steps); err != nil {
 		return nil, err
@@ -171,7 +173,7 @@ func record(ctx context.Context, env *tailEnv, side journal.Side, task string, s
 	if err != nil {
 		return nil, err
 	}
-	return rec, writeRunFile(filepath.Join(dir, journal.RecordFile), append(data, '\n'))
+	return rec, run.WriteFile(filepath.Join(dir, journal.RecordFile), append(data, '\n'))
 }
 
 // stepCapsules maps steps to capsules: a step's capsule is the last one taken for its tool
@@ -214,7 +216,7 @@ func stepCapsules(store *capsule.Store, start capsule.Capsule, steps []agent.Ste
 //
 // A step with no capsule of its own is refused unless fromNearest: the tail would start
 // from an earlier step's workspace, which the step may have changed.
-func tailFrom(rec *journal.Recording, side journal.Side, step int, how, id string, fromNearest bool) (tailSpec, error) {
+func tailFrom(rec *journal.Recording, side journal.Side, step int, how journal.How, id string, fromNearest bool) (tailSpec, error) {
 	if step < 0 || step > len(rec.Steps) {
 		return tailSpec{}, fmt.Errorf("step %d: the recording has steps 0 to %d", step, len(rec.Steps))
 	}
@@ -228,8 +230,8 @@ func tailFrom(rec *journal.Recording, side journal.Side, step int, how, id strin
 	}
 	switch {
 	case step == 0:
-		spec.How, spec.Prompt = "fresh", rec.Task
-	case how == "native":
+		spec.How, spec.Prompt = journal.HowFresh, rec.Task
+	case how == journal.HowNative:
 		if side.Agent != rec.Agent {
 			return tailSpec{}, fmt.Errorf("a native tail continues %s's own session; %s cannot: use a handoff", rec.Agent, side.Agent)
 		}
@@ -242,7 +244,7 @@ func tailFrom(rec *journal.Recording, side journal.Side, step int, how, id strin
 			return tailSpec{}, err
 		}
 		spec.Prompt, spec.Session, spec.SessionID = continuePrompt, cut, rec.SessionID
-	case how == "handoff":
+	case how == journal.HowHandoff:
 		spec.Prompt = agent.RenderHandoff(rec.Task, rec.Events[:rec.Steps[step-1].Events], false)
 	default:
 		return tailSpec{}, fmt.Errorf("a tail continues natively or by handoff, not %q", how)
@@ -257,7 +259,7 @@ const continuePrompt = "Continue."
 func stepSummary(rec *journal.Recording) string {
 	var b strings.Builder
 	for _, s := range rec.Steps {
-		fmt.Fprintf(&b, "  step %-3d %s", s.N, clip(s.Tool, 100))
+		fmt.Fprintf(&b, "  step %-3d %s", s.N, run.Clip(s.Tool, 100))
 		if from, ok := rec.Nearest(s.N); ok {
 			fmt.Fprintf(&b, "  (no capsule of its own: starts from step %d's)", from)
 		}
@@ -278,12 +280,15 @@ type RecordOptions struct {
 	CheckOnHost  bool
 	AgentTimeout time.Duration
 	Out          string
-	Config       *config.Config
+	// Started, when set, is told the run directory once it exists and before the run goes on:
+	// a caller that did not name one (Out) learns it here, to show the run.
+	Started func(dir string)
+	Config  *config.Config
 	// Script makes the agent talk to tare's own model server replaying it.
 	Script string
 	// Caps are --max-cost/--max-tokens for the recording itself and every tail of it, enforced
 	// at the relay.
-	Caps Caps
+	Caps run.Caps
 	// Seed fixes the script's branch draws (0: a fresh seed, written to the recipe).
 	Seed int64
 	// scriptText and scriptName, when set, are the script itself (a swap's recipe holds it,
@@ -301,34 +306,52 @@ type RecordOptions struct {
 // Record runs the task once in a clean room with a capsule after every step, and returns
 // the run directory and the recording: tare tail continues it from any step.
 func Record(ctx context.Context, o RecordOptions) (string, *journal.Recording, error) {
+	if err := o.Validate(); err != nil {
+		return "", nil, err
+	}
+	return recordRun(ctx, o)
+}
+
+// Validate checks the options before anything is created or started, and makes the
+// project's path absolute: every bad input is one line naming the flag and the fix.
+func (o *RecordOptions) Validate() error {
 	if o.Prompt == "" {
-		return "", nil, errors.New("give the task as PROMPT (or --prompt-file)")
+		return errors.New("give the task as PROMPT (or --prompt-file)")
 	}
-	if err := o.Caps.Check(o.Script+o.scriptText, o.Side.Agent); err != nil {
-		return "", nil, err
+	var err error
+	if o.Project, err = probe.ProjectDir(o.Project, o.AllowDirty); err != nil {
+		return err
 	}
-	if err := checkPreflight(o.Check, o.CheckOnHost, NewCheckRoom(o.Config, o.CheckOnHost), configOrigin(o.Config)); err != nil {
-		return "", nil, err
-	}
-	if !o.AllowDirty {
-		home, _ := os.UserHomeDir()
-		if err := probe.CheckProject(o.Project, home); err != nil {
-			return "", nil, err
+	if o.Script != "" {
+		if _, err := modelserver.LoadScript(o.Script); err != nil {
+			return err
 		}
 	}
+	if err := o.Caps.Check(o.Script+o.scriptText, o.Side.Agent); err != nil {
+		return err
+	}
+	return checkPreflight(o.Check, o.CheckOnHost, run.NewCheckRoom(o.Config, o.CheckOnHost), configOrigin(o.Config))
+}
+
+// recordRun is Record on options Validate has passed.
+func recordRun(ctx context.Context, o RecordOptions) (string, *journal.Recording, error) {
 	installs, err := findInstalls([]journal.Side{o.Side}, o.Config, o.Project)
 	if err != nil {
 		return "", nil, err
 	}
-	dir := o.Out
-	if dir == "" {
-		dir = FreeRunDir(filepath.Join(o.Config.StateDir, "record"), o.Project, time.Now())
+	kind := "record"
+	if o.cliff != nil {
+		kind = "cliff" // the journal's kind and the folder's, for the app; the recipe stays a recording
 	}
-	r, err := createRun(dir, o.Bus)
+	r, err := run.New(o.Out, filepath.Join(o.Config.StateDir, kind), o.Project, o.Bus)
 	if err != nil {
 		return "", nil, err
 	}
-	defer r.close()
+	defer r.Close()
+	dir := r.Dir()
+	if o.Started != nil {
+		o.Started(dir)
+	}
 	store, err := capsule.Open(filepath.Join(dir, "store"))
 	if err != nil {
 		return dir, nil, err
@@ -338,36 +361,36 @@ func Record(ctx context.Context, o RecordOptions) (string, *journal.Recording, e
 		return dir, nil, fmt.Errorf("taking the project's capsule: %v", err)
 	}
 	a, _ := agent.ByName(o.Side.Agent)
-	rec := &Recipe{Tare: o.Version, Argv: o.Argv, Kind: "record", Time: time.Now().UTC(), Project: o.Project, Fingerprint: start.Root,
+	rec := &run.Recipe{Tare: o.Version, Argv: o.Argv, Kind: "record", Time: time.Now().UTC(), Project: o.Project, Fingerprint: start.Root,
 		Prompt: o.Prompt, Check: o.Check, CheckTimeout: o.CheckTimeout.Seconds(), AgentTimeout: o.AgentTimeout.Seconds(),
-		Sides: []journal.Side{o.Side}, Runs: 1, Jobs: 1, Keep: true, CheckRoom: NewCheckRoom(o.Config, o.CheckOnHost),
-		Agents: map[string]RecipeAgent{o.Side.Agent: {Version: installs[o.Side.Agent].Version, Bin: installs[o.Side.Agent].Bin, Snapshots: agent.HookKind(a)}}}
+		Sides: []journal.Side{o.Side}, Runs: 1, Jobs: 1, Keep: true, CheckRoom: run.NewCheckRoom(o.Config, o.CheckOnHost),
+		Agents: map[string]run.RecipeAgent{o.Side.Agent: {Version: installs[o.Side.Agent].Version, Bin: installs[o.Side.Agent].Bin, Snapshots: agent.HookKind(a)}}}
 	if o.Caps.Set() {
 		rec.Caps = &o.Caps
 	}
 	if o.scriptText != "" {
-		rec.Script, rec.ScriptText, rec.Seed = o.scriptName, o.scriptText, runSeed(o.Seed)
+		rec.Script, rec.ScriptText, rec.Seed = o.scriptName, o.scriptText, run.Seed(o.Seed)
 	} else if o.Script != "" {
 		text, err := os.ReadFile(o.Script)
 		if err != nil {
 			return dir, nil, fmt.Errorf("--script %s: %v", o.Script, err)
 		}
 		rec.Script, rec.ScriptText = o.Script, string(text)
-		rec.Seed = runSeed(o.Seed)
+		rec.Seed = run.Seed(o.Seed)
 	}
-	rec.Cliff = o.cliff
-	if err := writeRecipe(dir, rec); err != nil {
+	if o.cliff != nil {
+		if err := rec.SetSettings(cliffKey, o.cliff); err != nil {
+			return dir, nil, err
+		}
+	}
+	if err := run.WriteRecipe(dir, rec); err != nil {
 		return dir, nil, err
 	}
-	kind := "record"
-	if o.cliff != nil {
-		kind = "cliff" // the journal's kind, for the app; the recipe stays a recording
-	}
-	if err := r.emit(journal.Event{RunStarted: &journal.RunStarted{Kind: kind, Project: o.Project, Prompt: o.Prompt, Check: o.Check, CheckRoom: checkWhere(rec), Sides: rec.Sides, Budget: 1, Jobs: 1, Simulated: rec.ScriptText != ""}}); err != nil {
+	if err := r.Emit(journal.Event{RunStarted: &journal.RunStarted{Kind: kind, Project: o.Project, Prompt: o.Prompt, Check: o.Check, CheckRoom: checkWhere(rec), Sides: rec.Sides, Budget: 1, Jobs: 1, Simulated: rec.ScriptText != ""}}); err != nil {
 		return dir, nil, err
 	}
 	if err := probeSides(ctx, r, rec.Sides, o.Project, o.Config, o.AllowDirty, o.Progress); err != nil {
-		_ = r.emit(journal.Event{RunFinished: &journal.RunFinished{Error: err.Error()}})
+		_ = r.Emit(journal.Event{RunFinished: &journal.RunFinished{Error: err.Error()}})
 		return dir, nil, err
 	}
 	env, stop, err := newTailEnv(r, store, rec, installs, o.Config)
@@ -375,12 +398,12 @@ func Record(ctx context.Context, o RecordOptions) (string, *journal.Recording, e
 		return dir, nil, err
 	}
 	defer stop()
-	if err := r.emit(journal.Event{Phase: &journal.Phase{Name: "original"}}); err != nil {
+	if err := r.Emit(journal.Event{Phase: &journal.Phase{Name: "original"}}); err != nil {
 		return dir, nil, err
 	}
 	recording, err := record(ctx, env, o.Side, o.Prompt, start)
 	if err != nil {
-		_ = r.emit(journal.Event{RunFinished: &journal.RunFinished{Error: err.Error()}})
+		_ = r.Emit(journal.Event{RunFinished: &journal.RunFinished{Error: err.Error()}})
 		return dir, nil, err
 	}
 	_, err = finishRecord(r, rec, recording)
@@ -388,7 +411,7 @@ func Record(ctx context.Context, o RecordOptions) (string, *journal.Recording, e
 }
 
 // finishRecord writes a finished recording's report and journals the run's end.
-func finishRecord(r *run, rec *Recipe, recording *journal.Recording) (string, error) {
+func finishRecord(r *run.Run, rec *run.Recipe, recording *journal.Recording) (string, error) {
 	check := ""
 	if rec.Check != "" {
 		check = fmt.Sprintf("  check     %s\n%s", rec.Check, checkReportLines(rec, "            "))
@@ -404,18 +427,19 @@ func finishRecord(r *run, rec *Recipe, recording *journal.Recording) (string, er
 	if m := recording.Metered; m != nil {
 		report += journal.Printable("  metered   "+m.Line()+"\n") + "  hosts     each room's reach, allowed or refused: original/" + HostsFile + ", tails/<id>/" + HostsFile + "\n"
 	}
-	if err := writeRunFile(filepath.Join(r.dir, "report.txt"), []byte(report)); err != nil {
+	if err := run.WriteFile(filepath.Join(r.Dir(), "report.txt"), []byte(report)); err != nil {
 		return "", err
 	}
-	return report, r.emit(journal.Event{RunFinished: &journal.RunFinished{Report: report}})
+	return report, r.Emit(journal.Event{RunFinished: &journal.RunFinished{Report: report}})
 }
 
 // TailOptions continues a recorded run from one of its steps.
 type TailOptions struct {
 	Dir  string
 	Step int
-	// How is "native" (the recorded agent's own session, cut after the step) or "handoff".
-	How string
+	// How is journal.HowNative (the recorded agent's own session, cut after the step) or
+	// journal.HowHandoff.
+	How journal.How
 	// Agent continues a handoff (default: the recorded agent).
 	Agent string
 	Args  []string
@@ -426,7 +450,7 @@ type TailOptions struct {
 	// earlier step's capsule, and says so.
 	FromNearest bool
 	// Caps, when set, replace the recording's --max-cost/--max-tokens for this tail.
-	Caps   Caps
+	Caps   run.Caps
 	Config *config.Config
 	Bus    *journal.Bus
 }
@@ -434,7 +458,7 @@ type TailOptions struct {
 // Tail continues a recorded run from a step in a fresh room, runs the recipe's check and
 // records the tail in the run's journal. It returns the tail's result.
 func Tail(ctx context.Context, o TailOptions) (journal.TailResult, error) {
-	recipe, err := ReadRecipe(o.Dir)
+	recipe, err := run.ReadRecipe(o.Dir)
 	if err != nil {
 		return journal.TailResult{}, err
 	}
@@ -452,9 +476,9 @@ func Tail(ctx context.Context, o TailOptions) (journal.TailResult, error) {
 		recipe.Caps = &o.Caps
 	}
 	if o.CheckOnHost {
-		recipe.CheckRoom = CheckRoom{OnHost: true}
+		recipe.CheckRoom = run.CheckRoom{OnHost: true}
 	}
-	if err := checkPreflight(recipe.Check, o.CheckOnHost, recipe.CheckRoom, filepath.Join(o.Dir, RecipeFile)); err != nil {
+	if err := checkPreflight(recipe.Check, o.CheckOnHost, recipe.CheckRoom, filepath.Join(o.Dir, run.RecipeFile)); err != nil {
 		return journal.TailResult{}, err
 	}
 	recording, err := journal.ReadRecording(o.Dir)
@@ -469,17 +493,17 @@ func Tail(ctx context.Context, o TailOptions) (journal.TailResult, error) {
 	if err != nil {
 		return journal.TailResult{}, err
 	}
-	r, err := openRun(o.Dir, o.Bus)
+	r, err := run.Open(o.Dir, o.Bus)
 	if err != nil {
 		return journal.TailResult{}, err
 	}
-	defer r.close()
+	defer r.Close()
 	store, err := capsule.Open(filepath.Join(o.Dir, "store"))
 	if err != nil {
 		return journal.TailResult{}, err
 	}
 	n := 0
-	for id := range r.snapshot().Tails {
+	for id := range r.Snapshot().Tails {
 		if strings.HasPrefix(id, fmt.Sprintf("%s-%d-", o.How, o.Step)) {
 			n++
 		}
@@ -502,7 +526,7 @@ func Tail(ctx context.Context, o TailOptions) (journal.TailResult, error) {
 
 // newTailEnv is what a run's tails share, with tare's model server started when the recipe
 // has a script; stop ends the server.
-func newTailEnv(r *run, store *capsule.Store, rec *Recipe, installs map[string]agent.Install, cfg *config.Config) (*tailEnv, func(), error) {
+func newTailEnv(r *run.Run, store *capsule.Store, rec *run.Recipe, installs map[string]agent.Install, cfg *config.Config) (*tailEnv, func(), error) {
 	env := &tailEnv{run: r, store: store, recipe: rec, cfg: cfg, installs: installs}
 	if rec.ScriptText == "" {
 		return env, func() {}, nil
@@ -511,7 +535,7 @@ func newTailEnv(r *run, store *capsule.Store, rec *Recipe, installs map[string]a
 	if err != nil {
 		return nil, nil, err
 	}
-	log, err := journal.OpenNoFollow(filepath.Join(r.dir, "model-requests.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	log, err := journal.OpenNoFollow(filepath.Join(r.Dir(), "model-requests.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, nil, fmt.Errorf("model server log: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"tare/agent"
 	"tare/capsule"
 	"tare/engine/journal"
+	"tare/engine/run"
 	"tare/modelserver"
 )
 
@@ -69,6 +70,7 @@ func expectedRoots(t *testing.T, project string) []string {
 // (same tree hashes as the commands applied on the host, and the same again after a
 // restore); a native tail and a handoff tail from step 2 run to the end and are scored.
 func TestRecordThenTailNativelyAndByHandoff(t *testing.T) {
+	needRooms(t)
 	script, err := modelserver.ParseScript([]byte(fiveStepScript()), "five-steps.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +100,7 @@ func TestRecordThenTailNativelyAndByHandoff(t *testing.T) {
 			if len(rec.Steps) != 5 || len(rec.Capsules) != 6 {
 				// What the agent said when it stopped early (seen once for gemini under load,
 				// its third call's answer uncounted): its exit, a provider stop and its stderr.
-				stderr, _ := os.ReadFile(filepath.Join(env.run.dir, "original", "stderr.log"))
+				stderr, _ := os.ReadFile(filepath.Join(env.run.Dir(), "original", "stderr.log"))
 				t.Fatalf("%d steps and %d capsules, want 5 and 6 (snapshots: %s); exit %s, stopped %+v; stderr's end: %s",
 					len(rec.Steps), len(rec.Capsules), rec.Snapshots, rec.Exit, rec.Stopped, tailOf(string(stderr), 1500))
 			}
@@ -118,15 +120,15 @@ func TestRecordThenTailNativelyAndByHandoff(t *testing.T) {
 					t.Errorf("step %d restored to root %.12s, want %.12s (%v)", k, again.Root, c.Root, err)
 				}
 			}
-			for _, how := range []string{"native", "handoff"} {
-				spec, err := tailFrom(rec, side, 2, how, how+"-2", false)
+			for _, how := range []journal.How{journal.HowNative, journal.HowHandoff} {
+				spec, err := tailFrom(rec, side, 2, how, string(how)+"-2", false)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if err := runTail(ctx, env, spec); err != nil {
 					t.Fatal(err)
 				}
-				tl := env.run.snapshot().Tails[spec.ID]
+				tl := env.run.Snapshot().Tails[spec.ID]
 				if tl == nil || tl.Status != "passed" {
 					t.Errorf("%s tail from step 2: %+v, want passed", how, tl)
 				}
@@ -147,7 +149,7 @@ func TestRecordThenTailNativelyAndByHandoff(t *testing.T) {
 func checkOwnUsage(t *testing.T, env *tailEnv, name, id string) {
 	t.Helper()
 	a, _ := agent.ByName(name)
-	f, err := os.Open(filepath.Join(env.run.dir, "tails", id, "stdout.jsonl"))
+	f, err := os.Open(filepath.Join(env.run.Dir(), "tails", id, "stdout.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +158,7 @@ func checkOwnUsage(t *testing.T, env *tailEnv, name, id string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := env.run.snapshot().Tails[id].Usage
+	got := env.run.Snapshot().Tails[id].Usage
 	if got.Input <= 0 || got.Model == "" || got.Cost <= 0 && len(got.Unpriced) == 0 {
 		t.Errorf("native tail usage %+v: no tokens, model or price", got)
 	}
@@ -174,12 +176,12 @@ func checkOwnUsage(t *testing.T, env *tailEnv, name, id string) {
 func newTestRun(t *testing.T, agentName, upstream, check string) (*tailEnv, capsule.Capsule) {
 	t.Helper()
 	a, inst, cfg := mustFind(t, agentName)
-	r, err := createRun(filepath.Join(t.TempDir(), "run"), nil)
+	r, err := run.Create(filepath.Join(t.TempDir(), "run"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { r.close() })
-	store, err := capsule.Open(filepath.Join(r.dir, "store"))
+	t.Cleanup(func() { r.Close() })
+	store, err := capsule.Open(filepath.Join(r.Dir(), "store"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +191,7 @@ func newTestRun(t *testing.T, agentName, upstream, check string) (*tailEnv, caps
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &Recipe{Check: check, CheckTimeout: 60, AgentTimeout: 240}
+	rec := &run.Recipe{Check: check, CheckTimeout: 60, AgentTimeout: 240}
 	return &tailEnv{run: r, store: store, recipe: rec, cfg: cfg, upstream: upstream,
 		installs: map[string]agent.Install{a.Name(): inst}}, start
 }
@@ -198,6 +200,7 @@ func newTestRun(t *testing.T, agentName, upstream, check string) (*tailEnv, caps
 // the recipe's agent timeout, and the tail says so instead of hanging the run. It produced
 // nothing, so the tail has no verdict and the check (which would pass) is not run.
 func TestTailStopsAnAgentAtItsTimeout(t *testing.T) {
+	needRooms(t)
 	script, err := modelserver.ParseScript([]byte("[[turn]]\ndelay = \"2m\"\ntext = \"Too late.\"\n"), "slow.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +215,7 @@ func TestTailStopsAnAgentAtItsTimeout(t *testing.T) {
 	if err := runTail(ctx, env, spec); err != nil {
 		t.Fatal(err)
 	}
-	tl := env.run.snapshot().Tails["slow"]
+	tl := env.run.Snapshot().Tails["slow"]
 	if tl == nil || !strings.Contains(tl.Detail, "agent stopped after 3s") {
 		t.Fatalf("tail %+v, want its detail to say the agent was stopped after 3s", tl)
 	}
@@ -230,6 +233,7 @@ func TestTailStopsAnAgentAtItsTimeout(t *testing.T) {
 // resume the recorded session and so send its session id) must not all land on one side,
 // and each tail's draw must be its own stream's.
 func TestTailsFromOneStepDrawIndependently(t *testing.T) {
+	needRooms(t)
 	const src = `
 [[turn]]
 text = "First."

@@ -11,7 +11,8 @@ import (
 
 	"tare/config"
 	"tare/engine/browser"
-	"tare/engine/probe"
+	"tare/engine/room"
+	"tare/engine/run"
 	"tare/sandbox"
 )
 
@@ -25,22 +26,22 @@ const fontsDir = "/opt/fonts"
 // browser, and its only interface is loopback. Whatever the page loads from elsewhere fails
 // there and is named in Shot.Blocked.
 func renderPage(ctx context.Context, cfg *config.Config, dir, page string) (browser.Shot, error) {
-	room, err := renderRoom(cfg, dir, page)
+	box, err := renderRoom(cfg, dir, page)
 	if err != nil {
 		return browser.Shot{}, err
 	}
 	var stdout, stderr bytes.Buffer
-	room.Stdout, room.Stderr = &stdout, &stderr
-	code, err := probe.RunRoom(ctx, room)
+	box.Stdout, box.Stderr = &stdout, &stderr
+	code, err := room.Run(ctx, box)
 	if err != nil {
 		return browser.Shot{}, fmt.Errorf("render room: %v", err)
 	}
 	if code != 0 {
-		return browser.Shot{}, fmt.Errorf("rendering %s failed (exit %d): %s", page, code, clip(lastLine(stderr.String()), 300))
+		return browser.Shot{}, fmt.Errorf("rendering %s failed (exit %d): %s", page, code, run.Clip(lastLine(stderr.String()), 300))
 	}
 	var shot browser.Shot
 	if err := json.Unmarshal(stdout.Bytes(), &shot); err != nil || len(shot.PNG) == 0 {
-		return browser.Shot{}, fmt.Errorf("rendering %s gave no screenshot: %s", page, clip(strings.TrimSpace(stderr.String()), 300))
+		return browser.Shot{}, fmt.Errorf("rendering %s gave no screenshot: %s", page, run.Clip(strings.TrimSpace(stderr.String()), 300))
 	}
 	return shot, nil
 }

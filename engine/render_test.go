@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"tare/engine/browser"
-	"tare/engine/probe"
+	"tare/engine/room"
 )
 
 // remotePage is a page that loads a script from the network and draws taller than the
@@ -47,6 +47,7 @@ func writePage(t *testing.T, html string) string {
 // viewport, and the script's URL named as blocked. An image from a server on the host's
 // loopback is blocked too: the room's loopback is its own.
 func TestRenderPageInARoomWithoutNetwork(t *testing.T) {
+	needRooms(t)
 	if _, err := browser.Find(); err != nil {
 		t.Fatal(err)
 	}
@@ -79,13 +80,14 @@ func TestRenderPageInARoomWithoutNetwork(t *testing.T) {
 // TestRenderRoomHasOnlyLoopback: the render room's only interface is its own loopback, so a
 // page cannot reach the host's services or any network, whatever Chromium's flags say.
 func TestRenderRoomHasOnlyLoopback(t *testing.T) {
-	room, err := renderRoom(testConfig(t, nil), writePage(t, remotePage), "index.html")
+	needRooms(t)
+	box, err := renderRoom(testConfig(t, nil), writePage(t, remotePage), "index.html")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out strings.Builder
-	room.Argv, room.Stdout = []string{"/bin/cat", "/proc/net/dev"}, &out
-	if code, err := probe.RunRoom(context.Background(), room); err != nil || code != 0 {
+	box.Argv, box.Stdout = []string{"/bin/cat", "/proc/net/dev"}, &out
+	if code, err := room.Run(context.Background(), box); err != nil || code != 0 {
 		t.Fatalf("exit %d, %v", code, err)
 	}
 	var ifaces []string

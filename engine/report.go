@@ -9,16 +9,17 @@ import (
 	"time"
 
 	"tare/engine/journal"
+	"tare/engine/run"
 )
 
 // calibrateReport is the calibrate report, as the seed words it: each side's pass rate with
 // its Wilson 95% interval (or, without a check, how many finished), judge scores, time, and
 // tokens and cost per side.
-func calibrateReport(rec *Recipe, st *journal.RunState) string {
+func calibrateReport(rec *run.Recipe, st *journal.RunState) string {
 	return journal.Printable(calibrateText(rec, st))
 }
 
-func calibrateText(rec *Recipe, st *journal.RunState) string {
+func calibrateText(rec *run.Recipe, st *journal.RunState) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "tare calibrate · %s\n", rec.Project)
 	shared := false
@@ -93,8 +94,8 @@ func calibrateText(rec *Recipe, st *journal.RunState) string {
 	}
 	b.WriteString(checkUsageLines(rec, tallies))
 	b.WriteString(meteredLines(rec, st))
-	if rec.Separate != nil {
-		b.WriteString(separationText(rec, st))
+	if set, _ := separateOf(rec); set != nil {
+		b.WriteString(separationText(rec, *set, st))
 	}
 	return b.String()
 }
@@ -172,7 +173,7 @@ type RunReport struct {
 type TailReport struct {
 	ID        string         `json:"id"`
 	Side      string         `json:"side"`
-	Status    string         `json:"status"`
+	Status    journal.Status `json:"status"`
 	Reason    journal.Reason `json:"reason,omitempty"`
 	AgentExit string         `json:"agent_exit"`
 	Check     string         `json:"check"`
@@ -181,7 +182,7 @@ type TailReport struct {
 
 // runReport is the run's report as data; dir is the run's folder, whose tails' results it
 // reads.
-func runReport(dir string, rec *Recipe, st *journal.RunState) RunReport {
+func runReport(dir string, rec *run.Recipe, st *journal.RunState) RunReport {
 	out := RunReport{Kind: rec.Kind, Project: rec.Project, Check: rec.Check, Sides: []SideReport{}, Simulated: rec.Script != ""}
 	for _, t := range st.Tally() {
 		sr := SideReport{Key: t.Side.Key, Agent: t.Side.Agent, Args: t.Side.Args, Passed: t.Passed, Failed: t.Failed,
@@ -197,8 +198,8 @@ func runReport(dir string, rec *Recipe, st *journal.RunState) RunReport {
 		sr.Metered = sideMetered(st, t.Side.Key)
 		out.Sides = append(out.Sides, sr)
 	}
-	if rec.Separate != nil {
-		sep := separation(rec, st)
+	if set, _ := separateOf(rec); set != nil {
+		sep := separation(rec, *set, st)
 		out.Separation = &sep
 	}
 	out.Tails = []TailReport{}
@@ -212,15 +213,15 @@ func runReport(dir string, rec *Recipe, st *journal.RunState) RunReport {
 }
 
 // writeReport writes report.txt and report.json.
-func writeReport(dir, text string, rec *Recipe, st *journal.RunState) error {
-	if err := writeRunFile(filepath.Join(dir, "report.txt"), []byte(text)); err != nil {
+func writeReport(dir, text string, rec *run.Recipe, st *journal.RunState) error {
+	if err := run.WriteFile(filepath.Join(dir, "report.txt"), []byte(text)); err != nil {
 		return err
 	}
 	data, err := json.MarshalIndent(runReport(dir, rec, st), "", "  ")
 	if err != nil {
 		return err
 	}
-	return writeRunFile(filepath.Join(dir, ReportFile), append(data, '\n'))
+	return run.WriteFile(filepath.Join(dir, ReportFile), append(data, '\n'))
 }
 
 // usageLine is a side's tokens and cost: tare's figure from its price table and, beside it,
@@ -317,7 +318,7 @@ type usageFile struct {
 // attemptUsage is one attempt of a tail in usage.json.
 type attemptUsage struct {
 	Attempt int            `json:"attempt"`
-	Status  string         `json:"status"`
+	Status  journal.Status `json:"status"`
 	Reason  journal.Reason `json:"reason,omitempty"`
 	Usage   journal.Usage  `json:"usage"`
 	// CheckUsage is what the attempt's check spent (tare's judge), never in Usage.
@@ -344,5 +345,5 @@ func writeUsage(dir string, st *journal.RunState) error {
 	if err != nil {
 		return err
 	}
-	return writeRunFile(filepath.Join(dir, "usage.json"), append(data, '\n'))
+	return run.WriteFile(filepath.Join(dir, "usage.json"), append(data, '\n'))
 }

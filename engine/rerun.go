@@ -16,7 +16,8 @@ import (
 	"tare/capsule"
 	"tare/config"
 	"tare/engine/journal"
-	"tare/engine/probe"
+	"tare/engine/room"
+	"tare/engine/run"
 )
 
 // RerunKinds are the commands whose runs tare rerun repeats: the first word of a recipe's argv.
@@ -37,7 +38,7 @@ func (d Drift) String() string { return fmt.Sprintf("%s: %s then, %s now", d.Wha
 // RerunPlan is what tare rerun knows before it starts: the recipe, what drifted since, and
 // what the run being repeated cost.
 type RerunPlan struct {
-	Recipe *Recipe
+	Recipe *run.Recipe
 	Drift  []Drift
 	// Cost is the repeated run's total (usage.json); CostKnown is false without one.
 	Cost      journal.Usage
@@ -52,7 +53,7 @@ type RerunPlan struct {
 // agent CLI's version, the project's content (its capsule root), the model script's text.
 // version is this tare's. The project is fingerprinted in a temp store, removed after.
 func PlanRerun(ctx context.Context, dir string, cfg *config.Config, version string) (*RerunPlan, error) {
-	rec, err := ReadRecipe(dir)
+	rec, err := run.ReadRecipe(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -74,10 +75,10 @@ func PlanRerun(ctx context.Context, dir string, cfg *config.Config, version stri
 			p.Drift = append(p.Drift, Drift{What: name, Then: then, Now: "unknown to this tare"})
 			continue
 		}
-		inst, err := probe.FindAgent(a, cfg, rec.Project)
+		inst, err := room.FindAgent(a, cfg, rec.Project)
 		switch {
 		case err != nil:
-			p.Drift = append(p.Drift, Drift{What: name, Then: then, Now: "not found (" + clip(err.Error(), 120) + ")"})
+			p.Drift = append(p.Drift, Drift{What: name, Then: then, Now: "not found (" + run.Clip(err.Error(), 120) + ")"})
 		case inst.Version != then:
 			p.Drift = append(p.Drift, Drift{What: name, Then: then, Now: inst.Version})
 		}
@@ -181,15 +182,60 @@ func digest(data []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Args is the recorded command line, writing its run to out.
+// Args is the recorded command line, its paths absolute (a recipe written before tare kept
+// them absolute has them relative to Dir), writing its run to out instead of the recorded
+// --out: a new folder named as the command names its runs when out is empty.
 func (p *RerunPlan) Args(out string) []string {
-	return append(append([]string{}, p.Recipe.Argv...), "--out", out)
+	var argv []string
+	recorded := AbsoluteArgv(p.Recipe.Argv, p.Dir)
+	for i := 0; i < len(recorded); i++ {
+		switch {
+		case recorded[i] == "--out":
+			i++ // the run's own folder: the repeat is a run of its own
+		case strings.HasPrefix(recorded[i], "--out="):
+		default:
+			argv = append(argv, recorded[i])
+		}
+	}
+	if out != "" {
+		argv = append(argv, "--out", out)
+	}
+	return argv
+}
+
+// pathFlags are the flags of the commands tare rerun repeats whose value is a path.
+var pathFlags = []string{"--project", "--script", "--prompt-file", "--run", "--rubric", "--out"}
+
+// AbsoluteArgv is argv with the value of every path flag made absolute against dir, so that
+// the command line means the same from any working folder: recipes keep it so.
+func AbsoluteArgv(argv []string, dir string) []string {
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	out := append([]string{}, argv...)
+	for i := 0; i < len(out); i++ {
+		for _, f := range pathFlags {
+			if out[i] == f && i+1 < len(out) {
+				out[i+1] = abs(out[i+1])
+				i++
+				break
+			}
+			if v, ok := strings.CutPrefix(out[i], f+"="); ok {
+				out[i] = f + "=" + abs(v)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // argvDir is the working folder the recorded command line ran in, as far as the recipe tells:
 // the project folder less the --project the command line gave (the project itself by
 // default); the current folder when --project was absolute.
-func argvDir(rec *Recipe) string {
+func argvDir(rec *run.Recipe) string {
 	given := "."
 	for i, a := range rec.Argv {
 		if a == "--project" && i+1 < len(rec.Argv) {

@@ -11,6 +11,7 @@ import (
 	"tare/capsule"
 	"tare/config"
 	"tare/engine/journal"
+	"tare/engine/run"
 )
 
 // ResumeOptions says which run to finish.
@@ -30,7 +31,7 @@ type ResumeOptions struct {
 // result.json, a tail that was running is rerun (its folder kept beside it) and the journal
 // says so, and the tails never started are run. Then the report is written.
 func Resume(ctx context.Context, o ResumeOptions) (string, error) {
-	rec, err := ReadRecipe(o.Dir)
+	rec, err := run.ReadRecipe(o.Dir)
 	if err != nil {
 		return "", err
 	}
@@ -43,7 +44,7 @@ func Resume(ctx context.Context, o ResumeOptions) (string, error) {
 	if rec.Kind == "judge-noise" {
 		return resumeJudgeNoise(ctx, o, rec)
 	}
-	if err := checkPreflight(rec.Check, false, rec.CheckRoom, filepath.Join(o.Dir, RecipeFile)); err != nil {
+	if err := checkPreflight(rec.Check, false, rec.CheckRoom, filepath.Join(o.Dir, run.RecipeFile)); err != nil {
 		return "", err
 	}
 	if rec.Kind == "swap" {
@@ -55,12 +56,12 @@ func Resume(ctx context.Context, o ResumeOptions) (string, error) {
 		}
 		return resumeRecord(ctx, o, rec)
 	}
-	r, err := openRun(o.Dir, o.Bus)
+	r, err := run.Open(o.Dir, o.Bus)
 	if err != nil {
 		return "", err
 	}
-	defer r.close()
-	st := r.snapshot()
+	defer r.Close()
+	st := r.Snapshot()
 	for _, id := range o.Retry {
 		t := st.Tails[id]
 		if t == nil || t.Status == journal.StatusRunning {
@@ -82,7 +83,7 @@ func Resume(ctx context.Context, o ResumeOptions) (string, error) {
 		}
 		if res, ok := readResult(filepath.Join(o.Dir, "tails", spec.ID)); ok {
 			// The tail finished and wrote its result; only its journal line was lost.
-			if err := r.emit(journal.Event{TailFinished: res.Finished()}); err != nil {
+			if err := r.Emit(journal.Event{TailFinished: res.Finished()}); err != nil {
 				return "", err
 			}
 			continue
@@ -94,7 +95,7 @@ func Resume(ctx context.Context, o ResumeOptions) (string, error) {
 		}
 		rerun = append(rerun, spec.ID)
 	}
-	if err := r.emit(journal.Event{Resumed: &journal.Resumed{Rerun: append(rerun, o.Retry...), Reattached: attached}}); err != nil {
+	if err := r.Emit(journal.Event{Resumed: &journal.Resumed{Rerun: append(rerun, o.Retry...), Reattached: attached}}); err != nil {
 		return "", err
 	}
 	return runCalibrate(ctx, r, rec, store, start, installs, o.Config, o.Retry...)
@@ -106,19 +107,19 @@ func Resume(ctx context.Context, o ResumeOptions) (string, error) {
 // crash came before it; one that did not (or ended in an error) is recorded again from the
 // run's start capsule, the interrupted attempt kept as original.attempt-N, and the journal
 // says so.
-func resumeRecord(ctx context.Context, o ResumeOptions, rec *Recipe) (string, error) {
+func resumeRecord(ctx context.Context, o ResumeOptions, rec *run.Recipe) (string, error) {
 	if len(o.Retry) > 0 {
 		return "", fmt.Errorf("--retry: %s is a recorded run; continue it again with tare tail %s --step N", o.Dir, o.Dir)
 	}
 	if len(rec.Sides) != 1 {
 		return "", fmt.Errorf("%s: recipe.json names %d sides, a recorded run has one; the run cannot be finished", o.Dir, len(rec.Sides))
 	}
-	r, err := openRun(o.Dir, o.Bus)
+	r, err := run.Open(o.Dir, o.Bus)
 	if err != nil {
 		return "", err
 	}
-	defer r.close()
-	st := r.snapshot()
+	defer r.Close()
+	st := r.Snapshot()
 	for id, t := range st.Tails {
 		if t.Status != journal.StatusRunning {
 			continue
@@ -128,7 +129,7 @@ func resumeRecord(ctx context.Context, o ResumeOptions, rec *Recipe) (string, er
 			res = journal.TailResult{ID: id, Side: t.Side, Step: t.Step, How: t.How, Attempt: t.Attempt, Status: journal.StatusNoVerdict,
 				Reason: journal.ReasonInterrupted, AgentExit: "interrupted", Check: fmt.Sprintf("tare stopped during this tail; run it again with tare tail %s --step %d", o.Dir, t.Step)}
 		}
-		if err := r.emit(journal.Event{TailFinished: res.Finished()}); err != nil {
+		if err := r.Emit(journal.Event{TailFinished: res.Finished()}); err != nil {
 			return "", err
 		}
 	}
@@ -146,7 +147,7 @@ func resumeRecord(ctx context.Context, o ResumeOptions, rec *Recipe) (string, er
 	if _, err := setAside(filepath.Join(o.Dir, "original")); err != nil {
 		return "", err
 	}
-	if err := r.emit(journal.Event{Resumed: &journal.Resumed{Rerun: []string{"original"}}}); err != nil {
+	if err := r.Emit(journal.Event{Resumed: &journal.Resumed{Rerun: []string{"original"}}}); err != nil {
 		return "", err
 	}
 	env, stop, err := newTailEnv(r, store, rec, installs, o.Config)
@@ -154,12 +155,12 @@ func resumeRecord(ctx context.Context, o ResumeOptions, rec *Recipe) (string, er
 		return "", err
 	}
 	defer stop()
-	if err := r.emit(journal.Event{Phase: &journal.Phase{Name: "original"}}); err != nil {
+	if err := r.Emit(journal.Event{Phase: &journal.Phase{Name: "original"}}); err != nil {
 		return "", err
 	}
 	recording, err := record(ctx, env, rec.Sides[0], rec.Prompt, start)
 	if err != nil {
-		_ = r.emit(journal.Event{RunFinished: &journal.RunFinished{Error: err.Error()}})
+		_ = r.Emit(journal.Event{RunFinished: &journal.RunFinished{Error: err.Error()}})
 		return "", err
 	}
 	return finishRecord(r, rec, recording)
@@ -167,7 +168,7 @@ func resumeRecord(ctx context.Context, o ResumeOptions, rec *Recipe) (string, er
 
 // resumeParts opens what finishing a run needs: its store, its start capsule and the
 // agents of its sides.
-func resumeParts(dir string, rec *Recipe, cfg *config.Config) (*capsule.Store, capsule.Capsule, map[string]agent.Install, error) {
+func resumeParts(dir string, rec *run.Recipe, cfg *config.Config) (*capsule.Store, capsule.Capsule, map[string]agent.Install, error) {
 	store, err := capsule.Open(filepath.Join(dir, "store"))
 	if err != nil {
 		return nil, capsule.Capsule{}, nil, err

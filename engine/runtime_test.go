@@ -10,7 +10,7 @@ import (
 
 	"tare/agent"
 	"tare/config"
-	"tare/engine/probe"
+	"tare/engine/room"
 	"tare/sandbox"
 )
 
@@ -19,6 +19,7 @@ import (
 // the CLI runs there, and nothing beside it on the host is in sight. The CLI here is a
 // script that, run in the room, lists its own folder and tries the host sibling.
 func TestStandaloneBinaryComesAlone(t *testing.T) {
+	needRooms(t)
 	bin := filepath.Join(t.TempDir(), ".local", "bin")
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		t.Fatal(err)
@@ -37,20 +38,20 @@ func TestStandaloneBinaryComesAlone(t *testing.T) {
 	}
 	cfg.Agents["claude"] = config.Agent{Bin: filepath.Join(bin, "claude")}
 	a := agent.Claude{}
-	inst, err := probe.FindAgent(a, cfg)
+	inst, err := room.FindAgent(a, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	room, _, err := probe.BuildRoom(probe.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir()}, "127.0.0.1:9", nil)
+	box, _, err := room.Build(room.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir()}, "127.0.0.1:9")
 	if err != nil {
 		t.Fatal(err)
 	}
-	room.Argv = []string{inst.Command}
+	box.Argv = []string{inst.Command}
 	var out strings.Builder
-	room.Stdin, room.Stdout, room.Stderr = nil, &out, &out
+	box.Stdin, box.Stdout, box.Stderr = nil, &out, &out
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if code, err := probe.RunRoom(ctx, room); code != 0 || err != nil {
+	if code, err := room.Run(ctx, box); code != 0 || err != nil {
 		t.Fatalf("room exited %d, %v: %s", code, err, out.String())
 	}
 	if !strings.Contains(out.String(), "ran as "+sandbox.AgentDir+"/claude") {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"tare/engine/journal"
+	"tare/engine/run"
 	"tare/engine/stats"
 )
 
@@ -15,6 +16,20 @@ const separateAlpha = 0.05
 
 // separateMethod names the test in the report.
 const separateMethod = "exact sequential sign test on the discordant pairs (sequential McNemar), its boundary calibrated to --max-runs"
+
+// separateKey is the recipe's key for a calibrate run's --until-separated settings.
+const separateKey = "until_separated"
+
+// separateOf is a calibrate run's --until-separated settings from its recipe (nil: the run
+// is not one).
+func separateOf(rec *run.Recipe) (*separateSettings, error) {
+	var set separateSettings
+	ok, err := rec.DecodeSettings(separateKey, &set)
+	if !ok {
+		return nil, err
+	}
+	return &set, nil
+}
 
 // separateSettings are a calibrate run's --until-separated settings, kept in the recipe so
 // tare resume continues the same sequence.
@@ -231,12 +246,12 @@ func detectFor(diff float64) (detectRow, bool) {
 
 // separation computes how the run stands: from the journal alone, so a resumed run and its
 // report take the same decision the first process would have.
-func separation(rec *Recipe, st *journal.RunState) Separation {
-	sb := separateBoundary(rec.Separate.MaxRuns)
-	sep := Separation{Method: separateMethod, Alpha: separateAlpha, MaxRuns: rec.Separate.MaxRuns, Boundary: sb.Z, Error: sb.Error,
+func separation(rec *run.Recipe, set separateSettings, st *journal.RunState) Separation {
+	sb := separateBoundary(set.MaxRuns)
+	sep := Separation{Method: separateMethod, Alpha: separateAlpha, MaxRuns: set.MaxRuns, Boundary: sb.Z, Error: sb.Error,
 		Paired: [][2]string{}, After: []string{}, LeftOut: []string{}}
-	a, aIDs, aDone := sideSequence(st, rec.Sides[0].Key, rec.Separate.MaxRuns)
-	b, bIDs, bDone := sideSequence(st, rec.Sides[1].Key, rec.Separate.MaxRuns)
+	a, aIDs, aDone := sideSequence(st, rec.Sides[0].Key, set.MaxRuns)
+	b, bIDs, bDone := sideSequence(st, rec.Sides[1].Key, set.MaxRuns)
 	pairs := min(len(a), len(b))
 	d := decide(sb, a, b)
 	switch {
@@ -272,7 +287,7 @@ func separation(rec *Recipe, st *journal.RunState) Separation {
 			}
 		}
 	}
-	if diff := rec.Separate.Detect; diff > 0 {
+	if diff := set.Detect; diff > 0 {
 		if row, ok := detectFor(diff); ok {
 			p := math.Min(1, 0.5+diff/2)
 			sep.Detect = &DetectReport{Difference: diff, Row: row.diff, MaxRuns: row.maxRuns, Power: sb.Power(p, 1-p)}
@@ -287,23 +302,23 @@ func separation(rec *Recipe, st *journal.RunState) Separation {
 // separationStarts says whether an --until-separated run starts spec: not once the journal
 // shows the sides separated. A tail the journal already holds (one that was running when
 // tare was killed) is still run, so every started run ends on the record.
-func separationStarts(r *run, rec *Recipe, spec tailSpec) bool {
-	st := r.snapshot()
+func separationStarts(r *run.Run, rec *run.Recipe, set separateSettings, spec tailSpec) bool {
+	st := r.Snapshot()
 	if st.Tails[spec.ID] != nil {
 		return true
 	}
 	// The decision alone, as separation takes it: the intervals are for the report.
-	a, _, _ := sideSequence(st, rec.Sides[0].Key, rec.Separate.MaxRuns)
-	b, _, _ := sideSequence(st, rec.Sides[1].Key, rec.Separate.MaxRuns)
-	return decide(separateBoundary(rec.Separate.MaxRuns), a, b).Stop == 0
+	a, _, _ := sideSequence(st, rec.Sides[0].Key, set.MaxRuns)
+	b, _, _ := sideSequence(st, rec.Sides[1].Key, set.MaxRuns)
+	return decide(separateBoundary(set.MaxRuns), a, b).Stop == 0
 }
 
 // separationText is the report's lines on the sequence: the test and its error at the cap,
 // when and why it stopped, the confidence sequences (the interval first, and no point
 // estimate the stop biases), the runs left out and how the decision counted them, the run
 // count for --detect, and per side flip rate and pass^k.
-func separationText(rec *Recipe, st *journal.RunState) string {
-	sep := separation(rec, st)
+func separationText(rec *run.Recipe, set separateSettings, st *journal.RunState) string {
+	sep := separation(rec, set, st)
 	a, b := rec.Sides[0].Key, rec.Sides[1].Key
 	var w strings.Builder
 	fmt.Fprintf(&w, "\n  until separated  %s\n", sep.Method)

@@ -13,6 +13,7 @@ import (
 
 	"tare/demo"
 	"tare/engine/journal"
+	"tare/engine/run"
 )
 
 // walledScript is the demo's model with the sides made to differ (see its comment): claude
@@ -32,6 +33,7 @@ const walledSeed = 3
 // the interval first and no difference at the stop, and its run count only for the
 // difference named with --detect.
 func TestUntilSeparatedStopsEarlyAndResumeContinues(t *testing.T) {
+	needRooms(t)
 	const maxRuns, jobs, detect = 30, 2, 0.3
 	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
 	if err != nil {
@@ -74,7 +76,12 @@ func TestUntilSeparatedStopsEarlyAndResumeContinues(t *testing.T) {
 		t.Fatalf("the stopped calibrate returned %v, want context.Canceled", err)
 	}
 	before := journal.Replay("run", mustJournal(t, dir))
-	if sep := separation(mustRecipe(t, dir), before); sep.Stopped != "interrupted" || sep.Pairs < 1 {
+	rec := mustRecipe(t, dir)
+	set, err := separateOf(rec)
+	if err != nil || set == nil {
+		t.Fatalf("the recipe's until_separated settings: %v, %v", set, err)
+	}
+	if sep := separation(rec, *set, before); sep.Stopped != "interrupted" || sep.Pairs < 1 {
 		t.Fatalf("after the stop: %s after %d pairs, want interrupted after at least one", sep.Stopped, sep.Pairs)
 	}
 
@@ -203,9 +210,9 @@ func b2i(b bool) int {
 	return 0
 }
 
-func mustRecipe(t *testing.T, dir string) *Recipe {
+func mustRecipe(t *testing.T, dir string) *run.Recipe {
 	t.Helper()
-	rec, err := ReadRecipe(dir)
+	rec, err := run.ReadRecipe(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

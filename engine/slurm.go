@@ -20,6 +20,7 @@ import (
 	"tare/capsule"
 	"tare/config"
 	"tare/engine/journal"
+	"tare/engine/run"
 	"tare/sandbox"
 )
 
@@ -43,7 +44,7 @@ const (
 // it, with the start capsule in the shared store.
 type slurmJob struct {
 	Spec     tailSpec                 `json:"spec"`
-	Recipe   *Recipe                  `json:"recipe"`
+	Recipe   *run.Recipe              `json:"recipe"`
 	Config   *config.Config           `json:"config"`
 	Installs map[string]agent.Install `json:"installs"`
 	// Upstream is the model address the room's relay dials ("" for real providers).
@@ -138,7 +139,7 @@ func sharedRoot(cfg *config.Config, runDir string) string {
 
 // attachBackend sets the env's backend from the recipe: a run made --on slurm sends its
 // tails (those of a resume too) to Slurm.
-func attachBackend(env *tailEnv, rec *Recipe, allowDirty bool) error {
+func attachBackend(env *tailEnv, rec *run.Recipe, allowDirty bool) error {
 	if rec.On != OnSlurm {
 		return nil
 	}
@@ -148,7 +149,7 @@ func attachBackend(env *tailEnv, rec *Recipe, allowDirty bool) error {
 	if err := SlurmPreflight(context.Background(), env.cfg, false); err != nil {
 		return err
 	}
-	b, err := newSlurmBackend(env.cfg, env.run.dir, allowDirty)
+	b, err := newSlurmBackend(env.cfg, env.run.Dir(), allowDirty)
 	if err != nil {
 		return err
 	}
@@ -217,7 +218,7 @@ func SlurmPreflight(ctx context.Context, cfg *config.Config, nodes bool) error {
 	out, err := exec.CommandContext(ctx, bins["sinfo"], "-h", "-o", "%P").CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("--on slurm: the Slurm controller does not answer (sinfo: %s); fix: start it (scripts/slurm-local up for a local one) or ask the cluster's admins",
-			clip(lastLine(strings.TrimSpace(string(out))+" "+err.Error()), 160))
+			run.Clip(lastLine(strings.TrimSpace(string(out))+" "+err.Error()), 160))
 	}
 	var parts []string
 	for _, p := range strings.Fields(string(out)) {
@@ -285,7 +286,7 @@ func sharedSeen(ctx context.Context, cfg *config.Config) error {
 	out, err := exec.CommandContext(ctx, srun, args...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%s: key cluster.shared: the nodes do not see %s (srun test -f: %s); fix: set it to a folder on the cluster's shared filesystem",
-			configOrigin(cfg), shared, clip(lastLine(strings.TrimSpace(string(out))+" "+err.Error()), 120))
+			configOrigin(cfg), shared, run.Clip(lastLine(strings.TrimSpace(string(out))+" "+err.Error()), 120))
 	}
 	return nil
 }
@@ -354,7 +355,7 @@ func (b *slurmBackend) body(ctx context.Context, env *tailEnv, spec tailSpec, di
 }
 
 // attachedJob is the Slurm job a running tail's latest attempt was submitted as, if any.
-func attachedJob(dir string, rec *Recipe, cfg *config.Config, t *journal.TailState) (string, bool) {
+func attachedJob(dir string, rec *run.Recipe, cfg *config.Config, t *journal.TailState) (string, bool) {
 	if rec.On != OnSlurm || t == nil {
 		return "", false
 	}
@@ -388,7 +389,7 @@ func (b *slurmBackend) jobName(id string) string {
 // submit writes the job script and submits it, returning the job id; the id is kept in the
 // exchange folder (atomically) so a tare that restarts finds its job again.
 func (b *slurmBackend) submit(ctx context.Context, env *tailEnv, spec tailSpec, x string) (string, error) {
-	return b.submitJob(ctx, "tail "+spec.ID, b.jobName(spec.ID), env.run.dir, x)
+	return b.submitJob(ctx, "tail "+spec.ID, b.jobName(spec.ID), env.run.Dir(), x)
 }
 
 // submitJob writes the job script of exchange folder x (what names the job in it, name is
@@ -443,11 +444,11 @@ func (b *slurmBackend) submitJob(ctx context.Context, what, name, dir, x string)
 	}
 	out, err := sbatch.CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("sbatch: %s", clip(lastLine(strings.TrimSpace(string(out))+" "+err.Error()), 200))
+		return "", fmt.Errorf("sbatch: %s", run.Clip(lastLine(strings.TrimSpace(string(out))+" "+err.Error()), 200))
 	}
 	id, _, _ := strings.Cut(strings.TrimSpace(lastLine(string(out))), ";")
 	if id == "" {
-		return "", fmt.Errorf("sbatch printed no job id: %q", clip(string(out), 120))
+		return "", fmt.Errorf("sbatch printed no job id: %q", run.Clip(string(out), 120))
 	}
 	if err := capsule.WriteFileAtomic(filepath.Join(x, "jobid"), []byte(id+"\n"), 0o644); err != nil {
 		_ = exec.Command(b.bins["scancel"], id).Run()
@@ -465,7 +466,7 @@ func (b *slurmBackend) follow(ctx context.Context, env *tailEnv, spec tailSpec, 
 	events := &workerEvents{dir: filepath.Join(x, "worker"), calls: calls}
 	st, cancelled := b.await(ctx, id, x, func() { events.forward(env.run, spec.ID) }, func(p journal.Placed) {
 		p.Tail = spec.ID
-		_ = env.run.emit(journal.Event{Placed: &p})
+		_ = env.run.Emit(journal.Event{Placed: &p})
 	})
 	if cancelled {
 		res.Status, res.Reason = journal.StatusNoVerdict, journal.ReasonKilled
@@ -547,7 +548,7 @@ func (b *slurmBackend) collect(ctx context.Context, env *tailEnv, st jobState, x
 	}
 	if rerr != nil {
 		res.Status, res.Reason = journal.StatusNoVerdict, journal.ReasonNotStarted
-		log := clip(lastLine(readTail(filepath.Join(x, "slurm.out"))), 160)
+		log := run.Clip(lastLine(readTail(filepath.Join(x, "slurm.out"))), 160)
 		if b.http != nil {
 			log = "on node " + firstNonEmpty(st.Node, "(none)") + " in " + strings.ReplaceAll(nodeLog, "%j", id)
 		}
@@ -665,7 +666,7 @@ type workerEvents struct {
 	calls int
 }
 
-func (w *workerEvents) forward(r *run, tail string) {
+func (w *workerEvents) forward(r *run.Run, tail string) {
 	if _, err := os.Stat(filepath.Join(w.dir, journal.JournalFile)); err != nil {
 		return
 	}
@@ -680,7 +681,7 @@ func (w *workerEvents) forward(r *run, tail string) {
 		w.seen = e.Seq
 		if e.ToolCall != nil && e.ToolCall.Tail == tail && e.ToolCall.Calls > w.calls {
 			c := *e.ToolCall
-			_ = r.emit(journal.Event{ToolCall: &c})
+			_ = r.Emit(journal.Event{ToolCall: &c})
 		}
 	}
 }

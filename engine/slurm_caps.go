@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"tare/engine/journal"
+	"tare/engine/run"
 	"tare/modelserver"
 )
 
@@ -17,7 +18,7 @@ import (
 // checkSlurmRunCaps refuses a run cap that Slurm cannot hold: on a real provider there is no
 // model server for the submitting tare's meter to stand in front of, and each node's worker
 // sees only its own tail's calls, so the run's cap would go unenforced.
-func checkSlurmRunCaps(rec *Recipe) error {
+func checkSlurmRunCaps(rec *run.Recipe) error {
 	if c := rec.Caps; c != nil && (c.RunTokens > 0 || c.RunCost > 0) && rec.ScriptText == "" {
 		return fmt.Errorf("--run-max-cost/--run-max-tokens with --on slurm on a real provider: each node meters only its own tail, so no one meter sees the run's calls and the run's cap cannot hold; fix: cap each tail with --max-cost/--max-tokens, run on this machine, or on tare's model server (--script)")
 	}
@@ -40,7 +41,7 @@ func (b *slurmBackend) runMeter(env *tailEnv, upstream string) (string, *modelse
 
 // nodeRecipe is the recipe a job carries: the run's, without the run's caps, which the
 // submitting tare's meter holds (a worker's count would start from zero on every node).
-func nodeRecipe(rec *Recipe) *Recipe {
+func nodeRecipe(rec *run.Recipe) *run.Recipe {
 	if rec == nil || rec.Caps == nil || (rec.Caps.RunTokens == 0 && rec.Caps.RunCost == 0) {
 		return rec
 	}

@@ -3,6 +3,8 @@ package engine
 import (
 	"strings"
 	"testing"
+
+	"tare/engine/run"
 )
 
 // TestSlurmRefusesARunCapItCannotHold: a run cap on a real provider with --on slurm is refused
@@ -10,14 +12,14 @@ import (
 // tare's meter holds it, and a tail's cap each node's worker holds, so both are let through.
 func TestSlurmRefusesARunCapItCannotHold(t *testing.T) {
 	for _, tt := range []struct {
-		rec  Recipe
+		rec  run.Recipe
 		want string
 	}{
-		{Recipe{Caps: &Caps{RunCost: 5}}, "the run's cap cannot hold; fix: cap each tail"},
-		{Recipe{Caps: &Caps{RunTokens: 1000}}, "the run's cap cannot hold"},
-		{Recipe{Caps: &Caps{RunCost: 5}, ScriptText: "[[turn]]\n"}, ""},
-		{Recipe{Caps: &Caps{TailCost: 5}}, ""},
-		{Recipe{}, ""},
+		{run.Recipe{Caps: &run.Caps{RunCost: 5}}, "the run's cap cannot hold; fix: cap each tail"},
+		{run.Recipe{Caps: &run.Caps{RunTokens: 1000}}, "the run's cap cannot hold"},
+		{run.Recipe{Caps: &run.Caps{RunCost: 5}, ScriptText: "[[turn]]\n"}, ""},
+		{run.Recipe{Caps: &run.Caps{TailCost: 5}}, ""},
+		{run.Recipe{}, ""},
 	} {
 		err := checkSlurmRunCaps(&tt.rec)
 		if (tt.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.want)) {

@@ -14,6 +14,7 @@ import (
 // with the fix when the partition is not there (only --on slurm needs Slurm, so it is no
 // failure); without a [cluster] it says nothing of Slurm.
 func TestDoctorSaysWhetherSlurmAnswers(t *testing.T) {
+	needRooms(t)
 	if out, err := exec.Command("../scripts/slurm-local", "up", "--nodes", "2").CombinedOutput(); err != nil {
 		t.Fatalf("scripts/slurm-local up --nodes 2: %v\n%s", err, out)
 	}

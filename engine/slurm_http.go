@@ -22,6 +22,7 @@ import (
 
 	"tare/capsule"
 	"tare/engine/journal"
+	"tare/engine/run"
 )
 
 // Where the nodes share no filesystem with tare ([cluster] transport = "http"), the
@@ -247,7 +248,7 @@ func (c *exchangeClient) do(ctx context.Context, method, path string, body []byt
 			case resp.StatusCode/100 == 2:
 				return data, nil
 			case resp.StatusCode/100 == 4:
-				return nil, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, clip(string(data), 120))
+				return nil, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, run.Clip(string(data), 120))
 			default:
 				err = fmt.Errorf("%s %s: %s", method, path, resp.Status)
 			}

@@ -15,6 +15,7 @@ import (
 	"tare/config"
 	"tare/engine/journal"
 	"tare/engine/probe"
+	"tare/engine/run"
 )
 
 // Jobs of --on slurm that are not tails: one judgement of a judge-noise run (judgeTask) or
@@ -150,7 +151,7 @@ func (b *slurmBackend) finishTask(ctx context.Context, t task, x, id string) (sl
 	} else if reason, why, ok := slurmVerdict(st.State); ok {
 		ended = &taskEnded{reason: reason, msg: fmt.Sprintf("job %s on %s: %s", id, firstNonEmpty(st.Node, "no node"), why), started: true}
 	} else if rerr != nil {
-		log := clip(lastLine(readTail(filepath.Join(x, "slurm.out"))), 160)
+		log := run.Clip(lastLine(readTail(filepath.Join(x, "slurm.out"))), 160)
 		if b.http != nil {
 			log = "on node " + firstNonEmpty(st.Node, "(none)") + " in " + strings.ReplaceAll(nodeLog, "%j", id)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"tare/config"
 	"tare/engine/journal"
+	"tare/engine/run"
 )
 
 // TestWorkerOnANodeWithoutUserNamespaces: a node whose bwrap cannot create the room's
@@ -29,7 +30,7 @@ func TestWorkerOnANodeWithoutUserNamespaces(t *testing.T) {
 		"echo 'bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces' >&2\nexit 1\n"), 0o755)
 	x := filepath.Join(dir, "x")
 	os.MkdirAll(x, 0o755)
-	job := slurmJob{Spec: tailSpec{ID: "a-0", Side: journal.Side{Key: "a", Agent: "pi"}, How: "fresh"}, Recipe: &Recipe{},
+	job := slurmJob{Spec: tailSpec{ID: "a-0", Side: journal.Side{Key: "a", Agent: "pi"}, How: "fresh"}, Recipe: &run.Recipe{},
 		Config: &config.Config{Bwrap: bwrap, StateDir: dir}, Store: filepath.Join(dir, "store")}
 	data, _ := json.Marshal(job)
 	os.WriteFile(filepath.Join(x, "job.json"), data, 0o600)

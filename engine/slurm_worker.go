@@ -12,6 +12,7 @@ import (
 	"tare/capsule"
 	"tare/engine/journal"
 	"tare/engine/probe"
+	"tare/engine/run"
 	"tare/sandbox"
 )
 
@@ -92,11 +93,11 @@ func Worker(ctx context.Context, jobFile string) error {
 	}
 	_ = os.RemoveAll(project)
 
-	r, err := createRun(filepath.Join(x, "worker"), nil)
+	r, err := run.Create(filepath.Join(x, "worker"), nil)
 	if err != nil {
 		return unfit(err.Error())
 	}
-	defer r.close()
+	defer r.Close()
 	env := &tailEnv{run: r, store: store, recipe: job.Recipe, cfg: job.Config, upstream: job.Upstream, installs: job.Installs}
 	dir := filepath.Join(local, "tail")
 	if err := os.MkdirAll(filepath.Join(dir, "session"), 0o755); err != nil {

@@ -16,7 +16,10 @@ import (
 	"tare/agent"
 	"tare/capsule"
 	"tare/engine/journal"
+	"tare/engine/probe"
+	"tare/engine/run"
 	"tare/engine/stats"
+	"tare/modelserver"
 )
 
 // SwapOptions is a swap analysis: was it the workspace or the agent? Each of two agents makes
@@ -46,6 +49,9 @@ type SwapOptions struct {
 	On string
 }
 
+// swapKey is the recipe's key for a swap's settings.
+const swapKey = "swap"
+
 // swapSettings is the swap's part of recipe.json.
 type swapSettings struct {
 	Cuts    []float64 `json:"cuts"`
@@ -72,7 +78,7 @@ func originalDir(key string, k int) string {
 
 // swapTailName is a tail's id: c<cut>-<workspace><agent>-<n|h>-<n>, with o<k+1>- before it
 // for the k-th pair of originals past the first.
-func swapTailName(k, cut int, ws, who, how string, n int) string {
+func swapTailName(k, cut int, ws, who string, how journal.How, n int) string {
 	id := fmt.Sprintf("c%d-%s%s-%s-%d", cut, ws, who, how[:1], n)
 	if k > 0 {
 		id = fmt.Sprintf("o%d-%s", k+1, id)
@@ -220,85 +226,107 @@ type SwapResult struct {
 // Swap runs the analysis and returns its run directory and result; the report is in
 // report.txt.
 func Swap(ctx context.Context, o SwapOptions) (string, *SwapResult, error) {
+	if err := o.Validate(); err != nil {
+		return "", nil, err
+	}
 	set := swapSettings{Cuts: o.Cuts, Tails: o.Tails, Jobs: o.Jobs, Handoff: o.Handoff, Detect: o.Detect, Originals: o.Originals}
-	if o.Detect != 0 {
-		if set.originals() > 1 {
-			// With several pairs the calls are over the pairs, and what they can call depends on
-			// how many pairs there are, not on tails a cell (smallestCallableOver).
-			return "", nil, fmt.Errorf("--detect with --originals %d: --detect sizes tails a cell for one pair of originals; over pairs the number of pairs decides what can be called (about 10 or more at the default cuts); fix: drop --detect and give --tails", set.Originals)
-		}
-		var err error
-		if set.Tails, err = SwapTailsFor(o.Detect, o.Cuts); err != nil {
-			return "", nil, err
-		}
-	}
-	switch {
-	case o.Prompt == "":
-		return "", nil, errors.New("give the task as PROMPT")
-	case o.Check == "":
-		return "", nil, errors.New("--check: swap needs a check that scores a workspace (exit 0 passes)")
-	case len(set.Cuts) == 0:
-		return "", nil, errors.New("--cuts: give at least one cut, like 0,0.5,1")
-	case set.Tails < 1:
-		return "", nil, fmt.Errorf("--tails %d: give at least 1 tail per cut, workspace and agent", set.Tails)
-	case set.Jobs < 1:
-		return "", nil, fmt.Errorf("--jobs %d: run at least 1 tail at a time", set.Jobs)
-	case set.Originals < 0 || set.Originals > maxOriginals:
-		return "", nil, fmt.Errorf("--originals %d: give 1 (effects about the two originals) to %d original runs per agent", set.Originals, maxOriginals)
-	case set.Handoff != "trail" && set.Handoff != "workspace":
-		return "", nil, fmt.Errorf("--handoff %q: give trail (the steps so far, written) or workspace (the files alone)", set.Handoff)
-	}
-	if err := checkPreflight(o.Check, o.CheckOnHost, NewCheckRoom(o.Config, o.CheckOnHost), configOrigin(o.Config)); err != nil {
-		return "", nil, err
-	}
-	if err := onPreflight(o.On, o.Config); err != nil {
-		return "", nil, err
-	}
 	o.A.Key, o.B.Key = "a", "b"
 	installs, err := findInstalls([]journal.Side{o.A, o.B}, o.Config, o.Project)
 	if err != nil {
 		return "", nil, err
 	}
-	dir := o.Out
-	if dir == "" {
-		dir = FreeRunDir(filepath.Join(o.Config.StateDir, "swap"), o.Project, time.Now())
-	}
-	r, err := createRun(dir, o.Bus)
+	r, err := run.New(o.Out, filepath.Join(o.Config.StateDir, "swap"), o.Project, o.Bus)
 	if err != nil {
 		return "", nil, err
 	}
-	defer r.close()
-	rec := &Recipe{Tare: o.Version, Argv: o.Argv, Kind: "swap", Time: time.Now().UTC(), Project: o.Project,
-		Prompt: o.Prompt, Check: o.Check, CheckTimeout: o.CheckTimeout.Seconds(), CheckRoom: NewCheckRoom(o.Config, o.CheckOnHost),
-		AgentTimeout: o.AgentTimeout.Seconds(), Sides: []journal.Side{o.A, o.B}, Jobs: set.Jobs, Keep: false, Agents: map[string]RecipeAgent{}, Swap: &set, On: onRecipe(o.On)}
+	defer r.Close()
+	dir := r.Dir()
+	if o.Started != nil {
+		o.Started(dir)
+	}
+	o.Started = nil // the originals' recordings are folders of this run, not runs to show
+	rec := &run.Recipe{Tare: o.Version, Argv: o.Argv, Kind: "swap", Time: time.Now().UTC(), Project: o.Project,
+		Prompt: o.Prompt, Check: o.Check, CheckTimeout: o.CheckTimeout.Seconds(), CheckRoom: run.NewCheckRoom(o.Config, o.CheckOnHost),
+		AgentTimeout: o.AgentTimeout.Seconds(), Sides: []journal.Side{o.A, o.B}, Jobs: set.Jobs, Keep: false, Agents: map[string]run.RecipeAgent{}, On: onRecipe(o.On)}
+	if err := rec.SetSettings(swapKey, set); err != nil {
+		return dir, nil, err
+	}
 	for name, inst := range installs {
 		a, _ := agent.ByName(name)
-		rec.Agents[name] = RecipeAgent{Version: inst.Version, Bin: inst.Bin, Snapshots: agent.HookKind(a)}
+		rec.Agents[name] = run.RecipeAgent{Version: inst.Version, Bin: inst.Bin, Snapshots: agent.HookKind(a)}
 	}
 	if o.Script != "" {
 		text, err := os.ReadFile(o.Script)
 		if err != nil {
 			return dir, nil, fmt.Errorf("--script %s: %v", o.Script, err)
 		}
-		rec.Script, rec.ScriptText, rec.Seed = o.Script, string(text), runSeed(o.Seed)
+		rec.Script, rec.ScriptText, rec.Seed = o.Script, string(text), run.Seed(o.Seed)
 	}
-	if err := writeRecipe(dir, rec); err != nil {
+	if err := run.WriteRecipe(dir, rec); err != nil {
 		return dir, nil, err
 	}
-	if err := r.emit(journal.Event{RunStarted: &journal.RunStarted{Kind: "swap", Project: o.Project, Prompt: o.Prompt, Check: o.Check,
+	if err := r.Emit(journal.Event{RunStarted: &journal.RunStarted{Kind: "swap", Project: o.Project, Prompt: o.Prompt, Check: o.Check,
 		CheckRoom: checkWhere(rec), Sides: rec.Sides, Jobs: set.Jobs, Simulated: o.Script != ""}}); err != nil {
 		return dir, nil, err
 	}
 	res, err := runSwap(ctx, r, rec, set, installs, o.RecordOptions)
 	if err != nil {
-		_ = r.emit(journal.Event{RunFinished: &journal.RunFinished{Error: err.Error()}})
+		_ = r.Emit(journal.Event{RunFinished: &journal.RunFinished{Error: err.Error()}})
 	}
 	return dir, res, err
 }
 
+// Validate checks the options before anything is created or started, and makes the
+// project's path absolute; with Detect it sizes Tails. Every bad input is one line naming the
+// flag and the fix.
+func (o *SwapOptions) Validate() error {
+	set := swapSettings{Cuts: o.Cuts, Tails: o.Tails, Jobs: o.Jobs, Handoff: o.Handoff, Detect: o.Detect, Originals: o.Originals}
+	if o.Detect != 0 {
+		if set.originals() > 1 {
+			// With several pairs the calls are over the pairs, and what they can call depends on
+			// how many pairs there are, not on tails a cell (smallestCallableOver).
+			return fmt.Errorf("--detect with --originals %d: --detect sizes tails a cell for one pair of originals; over pairs the number of pairs decides what can be called (about 10 or more at the default cuts); fix: drop --detect and give --tails", set.Originals)
+		}
+		var err error
+		if set.Tails, err = SwapTailsFor(o.Detect, o.Cuts); err != nil {
+			return err
+		}
+		o.Tails = set.Tails
+	}
+	switch {
+	case o.Prompt == "":
+		return errors.New("give the task as PROMPT")
+	case o.Check == "":
+		return errors.New("--check: swap needs a check that scores a workspace (exit 0 passes)")
+	case len(set.Cuts) == 0:
+		return errors.New("--cuts: give at least one cut, like 0,0.5,1")
+	case set.Tails < 1:
+		return fmt.Errorf("--tails %d: give at least 1 tail per cut, workspace and agent", set.Tails)
+	case set.Jobs < 1:
+		return fmt.Errorf("--jobs %d: run at least 1 tail at a time", set.Jobs)
+	case set.Originals < 0 || set.Originals > maxOriginals:
+		return fmt.Errorf("--originals %d: give 1 (effects about the two originals) to %d original runs per agent", set.Originals, maxOriginals)
+	case set.Handoff != "trail" && set.Handoff != "workspace":
+		return fmt.Errorf("--handoff %q: give trail (the steps so far, written) or workspace (the files alone)", set.Handoff)
+	}
+	var err error
+	if o.Project, err = probe.ProjectDir(o.Project, o.AllowDirty); err != nil {
+		return err
+	}
+	if o.Script != "" {
+		if _, err := modelserver.LoadScript(o.Script); err != nil {
+			return err
+		}
+	}
+	if err := checkPreflight(o.Check, o.CheckOnHost, run.NewCheckRoom(o.Config, o.CheckOnHost), configOrigin(o.Config)); err != nil {
+		return err
+	}
+	return onPreflight(o.On, o.Config)
+}
+
 // runSwap makes the two originals (each a recording of its own in a/ and b/) and the tails of
 // every cut, then writes the report.
-func runSwap(ctx context.Context, r *run, rec *Recipe, set swapSettings, installs map[string]agent.Install, o RecordOptions) (*SwapResult, error) {
+func runSwap(ctx context.Context, r *run.Run, rec *run.Recipe, set swapSettings, installs map[string]agent.Install, o RecordOptions) (*SwapResult, error) {
 	recs := map[string]*journal.Recording{}
 	envs := map[string]*tailEnv{}
 	var first *tailEnv
@@ -306,10 +334,10 @@ func runSwap(ctx context.Context, r *run, rec *Recipe, set swapSettings, install
 		for i, side := range rec.Sides {
 			name := originalDir(side.Key, k)
 			label := "original " + name + ": " + sideLabel(side)
-			if err := r.emit(journal.Event{Phase: &journal.Phase{Name: label}}); err != nil {
+			if err := r.Emit(journal.Event{Phase: &journal.Phase{Name: label}}); err != nil {
 				return nil, err
 			}
-			dir := filepath.Join(r.dir, name)
+			dir := filepath.Join(r.Dir(), name)
 			recording, err := journal.ReadRecording(dir)
 			for made := 0; err != nil || recording.Stopped != nil; made++ {
 				// Not recorded yet, cut short by a crash, or ended by the provider (its workspaces
@@ -318,7 +346,7 @@ func runSwap(ctx context.Context, r *run, rec *Recipe, set swapSettings, install
 				// says why; tare resume records it again.
 				if err == nil && made == 2 {
 					return nil, fmt.Errorf("original %s (%s) was %s, in two recordings: a run the provider ended says nothing about the agent, so no workspace of it is swapped; both attempts are kept beside %s; run tare resume %s to record it again",
-						name, side.Agent, recording.Stopped.Line(), dir, r.dir)
+						name, side.Agent, recording.Stopped.Line(), dir, r.Dir())
 				}
 				if _, err := setAside(dir); err != nil {
 					return nil, err
@@ -367,9 +395,9 @@ func runSwap(ctx context.Context, r *run, rec *Recipe, set swapSettings, install
 				recording := recs[originalDir(ws.Key, k)]
 				step := cutStep(cut, len(recording.Steps))
 				for _, who := range rec.Sides {
-					hows := []string{"handoff"}
+					hows := []journal.How{journal.HowHandoff}
 					if who.Key == ws.Key {
-						hows = []string{"native", "handoff"}
+						hows = []journal.How{journal.HowNative, journal.HowHandoff}
 					}
 					for _, how := range hows {
 						for n := range set.Tails {
@@ -377,7 +405,7 @@ func runSwap(ctx context.Context, r *run, rec *Recipe, set swapSettings, install
 							if err != nil {
 								return nil, err
 							}
-							if how == "handoff" && set.Handoff == "workspace" && step > 0 {
+							if how == journal.HowHandoff && set.Handoff == "workspace" && step > 0 {
 								spec.Prompt = recording.Task
 							}
 							jobs = append(jobs, job{envs[originalDir(ws.Key, k)], spec})
@@ -387,14 +415,14 @@ func runSwap(ctx context.Context, r *run, rec *Recipe, set swapSettings, install
 			}
 		}
 	}
-	if err := r.emit(journal.Event{Phase: &journal.Phase{Name: fmt.Sprintf("tails: %d", len(jobs))}}); err != nil {
+	if err := r.Emit(journal.Event{Phase: &journal.Phase{Name: fmt.Sprintf("tails: %d", len(jobs))}}); err != nil {
 		return nil, err
 	}
 	done := map[string]bool{}
 	var rerun, attached []string
-	for id, t := range r.snapshot().Tails {
+	for id, t := range r.Snapshot().Tails {
 		if done[id] = tailFinished(t); !done[id] {
-			if _, ok := attachedJob(r.dir, rec, o.Config, t); ok {
+			if _, ok := attachedJob(r.Dir(), rec, o.Config, t); ok {
 				attached = append(attached, id) // its job outlived tare: followed, not rerun
 			} else {
 				rerun = append(rerun, id)
@@ -404,7 +432,7 @@ func runSwap(ctx context.Context, r *run, rec *Recipe, set swapSettings, install
 	if len(rerun)+len(attached) > 0 {
 		sort.Strings(rerun)
 		sort.Strings(attached)
-		if err := r.emit(journal.Event{Resumed: &journal.Resumed{Rerun: rerun, Reattached: attached}}); err != nil {
+		if err := r.Emit(journal.Event{Resumed: &journal.Resumed{Rerun: rerun, Reattached: attached}}); err != nil {
 			return nil, err
 		}
 	}
@@ -419,23 +447,23 @@ func runSwap(ctx context.Context, r *run, rec *Recipe, set swapSettings, install
 	if err := runJobs(ctx, set.Jobs, todo, func(ctx context.Context, spec tailSpec) error { return runTail(ctx, envOf[spec.ID], spec) }); err != nil {
 		return nil, err
 	}
-	res := swapResult(r.dir, rec, set, recs, r.snapshot())
+	res := swapResult(r.Dir(), rec, set, recs, r.Snapshot())
 	report := SwapReport(rec, res)
-	if err := writeRunFile(filepath.Join(r.dir, "report.txt"), []byte(report)); err != nil {
+	if err := run.WriteFile(filepath.Join(r.Dir(), "report.txt"), []byte(report)); err != nil {
 		return nil, err
 	}
 	data, _ := json.MarshalIndent(res, "", "  ")
-	if err := writeRunFile(filepath.Join(r.dir, "swap-result.json"), append(data, '\n')); err != nil {
+	if err := run.WriteFile(filepath.Join(r.Dir(), "swap-result.json"), append(data, '\n')); err != nil {
 		return nil, err
 	}
-	return res, releaseBackend(first, r.emit(journal.Event{RunFinished: &journal.RunFinished{Report: report}}))
+	return res, releaseBackend(first, r.Emit(journal.Event{RunFinished: &journal.RunFinished{Report: report}}))
 }
 
 // cutStep is the step a cut falls on: the fraction of the run's steps, rounded.
 func cutStep(cut float64, steps int) int { return int(math.Round(cut * float64(steps))) }
 
 // swapResult counts each cell's tails and works out the effects.
-func swapResult(runDir string, rec *Recipe, set swapSettings, recs map[string]*journal.Recording, st *journal.RunState) *SwapResult {
+func swapResult(runDir string, rec *run.Recipe, set swapSettings, recs map[string]*journal.Recording, st *journal.RunState) *SwapResult {
 	res := &SwapResult{A: sideLabel(rec.Sides[0]), B: sideLabel(rec.Sides[1]), Handoff: set.Handoff, Tails: set.Tails, Detect: set.Detect,
 		CostKnown: true, Simulated: rec.ScriptText != ""}
 	table := SwapTable(st)
@@ -674,7 +702,7 @@ func SwapFamilyOf(cuts []SwapCut) SwapFamily {
 // SwapReport is the text report: per cut the table of pass rates and the three effects,
 // and in words which of them are distinguishable from zero, the calls corrected for their
 // number (SwapFamily), and a control cut's state effect shown but not called.
-func SwapReport(rec *Recipe, res *SwapResult) string {
+func SwapReport(rec *run.Recipe, res *SwapResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "tare swap · %s\n  task      %s\n  check     %s\n  a         %s\n  b         %s\n  handoff   %s\n",
 		rec.Project, rec.Prompt, rec.Check, res.A, res.B, res.Handoff)
@@ -837,23 +865,28 @@ func unmeasuredNote(names []string) string {
 // resumeSwap finishes a swap a crash interrupted: the originals already recorded are kept,
 // one cut short is recorded again (the interrupted attempt kept beside it), finished tails
 // are not run again and the tails that were running are rerun, as the journal says.
-func resumeSwap(ctx context.Context, o ResumeOptions, rec *Recipe) (string, error) {
+func resumeSwap(ctx context.Context, o ResumeOptions, rec *run.Recipe) (string, error) {
 	if len(o.Retry) > 0 {
 		return "", fmt.Errorf("--retry: %s is a swap analysis; it reruns interrupted tails itself", o.Dir)
 	}
-	if rec.Swap == nil || len(rec.Sides) != 2 {
+	var set swapSettings
+	ok, err := rec.DecodeSettings(swapKey, &set)
+	if err != nil {
+		return "", fmt.Errorf("%s: %v", o.Dir, err)
+	}
+	if !ok || len(rec.Sides) != 2 {
 		return "", fmt.Errorf("%s: recipe.json holds no swap settings; the run cannot be finished", o.Dir)
 	}
 	installs, err := findInstalls(rec.Sides, o.Config, rec.Project)
 	if err != nil {
 		return "", err
 	}
-	r, err := openRun(o.Dir, o.Bus)
+	r, err := run.Open(o.Dir, o.Bus)
 	if err != nil {
 		return "", err
 	}
-	defer r.close()
-	if _, err := runSwap(ctx, r, rec, *rec.Swap, installs, RecordOptions{Config: o.Config}); err != nil {
+	defer r.Close()
+	if _, err := runSwap(ctx, r, rec, set, installs, RecordOptions{Config: o.Config}); err != nil {
 		return "", err
 	}
 	report, err := os.ReadFile(filepath.Join(o.Dir, "report.txt"))

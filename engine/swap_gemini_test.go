@@ -17,6 +17,7 @@ import (
 // to Claude Code. Every cell has its verdict, and the verdict is the workspace's (a's
 // original adds the file that breaks greet.sh, b's does not), whoever continues it.
 func TestSwapGeminiWithClaude(t *testing.T) {
+	needRooms(t)
 	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
 	if err != nil {
 		t.Fatal(err)

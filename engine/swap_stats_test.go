@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"tare/engine/journal"
+	"tare/engine/run"
 )
 
 // swapCounts is one cell's tails: passed, failed and no verdict.
@@ -138,7 +139,7 @@ func TestSwapReportFamilyControlAndCost(t *testing.T) {
 		c.Cut, c.StepA, c.StepB = float64(i), 4*i, 4*i
 		res.Cuts = append(res.Cuts, c)
 	}
-	report := SwapReport(&Recipe{Project: "/p", Prompt: "task", Check: "make test"}, res)
+	report := SwapReport(&run.Recipe{Project: "/p", Prompt: "task", Check: "make test"}, res)
 	for _, want := range []string{
 		"calls     5 (the measured effects; at a cut at step 0 the model and handoff effects); Bonferroni: each effect's interval at 99%",
 		"estimand  one original run per agent: every effect is about these two runs' workspaces",
@@ -207,7 +208,7 @@ func TestSwapSmallestCallableEffect(t *testing.T) {
 	weak := map[string]swapCounts{"aa-h": {2, 1, 0}, "ab-h": {2, 1, 0}, "ba-h": {1, 2, 0}, "bb-h": {1, 2, 0}, "aa-n": {2, 1, 0}, "bb-n": {1, 2, 0}}
 	table := SwapTable(swapState([]map[string]swapCounts{weak}, []int{3}))
 	res := &SwapResult{A: "claude", B: "codex", Handoff: "trail", Family: SwapFamilyOf(table), CostKnown: true, Cuts: table}
-	report := SwapReport(&Recipe{Project: "/p", Prompt: "task", Check: "make test"}, res)
+	report := SwapReport(&run.Recipe{Project: "/p", Prompt: "task", Check: "make test"}, res)
 	for _, want := range []string{
 		"not distinguishable from 0 (these cells call only an effect of 0.83 or more)",
 		"with these tails only an observed effect of 0.83 or more could be called, so a non-call rules out nothing smaller",
@@ -225,13 +226,13 @@ func TestSwapSmallestCallableEffect(t *testing.T) {
 func TestSwapDetectSizesTheCells(t *testing.T) {
 	cuts := []float64{0, 0.5, 1}
 	rng := rand.New(rand.NewPCG(7, 8))
-	for d, want := range map[float64]int{0.5: 14, 0.7: 6} { // the README's figures
+	for d, want := range map[float64]int{0.5: 14, 0.7: 6} { // docs/swap.md's figures
 		tails, err := SwapTailsFor(d, cuts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if tails != want {
-			t.Errorf("--detect %g: %d tails a cell, the README says %d", d, tails, want)
+			t.Errorf("--detect %g: %d tails a cell, docs/swap.md says %d", d, tails, want)
 		}
 		if tails > 1 && swapEffectPower(d, tails-1, swapCalls(cuts)) >= swapPower {
 			t.Errorf("--detect %g: %d tails a cell, but %d already reach 80%%", d, tails, tails-1)
@@ -314,9 +315,9 @@ func swapStateOver(pairs [][]map[string]swapCounts, step []int) *journal.RunStat
 	for k, cuts := range pairs {
 		for ci, cells := range cuts {
 			for key, c := range cells {
-				how := map[string]string{"n": "native", "h": "handoff"}[key[3:]]
+				how := map[string]journal.How{"n": journal.HowNative, "h": journal.HowHandoff}[key[3:]]
 				n := 0
-				add := func(count int, status string) {
+				add := func(count int, status journal.Status) {
 					for range count {
 						id := swapTailName(k, ci, key[:1], key[1:2], how, n)
 						st.Tails[id] = &journal.TailState{ID: id, Side: key[1:2], Step: step[ci], Status: status}
@@ -421,7 +422,7 @@ func TestSwapOriginalsSpeakOfTheAgents(t *testing.T) {
 		c.Cut, c.StepsA, c.StepsB = float64(i), []int{4 * i, 4 * i, 4 * i}, []int{4 * i, 3 * i, 4 * i}
 		res.Cuts = append(res.Cuts, c)
 	}
-	report := SwapReport(&Recipe{Project: "/p", Prompt: "task", Check: "make test"}, res)
+	report := SwapReport(&run.Recipe{Project: "/p", Prompt: "task", Check: "make test"}, res)
 	for _, want := range []string{
 		"estimand  3 original runs per agent",
 		"so it is about the agents' runs",
@@ -494,7 +495,7 @@ func TestSwapLeftOutTailsAreCountedBothWays(t *testing.T) {
 		t.Fatal("no swap called an effect on verdicts alone that the rule did not")
 	}
 	res := &SwapResult{A: "claude", B: "codex", Handoff: "trail", Family: SwapFamilyOf(example), CostKnown: true, Cuts: example}
-	if report := SwapReport(&Recipe{Project: "/p", Prompt: "task", Check: "make test"}, res); !strings.Contains(report, "left out counted the worst and the best way (on verdicts alone it would be)") {
+	if report := SwapReport(&run.Recipe{Project: "/p", Prompt: "task", Check: "make test"}, res); !strings.Contains(report, "left out counted the worst and the best way (on verdicts alone it would be)") {
 		t.Errorf("the report does not say why the verdict-only call is not made:\n%s", report)
 	}
 }

@@ -37,6 +37,7 @@ func TestParseCuts(t *testing.T) {
 // effect. Then a kill of the finished run's journal's last tails is finished by tare resume
 // without running the others again.
 func TestSwapOnTheDemoShowsAStateEffectAndNoModelEffect(t *testing.T) {
+	needRooms(t)
 	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
 	if err != nil {
 		t.Fatal(err)
@@ -115,6 +116,7 @@ func readJournalT(t *testing.T, dir string) []journal.Event {
 // speaks of the agents and says two pairs are too few to call anything, and tare resume of
 // the finished run starts nothing again.
 func TestSwapOverTwoPairsOfOriginals(t *testing.T) {
+	needRooms(t)
 	paths, err := demo.Extract(filepath.Join(t.TempDir(), "demo"))
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,8 @@ import (
 	"tare/capsule"
 	"tare/config"
 	"tare/engine/journal"
-	"tare/engine/probe"
+	"tare/engine/room"
+	"tare/engine/run"
 	"tare/modelserver"
 	"tare/sandbox"
 )
@@ -29,7 +30,7 @@ type tailSpec struct {
 	ID     string
 	Side   journal.Side
 	Step   int
-	How    string // fresh, native or handoff
+	How    journal.How
 	Prompt string
 	Start  capsule.Capsule
 	// Session and SessionID, for a native tail: the recorded session cut after Step.
@@ -43,9 +44,9 @@ type tailSpec struct {
 
 // tailEnv is what every tail of a run shares.
 type tailEnv struct {
-	run      *run
+	run      *run.Run
 	store    *capsule.Store
-	recipe   *Recipe
+	recipe   *run.Recipe
 	cfg      *config.Config
 	upstream string // tare's model server, or "" for real providers
 	models   *modelserver.Server
@@ -61,7 +62,7 @@ type tailEnv struct {
 // when the run itself cannot go on (its journal cannot be written); a tail that fails for
 // its own reasons is recorded as failed or with no verdict and the run goes on.
 func runTail(ctx context.Context, env *tailEnv, spec tailSpec) error {
-	dir := filepath.Join(env.run.dir, "tails", spec.ID)
+	dir := filepath.Join(env.run.Dir(), "tails", spec.ID)
 	if body, began, ok := reattach(env, &spec); ok {
 		// A resume finds this attempt's job still on the cluster (or finished there): it is
 		// followed to its end, not started again.
@@ -75,7 +76,7 @@ func runTail(ctx context.Context, env *tailEnv, spec tailSpec) error {
 	if err := os.MkdirAll(filepath.Join(dir, "session"), 0o755); err != nil {
 		return err
 	}
-	if err := env.run.emit(journal.Event{TailStarted: &journal.TailStarted{ID: spec.ID, Side: spec.Side.Key, Step: spec.Step, How: spec.How,
+	if err := env.run.Emit(journal.Event{TailStarted: &journal.TailStarted{ID: spec.ID, Side: spec.Side.Key, Step: spec.Step, How: spec.How,
 		Attempt: attempt, CapsuleFrom: spec.Nearest}}); err != nil {
 		return err
 	}
@@ -88,11 +89,16 @@ func endTail(ctx context.Context, env *tailEnv, spec tailSpec, dir string, began
 	res := journal.TailResult{ID: spec.ID, Side: spec.Side.Key, Agent: spec.Side.Agent, Step: spec.Step, How: spec.How, Attempt: spec.Attempt,
 		Status: journal.StatusNoVerdict, Reason: journal.ReasonNotStarted, CapsuleFrom: spec.Nearest}
 	tctx, kill := context.WithCancelCause(ctx)
-	stopWatch := watchKill(ctx, env.run.dir, spec.ID, kill)
+	stopWatch := run.WatchKill(ctx, env.run.Dir(), spec.ID, kill)
 	res.AgentExit, res.Check = body(tctx, env, spec, dir, &res)
 	stopWatch()
 	kill(nil)
 	res.Seconds = time.Since(began).Seconds()
+	if err := env.run.Err(); err != nil {
+		// The live stream (or a watch) could not journal: the run stops, as Emit's contract
+		// says, and tare resume reruns this tail.
+		return fmt.Errorf("%s: the journal cannot be written, so the run stops: %v", env.run.Dir(), err)
+	}
 	if ctx.Err() != nil {
 		return ctx.Err() // stopped, not finished: tare resume reruns it
 	}
@@ -105,7 +111,7 @@ func endTail(ctx context.Context, env *tailEnv, spec tailSpec, dir string, began
 		res.Kill = journal.KillAnswer(context.Cause(tctx)) // how the operator said it counts
 	}
 	if data, err := json.MarshalIndent(res, "", "  "); err == nil {
-		if err := writeRunFile(filepath.Join(dir, "result.json"), append(data, '\n')); err != nil {
+		if err := run.WriteFile(filepath.Join(dir, "result.json"), append(data, '\n')); err != nil {
 			return err
 		}
 	}
@@ -119,7 +125,7 @@ func endTail(ctx context.Context, env *tailEnv, spec tailSpec, dir string, began
 	if !env.recipe.Keep && env.recipe.Check != "" {
 		_ = os.RemoveAll(filepath.Join(dir, "work"))
 	}
-	return env.run.emit(journal.Event{TailFinished: res.Finished()})
+	return env.run.Emit(journal.Event{TailFinished: res.Finished()})
 }
 
 // tailBody restores the workspace, runs the agent in a room and, when the agent's end can
@@ -139,9 +145,9 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 		return notStarted(err.Error())
 	}
 	inst := env.installs[a.Name()]
-	p := probe.Plan{Agent: a, Inst: inst, Config: env.cfg, Workspace: work, Sessions: filepath.Join(dir, "session"), Login: env.upstream == ""}
-	if spec.How == "native" {
-		if err := probe.PlaceSession(&p, spec.Session, spec.SessionID); err != nil {
+	p := room.Plan{Agent: a, Inst: inst, Config: env.cfg, Workspace: work, Sessions: filepath.Join(dir, "session"), Login: env.upstream == ""}
+	if spec.How == journal.HowNative {
+		if err := room.PlaceSession(&p, spec.Session, spec.SessionID); err != nil {
 			return notStarted(err.Error())
 		}
 	}
@@ -156,12 +162,12 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	if meter != nil {
 		defer meter.Close()
 	}
-	room, setup, err := probe.BuildRoom(p, upstream, nil)
+	box, setup, err := room.Build(p, upstream)
 	if err != nil {
 		return notStarted(err.Error())
 	}
 	if meter == nil {
-		if meter, err = env.interceptRoom(&room, &setup, true); err != nil {
+		if meter, err = env.interceptRoom(&box, &setup, true); err != nil {
 			return notStarted(err.Error())
 		}
 		if meter != nil {
@@ -170,30 +176,30 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 			return notStarted(a.Name() + "'s model calls go to no host tare's relay reads, so its caps cannot hold; drop --max-cost/--max-tokens for it")
 		}
 	}
-	hosts, err := createRunFile(hostLog(dir))
+	hosts, err := run.CreateFile(hostLog(dir))
 	if err != nil {
 		return notStarted(err.Error())
 	}
 	defer hosts.Close()
-	room.HostLog = hosts
+	box.HostLog = hosts
 	args := append(append(setup.Args, env.cfg.Agents[a.Name()].Args...), spec.Side.Args...)
-	if spec.How == "native" {
-		room.Argv = append([]string{inst.Command}, a.ResumeArgs(spec.SessionID, spec.Prompt, args)...)
+	if spec.How == journal.HowNative {
+		box.Argv = append([]string{inst.Command}, a.ResumeArgs(spec.SessionID, spec.Prompt, args)...)
 	} else {
-		room.Argv = append([]string{inst.Command}, a.RunArgs(spec.Prompt, args)...)
+		box.Argv = append([]string{inst.Command}, a.RunArgs(spec.Prompt, args)...)
 	}
-	stdout, err := createRunFile(filepath.Join(dir, "stdout.jsonl"))
+	stdout, err := run.CreateFile(filepath.Join(dir, "stdout.jsonl"))
 	if err != nil {
 		return notStarted(err.Error())
 	}
 	defer stdout.Close()
-	stderr, err := createRunFile(filepath.Join(dir, "stderr.log"))
+	stderr, err := run.CreateFile(filepath.Join(dir, "stderr.log"))
 	if err != nil {
 		return notStarted(err.Error())
 	}
 	defer stderr.Close()
 	live := newLiveStream(a, spec.ID, env.run)
-	code, timedOut, err := env.runAgent(ctx, room, stdout, stderr, live)
+	code, timedOut, err := env.runAgent(ctx, box, stdout, stderr, live)
 	out, _ := os.ReadFile(filepath.Join(dir, "stdout.jsonl"))
 	errOut, _ := os.ReadFile(filepath.Join(dir, "stderr.log"))
 	// A room that never started has no exit code; one whose command could not be run
@@ -206,7 +212,7 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	case !end.started && err != nil:
 		ran = "agent did not start: " + err.Error()
 	case !end.started:
-		ran = fmt.Sprintf("agent did not start (exit %d): %s", code, clip(lastLine(string(errOut)), 160))
+		ran = fmt.Sprintf("agent did not start (exit %d): %s", code, run.Clip(lastLine(string(errOut)), 160))
 	case err != nil:
 		ran += " (" + err.Error() + ")"
 	}
@@ -217,12 +223,12 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 		u := runUsage(a, r, spec.Session, p.Sessions)
 		res.Usage = usageOf(u, runModels(a, r, u, spec.Session, p.Sessions)...)
 		if r.IsError && code == 0 {
-			ran, clean = "agent error: "+clip(r.Error, 100), false
+			ran, clean = "agent error: "+run.Clip(r.Error, 100), false
 		}
 	}
 	if stop, ok := agent.ProviderStopped(a, out, errOut); ok && end.started {
 		end.stop = &stop
-		ran = fmt.Sprintf("ended by the provider (%s): %s", stop.Kind, clip(stop.Detail, 120))
+		ran = fmt.Sprintf("ended by the provider (%s): %s", stop.Kind, run.Clip(stop.Detail, 120))
 	}
 	if res.Metered = metered(meter, res.Usage); res.Metered != nil && res.Metered.OverBudget != "" && end.started {
 		end.overBudget = true
@@ -243,11 +249,11 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	if env.recipe.Check == "" {
 		// Without a check a run counts when its agent ended normally; the workspace is kept.
 		res.Passed = clean
-		res.Status = map[bool]string{true: journal.StatusPassed, false: journal.StatusFailed}[res.Passed]
+		res.Status = map[bool]journal.Status{true: journal.StatusPassed, false: journal.StatusFailed}[res.Passed]
 		return ran, "no check"
 	}
 	// Said, not needed: a journal without it only shows the check as running.
-	_ = env.run.emit(journal.Event{TailChecking: &journal.TailChecking{ID: spec.ID, TimeoutSeconds: env.recipe.CheckTimeout}})
+	_ = env.run.Emit(journal.Event{TailChecking: &journal.TailChecking{ID: spec.ID, TimeoutSeconds: env.recipe.CheckTimeout}})
 	c := runCheck(ctx, env.recipe.Check, work, time.Duration(env.recipe.CheckTimeout*float64(time.Second)), env.recipe.CheckRoom, env.cfg)
 	res.Passed, res.Score, res.CheckUsage, res.Judge = c.Passed, c.Score, c.Usage, c.Judge
 	if c.Output != nil {
@@ -263,22 +269,25 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 
 // runAgent runs an agent's room with its stdout teed to live, under the recipe's agent
 // timeout. timedOut is that timeout when it, not ctx, ended the agent, and zero otherwise.
-func (env *tailEnv) runAgent(ctx context.Context, room sandbox.Room, stdout, stderr io.Writer, live *liveStream) (code int, timedOut time.Duration, err error) {
-	room.Stdout, room.Stderr = teeLines(stdout, live), stderr
+func (env *tailEnv) runAgent(ctx context.Context, box sandbox.Room, stdout, stderr io.Writer, live *liveStream) (code int, timedOut time.Duration, err error) {
+	box.Stdout, box.Stderr = teeLines(stdout, live), stderr
 	timeout := time.Duration(env.recipe.AgentTimeout * float64(time.Second))
 	if timeout <= 0 {
 		timeout = DefaultAgentTimeout
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	actx, stop := context.WithCancelCause(actx)
+	defer stop(nil)
+	live.stop = stop
 	floor := config.DefaultStallFloor
 	if env.cfg != nil {
 		floor = env.cfg.Tails.Floor()
 	}
-	stall := watchStall(env.run, live.tail, floor)
-	live.beat = stall.beat
-	code, err = probe.RunRoom(actx, room)
-	stall.end()
+	stall := run.WatchStall(env.run, live.tail, floor)
+	live.beat = stall.Beat
+	code, err = room.Run(actx, box)
+	stall.End()
 	live.flush()
 	if errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 		timedOut = timeout
@@ -309,7 +318,7 @@ func setAside(dir string) (int, error) {
 func runUsage(a agent.Agent, r agent.Result, placed []byte, sessions string) agent.Usage {
 	u := agent.OwnUsage(r.Usage, placed)
 	if n, ok := a.(agent.ModelNamer); ok && u.Model == "" {
-		if data, err := probe.ReadSession(a, sessions, r.SessionID); err == nil {
+		if data, err := room.ReadSession(a, sessions, r.SessionID); err == nil {
 			u.Model = n.SessionModel(data)
 		}
 	}

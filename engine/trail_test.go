@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"tare/agent"
-	"tare/engine/probe"
+	"tare/engine/room"
 	"tare/modelserver"
 )
 
@@ -62,6 +62,7 @@ const trailTask = "Do the five steps."
 // "No response requested." before the new prompt (the model server does not count that filler
 // as a turn). Codex and pi send the kept history and the new prompt alone.
 func TestTrailsAndNativeCut(t *testing.T) {
+	needRooms(t)
 	script, err := modelserver.ParseScript([]byte(trailScript), "trail.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -76,12 +77,12 @@ func TestTrailsAndNativeCut(t *testing.T) {
 
 			// The original run.
 			work, sessions := t.TempDir(), t.TempDir()
-			p := probe.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: work, Sessions: sessions}
-			room, _, err := probe.BuildRoom(p, srv.Addr(), nil)
+			p := room.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: work, Sessions: sessions}
+			box, _, err := room.Build(p, srv.Addr())
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, stream := runInRoom(ctx, t, room, inst.Command, a, a.RunArgs(trailTask, nil))
+			_, stream := runInRoom(ctx, t, box, inst.Command, a, a.RunArgs(trailTask, nil))
 			res, _ := a.ParseStream(bytes.NewReader(stream))
 			path, err := agent.FindSession(a, sessions, res.SessionID)
 			if err != nil {
@@ -131,15 +132,15 @@ func TestTrailsAndNativeCut(t *testing.T) {
 			}
 			before := len(srv.Requests())
 			fresh := t.TempDir()
-			q := probe.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: fresh, Sessions: t.TempDir()}
-			if err := probe.PlaceSession(&q, cut, res.SessionID); err != nil {
+			q := room.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: fresh, Sessions: t.TempDir()}
+			if err := room.PlaceSession(&q, cut, res.SessionID); err != nil {
 				t.Fatal(err)
 			}
-			room, _, err = probe.BuildRoom(q, srv.Addr(), nil)
+			box, _, err = room.Build(q, srv.Addr())
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, again := runInRoom(ctx, t, room, inst.Command, a, a.ResumeArgs(res.SessionID, "Continue.", nil))
+			_, again := runInRoom(ctx, t, box, inst.Command, a, a.ResumeArgs(res.SessionID, "Continue.", nil))
 			if got, _ := a.ParseStream(bytes.NewReader(again)); got.SessionID != res.SessionID {
 				t.Fatalf("resume ran session %q, want %q", got.SessionID, res.SessionID)
 			}

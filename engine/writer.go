@@ -13,6 +13,8 @@ import (
 	"tare/config"
 	"tare/engine/journal"
 	"tare/engine/probe"
+	"tare/engine/room"
+	"tare/engine/run"
 	"tare/sandbox"
 )
 
@@ -71,7 +73,7 @@ func FindWriterAgent(name string, cfg *config.Config, folders ...string) (agent.
 	if err != nil {
 		return agent.Install{}, err
 	}
-	return probe.FindAgent(a, cfg, folders...)
+	return room.FindAgent(a, cfg, folders...)
 }
 
 // ProbeWriterRoom proves the room an agent would get over workspace clean, as every run of
@@ -100,25 +102,25 @@ func RunWriter(ctx context.Context, o WriterOptions, inst agent.Install) (Writer
 	if err != nil {
 		return WriterEnd{}, err
 	}
-	p := probe.Plan{Agent: a, Inst: inst, Config: o.Config, Workspace: o.Workspace, Guard: o.ReadOnly, Sessions: o.Sessions,
+	p := room.Plan{Agent: a, Inst: inst, Config: o.Config, Workspace: o.Workspace, Guard: o.ReadOnly, Sessions: o.Sessions,
 		Login: o.Upstream == "", Model: o.Model}
 	var placed []byte
 	if o.Resume != "" {
-		if placed, err = probe.ReadSession(a, o.Sessions, o.Resume); err != nil {
+		if placed, err = room.ReadSession(a, o.Sessions, o.Resume); err != nil {
 			return WriterEnd{}, fmt.Errorf("resuming session %s: %v", o.Resume, err)
 		}
 	}
-	room, setup, err := probe.BuildRoom(p, o.Upstream, nil)
+	box, setup, err := room.Build(p, o.Upstream)
 	if err != nil {
 		return WriterEnd{}, err
 	}
 	args := append(append(setup.Args, o.Config.Agents[a.Name()].Args...), o.Args...)
 	if o.Resume != "" {
-		room.Argv = append([]string{inst.Command}, a.ResumeArgs(o.Resume, o.Prompt, args)...)
+		box.Argv = append([]string{inst.Command}, a.ResumeArgs(o.Resume, o.Prompt, args)...)
 	} else {
-		room.Argv = append([]string{inst.Command}, a.RunArgs(o.Prompt, args)...)
+		box.Argv = append([]string{inst.Command}, a.RunArgs(o.Prompt, args)...)
 	}
-	end := WriterEnd{Argv: room.Argv, Version: inst.Version, Declared: setup.Declared}
+	end := WriterEnd{Argv: box.Argv, Version: inst.Version, Declared: setup.Declared}
 	stdout, err := os.OpenFile(o.Events, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return end, err
@@ -129,7 +131,7 @@ func RunWriter(ctx context.Context, o WriterOptions, inst agent.Install) (Writer
 		return end, err
 	}
 	defer stderr.Close()
-	room.Stdout, room.Stderr = stdout, stderr
+	box.Stdout, box.Stderr = stdout, stderr
 	timeout := o.Timeout
 	if timeout <= 0 {
 		timeout = DefaultAgentTimeout
@@ -138,12 +140,12 @@ func RunWriter(ctx context.Context, o WriterOptions, inst agent.Install) (Writer
 	defer cancel()
 	actx, stopRoom := context.WithCancelCause(tctx)
 	defer stopRoom(nil)
-	proc, err := sandbox.Start(actx, room)
+	proc, err := sandbox.Start(actx, box)
 	if err != nil {
 		return end, err
 	}
 	if o.Started != nil {
-		o.Started(proc.Pid(), room.Argv)
+		o.Started(proc.Pid(), box.Argv)
 	}
 	grace := o.ExitGrace
 	if grace <= 0 {
@@ -173,7 +175,7 @@ func RunWriter(ctx context.Context, o WriterOptions, inst agent.Install) (Writer
 			}
 		}
 		if r.IsError && end.Error == "" {
-			end.Error = "agent error: " + clip(r.Error, 200)
+			end.Error = "agent error: " + run.Clip(r.Error, 200)
 		}
 	}
 	if end.SessionID == "" && o.Resume != "" {
@@ -192,7 +194,7 @@ func WriterSessionFile(name, sessions, id string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return probe.ReadSession(a, filepath.Clean(sessions), id)
+	return room.ReadSession(a, filepath.Clean(sessions), id)
 }
 
 // RunManualWriter runs a writer's agent interactive on the operator's terminal t, in the same
@@ -206,14 +208,14 @@ func RunManualWriter(ctx context.Context, o WriterOptions, inst agent.Install, t
 	if err != nil {
 		return 0, nil, err
 	}
-	p := probe.Plan{Agent: a, Inst: inst, Config: o.Config, Workspace: o.Workspace, Guard: o.ReadOnly, Sessions: o.Sessions,
+	p := room.Plan{Agent: a, Inst: inst, Config: o.Config, Workspace: o.Workspace, Guard: o.ReadOnly, Sessions: o.Sessions,
 		Login: o.Upstream == "", Model: o.Model}
-	room, setup, err := probe.BuildRoom(p, o.Upstream, nil)
+	box, setup, err := room.Build(p, o.Upstream)
 	if err != nil {
 		return 0, nil, err
 	}
 	// Permission prompts off, as for a headless writer: the room is the boundary.
-	room.Argv = append([]string{inst.Command}, a.AttachArgs(append(append(setup.Args, o.Config.Agents[a.Name()].Args...), o.Args...), true)...)
-	code, err := runOnTerminal(ctx, t, room, log)
-	return code, room.Argv, err
+	box.Argv = append([]string{inst.Command}, a.AttachArgs(append(append(setup.Args, o.Config.Agents[a.Name()].Args...), o.Args...), true)...)
+	code, err := runOnTerminal(ctx, t, box, log)
+	return code, box.Argv, err
 }

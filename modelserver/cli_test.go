@@ -21,9 +21,20 @@ import (
 
 const cliPrompt = "Create made.txt and notes/hello.txt."
 
-// agentBin finds an agent CLI in ../agents/NAME/node_modules/.bin.
+// needCLIs skips t under -short: it runs the real agent CLIs against the server. Without
+// -short a missing CLI still fails the test.
+func needCLIs(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs the real agent CLIs; skipped under -short")
+	}
+}
+
+// agentBin finds an agent CLI in ../agents/NAME/node_modules/.bin. Every test that runs a
+// CLI asks it for one first, so it is where such a test skips under -short.
 func agentBin(t *testing.T, name string) string {
 	t.Helper()
+	needCLIs(t)
 	p, err := filepath.Abs(filepath.Join("..", "agents", name, "node_modules", ".bin", name))
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -188,7 +189,7 @@ func (p *scriptParser) lineOf(path string) int {
 func (p *scriptParser) unknownKeys(m map[string]any, allowed []string, path, where string) error {
 	var bad []string
 	for k := range m {
-		if !contains(allowed, k) {
+		if !slices.Contains(allowed, k) {
 			bad = append(bad, k)
 		}
 	}
@@ -523,15 +524,6 @@ func lastKey(path string) string {
 		path = path[:i]
 	}
 	return path
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // scriptBase is the file name shown in logs.

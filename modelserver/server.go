@@ -272,9 +272,6 @@ func (s *Server) Close() error {
 	return err
 }
 
-// pending is the number of requests being answered.
-func (s *Server) pending() int { return int(s.active.Load()) }
-
 // Requests returns a copy of every request received so far.
 func (s *Server) Requests() []Request {
 	s.logMu.Lock()

@@ -522,3 +522,6 @@ func TestStreamsDrawIndependently(t *testing.T) {
 		}
 	}
 }
+
+// pending is the number of requests being answered.
+func (s *Server) pending() int { return int(s.active.Load()) }

@@ -3,6 +3,7 @@ package prices
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,7 +22,7 @@ func (t *Table) Show(w io.Writer, override string, at time.Time) {
 	for i, layer := range t.layers {
 		for _, p := range layer {
 			yours := i == 0 && len(t.layers) > 2
-			if !yours && !contains(agentProviders, p.id) {
+			if !yours && !slices.Contains(agentProviders, p.id) {
 				continue
 			}
 			for _, m := range p.models {

@@ -24,11 +24,6 @@ type Tokens struct {
 // Prompt is the request's whole input, cached or not: it is what decides a long-context tier.
 func (t Tokens) Prompt() int64 { return t.Input + t.CacheRead + t.CacheWrite }
 
-// Add is the sum of t and o.
-func (t Tokens) Add(o Tokens) Tokens {
-	return Tokens{t.Input + o.Input, t.Output + o.Output, t.CacheRead + o.CacheRead, t.CacheWrite + o.CacheWrite}
-}
-
 // Rate is a price in USD per million tokens, with long-context tiers: a request whose prompt
 // is above a tier's Start pays that tier's price for all its tokens of this kind (the "cliff"
 // the providers use), not just for those above it.
@@ -185,28 +180,6 @@ func Normalize(model string) string {
 		ref = ref[:i]
 	}
 	return ref
-}
-
-// Models lists the models of the providers named (all when none is), layer by layer.
-func (t *Table) Models(providers ...string) []*Model {
-	var out []*Model
-	for _, layer := range t.layers {
-		for _, p := range layer {
-			if len(providers) == 0 || contains(providers, p.id) {
-				out = append(out, p.models...)
-			}
-		}
-	}
-	return out
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // The genai-prices data.json format, as much of it as tare reads.

@@ -214,12 +214,6 @@ func CheckBwrap(ctx context.Context, bwrap string) (BwrapInfo, error) {
 	return info, nil
 }
 
-// Check is CheckBwrap with the bwrap found in PATH or at /usr/bin/bwrap.
-func Check(ctx context.Context) error {
-	_, err := CheckBwrap(ctx, "")
-	return err
-}
-
 // bwrapFailure turns what bwrap printed when a room failed into one line
 // with the fix.
 func bwrapFailure(path string, code int, stderr string) error {

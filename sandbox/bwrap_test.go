@@ -93,7 +93,7 @@ func TestCheckBwrapReal(t *testing.T) {
 	t.Logf("bwrap %s %s; warnings: %q", info.Path, info.Version, info.Warnings)
 }
 
-// TestBwrapNamespacesUnusable runs Check inside a room, where bwrap cannot
+// TestBwrapNamespacesUnusable runs CheckBwrap inside a room, where bwrap cannot
 // create namespaces (--disable-userns): one line naming the sysctl fix.
 func TestBwrapNamespacesUnusable(t *testing.T) {
 	requireBwrap(t)

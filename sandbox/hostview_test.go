@@ -46,15 +46,15 @@ func checkOwnOutput(t *testing.T, fileStdio bool) []string {
 	// shell's descriptors are named by its pid: /proc/self in $(look) is the subshell's.
 	script := `read -r line
 look() { case "$(dd if="$1" iflag=nonblock bs=65536 count=1 2>/dev/null)" in *"$SECRET"*) echo yes;; *) echo no;; esac; }
-control=$(look /work/control)
+control=$(look ./control) # the workspace, where the room starts
 reads=""
 for p in /proc/$$/fd/0 /proc/$$/fd/1 /proc/$$/fd/2 /proc/1/fd/0 /proc/1/fd/1 /proc/1/fd/2; do
   [ "$(look $p)" = yes ] && reads="$reads $p"
 done
 for p in /proc/$$/fd/0 /proc/1/fd/0; do (printf 'tampered\n' >>$p) 2>/dev/null; done
 echo "stdin=$line control=$control reads=[$reads]"`
-	r := Room{Workspace: ws, Argv: []string{"/bin/sh", "-c", script}, Env: map[string]string{"SECRET": secret},
-		Stdin: in, Stdout: out, Stderr: out, fileStdio: fileStdio}
+	r := rooted(Room{Workspace: ws, Argv: []string{"/bin/sh", "-c", script}, Env: map[string]string{"SECRET": secret},
+		Stdin: in, Stdout: out, Stderr: out, fileStdio: fileStdio})
 	if code := runRoom(t, r); code != 0 {
 		t.Fatalf("room exited %d", code)
 	}
@@ -96,9 +96,9 @@ func checkInitCmdline(t *testing.T, argvOptions bool) []string {
 		t.Fatal(err)
 	}
 	var out strings.Builder
-	r := Room{Workspace: ws, RunStore: store, Stdout: &out, argvOptions: argvOptions,
+	r := rooted(Room{Workspace: ws, RunStore: store, Stdout: &out, argvOptions: argvOptions,
 		Relays: []Relay{{Port: 8080, Upstream: "127.0.0.1:9"}},
-		Argv:   []string{"/bin/sh", "-c", `for f in /proc/[0-9]*/cmdline; do echo "${f%/cmdline}: $(tr '\0' ' ' <$f)"; done`}}
+		Argv:   []string{"/bin/sh", "-c", `for f in /proc/[0-9]*/cmdline; do echo "${f%/cmdline}: $(tr '\0' ' ' <$f)"; done`}})
 	if code := runRoom(t, r); code != 0 {
 		t.Fatalf("room exited %d", code)
 	}
@@ -158,7 +158,7 @@ i=0; while [ "$(readlink /proc/$s/exe)" != /usr/bin/sleep ] && [ $i -lt 100000 ]
 mem() { a=$(sed -n '1s/-.*//p' /proc/$1/maps 2>/dev/null); dd if=$2 bs=8 count=1 iflag=skip_bytes skip=$((0x${a:-400000})) 2>/dev/null | wc -c; }
 echo "sibling=$(mem $s /proc/$s/mem) init=$(mem 1 /proc/1/mem) init-task=$(mem 1 /proc/1/task/1/mem) relay=$(mem 2 /proc/2/mem)"
 kill $s`
-	r := Room{Workspace: t.TempDir(), Argv: []string{"/bin/sh", "-c", script}, Stdout: &out, mutate: mutate}
+	r := rooted(Room{Workspace: t.TempDir(), Argv: []string{"/bin/sh", "-c", script}, Stdout: &out, mutate: mutate})
 	if code := runRoom(t, r); code != 0 {
 		t.Fatalf("room exited %d:\n%s", code, out.String())
 	}
@@ -176,8 +176,8 @@ kill $s`
 }
 
 // TestRoomMemoryOutOfReach: no process of the room can read the memory of bwrap's pid 1
-// (masked) or of tare's relay (non-dumpable), while a sibling's stays readable, as the
-// README says.
+// (masked) or of tare's relay (non-dumpable), while a sibling's stays readable, as
+// docs/room.md says.
 func TestRoomMemoryOutOfReach(t *testing.T) {
 	if bad := checkProcMem(t, nil); len(bad) > 0 {
 		t.Fatal(strings.Join(bad, "\n"))

@@ -47,6 +47,9 @@ func childMain(mode string) int {
 		// Start a room with jobs, say so, and wait to be killed.
 		marker := os.Getenv(markerEnv)
 		r := Room{Workspace: os.Getenv(wsEnv), Argv: jobsScript(marker, false)}
+		if root := os.Getenv(imageEnv); root != "" {
+			r.Image = &Image{Root: root, WorkDir: "/app"}
+		}
 		for _, m := range strings.Split(os.Getenv(mutateEnv), ",") {
 			switch m {
 			case "":
@@ -129,6 +132,9 @@ func checkParentKilled(t *testing.T, mutation string) []string {
 	t.Cleanup(func() { killMarker(marker) })
 	cmd := exec.Command(testBinary(t), "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"=lifecycle", markerEnv+"="+marker, wsEnv+"="+t.TempDir(), mutateEnv+"="+mutation)
+	if testImage != nil {
+		cmd.Env = append(cmd.Env, imageEnv+"="+testImage.Root)
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -224,7 +230,7 @@ func checkBackgroundJobs(t *testing.T, mutate func([]string) []string) []string 
 	t.Helper()
 	marker := "tare-bg-" + randHex(6)
 	t.Cleanup(func() { killMarker(marker) })
-	code := runRoom(t, Room{Workspace: t.TempDir(), Argv: jobsScript(marker, true), mutate: mutate})
+	code := runRoom(t, rooted(Room{Workspace: t.TempDir(), Argv: jobsScript(marker, true), mutate: mutate}))
 	if code != 7 {
 		t.Errorf("room exited %d, want 7", code)
 	}
@@ -397,6 +403,7 @@ func TestStaleRoomFoldersAreSwept(t *testing.T) {
 // TestRunningRoomHoldsItsFolderLock: a room holds its temp folder's lock from Start until
 // it is waited for, so no sweep can take its sockets away while it runs.
 func TestRunningRoomHoldsItsFolderLock(t *testing.T) {
+	needRooms(t)
 	tmp := t.TempDir()
 	p, err := Start(t.Context(), Room{Workspace: t.TempDir(), TempDir: tmp, Tare: testBinary(t), Argv: []string{"sleep", "30"},
 		Relays: []Relay{{Port: 9999, Upstream: "127.0.0.1:9"}}})

@@ -15,10 +15,12 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"tare/sandbox/roomrelay"
 )
 
 // The test binary is also the tare binary inside the rooms it starts
-// (Room.Tare = os.Executable()): TestMain runs RelayMain, InspectMain or a
+// (Room.Tare = os.Executable()): TestMain runs roomrelay.Main, InspectMain or a
 // test child when called that way, so the real code runs in real rooms.
 
 const (
@@ -26,6 +28,7 @@ const (
 	markerEnv = "TARE_SANDBOX_TEST_MARKER" // the unique marker of a lifecycle child's room
 	mutateEnv = "TARE_SANDBOX_TEST_MUTATE" // a mutation the lifecycle child applies
 	wsEnv     = "TARE_SANDBOX_TEST_WS"     // the lifecycle child's workspace
+	imageEnv  = "TARE_SANDBOX_TEST_IMAGE"  // the image root the lifecycle child roots its room in
 )
 
 // canaryEnvKey is set in this test process and must never reach a room.
@@ -37,12 +40,12 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case "relay":
-			os.Exit(RelayMain(os.Args[2:]))
+			os.Exit(roomrelay.Main(os.Args[2:]))
 		case "inspect":
 			os.Exit(InspectMain(os.Args[2:]))
 		case "check-bwrap":
-			// Inside a room: report what Check says about the bwrap there.
-			if err := Check(context.Background()); err != nil {
+			// Inside a room: report what CheckBwrap says about the bwrap there.
+			if _, err := CheckBwrap(context.Background(), ""); err != nil {
 				fmt.Println(err)
 				os.Exit(1)
 			}
@@ -54,7 +57,9 @@ func TestMain(m *testing.M) {
 		os.Exit(childMain(mode))
 	}
 	os.Setenv(canaryEnvKey, canaryEnvValue)
-	os.Exit(m.Run())
+	code := m.Run()
+	removeImageRoot()
+	os.Exit(code)
 }
 
 func randHex(n int) string {
@@ -73,9 +78,19 @@ func testBinary(t testing.TB) string {
 	return exe
 }
 
-// requireBwrap fails (never skips) when bubblewrap is missing.
+// needRooms skips t under -short: it starts bwrap rooms, seconds each on a busy machine.
+func needRooms(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts bwrap rooms; skipped under -short")
+	}
+}
+
+// requireBwrap is where a test that starts rooms begins: it skips under -short (needRooms),
+// and otherwise fails (never skips) when bubblewrap is missing.
 func requireBwrap(t testing.TB) {
 	t.Helper()
+	needRooms(t)
 	if _, err := FindBwrap(""); err != nil {
 		t.Fatalf("%v (the sandbox tests run real rooms)", err)
 	}

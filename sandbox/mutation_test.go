@@ -74,7 +74,48 @@ func hostRoot(a []string) []string {
 	return out
 }
 
+// imageHostRoot replaces an image room's root (the image's files) with the host's, each of
+// its top-level entries bound read-only into an empty root in memory, so bwrap can still
+// make the image room's mount points (its WORKDIR, /tare-run, /.tare) in it.
+func imageHostRoot(a []string) []string {
+	i := slices.Index(a, "/") - 2
+	if i < 0 || a[i] != "--ro-bind" {
+		panic("mutation: image root not found")
+	}
+	repl := []string{"--tmpfs", "/"}
+	ents, err := os.ReadDir("/")
+	if err != nil {
+		panic(err)
+	}
+	for _, e := range ents {
+		name := "/" + e.Name()
+		switch name {
+		case "/proc", "/dev", "/tmp", "/home", "/opt", "/run":
+			continue
+		}
+		if e.Type()&os.ModeSymlink != 0 {
+			target, _ := os.Readlink(name)
+			repl = append(repl, "--symlink", target, name)
+			continue
+		}
+		repl = append(repl, "--ro-bind", name, name)
+	}
+	repl = append(repl, "--tmpfs", "/home", "--tmpfs", "/opt", "--tmpfs", "/run")
+	return slices.Concat(a[:i], repl, a[i+3:])
+}
+
 func TestMutations(t *testing.T) {
+	runMutations(t, false)
+}
+
+// TestImageMutations: the same defences, each removed in turn from a room rooted in an
+// environment image, and two of the image room's own: its root and the read-only remount of
+// tare's folders in memory.
+func TestImageMutations(t *testing.T) {
+	runMutations(t, true)
+}
+
+func runMutations(t *testing.T, image bool) {
 	type check func(v View, r Room, w *world) []string
 	cases := []struct {
 		name  string
@@ -93,10 +134,25 @@ func TestMutations(t *testing.T) {
 			func(v View, r Room, w *world) []string { return checkNetwork(v, w) }},
 		{"--unshare-pid", func(r *Room) { r.mutate = removeSeq("--unshare-pid") },
 			func(v View, r Room, w *world) []string { return checkPIDs(v, w) }},
-		{"--remount-ro /", func(r *Room) { r.mutate = removeSeq("--remount-ro", "/") },
+		{"--remount-ro /", func(r *Room) {
+			r.mutate = removeSeq("--remount-ro", "/")
+			if r.Image != nil {
+				// The image's root is a read-only bind of its own: only both together make it
+				// writable.
+				root := r.Image.Root
+				r.mutate = func(a []string) []string {
+					a = removeSeq("--remount-ro", "/")(a)
+					i := slices.Index(a, root) - 1
+					return slices.Replace(a, i, i+1, "--bind")
+				}
+			}
+		},
 			func(v View, r Room, w *world) []string { return checkWritable(v, r) }},
-		{"allowlist root (--ro-bind / / instead)", func(r *Room) { r.mutate = hostRoot },
-			func(v View, r Room, w *world) []string { return checkCanaries(v, w, r) }},
+		{"allowlist root (--ro-bind / / instead)", func(r *Room) {
+			if r.mutate = hostRoot; r.Image != nil {
+				r.mutate = imageHostRoot
+			}
+		}, func(v View, r Room, w *world) []string { return checkCanaries(v, w, r) }},
 		{"--disable-userns", func(r *Room) { r.mutate = removeSeq("--disable-userns") },
 			func(v View, r Room, w *world) []string { return checkPrivileges(v) }},
 		{"--seccomp", func(r *Room) { r.mutate = removeFlag("--seccomp") },
@@ -108,6 +164,17 @@ func TestMutations(t *testing.T) {
 		{"close-on-exec sweep of inherited fds and the relay's close", func(r *Room) { r.keepFDs, r.noLifeline = true, true },
 			func(v View, r Room, w *world) []string { return checkFDs(v) }},
 	}
+	if image {
+		cases = append(cases, struct {
+			name  string
+			apply func(r *Room)
+			check check
+		}{"--remount-ro of tare's folders in memory", func(r *Room) {
+			r.mutate = func(a []string) []string {
+				return removeSeq("--remount-ro", AgentDir)(removeSeq("--remount-ro", "/opt/tare")(a))
+			}
+		}, func(v View, r Room, w *world) []string { return checkWritable(v, r) }})
+	}
 	w := newWorld(t)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -115,6 +182,9 @@ func TestMutations(t *testing.T) {
 				t.Skip("bwrap started by a user other than root keeps no capability, --cap-drop or not: the flag is load-bearing for root (CI runs as root)")
 			}
 			r := cleanRoom(t, w)
+			if image {
+				r = withImage(t, r)
+			}
 			if got := c.check(inspectWorld(t, w, r), r, w); len(got) > 0 {
 				t.Fatalf("real room already fails: %v", got)
 			}

@@ -154,6 +154,9 @@ type Room struct {
 	// it, which starts in a fraction of tare's time. Start defaults it to FindHelper();
 	// without one the relay runs from TareBin.
 	Helper string
+	// Image, when set, roots the room in an environment image instead of the host's /usr,
+	// with the workspace at the image's WORKDIR (see Image).
+	Image *Image
 
 	// Test hooks: set only by this package's tests to show that each
 	// defence is load-bearing (the mutation tests).
@@ -271,13 +274,28 @@ var (
 // EnvList returns the room's environment: the base (HOME, USER, PATH, LANG,
 // TERM, TMPDIR) with Room.Env added, sorted by key.
 func (r Room) EnvList() []string {
-	env := map[string]string{
+	env := map[string]string{}
+	if r.Image != nil {
+		// The image's ENV first, so tare's own variables (and the caller's Env) win.
+		for k, v := range r.Image.Env {
+			if k != "HOME" && k != "USER" {
+				env[k] = v
+			}
+		}
+	}
+	for k, v := range map[string]string{
 		"HOME":   HomeDir,
 		"USER":   User,
 		"PATH":   r.pathValue(),
 		"LANG":   "C.UTF-8",
 		"TERM":   "dumb",
 		"TMPDIR": "/tmp",
+	} {
+		// The image's LANG (and any other of its variables) stands; what the room itself
+		// decides does not: HOME, USER, PATH, its /tmp and the terminal tare gives it.
+		if _, ok := env[k]; !ok || k != "LANG" {
+			env[k] = v
+		}
 	}
 	if r.TTY != nil {
 		env["TERM"] = "xterm-256color"
@@ -299,9 +317,9 @@ func (r Room) EnvList() []string {
 
 func (r Room) pathValue() string {
 	if len(r.Path) == 0 {
-		return basePath
+		return r.basePathValue()
 	}
-	return strings.Join(r.Path, ":") + ":" + basePath
+	return strings.Join(r.Path, ":") + ":" + r.basePathValue()
 }
 
 // command is what bwrap runs: Argv, wrapped in `tare relay` when the room
@@ -365,13 +383,114 @@ func (r Room) Args(fds FDs) ([]string, error) {
 		a = append(a, "--setenv", k, val)
 	}
 
-	// Root from an allowlist.
+	if r.Image != nil {
+		a = append(a, r.imageRootArgs(fds)...)
+	} else {
+		a = append(a, r.hostRootArgs(fds, perms)...)
+	}
 	a = append(a,
+		"--proc", "/proc",
+		"--dev", "/dev")
+	for _, p := range append(slices.Clone(fds.MaskProc), initMem...) {
+		a = append(a, "--ro-bind", "/dev/null", p)
+	}
+	a = append(a,
+		"--tmpfs", ShmDir,
+		"--remount-ro", "/dev",
+		"--tmpfs", "/tmp")
+
+	// Fresh HOME and the files placed in it.
+	a = append(a, r.memArgs(HomeDir, fds, perms, tmpfsPerms)...)
+
+	// Read-only runtime, then the workspace, the run store and the sockets.
+	if r.Image != nil {
+		// The image's root is read-only and may hold files of its own there: tare's folders
+		// are fresh ones in memory, each holding only what tare binds into it.
+		a = append(a, "--tmpfs", "/opt/tare", "--tmpfs", AgentDir)
+		if r.Image.Runtime != "" {
+			a = append(a, "--ro-bind", r.Image.Runtime, RuntimeDir)
+		}
+	}
+	if r.Agent != "" {
+		a = append(a, "--ro-bind", r.Agent, r.agentDest())
+	}
+	if r.Tare != "" {
+		a = append(a, "--ro-bind", r.Tare, TareBin)
+	}
+	if r.Helper != "" {
+		a = append(a, "--ro-bind", r.Helper, HelperBin)
+	}
+	wd := r.workDir()
+	if r.WorkspaceReadOnly {
+		a = append(a, "--ro-bind", r.Workspace, wd)
+	} else {
+		a = append(a, "--bind", r.Workspace, wd)
+	}
+	a = append(a, r.guardArgs()...)
+	if r.RunStore != "" {
+		a = append(a, "--bind", r.RunStore, RunDir)
+	}
+	if len(r.Relays) > 0 {
+		a = append(a, "--ro-bind", fds.Sock, SockDir)
+	}
+	for _, b := range r.Binds {
+		if b.Tmpfs {
+			a = append(a, r.memArgs(b.Dest, fds, perms, tmpfsPerms)...)
+			continue
+		}
+		op := "--ro-bind"
+		if b.Write {
+			op = "--bind"
+		}
+		if b.Try {
+			op += "-try"
+		}
+		a = append(a, op, b.Source, b.Dest)
+	}
+	if r.Image != nil {
+		// tare's folders in memory were writable for the binds into them; the final
+		// --remount-ro / does not reach them (they are mounts of their own).
+		a = append(a, "--remount-ro", "/opt/tare", "--remount-ro", AgentDir)
+	}
+	a = append(a, "--seccomp", strconv.Itoa(fds.Seccomp))
+	if fds.Info > 2 {
+		a = append(a, "--info-fd", strconv.Itoa(fds.Info))
+	}
+	a = append(a, "--chdir", wd, "--remount-ro", "/", "--")
+	a = append(a, r.command(fds)...)
+	if r.mutate != nil {
+		a = r.mutate(slices.Clone(a))
+	}
+	return a, nil
+}
+
+// imageRootArgs roots the room in the image: its root filesystem read-only at /, the
+// synthetic identity bound over the image's own files (the root is read-only, so nothing can
+// be written into it, and PrepareRoot made sure each file exists), and no file of the host's
+// /etc: the image's libc, certificates and zone files are the environment's.
+func (r Room) imageRootArgs(fds FDs) []string {
+	a := []string{"--ro-bind", r.Image.Root, "/"}
+	if r.Network == NetHost {
+		a = append(a, "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf")
+	}
+	for _, d := range []struct {
+		fd   int
+		path string
+	}{{fds.Passwd, "/etc/passwd"}, {fds.Group, "/etc/group"}, {fds.Hosts, "/etc/hosts"}} {
+		a = append(a, "--ro-bind-data", strconv.Itoa(d.fd), d.path)
+	}
+	return a
+}
+
+// hostRootArgs is the root of a room on the host: /usr and an allowlist of /etc.
+func (r Room) hostRootArgs(fds FDs, perms bool) []string {
+	// Root from an allowlist.
+	a := []string{
 		"--ro-bind", "/usr", "/usr",
 		"--symlink", "usr/bin", "/bin",
 		"--symlink", "usr/sbin", "/sbin",
 		"--symlink", "usr/lib", "/lib",
-		"--symlink", "usr/lib64", "/lib64")
+		"--symlink", "usr/lib64", "/lib64"}
 	copied := map[string]EtcFile{}
 	for _, e := range fds.Etc {
 		copied[e.Path] = e
@@ -402,66 +521,7 @@ func (r Room) Args(fds FDs) ([]string, error) {
 			a = append(a, "--ro-bind-data", strconv.Itoa(d.fd), d.path)
 		}
 	}
-	a = append(a,
-		"--proc", "/proc",
-		"--dev", "/dev")
-	for _, p := range append(slices.Clone(fds.MaskProc), initMem...) {
-		a = append(a, "--ro-bind", "/dev/null", p)
-	}
-	a = append(a,
-		"--tmpfs", ShmDir,
-		"--remount-ro", "/dev",
-		"--tmpfs", "/tmp")
-
-	// Fresh HOME and the files placed in it.
-	a = append(a, r.memArgs(HomeDir, fds, perms, tmpfsPerms)...)
-
-	// Read-only runtime, then the workspace, the run store and the sockets.
-	if r.Agent != "" {
-		a = append(a, "--ro-bind", r.Agent, r.agentDest())
-	}
-	if r.Tare != "" {
-		a = append(a, "--ro-bind", r.Tare, TareBin)
-	}
-	if r.Helper != "" {
-		a = append(a, "--ro-bind", r.Helper, HelperBin)
-	}
-	if r.WorkspaceReadOnly {
-		a = append(a, "--ro-bind", r.Workspace, WorkDir)
-	} else {
-		a = append(a, "--bind", r.Workspace, WorkDir)
-	}
-	a = append(a, r.guardArgs()...)
-	if r.RunStore != "" {
-		a = append(a, "--bind", r.RunStore, RunDir)
-	}
-	if len(r.Relays) > 0 {
-		a = append(a, "--ro-bind", fds.Sock, SockDir)
-	}
-	for _, b := range r.Binds {
-		if b.Tmpfs {
-			a = append(a, r.memArgs(b.Dest, fds, perms, tmpfsPerms)...)
-			continue
-		}
-		op := "--ro-bind"
-		if b.Write {
-			op = "--bind"
-		}
-		if b.Try {
-			op += "-try"
-		}
-		a = append(a, op, b.Source, b.Dest)
-	}
-	a = append(a, "--seccomp", strconv.Itoa(fds.Seccomp))
-	if fds.Info > 2 {
-		a = append(a, "--info-fd", strconv.Itoa(fds.Info))
-	}
-	a = append(a, "--chdir", WorkDir, "--remount-ro", "/", "--")
-	a = append(a, r.command(fds)...)
-	if r.mutate != nil {
-		a = r.mutate(slices.Clone(a))
-	}
-	return a, nil
+	return a
 }
 
 // guardArgs binds each guarded path read-only over the workspace, its folders first, each
@@ -481,10 +541,10 @@ func (r Room) guardArgs() []string {
 			p := strings.Join(parts[:i], "/")
 			if !pinned[p] && !isGuard[p] {
 				pinned[p] = true
-				a = append(a, "--bind", path.Join(r.Workspace, p), path.Join(WorkDir, p))
+				a = append(a, "--bind", path.Join(r.Workspace, p), path.Join(r.workDir(), p))
 			}
 		}
-		a = append(a, "--ro-bind", path.Join(r.Workspace, g), path.Join(WorkDir, g))
+		a = append(a, "--ro-bind", path.Join(r.Workspace, g), path.Join(r.workDir(), g))
 	}
 	return a
 }
@@ -553,7 +613,13 @@ func (f File) mode() fs.FileMode {
 var rootLinks = map[string]bool{"bin": true, "sbin": true, "lib": true, "lib64": true}
 
 // reserved are room paths a Bind may not cover or sit below.
-var reserved = []string{"/proc", "/dev", "/usr", "/etc", SockDir, TareBin, HelperBin, AgentDir, RunDir, WorkDir}
+func (r Room) reserved() []string {
+	res := []string{"/proc", "/dev", "/usr", "/etc", SockDir, TareBin, HelperBin, AgentDir, RunDir, r.workDir()}
+	if r.Image != nil {
+		res = append(res, "/opt/tare", RuntimeDir)
+	}
+	return res
+}
 
 // check validates the spec without touching the disk.
 func (r Room) check() error {
@@ -562,6 +628,11 @@ func (r Room) check() error {
 	}
 	if err := hostPath("Workspace", r.Workspace); err != nil {
 		return err
+	}
+	if r.Image != nil {
+		if err := r.checkImage(); err != nil {
+			return err
+		}
 	}
 	for _, p := range []struct{ field, v string }{{"Agent", r.Agent}, {"RunStore", r.RunStore}, {"Tare", r.Tare}, {"Helper", r.Helper}} {
 		if p.v != "" {
@@ -620,16 +691,16 @@ func (r Room) check() error {
 		if b.Dest == "/" || b.Dest == HomeDir || b.Dest == "/tmp" {
 			return fmt.Errorf("room: %s %q would replace the room's %s: bind below it instead", field, b.Dest, b.Dest)
 		}
-		for _, p := range reserved {
+		for _, p := range r.reserved() {
 			if b.Dest == p || strings.HasPrefix(b.Dest, p+"/") {
 				why := "tare owns it"
-				if p == WorkDir {
+				if p == r.workDir() {
 					why = "a symlink an agent planted in the workspace could redirect the mount"
 				}
 				return fmt.Errorf("room: %s %q is at or below %s (%s): choose another destination", field, b.Dest, p, why)
 			}
 		}
-		for _, p := range append([]string{HomeDir, ShmDir, "/tmp"}, reserved...) {
+		for _, p := range append([]string{HomeDir, ShmDir, "/tmp"}, r.reserved()...) {
 			if strings.HasPrefix(p, b.Dest+"/") {
 				return fmt.Errorf("room: %s %q would hide the room's %s below it: choose another destination", field, b.Dest, p)
 			}
@@ -764,6 +835,9 @@ func (r Room) Validate() error {
 			return fmt.Errorf("room: Binds[%d].Source %q: %v: create it or set Try", i, b.Source, errors.Unwrap(err))
 		}
 	}
+	if r.Image != nil {
+		return r.validateImage()
+	}
 	return nil
 }
 
@@ -791,7 +865,16 @@ func (r Room) Declared() []string {
 	if r.WorkspaceReadOnly {
 		mode = "read-only"
 	}
-	d = append(d, fmt.Sprintf("workspace: %s at %s (%s)", r.Workspace, WorkDir, mode))
+	if im := r.Image; im != nil {
+		d = append(d, fmt.Sprintf("root: environment image %s, %s at / (read-only)", im.Digest, im.Root))
+		if im.User != "" {
+			d = append(d, fmt.Sprintf("user: the image's USER %s runs as the room's %s (uid %d)", im.User, User, UID))
+		}
+		if im.Runtime != "" {
+			d = append(d, fmt.Sprintf("runtime: tare's %s at %s (read-only)", im.Runtime, RuntimeDir))
+		}
+	}
+	d = append(d, fmt.Sprintf("workspace: %s at %s (%s)", r.Workspace, r.workDir(), mode))
 	if len(r.Guard) > 0 && !r.WorkspaceReadOnly {
 		d = append(d, fmt.Sprintf("workspace: read-only within it, as the host runs from them: %s", strings.Join(r.Guard, ", ")))
 	}

@@ -199,6 +199,9 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 	fds.Version = info.Version
 	fds.MaskProc = hostProcMasks()
 	for _, p := range etcAllow {
+		if r.Image != nil {
+			break // an image room has the image's /etc, none of the host's
+		}
 		f, mode, err := etcCopy(p, dir)
 		if err != nil {
 			return nil, err

@@ -132,7 +132,10 @@ func newWorld(t *testing.T) *world {
 // writeProbes are the paths whose writability the suite tries.
 func writeProbes(r Room) []string {
 	p := []string{"/", "/etc", "/usr", "/bin", "/opt", "/opt/tare", TareBin, "/run", "/home", "/dev", "/proc",
-		"/etc/passwd", "/etc/hosts", "/etc/ld.so.cache", WorkDir, HomeDir, "/tmp", ShmDir}
+		"/etc/passwd", "/etc/hosts", "/etc/ld.so.cache", r.workDir(), HomeDir, "/tmp", ShmDir}
+	if r.Image != nil {
+		p = append(p, AgentDir, RuntimeDir, "/usr/bin")
+	}
 	if len(r.Relays) > 0 {
 		p = append(p, SockDir)
 	}
@@ -146,7 +149,7 @@ func writeProbes(r Room) []string {
 func writableSet(r Room) []string {
 	s := []string{HomeDir, "/tmp", ShmDir}
 	if !r.WorkspaceReadOnly {
-		s = append(s, WorkDir)
+		s = append(s, r.workDir())
 	}
 	if r.RunStore != "" {
 		s = append(s, RunDir)
@@ -269,7 +272,7 @@ func checkCaps(v View) []string {
 // PWD for --chdir) and holds no canary.
 func checkEnv(v View, r Room, w *world) []string {
 	var bad []string
-	want := append(r.EnvList(), "PWD="+WorkDir)
+	want := append(r.EnvList(), "PWD="+r.workDir())
 	got := slices.Clone(v.Env)
 	sort.Strings(want)
 	sort.Strings(got)
@@ -337,6 +340,9 @@ func checkCanaries(v View, w *world, r Room) []string {
 		if strings.HasPrefix(f.Why, "name ") && slices.ContainsFunc(r.Files, func(rf File) bool { return rf.Path == f.Path }) {
 			continue // the room's own declared file, by name only
 		}
+		if strings.HasPrefix(f.Why, "name ") && imageOwn(r, f.Path, w) {
+			continue // the image's own file (its /etc/skel/.bashrc), by name only
+		}
 		bad = append(bad, fmt.Sprintf("found %s (%s)", f.Path, f.Why))
 	}
 	for _, e := range v.Exists {
@@ -368,6 +374,20 @@ func checkCanaries(v View, w *world, r Room) []string {
 		}
 	}
 	return bad
+}
+
+// imageOwn says whether p, in a room rooted in an image, is a file of the image's root
+// whose content is none of the planted ones.
+func imageOwn(r Room, p string, w *world) bool {
+	if r.Image == nil {
+		return false
+	}
+	data, err := os.ReadFile(filepath.Join(r.Image.Root, p))
+	if err != nil {
+		return false
+	}
+	_, planted := w.hashes[sha256hex(string(data))]
+	return !planted
 }
 
 // checkNetwork: loopback only, no route, no host listener.
@@ -436,7 +456,17 @@ func inspectWorld(t *testing.T, w *world, r Room) View {
 // namespace, descriptors and every canary of the planted world.
 func TestRoomIsClean(t *testing.T) {
 	w := newWorld(t)
-	r := cleanRoom(t, w)
+	roomIsClean(t, w, cleanRoom(t, w))
+}
+
+// TestImageRoomIsClean is TestRoomIsClean in a room rooted in an environment image.
+func TestImageRoomIsClean(t *testing.T) {
+	w := newWorld(t)
+	roomIsClean(t, w, withImage(t, cleanRoom(t, w)))
+}
+
+func roomIsClean(t *testing.T, w *world, r Room) {
+	t.Helper()
 	v := inspectWorld(t, w, r)
 	report(t, "writable", checkWritable(v, r))
 	report(t, "privileges", checkPrivileges(v))

@@ -40,8 +40,8 @@ func runTTYInspect(t *testing.T, mutate func([]string) []string) View {
 	requireBwrap(t)
 	ws := t.TempDir()
 	master, slave := openPTY(t)
-	r := Room{Workspace: ws, TTY: slave, Tare: testBinary(t), mutate: mutate}
-	r.Argv = append([]string{TareBin}, append(InspectOptions{}.Args(), "--out", WorkDir+"/tty.json")...)
+	r := rooted(Room{Workspace: ws, TTY: slave, Tare: testBinary(t), mutate: mutate})
+	r.Argv = append([]string{TareBin}, append(InspectOptions{}.Args(), "--out", r.workDir()+"/tty.json")...)
 	p, err := Start(t.Context(), r)
 	slave.Close()
 	if err != nil {

@@ -50,6 +50,7 @@ func manyFiles(t testing.TB, root string, n int) {
 // files after them, reports every well-known secret path (and no look-alike), and walks the
 // agent runtime at /opt/agent, where a standalone binary's folder may hold anything.
 func TestWalkSeesEverySecretAndTheAgentRuntime(t *testing.T) {
+	needRooms(t)
 	root := t.TempDir()
 	ws, runtimeDir, home := filepath.Join(root, "ws"), filepath.Join(root, "runtime"), filepath.Join(root, "home")
 	manyFiles(t, filepath.Join(ws, "aaa"), 30000)
@@ -113,6 +114,7 @@ func TestWalkSeesEverySecretAndTheAgentRuntime(t *testing.T) {
 // through the room like any walk (here a read-write bind below the room's own /tmp): it finds
 // the host file and the secret there, and none of those in the workspace beside it.
 func TestWalkWithinOneFolder(t *testing.T) {
+	needRooms(t)
 	root := t.TempDir()
 	ws, planted := filepath.Join(root, "ws"), filepath.Join(root, "planted", "home")
 	writeTree(t, ws, ".aws/credentials", "notes.md")

@@ -25,6 +25,7 @@ func (p *cliffPane) setSize(w, h int)                  { p.w, p.h = w, h }
 func (p *cliffPane) refresh()                          {}
 func (p *cliffPane) capturing() bool                   { return false }
 func (p *cliffPane) help() []key.Binding               { return nil }
+func (p *cliffPane) rowHelp() []key.Binding            { return nil }
 func (p *cliffPane) update(tea.KeyMsg) (bool, tea.Cmd) { return false, nil }
 func (p *cliffPane) rows() int                         { return 9 }
 
@@ -168,6 +169,7 @@ func (p *swapPane) setSize(w, h int)                  { p.w, p.h = w, h }
 func (p *swapPane) refresh()                          {}
 func (p *swapPane) capturing() bool                   { return false }
 func (p *swapPane) help() []key.Binding               { return nil }
+func (p *swapPane) rowHelp() []key.Binding            { return nil }
 func (p *swapPane) update(tea.KeyMsg) (bool, tea.Cmd) { return false, nil }
 func (p *swapPane) rows() int                         { return 6 }
 

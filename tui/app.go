@@ -8,6 +8,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -79,8 +80,56 @@ func Run(ctx context.Context, o Options) error {
 		alive = o.Engine.Alive
 	}
 	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithInput(in), tea.WithOutput(out))
-	_, err = runProgram(ctx, p, m, newBridge(newWatcher(o.StateDir, o.Dirs, alive, logger), p.Send))
-	return err
+	if _, err = runProgram(ctx, p, m, newBridge(newWatcher(o.StateDir, o.Dirs, alive, logger), p.Send)); err != nil {
+		return err
+	}
+	// Leaving the app stops nothing: say what goes on, on the terminal the app gives back.
+	if s := m.goingOn(); s != "" {
+		fmt.Fprintln(out, s)
+	}
+	return nil
+}
+
+// goingOn says which runs and writers go on after the app, each named as a command to follow
+// it; empty when nothing does.
+func (m *model) goingOn() string {
+	var runs []string
+	for _, dir := range m.env.store.order {
+		if m.env.store.run(dir).status() == "live" {
+			runs = append(runs, "tare watch "+shellWord(dir))
+		}
+	}
+	var writers []string
+	if m.home.writers != nil {
+		for _, w := range m.home.writers.rows {
+			if w.status == "running" || w.status == "by hand" {
+				writers = append(writers, filepath.Base(w.exp)+" "+w.id)
+			}
+		}
+		sort.Strings(writers)
+	}
+	var parts []string
+	switch len(runs) {
+	case 0:
+	case 1:
+		parts = append(parts, "1 run goes on in the background: "+runs[0])
+	default:
+		parts = append(parts, fmt.Sprintf("%d runs go on in the background: %s", len(runs), strings.Join(runs, "; ")))
+	}
+	switch len(writers) {
+	case 0:
+	case 1:
+		parts = append(parts, "1 writer goes on: "+writers[0])
+	default:
+		parts = append(parts, fmt.Sprintf("%d writers go on: %s", len(writers), strings.Join(writers, ", ")))
+	}
+	switch {
+	case len(parts) == 0:
+		return ""
+	case len(runs)+len(writers) == 1:
+		return "tare: " + parts[0] + "; tare shows it again"
+	}
+	return "tare: " + strings.Join(parts, "; ") + "; tare shows them again"
 }
 
 // Watch runs the app on run directories written by any tare process (tare watch DIR...).
@@ -162,6 +211,9 @@ type LiveOptions struct {
 	Done <-chan struct{}
 	// Stay keeps the view open on the finished run, to browse it, until q.
 	Stay bool
+	// Lines prints plain lines even where Out is a terminal: the caller's own output (a
+	// report on stdout) goes where no view can be drawn.
+	Lines bool
 }
 
 // LiveRun shows a run until it finishes or ctx ends: the live run view when Out (and In) is
@@ -181,7 +233,7 @@ func LiveRun(ctx context.Context, o LiveOptions) error {
 		defer cancel()
 		wake = wakeOn(sctx, o.Bus)
 	}
-	if !term.IsTerminal(int(o.Out.Fd())) || !term.IsTerminal(int(o.In.Fd())) {
+	if o.Lines || !term.IsTerminal(int(o.Out.Fd())) || !term.IsTerminal(int(o.In.Fd())) {
 		return printLines(ctx, o.Dir, wake, o.Out, 0, o.Done)
 	}
 	logger, closeLog, err := openLog(o.LogFile, "")

@@ -19,7 +19,7 @@
 //
 // The engine's side is the small [Engine] interface (defined here, at its consumer) and
 // two file formats it writes: each run's journal.jsonl (package engine) and each agent's
-// last reading of a project and room at <state>/probes/<agent>-<hash>.json ([ProbeReading]);
+// last reading of a project and room at <state>/probes/<agent>-<hash>.json ([tare/engine/probe.Summary]);
 // the probes pane shows the app's own project's readings only.
 //
 // Only this package imports Bubble Tea.

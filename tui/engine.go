@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"tare/engine/journal"
+	"tare/workshop"
 )
 
 // Engine is what the app asks of tare's engine. Each method is the call the command line
@@ -16,7 +17,7 @@ import (
 // started, resumed or retried here keeps going after the app is gone.
 type Engine interface {
 	// Probe takes a new reading of agent in the app's project, as `tare probe AGENT` does,
-	// and stores it at <state>/probes/<agent>-<hash>.json (see ProbeReading); the app shows
+	// and stores it at <state>/probes/<agent>-<hash>.json (see probe.Summary); the app shows
 	// it from there.
 	Probe(ctx context.Context, agent string) error
 	// Resume continues a crashed run (no process owns it and it has no report), as
@@ -43,6 +44,39 @@ type Engine interface {
 	// Attach is the command that runs an agent attached, as `tare AGENT` does; the app starts
 	// it on a pty in its terminal pane.
 	Attach(req AttachRequest) (*exec.Cmd, error)
+
+	WorkshopEngine
+}
+
+// WorkshopEngine is what the Writers pane asks: one call per workshop command, as `tare
+// workshop VERB EXP WRITER` makes it. A writer started here runs in a process of its own, so
+// it outlives the app and the ssh session.
+type WorkshopEngine interface {
+	// WorkshopRun runs one writer as `tare workshop run EXP WRITER [--script F]` does, in a
+	// process of its own; it returns once the writer runs, or with the refusal whole.
+	WorkshopRun(ctx context.Context, exp, writer, script string) error
+	// WorkshopResume continues a writer a quota wall stopped, as `tare workshop resume`, in a
+	// process of its own; it returns once the writer runs again, or with the refusal.
+	WorkshopResume(ctx context.Context, exp, writer, script string) error
+	// WorkshopManual is the command that runs `tare workshop manual EXP WRITER`: the app
+	// starts it on a pty in its terminal pane, and it records the writer's terminal.log.
+	WorkshopManual(exp, writer, script string) (*exec.Cmd, error)
+	// WorkshopCollect archives and checks a writer's drafts, as `tare workshop collect`, and
+	// returns its state after: a missing or short output fails it, with the reason.
+	WorkshopCollect(ctx context.Context, exp, writer string) (*workshop.State, error)
+	// WorkshopRetryID is the id a retry of writer would be staged under (workshop's RetryID):
+	// the app names it before the operator confirms.
+	WorkshopRetryID(ctx context.Context, exp, writer string) (string, error)
+	// WorkshopRetry stages newID in writer's seat, as `tare workshop retry EXP WRITER NEW_ID`;
+	// writer stays on record.
+	WorkshopRetry(ctx context.Context, exp, writer, newID string) error
+	// WorkshopAnonymize seals the completed drafts under letters, as `tare workshop
+	// anonymize`; reseal shuffles a sealed experiment again, keeping the old key.
+	WorkshopAnonymize(ctx context.Context, exp string, reseal bool) (*workshop.Sealed, error)
+	// WorkshopReport is the experiment's report as `tare workshop report` prints it: while
+	// the drafts are sealed and their reading not recorded, nothing pairs a letter with a
+	// writer.
+	WorkshopReport(ctx context.Context, exp string) (string, error)
 }
 
 // AttachRequest is what the attach form collects for `tare AGENT`.

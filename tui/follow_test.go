@@ -142,7 +142,7 @@ func TestWatcherFindsNewRunsReadingsAndLiveness(t *testing.T) {
 	alive[r.dir] = true
 	mu.Unlock()
 	r.at(0, journal.Event{RunStarted: &journal.RunStarted{Kind: "calibrate"}})
-	writeProbe(t, stateDir, ProbeReading{Agent: "claude", Verdict: "tare: 0.00", Zero: true, At: t0, Project: demoProject, Room: probe.RoomModelServer})
+	writeProbe(t, stateDir, probe.Summary{Agent: "claude", Verdict: "tare: 0.00", Zero: true, At: t0, Project: demoProject, Room: probe.RoomModelServer})
 	f := w.poll(time.Now())
 	if len(f.runs) != 1 || f.runs[0].dir != r.dir || len(f.runs[0].events) != 1 {
 		t.Fatalf("new run: %+v", f.runs)

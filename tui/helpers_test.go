@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,6 +20,7 @@ import (
 
 	"tare/engine/journal"
 	"tare/engine/probe"
+	"tare/workshop"
 )
 
 // t0 is the fixed "now" of the tests that draw views, so elapsed times and ages are stable.
@@ -100,6 +102,71 @@ func (s *stubEngine) Alive(dir string) bool {
 	a, ok := s.alive[dir]
 	return a || !ok
 }
+
+// The workshop's calls are the workshop package's own, on the experiment's real folder, as
+// the command line makes them; the stub records them. Starting a writer is a process of
+// tare's, which a test gives (writerStub).
+func (s *stubEngine) WorkshopRun(_ context.Context, exp, writer, script string) error {
+	s.record("WorkshopRun", exp, writer, script)
+	return errors.New("this test starts no writer")
+}
+func (s *stubEngine) WorkshopResume(_ context.Context, exp, writer, script string) error {
+	s.record("WorkshopResume", exp, writer, script)
+	return errors.New("this test starts no writer")
+}
+func (s *stubEngine) WorkshopManual(exp, writer, script string) (*exec.Cmd, error) {
+	s.record("WorkshopManual", exp, writer, script)
+	return nil, errors.New("this test starts no writer")
+}
+func (s *stubEngine) WorkshopCollect(_ context.Context, exp, writer string) (*workshop.State, error) {
+	if err := s.record("WorkshopCollect", exp, writer); err != nil {
+		return nil, err
+	}
+	e, err := workshop.Load(exp)
+	if err != nil {
+		return nil, err
+	}
+	return workshop.Collect(e, writer, nil)
+}
+func (s *stubEngine) WorkshopRetryID(_ context.Context, exp, writer string) (string, error) {
+	e, err := workshop.Load(exp)
+	if err != nil {
+		return "", err
+	}
+	return e.RetryID(writer), nil
+}
+func (s *stubEngine) WorkshopRetry(_ context.Context, exp, writer, newID string) error {
+	if err := s.record("WorkshopRetry", exp, writer, newID); err != nil {
+		return err
+	}
+	e, err := workshop.Load(exp)
+	if err != nil {
+		return err
+	}
+	_, err = workshop.Retry(e, writer, newID)
+	return err
+}
+func (s *stubEngine) WorkshopAnonymize(_ context.Context, exp string, reseal bool) (*workshop.Sealed, error) {
+	if err := s.record("WorkshopAnonymize", exp, fmt.Sprint(reseal)); err != nil {
+		return nil, err
+	}
+	e, err := workshop.Load(exp)
+	if err != nil {
+		return nil, err
+	}
+	return workshop.Anonymize(e, workshop.SealOptions{Reseal: reseal})
+}
+func (s *stubEngine) WorkshopReport(_ context.Context, exp string) (string, error) {
+	e, err := workshop.Load(exp)
+	if err != nil {
+		return "", err
+	}
+	r, err := workshop.MakeReport(e, nil)
+	if err != nil {
+		return "", err
+	}
+	return r.Table(), nil
+}
 func (s *stubEngine) Attach(req AttachRequest) (*exec.Cmd, error) {
 	s.record("Attach", req.Agent, fmt.Sprint(req.Offline), req.Script)
 	if s.attach != nil {
@@ -151,8 +218,8 @@ func sec(s int) time.Duration  { return time.Duration(s) * time.Second }
 func demoState(t testing.TB) (stateDir, calDir, crashedDir string) {
 	t.Helper()
 	stateDir = t.TempDir()
-	writeProbe(t, stateDir, ProbeReading{Agent: "claude", Version: "2.1.197", Verdict: "tare: 0.00", Zero: true, At: t0.Add(-min_(3)), Project: demoProject, Room: probe.RoomModelServer})
-	writeProbe(t, stateDir, ProbeReading{Agent: "codex", Version: "0.171.0", Verdict: "tare: 2 leaks", At: t0.Add(-2 * time.Hour), Project: demoProject, Room: probe.RoomModelServer})
+	writeProbe(t, stateDir, probe.Summary{Agent: "claude", Version: "2.1.197", Verdict: "tare: 0.00", Zero: true, At: t0.Add(-min_(3)), Project: demoProject, Room: probe.RoomModelServer})
+	writeProbe(t, stateDir, probe.Summary{Agent: "codex", Version: "0.171.0", Verdict: "tare: 2 leaks", At: t0.Add(-2 * time.Hour), Project: demoProject, Room: probe.RoomModelServer})
 
 	c := openRun(t, stateDir, "calibrate", "calibrate-demo")
 	c.at(-min_(10), journal.Event{RunStarted: &journal.RunStarted{Kind: "calibrate", Project: "/src/shop", Prompt: "fix the failing test",
@@ -160,12 +227,14 @@ func demoState(t testing.TB) (stateDir, calDir, crashedDir string) {
 		Sides: []journal.Side{{Key: "a", Agent: "claude", Args: []string{"--model", "haiku"}}, {Key: "b", Agent: "codex"}}}})
 	c.at(-min_(10), journal.Event{Phase: &journal.Phase{Name: "tails"}})
 	tails := []struct {
-		id, side, status, detail string
-		reason                   journal.Reason
-		calls                    int
-		start, took              int // seconds before t0, seconds
-		cost                     float64
-		attempt                  int
+		id, side    string
+		status      journal.Status
+		detail      string
+		reason      journal.Reason
+		calls       int
+		start, took int // seconds before t0, seconds
+		cost        float64
+		attempt     int
 	}{
 		{"a-0", "a", "passed", "end_turn; make test ok", "", 6, 590, 95, 0.04, 0},
 		{"b-0", "b", "passed", "end_turn; make test ok", "", 9, 590, 140, 0.07, 0},
@@ -222,7 +291,7 @@ func demoState(t testing.TB) (stateDir, calDir, crashedDir string) {
 // demoProject is the folder the demo state's readings are for, and the app's project.
 const demoProject = "/src/shop"
 
-func writeProbe(t testing.TB, stateDir string, r ProbeReading) {
+func writeProbe(t testing.TB, stateDir string, r probe.Summary) {
 	t.Helper()
 	path := probe.ReadingPath(stateDir, r.Agent, r.Project, r.Room)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

@@ -160,6 +160,22 @@ func (p *probesPane) help() []key.Binding {
 	return []key.Binding{with(k.Open, "reading"), k.Probe, k.Attach, k.Filter}
 }
 
+func (p *probesPane) rowHelp() []key.Binding {
+	k := p.env.keys
+	agent := p.t.selected()
+	if agent == "" {
+		return []key.Binding{k.Filter}
+	}
+	var out []key.Binding
+	if _, ok := p.env.store.probes[agent]; ok {
+		out = append(out, with(k.Open, "reading"))
+	}
+	if !p.env.store.probing[agent] {
+		out = append(out, k.Probe)
+	}
+	return append(out, k.Attach, k.Filter)
+}
+
 // runsPane lists every run, live and finished, newest first.
 type runsPane struct {
 	env *env
@@ -244,4 +260,21 @@ func (p *runsPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 func (p *runsPane) help() []key.Binding {
 	k := p.env.keys
 	return []key.Binding{k.Open, k.Resume, k.New, k.Delete, k.Filter}
+}
+
+func (p *runsPane) rowHelp() []key.Binding {
+	k := p.env.keys
+	dir := p.t.selected()
+	if dir == "" {
+		return []key.Binding{k.New, k.Filter}
+	}
+	out := []key.Binding{k.Open}
+	switch p.env.store.run(dir).status() {
+	case "crashed":
+		out = append(out, k.Resume, k.Delete)
+	case "live":
+	default:
+		out = append(out, k.Delete)
+	}
+	return append(out, k.New, k.Filter)
 }

@@ -12,11 +12,6 @@ import (
 	"tare/engine/journal"
 )
 
-// shotKey shows, in the footer, the path of the screenshot the judge scored for the selected
-// tail (a judge check's or a judge-noise judgement's), to open in an image viewer: a terminal
-// cannot show it.
-var shotKey = key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "screenshot path"))
-
 // statusCell is a tail's status as the tails table shows it: a judge's score against the
 // threshold where the judge scored ("8≥5 passed", "3<5 failed", "score 6" with no
 // threshold), the status word otherwise.
@@ -49,7 +44,7 @@ func judgeLine(s styles, t *journal.TailState) string {
 	}
 	line := fmt.Sprintf("judge: score %d on %d-%d", *j.Score, j.Scale[0], j.Scale[1])
 	if j.Threshold != nil {
-		line += fmt.Sprintf(" · threshold %g: ", *j.Threshold) + s.tone(statusTone(t.Status), t.Status)
+		line += fmt.Sprintf(" · threshold %g: ", *j.Threshold) + s.tone(statusTone(string(t.Status)), string(t.Status))
 	}
 	return line + " — " + orDash(j.Reason) + hint
 }
@@ -80,6 +75,7 @@ func (p *noisePane) setSize(w, h int)                  { p.w, p.h = w, h }
 func (p *noisePane) refresh()                          {}
 func (p *noisePane) capturing() bool                   { return false }
 func (p *noisePane) help() []key.Binding               { return nil }
+func (p *noisePane) rowHelp() []key.Binding            { return nil }
 func (p *noisePane) update(tea.KeyMsg) (bool, tea.Cmd) { return false, nil }
 
 // rows is a line per page and one for the threshold's verdict.
@@ -229,9 +225,9 @@ func noiseStrip(s styles, sp engine.Spread, scale [2]int, threshold *float64, w 
 
 // judgeKeys is the screenshot key for a run the judge scores (a judge-noise run, or a run
 // whose check is tare's judge), and nothing for any other.
-func judgeKeys(st *journal.RunState) []key.Binding {
+func judgeKeys(k KeyMap, st *journal.RunState) []key.Binding {
 	if st.Kind == "judge-noise" || strings.Contains(st.Check, " judge ") {
-		return []key.Binding{shotKey}
+		return []key.Binding{k.Shot}
 	}
 	return nil
 }

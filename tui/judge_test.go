@@ -26,6 +26,15 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// needRooms skips t under -short: it runs the real engine, whose rooms start the agent CLIs
+// (and Chromium for a judge), seconds to minutes on a busy machine.
+func needRooms(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts rooms; skipped under -short")
+	}
+}
+
 // judgeWorld is what a judge test runs on: a config naming this checkout's pinned claude, a
 // state folder of the test's own, a page, a rubric on 1-10 and a judge script.
 type judgeWorld struct {
@@ -71,6 +80,7 @@ const judgeNoiseScript = `
 // computed them, and the verdict on the threshold the command line gives. A judgement's view
 // shows its score, the threshold, the verdict and the reason, and s shows the screenshot.
 func TestJudgeNoiseRunShowsEachPagesSpread(t *testing.T) {
+	needRooms(t)
 	w := newJudgeWorld(t, judgeNoiseScript)
 	r, err := engine.LoadRubric(w.rubric)
 	if err != nil {
@@ -131,6 +141,7 @@ func TestJudgeNoiseRunShowsEachPagesSpread(t *testing.T) {
 // the tails table shows each tail's score against the threshold where pass/fail is, and a
 // tail's view the judge's score, threshold, verdict and reason, with its screenshot on s.
 func TestJudgeCheckScoresShowWherePassFailDoes(t *testing.T) {
+	needRooms(t)
 	w := newJudgeWorld(t, judgeNoiseScript)
 	build := filepath.Join(t.TempDir(), "build.toml")
 	os.WriteFile(build, []byte("[[turn]]\ntext = \"Writing.\"\nwrite = { path = \"index.html\", content = \"<h1>Hi</h1>\" }\n\n[[turn]]\ntext = \"Done.\"\n"), 0o644)

@@ -39,6 +39,22 @@ type KeyMap struct {
 	// Release is the one chord the terminal pane keeps for the app: it returns focus to tare.
 	Release key.Binding
 
+	// Find opens the search line of a run's tails (/ filters any table by its rows' words;
+	// f searches what the agents said and did).
+	Find key.Binding
+	// Mark marks the selected tail as the first of two to compare; Compare lays the selected
+	// tail beside the marked one (of this run or another). Side is the two in one footer entry.
+	Mark, Compare, Side key.Binding
+	// Shot shows the path of the screenshot the judge scored for the selected tail.
+	Shot key.Binding
+
+	// The Writers pane's keys, each one workshop command on the selected writer: Report opens
+	// the experiment's report, WriterRun and WriterManual start a prepared writer (in its room,
+	// or by hand in the terminal pane), Collect archives and checks its drafts, WriterResume
+	// continues one a quota wall or an expired login stopped, WriterRetry stages a new writer
+	// in its seat, Anonymize seals the experiment's drafts.
+	Report, WriterRun, WriterManual, Collect, WriterResume, WriterRetry, Anonymize key.Binding
+
 	Confirm, Cancel key.Binding
 	// Submit sends the new-run form from any field.
 	Submit key.Binding
@@ -79,11 +95,26 @@ func DefaultKeyMap() KeyMap {
 		Attach:   b("a", "attach agent", "a"),
 		Terminal: b("t", "terminal", "t"),
 		Release:  b("ctrl+]", "back to tare", "ctrl+]"),
-		Confirm:  b("y", "yes", "y", "Y"),
-		Cancel:   b("n", "no", "n", "N", "esc"),
-		Submit:   b("ctrl+s", "start", "ctrl+s"),
-		Help:     b("?", "help", "?"),
-		Quit:     b("q", "quit", "q", "ctrl+c"),
+		Find:     b("f", "find", "f"),
+		Mark:     b("m", "mark tail", "m"),
+		Compare:  b("=", "beside marked", "="),
+		// The footer has room for one entry for the two.
+		Side: b("m/=", "compare", "m", "="),
+		Shot: b("s", "screenshot path", "s"),
+
+		Report:       b("enter", "report", "enter"),
+		WriterRun:    b("r", "run writer", "r"),
+		WriterManual: b("m", "write by hand", "m"),
+		Collect:      b("c", "collect", "c"),
+		WriterResume: b("u", "resume (quota/login)", "u"),
+		WriterRetry:  b("R", "retry as new", "R"),
+		Anonymize:    b("A", "anonymize", "A"),
+
+		Confirm: b("y", "yes", "y", "Y"),
+		Cancel:  b("n", "no", "n", "N", "esc"),
+		Submit:  b("ctrl+s", "start", "ctrl+s"),
+		Help:    b("?", "help", "?"),
+		Quit:    b("q", "quit", "q", "ctrl+c"),
 	}
 }
 
@@ -93,11 +124,17 @@ func with(b key.Binding, desc string) key.Binding {
 	return b
 }
 
-// helpKeys is the help for one moment of the app: the keys that do something right now.
+// helpKeys is the help for one moment of the app: the keys that act on the row under the
+// cursor (short, the footer's) and every key of the view, in titled groups (the ? help's).
 type helpKeys struct {
-	short []key.Binding
-	full  [][]key.Binding
+	short  []key.Binding
+	groups []helpGroup
 }
 
-func (h helpKeys) ShortHelp() []key.Binding  { return h.short }
-func (h helpKeys) FullHelp() [][]key.Binding { return h.full }
+// helpGroup is one pane's keys (or the moves, or the keys of every view) under its title.
+type helpGroup struct {
+	title string
+	keys  []key.Binding
+}
+
+func (h helpKeys) ShortHelp() []key.Binding { return h.short }

@@ -19,6 +19,7 @@ import (
 	"tare/demo"
 	"tare/engine"
 	"tare/engine/journal"
+	enginerun "tare/engine/run"
 )
 
 // treeMemory is the proportional memory (PSS: a shared page counts once, split among its
@@ -121,7 +122,7 @@ func BenchmarkManyTails(b *testing.B) {
 		bridgeDone := make(chan struct{})
 		go func() {
 			defer close(bridgeDone)
-			newBridge(newWatcher(stateDir, nil, engine.Alive, nil), p.Send).run(ctx)
+			newBridge(newWatcher(stateDir, nil, enginerun.Alive, nil), p.Send).run(ctx)
 		}()
 		ran := make(chan error, 1)
 		go func() { _, err := p.Run(); ran <- err }()

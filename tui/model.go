@@ -259,6 +259,9 @@ func (m *model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tickMsg:
 		m.expire(time.Time(msg))
 		m.refresh()
+		if m.page() == tailPage {
+			return m, m.tail.poll()
+		}
 		return m, nil // the clock (see clock.go) schedules the next
 	case tea.KeyMsg:
 		if keys := splitRunes(msg); len(keys) > 1 && !m.typing() {
@@ -444,11 +447,11 @@ func (m *model) openRun(dir string) {
 
 // done shows an engine answer; a failed probe stops showing "probing…".
 func (m *model) done(a actionMsg) {
-	if agent, ok := strings.CutPrefix(a.owner, "probe:"); ok {
-		delete(m.env.store.probing, agent)
+	if a.kind == probeKind {
+		delete(m.env.store.probing, a.agent)
 		m.refresh()
 	}
-	if strings.HasPrefix(a.what, "delete ") && a.err == nil {
+	if a.kind == deleteKind && a.err == nil {
 		m.env.store.remove(a.owner) // D is a key of the home's Runs pane: no view shows the run
 		m.refresh()
 		m.note("%s: deleted", a.what)
@@ -460,10 +463,10 @@ func (m *model) done(a actionMsg) {
 	}
 	// Resume and retry return once their process runs, a kill once it is asked for: none of
 	// them is done yet, and the footer must not say so.
-	switch {
-	case strings.HasPrefix(a.what, "probe "):
+	switch a.kind {
+	case probeKind:
 		m.note("%s: reading taken", a.what)
-	case strings.HasPrefix(a.what, "kill "):
+	case killKind:
 		m.note("%s: asked; the tail ends as the run's process stops it", a.what)
 	default:
 		m.note("%s: started%s", a.what, a.after)

@@ -235,10 +235,10 @@ func TestDialogsAndFiltersTakeTheKeys(t *testing.T) {
 	if tm.form != nil {
 		t.Fatal("esc did not close the form")
 	}
-	// ? shows help generated from the key map; any key closes it.
+	// ? shows help generated from the key map, the keys of this view; any key closes it.
 	tm.key("?")
 	v := tm.View()
-	for _, b := range []string{"resume run", "retry tail", "kill tail", "changes", "back to tare", "next pane"} {
+	for _, b := range []string{"resume run", "delete run", "attach agent", "probe", "new run", "next pane"} {
 		if !strings.Contains(v, b) {
 			t.Errorf("help lacks %q:\n%s", b, v)
 		}
@@ -250,10 +250,14 @@ func TestDialogsAndFiltersTakeTheKeys(t *testing.T) {
 }
 
 func TestHelpFollowsTheKeyMap(t *testing.T) {
-	stateDir, _, _ := demoState(t)
-	tm := newTestModel(t, stateDir, newStub(), 200, 30)
+	stateDir, _, crashed := demoState(t)
+	stub := newStub()
+	stub.setAlive(crashed, false)
+	tm := newTestModel(t, stateDir, stub, 200, 30)
 	tm.env.keys.Resume.SetKeys("ctrl+r")
 	tm.env.keys.Resume.SetHelp("ctrl+r", "pick up the run")
+	// The runs pane, on the crashed run: the footer offers to resume it.
+	selectRow(t, tm.home.runs.t, crashed)
 	if !strings.Contains(tm.View(), "ctrl+r pick up the run") {
 		t.Fatalf("footer did not follow the key map:\n%s", tm.View())
 	}

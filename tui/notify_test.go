@@ -88,7 +88,7 @@ func TestBridgeIsLiveWithoutPolling(t *testing.T) {
 	other.j.Append(&journal.Event{ToolCall: &journal.ToolCall{Tail: "a-0", Tool: "Bash", Calls: 1}})
 	until(t, 2*time.Second, "a run of a new command did not arrive without a poll", func() bool { return rec.calls(other.dir) == 1 })
 
-	writeProbe(t, stateDir, ProbeReading{Agent: "claude", Verdict: "tare: 0.00", Zero: true, At: t0, Project: demoProject, Room: probe.RoomModelServer})
+	writeProbe(t, stateDir, probe.Summary{Agent: "claude", Verdict: "tare: 0.00", Zero: true, At: t0, Project: demoProject, Room: probe.RoomModelServer})
 	until(t, 2*time.Second, "a new reading did not arrive without a poll", func() bool { return rec.reading("claude") == "tare: 0.00" })
 
 	// A finished run retried: it goes on after its end.

@@ -9,6 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"tare/engine/journal"
+	"tare/engine/probe"
 )
 
 // An app with nothing on screen that changes with time schedules no tick at all; a status
@@ -38,7 +39,7 @@ func TestClockStopsWhenNothingChangesWithTime(t *testing.T) {
 		t.Fatalf("the clock went on after the status cleared (status %q, due %s)", m.status, m.clock.due)
 	}
 
-	m.env.store.probes = map[string]ProbeReading{"claude": {Agent: "claude", Verdict: "tare: 0.00", At: now.Add(-90 * time.Second)}}
+	m.env.store.probes = map[string]probe.Summary{"claude": {Agent: "claude", Verdict: "tare: 0.00", At: now.Add(-90 * time.Second)}}
 	if cmd := m.wakeClock(); cmd == nil {
 		t.Fatal("a reading's age on screen did not start the clock")
 	}

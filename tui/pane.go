@@ -31,8 +31,11 @@ type pane interface {
 	// update handles a key while the pane has focus and reports whether it used it.
 	update(msg tea.KeyMsg) (bool, tea.Cmd)
 	view(focused bool) string
-	// help is what the pane's keys do, for the footer and the ? help.
+	// help is every key of the pane, for the ? help.
 	help() []key.Binding
+	// rowHelp is the keys that act on the row under the cursor now, for the footer: a key
+	// that would only be refused (kill on a tail that ended) is left out.
+	rowHelp() []key.Binding
 	// capturing reports that the pane takes every key (its / filter line is open).
 	capturing() bool
 }

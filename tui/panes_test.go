@@ -16,6 +16,7 @@ import (
 
 	"tare/engine/journal"
 	"tare/engine/probe"
+	"tare/engine/stats"
 )
 
 // paneEnv is a store built from the demo state's journals, for panes tested on their own.
@@ -69,14 +70,14 @@ func TestProbesPane(t *testing.T) {
 // project's "tare: 0.00", nor a reading stored before readings named their room.
 func TestProbesPaneShowsThisProjectsReadingsOnly(t *testing.T) {
 	stateDir := t.TempDir()
-	writeProbe(t, stateDir, ProbeReading{Agent: "claude", Verdict: "tare: 0.00", Zero: true, At: t0, Project: "/src/other", Room: probe.RoomModelServer})
-	writeProbe(t, stateDir, ProbeReading{Agent: "codex", Verdict: "tare: 1 leak", At: t0.Add(-time.Hour), Project: demoProject, Room: probe.RoomModelServer})
-	writeProbe(t, stateDir, ProbeReading{Agent: "codex", Verdict: "tare: 0.00", Zero: true, At: t0, Project: "/src/other", Room: probe.RoomModelServer})
-	writeProbe(t, stateDir, ProbeReading{Agent: "pi", Verdict: "not proven (blind)", At: t0.Add(-time.Hour), Project: demoProject, Room: probe.RoomModelServer})
-	writeProbe(t, stateDir, ProbeReading{Agent: "pi", Verdict: "tare: 0.00", Zero: true, At: t0, Project: demoProject, Room: probe.RoomModelServerHostNet})
+	writeProbe(t, stateDir, probe.Summary{Agent: "claude", Verdict: "tare: 0.00", Zero: true, At: t0, Project: "/src/other", Room: probe.RoomModelServer})
+	writeProbe(t, stateDir, probe.Summary{Agent: "codex", Verdict: "tare: 1 leak", At: t0.Add(-time.Hour), Project: demoProject, Room: probe.RoomModelServer})
+	writeProbe(t, stateDir, probe.Summary{Agent: "codex", Verdict: "tare: 0.00", Zero: true, At: t0, Project: "/src/other", Room: probe.RoomModelServer})
+	writeProbe(t, stateDir, probe.Summary{Agent: "pi", Verdict: "not proven (blind)", At: t0.Add(-time.Hour), Project: demoProject, Room: probe.RoomModelServer})
+	writeProbe(t, stateDir, probe.Summary{Agent: "pi", Verdict: "tare: 0.00", Zero: true, At: t0, Project: demoProject, Room: probe.RoomModelServerHostNet})
 	// As the engine stored readings before: one file per agent, no room, any project.
-	legacy, _ := json.Marshal(ProbeReading{Agent: "claude", Verdict: "tare: 0.00", Zero: true, At: t0, Project: demoProject})
-	if err := os.WriteFile(filepath.Join(stateDir, ProbesDir, "claude.json"), legacy, 0o644); err != nil {
+	legacy, _ := json.Marshal(probe.Summary{Agent: "claude", Verdict: "tare: 0.00", Zero: true, At: t0, Project: demoProject})
+	if err := os.WriteFile(filepath.Join(stateDir, probe.ProbesDir, "claude.json"), legacy, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	e := &env{st: asciiStyles(), keys: DefaultKeyMap(), store: newStore([]string{"claude", "codex", "pi"}, demoProject), now: func() time.Time { return t0 }}
@@ -138,13 +139,13 @@ func TestTailsPaneAndTally(t *testing.T) {
 	p.refresh()
 	v := p.view(true)
 	for _, want := range []string{
-		"> a-0      a       – passed       1m35s     6   9.0k  $0.04 end_turn; make test ok",
+		"> a-0      a       – passed        1m35s     6   9.0k  $0.04 end_turn; make test ok",
 		// A retried tail shows its latest attempt, every attempt's tokens and cost, and the
 		// attempt its side counts.
-		"a-1      a       – failed       3m20s    11  16.5k  $0.09",
-		"a-3      a       – passed         50s     5  12.0k  $0.05 attempt 2 · counts attempt 1: failed",
-		"b-1      b       – no verdict     20s     2   3.0k  $0.01 ended by the provider (quota)",
-		"b-2      b       – running      2m00s     3   4.5k  $0.02 Edit src/cart.go",
+		"a-1      a       – failed        3m20s    11  16.5k  $0.09",
+		"a-3      a       – passed          50s     5  12.0k  $0.05 attempt 2 · counts attempt 1: failed",
+		"b-1      b       – no verdict      20s     2   3.0k  $0.01 ended by the provider (quota)",
+		"b-2      b       – running       2m00s     3   4.5k  $0.02 Edit src/cart.go",
 	} {
 		if !strings.Contains(v, want) {
 			t.Errorf("view lacks %q:\n%s", want, v)
@@ -180,7 +181,7 @@ func TestPassBar(t *testing.T) {
 		{0, 10, "●━━━━━··············"},  // 0%–28%
 		{5, 10, "····━━━━━━●━━━━━····"},
 	} {
-		lo, hi := journal.Wilson(tc.passed, tc.done)
+		lo, hi := stats.Wilson(tc.passed, tc.done)
 		got := passBar(s, journal.SideTally{Passed: tc.passed, Verdicts: tc.done, Lo: lo, Hi: hi}, 20)
 		if got != tc.want {
 			t.Errorf("%d/%d: %q, want %q", tc.passed, tc.done, got, tc.want)
@@ -193,7 +194,7 @@ func TestPassBar(t *testing.T) {
 func TestPassBarColourIsNoPeekedTest(t *testing.T) {
 	s := newStyles(lipgloss.NewRenderer(io.Discard, termenv.WithTTY(true), termenv.WithUnsafe(), termenv.WithProfile(termenv.ANSI256)))
 	colour := func(passed, done int) string {
-		lo, hi := journal.Wilson(passed, done)
+		lo, hi := stats.Wilson(passed, done)
 		bar := passBar(s, journal.SideTally{Passed: passed, Verdicts: done, Lo: lo, Hi: hi}, 20)
 		return bar[:strings.IndexAny(bar, "·━●")] // the escape before the cells
 	}

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"tare/engine"
+	enginerun "tare/engine/run"
 )
 
 // WatchLines is tare watch without a terminal: one plain line per event of each run (Line),
@@ -26,7 +26,7 @@ func WatchLines(ctx context.Context, dirs []string, w io.Writer) error {
 		for i, f := range followers {
 			// Liveness first, then the journal: a run that wrote its report and ended in
 			// between has the report in what is read.
-			alive := engine.Alive(f.dir)
+			alive := enginerun.Alive(f.dir)
 			events, err := f.poll()
 			if err != nil {
 				return fmt.Errorf("tare watch %s: %v", dirs[i], err)

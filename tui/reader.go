@@ -72,16 +72,16 @@ type readerMsg struct {
 }
 
 // loadReading reads a probe reading's file and renders it as tare probe prints it.
-func loadReading(p ProbeReading) tea.Cmd {
+func loadReading(p probe.Summary) tea.Cmd {
 	return func() tea.Msg {
 		title := "Reading · " + p.Agent
-		data, err := os.ReadFile(p.path)
+		data, err := os.ReadFile(p.Path)
 		if err != nil {
 			return readerMsg{title: title, err: fmt.Errorf("reading of %s: %v; fix: p takes a new one", p.Agent, err)}
 		}
 		var r probe.Reading
 		if err := json.Unmarshal(data, &r); err != nil {
-			return readerMsg{title: title, err: fmt.Errorf("reading of %s (%s): %v; fix: p takes a new one", p.Agent, p.path, err)}
+			return readerMsg{title: title, err: fmt.Errorf("reading of %s (%s): %v; fix: p takes a new one", p.Agent, p.Path, err)}
 		}
 		// The reading names files of the project, whose names an agent may have chosen.
 		text := journal.Printable(strings.TrimRight(r.Render(), "\n"))

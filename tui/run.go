@@ -112,10 +112,15 @@ func (v *runView) headline() string {
 	}
 	done, running, budget := st.Counts()
 	status := r.status()
+	counts := fmt.Sprintf("%d done · %d running · of %d", done, running, budget)
+	if _, stopped := r.stoppedAt(); stopped {
+		// Nothing runs them now: the counts say what the tails table says.
+		counts = fmt.Sprintf("%d done · %d interrupted · of %d", done, running, budget)
+	}
 	second := []string{
 		s.tone(statusTone(status), status),
 		"phase " + orDash(st.Phase),
-		fmt.Sprintf("%d done · %d running · of %d", done, running, budget),
+		counts,
 		span(r.elapsed(v.env.now())),
 		runCostLabelled(st),
 	}
@@ -147,11 +152,16 @@ func (p *tallyPane) setSize(w, h int)                  { p.w, p.h = w, h }
 func (p *tallyPane) refresh()                          {}
 func (p *tallyPane) capturing() bool                   { return false }
 func (p *tallyPane) help() []key.Binding               { return nil }
+func (p *tallyPane) rowHelp() []key.Binding            { return nil }
 func (p *tallyPane) update(tea.KeyMsg) (bool, tea.Cmd) { return false, nil }
 
 func (p *tallyPane) view(bool) string {
 	st := p.env.store.run(p.dir).state
 	s := p.env.st
+	live := "running"
+	if _, stopped := p.env.store.run(p.dir).stoppedAt(); stopped {
+		live = "interrupted"
+	}
 	tallies := st.Tally()
 	lw := min(max(p.w/4, 8), 28)
 	nums := func(t journal.SideTally, running bool) string {
@@ -162,7 +172,7 @@ func (p *tallyPane) view(bool) string {
 			interval = percent(t.Lo) + "–" + percent(t.Hi)
 		}
 		if running {
-			return fmt.Sprintf(" %5s %4s %9s %2d running %7s", counts, rate, interval, t.Running, cost(t.Usage))
+			return fmt.Sprintf(" %5s %4s %9s %2d %s %7s", counts, rate, interval, t.Running, live, cost(t.Usage))
 		}
 		return fmt.Sprintf(" %5s %4s %9s %7s", counts, rate, interval, cost(t.Usage))
 	}
@@ -274,7 +284,7 @@ var tailOrders = []struct {
 }
 
 // statusRank puts what needs a look first: running, then failed, no verdict, passed.
-func statusRank(s string) int {
+func statusRank(s journal.Status) int {
 	switch s {
 	case journal.StatusRunning:
 		return 0
@@ -293,7 +303,7 @@ func newTailsPane(e *env, dir string) *tailsPane {
 		{title: "tail", width: 8},
 		{title: "side", width: 4},
 		{title: "from", width: 4, right: true},
-		{title: "status", width: 10},
+		{title: "status", width: 11}, // "interrupted"
 		{title: "elapsed", width: 7, right: true},
 		{title: "calls", width: 5, right: true},
 		{title: "tokens", width: 6, right: true},
@@ -315,7 +325,12 @@ func (p *tailsPane) capturing() bool    { return p.t.filtering || p.find != nil 
 func (p *tailsPane) view(f bool) string { return p.findView(p.t.view(p.env.st, f)) }
 
 func (p *tailsPane) refresh() {
-	st, now := p.env.store.run(p.dir).state, p.env.now()
+	r := p.env.store.run(p.dir)
+	st, now := r.state, p.env.now()
+	stoppedAt, stopped := r.stoppedAt()
+	if stopped {
+		now = stoppedAt // a stopped run's tails count no time
+	}
 	rows := make([]row, 0, len(st.Order))
 	for _, id := range st.Order {
 		t := st.Tails[id]
@@ -339,6 +354,13 @@ func (p *tailsPane) refresh() {
 		if _, ok := stalledCell(t); ok {
 			detail = stalledNote(t)
 		}
+		if stopped && !finished {
+			detail = "r resumes the run"
+			if len(t.Tools) > 0 {
+				last := t.Tools[len(t.Tools)-1]
+				detail += " · last: " + last.Tool + " " + last.Summary
+			}
+		}
 		if len(t.Earlier) > 0 {
 			detail = attemptNote(t) + " · " + detail
 		}
@@ -352,7 +374,10 @@ func (p *tailsPane) refresh() {
 		if pending(t) {
 			status = cell{"pending", dim}
 		}
-		r := row{key: id, attempt: t.Attempt, cells: []cell{
+		if stopped && !finished {
+			status = interrupted
+		}
+		row := row{key: id, attempt: t.Attempt, cells: []cell{
 			{id, plain},
 			{t.Side, plain},
 			{from, dim},
@@ -364,11 +389,11 @@ func (p *tailsPane) refresh() {
 			{detail, dim},
 		}}
 		if finished {
-			p.done[id] = r
+			p.done[id] = row
 		} else {
 			delete(p.done, id) // retried: live again
 		}
-		rows = append(rows, r)
+		rows = append(rows, row)
 	}
 	if less := tailOrders[p.order].less; less != nil {
 		sort.SliceStable(rows, func(i, j int) bool { return less(st.Tails[rows[i].key], st.Tails[rows[j].key], now) })
@@ -407,7 +432,7 @@ func (p *tailsPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 			return true, emit(retryMsg{p.dir, id})
 		case key.Matches(msg, k.Kill) && id != "":
 			return true, emit(killMsg{p.dir, id})
-		case key.Matches(msg, shotKey) && id != "":
+		case key.Matches(msg, k.Shot) && id != "":
 			return true, showShot(p.env.store.run(p.dir).state.Tails[id])
 		case key.Matches(msg, k.Pager):
 			return true, emit(pagerMsg{runFiles(p.dir)})
@@ -422,5 +447,36 @@ func (p *tailsPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 
 func (p *tailsPane) help() []key.Binding {
 	k := p.env.keys
-	return append(append([]key.Binding{k.Open, k.Kill, k.Retry, k.Resume, k.Sort, k.Pager, k.Filter}, judgeKeys(p.env.store.run(p.dir).state)...), findKey, sideHelp)
+	return append(append([]key.Binding{k.Open, k.Kill, k.Retry, k.Resume, k.Sort, k.Pager, k.Filter}, judgeKeys(k, p.env.store.run(p.dir).state)...), k.Find, k.Side)
+}
+
+func (p *tailsPane) rowHelp() []key.Binding {
+	k := p.env.keys
+	r := p.env.store.run(p.dir)
+	var out []key.Binding
+	t := r.state.Tails[p.t.selected()]
+	if t != nil {
+		out = append(out, k.Open)
+		out = append(out, tailKeys(k, t)...)
+	}
+	if r.status() == "crashed" {
+		out = append(out, k.Resume)
+	}
+	out = append(out, k.Sort, k.Pager, k.Filter)
+	if t != nil {
+		out = append(append(out, judgeKeys(k, r.state)...), k.Side)
+	}
+	return append(out, k.Find)
+}
+
+// tailKeys are the keys a tail's status leaves open: kill while it runs, retry once it failed
+// or ended with no verdict.
+func tailKeys(k KeyMap, t *journal.TailState) []key.Binding {
+	switch t.Status {
+	case journal.StatusRunning:
+		return []key.Binding{k.Kill}
+	case journal.StatusFailed, journal.StatusNoVerdict:
+		return []key.Binding{k.Retry}
+	}
+	return nil
 }

@@ -9,10 +9,6 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 )
 
-// findKey opens the search line of a run's tails: / already filters every table by its
-// rows, so the search of what is inside the tails (inputs, outputs, agent text) is f.
-var findKey = key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "find"))
-
 // findLine is the open search line of the tails pane.
 type findLine struct{ in textinput.Model }
 
@@ -31,7 +27,7 @@ func newFindLine(s styles, w int) *findLine {
 // or f, which opens it.
 func (p *tailsPane) findKey(msg tea.KeyMsg) (bool, tea.Cmd) {
 	if p.find == nil {
-		if key.Matches(msg, findKey) {
+		if key.Matches(msg, p.env.keys.Find) {
 			p.find = newFindLine(p.env.st, p.t.w)
 			return true, nil
 		}

@@ -13,26 +13,17 @@ import (
 	"tare/engine/journal"
 )
 
-// markKey marks the selected tail as the first of two to compare; compareKey lays the
-// selected tail beside the marked one (of this run or any other).
-var (
-	markKey    = key.NewBinding(key.WithKeys("m"), key.WithHelp("m", "mark tail"))
-	compareKey = key.NewBinding(key.WithKeys("="), key.WithHelp("=", "beside marked"))
-	// sideHelp is m and = in one footer entry: the footer has room for one.
-	sideHelp = key.NewBinding(key.WithKeys("m", "="), key.WithHelp("m/=", "compare"))
-)
-
 // tailRef names one tail of one run.
 type tailRef struct{ dir, id string }
 
 // sideKey is the tails pane's m and =: it reports whether it used the key.
 func (p *tailsPane) sideKey(msg tea.KeyMsg, id string) (bool, tea.Cmd) {
 	switch {
-	case key.Matches(msg, markKey) && id != "":
+	case key.Matches(msg, p.env.keys.Mark) && id != "":
 		// The pane's title shows the mark while it stands (a footer note would fade).
 		p.env.mark = &tailRef{p.dir, id}
 		return true, nil
-	case key.Matches(msg, compareKey) && id != "":
+	case key.Matches(msg, p.env.keys.Compare) && id != "":
 		if p.env.mark == nil {
 			return true, emit(noteMsg("no tail is marked: m marks one, then = on another lays them side by side"))
 		}

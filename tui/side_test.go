@@ -29,6 +29,7 @@ func sideScript(t *testing.T, second string) string {
 // commands, and each tail's workspace change is under the table. f in the tails pane finds a
 // tool input across the run's tails.
 func TestSideBySideMarksTheFirstDivergence(t *testing.T) {
+	needRooms(t)
 	w := newJudgeWorld(t, judgeNoiseScript)
 	project := t.TempDir()
 	os.WriteFile(filepath.Join(project, "README.md"), []byte("# notes\n"), 0o644)

@@ -18,6 +18,7 @@ import (
 // silent) and x offers to kill it; the journal holds the Stalled event after the tail's tool
 // call and before its end, and the tail's end clears the mark.
 func TestStalledTailIsMarkedBeforeItEnds(t *testing.T) {
+	needRooms(t)
 	w := newJudgeWorld(t, judgeNoiseScript)
 	w.cfg.Tails.StallFloor = "1s"
 	script := filepath.Join(t.TempDir(), "slow.toml")

@@ -28,11 +28,11 @@ func TestStatusTellsTheTruthAndClears(t *testing.T) {
 		t.Fatalf("the note stayed: %q", tm.status)
 	}
 
-	tm.done(actionMsg{owner: "probe:agy", what: "probe agy", err: errors.New("agy: agy not found (looked in /opt/agents)")})
+	tm.done(actionMsg{kind: probeKind, owner: "probe:agy", agent: "agy", what: "probe agy", err: errors.New("agy: agy not found (looked in /opt/agents)")})
 	if tm.status != "probe agy: agy not found (looked in /opt/agents)" {
 		t.Errorf("stacked: %q", tm.status)
 	}
-	tm.done(actionMsg{owner: crashed, what: "resume calibrate-crashed", err: errors.New("tare: the run is live")})
+	tm.done(actionMsg{kind: resumeKind, owner: crashed, what: "resume calibrate-crashed", err: errors.New("tare: the run is live")})
 	if tm.status != "resume calibrate-crashed: the run is live" {
 		t.Errorf("stacked: %q", tm.status)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"tare/engine/journal"
+	"tare/engine/probe"
 )
 
 // runEntry is one run the app follows.
@@ -34,6 +35,20 @@ func (r *runEntry) status() string {
 	return "live"
 }
 
+// stoppedAt is when a run that no process owns and that has no report stopped, as far as
+// its journal knows (its newest event): its unfinished tails are interrupted there, and
+// their time stops counting. ok is false for any other run.
+func (r *runEntry) stoppedAt() (at time.Time, ok bool) {
+	if r.status() != "crashed" {
+		return time.Time{}, false
+	}
+	return r.state.Updated, true
+}
+
+// interrupted is a tail's status cell in a run that stopped under it: nothing runs it now
+// (resume runs it again).
+var interrupted = cell{"interrupted", bad}
+
 // elapsed is how long the run has taken so far.
 func (r *runEntry) elapsed(now time.Time) time.Duration {
 	s := r.state
@@ -51,7 +66,7 @@ func (r *runEntry) elapsed(now time.Time) time.Duration {
 type store struct {
 	runs   map[string]*runEntry
 	order  []string // run dirs, newest first
-	probes map[string]ProbeReading
+	probes map[string]probe.Summary
 	// probing marks agents whose probe the app started and that have not answered yet.
 	probing map[string]bool
 	agents  []string
@@ -61,7 +76,7 @@ type store struct {
 }
 
 func newStore(agents []string, project string) *store {
-	return &store{runs: map[string]*runEntry{}, probes: map[string]ProbeReading{}, probing: map[string]bool{}, agents: agents, project: project}
+	return &store{runs: map[string]*runEntry{}, probes: map[string]probe.Summary{}, probing: map[string]bool{}, agents: agents, project: project}
 }
 
 // run returns the entry for dir, adding it when it is new.
@@ -110,7 +125,7 @@ func (s *store) apply(f feedMsg) map[string]bool {
 		changed[dir] = true
 	}
 	if f.probes != nil {
-		s.probes = map[string]ProbeReading{}
+		s.probes = map[string]probe.Summary{}
 		for _, p := range f.probes {
 			if p.Project != s.project || p.Room == "" {
 				continue

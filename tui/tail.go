@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/viewport"
@@ -40,6 +41,8 @@ type tailView struct {
 	detailVP *viewport.Model
 	// loading is set while the detail is being read.
 	loading bool
+	// stream is the agent's stream as the detail was last read from it.
+	stream streamMark
 	// detailStep is the step the detail pane shows.
 	detailStep int
 	head       rect
@@ -131,9 +134,36 @@ func (v *tailView) reload() tea.Cmd {
 	return loadDetail(v.dir, v.id)
 }
 
+// poll reads the detail again if the agent's stream moved, while the tail runs: a call in
+// flight is in the stream before any journal event says so.
+func (v *tailView) poll() tea.Cmd {
+	if t := v.state(); v.loading || t == nil || t.Status != journal.StatusRunning {
+		return nil
+	}
+	v.loading = true
+	return loadDetailSince(v.dir, v.id, v.stream)
+}
+
+// inFlight is the tool call the agent's stream shows started and not ended, while the tail
+// runs, and when it began; ok is false when none is.
+func (v *tailView) inFlight() (c journal.CallDetail, began time.Time, ok bool) {
+	t, d := v.state(), v.detail
+	if t == nil || d == nil || t.Status != journal.StatusRunning || len(d.Calls) <= t.Calls {
+		return c, began, false
+	}
+	if c = d.Calls[len(d.Calls)-1]; c.Output != "" || d.After != "" {
+		return c, began, false
+	}
+	return c, v.stream.at, true
+}
+
 // setDetail takes a read detail and shows the selected call's part of it.
 func (v *tailView) setDetail(m tailDetailMsg) {
 	v.loading = false
+	if m.same {
+		return
+	}
+	v.stream = m.stream
 	if m.err != nil {
 		v.detail = &journal.TailDetail{Stderr: "reading the tail: " + m.err.Error()}
 	} else {
@@ -163,6 +193,21 @@ func (v *tailView) refresh() {
 		v.detailVP.SetYOffset(0)
 		v.showDetail()
 	}
+}
+
+// clockSpan is a wait as a clock shows it: 0:42, 12:05, 1:02:03.
+func clockSpan(d time.Duration) string {
+	s := int(max(d, 0).Seconds())
+	if s >= 3600 {
+		return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60)
+	}
+	return fmt.Sprintf("%d:%02d", s/60, s%60)
+}
+
+// lastLine is text's last non-empty line.
+func lastLine(text string) string {
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 func (v *tailView) setSize(body rect) {
@@ -204,16 +249,22 @@ func (v *tailView) header() string {
 	if len(t.Earlier) > 0 {
 		first += " · " + attemptNote(t)
 	}
-	status := tailStatus(t)
+	status, tone, now := tailStatus(t), statusTone(tailStatus(t)), v.env.now()
 	if t.Status == journal.StatusNoVerdict {
 		status += " (" + t.Reason.Label() + ")"
 	}
-	elapsed := span(t.Elapsed(v.env.now()))
+	at, stopped := v.env.store.run(v.dir).stoppedAt()
+	stopped = stopped && t.Status == journal.StatusRunning
+	if stopped {
+		// Nothing runs it now: its time stopped with the run.
+		status, tone, now = interrupted.text, interrupted.tone, at
+	}
+	elapsed := span(t.Elapsed(now))
 	if t.Place != nil {
 		status, elapsed = placeStatus(t, status), placeNote(t, v.env.now())
 	}
 	second := strings.Join([]string{
-		s.tone(statusTone(tailStatus(t)), status), elapsed,
+		s.tone(tone, status), elapsed,
 		fmt.Sprintf("%d calls", t.Calls), tokens(t.Usage) + " tokens", cost(t.Usage),
 	}, " · ")
 	if len(t.Earlier) > 0 {
@@ -223,9 +274,19 @@ func (v *tailView) header() string {
 	if !t.Checking.IsZero() {
 		third = s.tone(warn, "checking: "+checkingNote(t, v.env.now()))
 	}
+	if c, began, ok := v.inFlight(); ok && !stopped {
+		// What the agent waits on now, and what it said before it.
+		third = s.tone(warn, fmt.Sprintf("now: %s `%s` · %s", c.Tool, c.Input, clockSpan(now.Sub(began))))
+		if said := lastLine(c.Before); said != "" {
+			third = s.tone(dim, fmt.Sprintf("%q", said)) + " → " + third
+		}
+	}
+	if stopped {
+		third = s.tone(bad, "interrupted: tare stopped during this tail; r on the run resumes it")
+	}
 	switch t.Status {
 	case journal.StatusPassed, journal.StatusFailed:
-		third = "check: " + s.tone(statusTone(t.Status), t.Status)
+		third = "check: " + s.tone(statusTone(string(t.Status)), string(t.Status))
 		if t.Score != nil {
 			third += fmt.Sprintf(" · score %d", *t.Score)
 		}
@@ -335,6 +396,10 @@ func (v *tailView) update(msg tea.KeyMsg, body rect) (bool, tea.Cmd) {
 		v.diff, v.onDiff = nil, false
 		v.setSize(body)
 		return true, nil
+	case key.Matches(msg, k.Back) && v.onDiff:
+		// esc goes back from the lower pane too (the root pops the view): only a filter on the
+		// calls, cleared from the upper pane, keeps it.
+		return false, nil
 	case key.Matches(msg, k.Next, k.Prev):
 		v.onDiff = !v.onDiff // the lower pane: the diff, or the detail
 		return true, nil
@@ -349,7 +414,7 @@ func (v *tailView) update(msg tea.KeyMsg, body rect) (bool, tea.Cmd) {
 		return true, emit(retryMsg{v.dir, v.id})
 	case key.Matches(msg, k.Kill):
 		return true, emit(killMsg{v.dir, v.id})
-	case key.Matches(msg, shotKey):
+	case key.Matches(msg, k.Shot):
 		return true, showShot(v.state())
 	}
 	if v.onDiff {
@@ -385,5 +450,19 @@ func (v *tailView) selectedStep() int {
 
 func (v *tailView) help() []key.Binding {
 	k := v.env.keys
-	return append([]key.Binding{k.Diff, k.Pager, k.Kill, k.Retry, k.Filter}, judgeKeys(v.env.store.run(v.dir).state)...)
+	return append([]key.Binding{k.Diff, k.Pager, k.Kill, k.Retry, k.Filter}, judgeKeys(k, v.env.store.run(v.dir).state)...)
+}
+
+// rowHelp is the keys that act now: d on a tool call, kill or retry as the tail's status allows.
+func (v *tailView) rowHelp() []key.Binding {
+	k := v.env.keys
+	var out []key.Binding
+	if v.selectedStep() > 0 {
+		out = append(out, k.Diff)
+	}
+	out = append(out, k.Pager)
+	if t := v.state(); t != nil {
+		out = append(out, tailKeys(k, t)...)
+	}
+	return append(append(out, k.Filter), judgeKeys(k, v.env.store.run(v.dir).state)...)
 }

@@ -6,23 +6,33 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 )
 
-// keyHelp is the help for this moment, generated from the key map.
+// keyHelp is the help for this moment, generated from the key map: the footer has the keys
+// that act on the row under the cursor, ? every key of the view on top, pane by pane.
 func (m *model) keyHelp() helpKeys {
 	k := m.env.keys
 	var short []key.Binding
+	var groups []helpGroup
 	switch m.page() {
 	case termPage:
-		return helpKeys{short: []key.Binding{k.Release}, full: [][]key.Binding{{k.Release}}}
+		return helpKeys{short: []key.Binding{k.Release}, groups: []helpGroup{{"Terminal", []key.Binding{k.Release}}}}
 	case tailPage:
-		short = append(m.tail.help(), k.Back)
+		short = append(m.tail.rowHelp(), k.Next, k.Back)
+		groups = append(groups, helpGroup{"Tail " + m.tail.id, append(m.tail.help(), with(k.Next, "calls / detail"))})
 	case readerPage:
 		short = []key.Binding{k.Down, k.Up, k.HalfDown, k.Bottom, k.Back}
 	case homePage, runPage:
 		if p := m.ring().current(); p != nil {
-			short = append(short, p.help()...)
+			short = append(short, p.rowHelp()...)
+		}
+		for _, p := range m.ring().panes {
+			if h := p.help(); len(h) > 0 {
+				title, _, _ := strings.Cut(p.title(), " · ")
+				groups = append(groups, helpGroup{title, h})
+			}
 		}
 		if len(m.ring().panes) > 1 {
 			short = append(short, k.Next)
@@ -36,13 +46,17 @@ func (m *model) keyHelp() helpKeys {
 		short = append([]key.Binding{with(k.Terminal, "terminal ("+m.term.Name()+")")}, short...)
 	}
 	short = append(short, k.Help, k.Quit)
-	full := [][]key.Binding{
-		{k.Up, k.Down, k.PageUp, k.PageDown, k.HalfUp, k.HalfDown, k.Top, k.Bottom},
-		{k.Next, k.Prev, k.Open, k.Back, k.Filter, k.Sort},
-		{k.Resume, k.Retry, k.Kill, k.New, k.Delete, k.Diff, k.Pager, k.Probe},
-		{k.Attach, k.Terminal, k.Release, k.Help, k.Quit},
+	everywhere := []key.Binding{k.Next, k.Prev, k.Back}
+	if m.live == "" {
+		everywhere = append(everywhere, k.New)
 	}
-	return helpKeys{short: short, full: full}
+	if m.term != nil {
+		everywhere = append(everywhere, k.Terminal, k.Release)
+	}
+	groups = append(groups,
+		helpGroup{"Move", []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.HalfUp, k.HalfDown, k.Top, k.Bottom}},
+		helpGroup{"Everywhere", append(everywhere, k.Help, k.Quit)})
+	return helpKeys{short: short, groups: groups}
 }
 
 // View composes the screen: header, the page on top, footer, and an open dialog over them.
@@ -88,16 +102,33 @@ func (m *model) View() string {
 	return c.String()
 }
 
-// fullHelp is every key in columns, in as many rows of columns as w needs.
+// fullHelp is the view's keys in columns, one a group under its title, in as many rows of
+// columns as w needs.
 func (m *model) fullHelp(w int) string {
-	groups := m.keyHelp().FullHelp()
-	h := m.help
-	h.ShowAll = true
-	h.Width = 0
-	for per := len(groups); per > 0; per-- {
+	st := m.help.Styles
+	var cols []string
+	for _, g := range m.keyHelp().groups {
+		var keys, descs []string
+		for _, b := range g.keys {
+			if b.Enabled() {
+				keys, descs = append(keys, st.FullKey.Render(b.Help().Key)), append(descs, st.FullDesc.Render(b.Help().Desc))
+			}
+		}
+		body := lipgloss.JoinHorizontal(lipgloss.Top, strings.Join(keys, "\n"), " ", strings.Join(descs, "\n"))
+		cols = append(cols, m.env.st.header.Render(g.title)+"\n"+body)
+	}
+	for per := len(cols); per > 0; per-- {
 		var rows []string
-		for i := 0; i < len(groups); i += per {
-			rows = append(rows, h.FullHelpView(groups[i:min(i+per, len(groups))]))
+		for i := 0; i < len(cols); i += per {
+			row := cols[i:min(i+per, len(cols))]
+			spaced := make([]string, 0, 2*len(row))
+			for n, c := range row {
+				if n > 0 {
+					spaced = append(spaced, "   ")
+				}
+				spaced = append(spaced, c)
+			}
+			rows = append(rows, lipgloss.JoinHorizontal(lipgloss.Top, spaced...))
 		}
 		out := strings.Join(rows, "\n\n")
 		if widest(out) <= w || per == 1 {

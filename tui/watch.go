@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"tare/engine/journal"
+	"tare/engine/probe"
 )
 
 // runFeed is what a poll found new in one run's journal.
@@ -22,7 +23,7 @@ type runFeed struct {
 // whose liveness changed. Intermediate events are coalesced into it; none is dropped.
 type feedMsg struct {
 	runs   []runFeed
-	probes []ProbeReading // nil: unchanged
+	probes []probe.Summary // nil: unchanged
 	alive  map[string]bool
 }
 
@@ -320,7 +321,7 @@ func (w *watcher) watchTree() []string {
 			continue
 		}
 		cdir := filepath.Join(w.stateDir, c.Name())
-		if c.Name() == ProbesDir {
+		if c.Name() == probe.ProbesDir {
 			polled = !w.watchDir(cdir, kindProbes) || polled
 			continue
 		}
@@ -355,11 +356,11 @@ func (w *watcher) watchDir(dir string, kind watchKind) bool {
 }
 
 // scanProbes returns every reading when any reading file changed, and nil otherwise.
-func (w *watcher) scanProbes() []ProbeReading {
+func (w *watcher) scanProbes() []probe.Summary {
 	if w.stateDir == "" {
 		return nil
 	}
-	dir := filepath.Join(w.stateDir, ProbesDir)
+	dir := filepath.Join(w.stateDir, probe.ProbesDir)
 	paths, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 	seen := map[string]stamp{}
 	changed := len(paths) != len(w.probes)
@@ -378,12 +379,12 @@ func (w *watcher) scanProbes() []ProbeReading {
 	if !changed {
 		return nil
 	}
-	readings, err := readProbes(dir)
+	readings, err := probe.ReadSummaries(dir)
 	if err != nil {
 		w.log.Printf("probes: %v", err)
 	}
 	if readings == nil {
-		readings = []ProbeReading{}
+		readings = []probe.Summary{}
 	}
 	return readings
 }

@@ -2,9 +2,7 @@ package tui
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -15,22 +13,6 @@ import (
 	"tare/engine/journal"
 	"tare/workshop"
 )
-
-// WorkshopEngine is what the Writers pane asks of tare beyond Engine: the workshop commands
-// that start an agent. An Engine that implements it gets the pane's run, manual and resume
-// keys; collect, retry, anonymize and report are the workshop package's own calls (as the
-// command line makes them), run off the UI goroutine.
-type WorkshopEngine interface {
-	// WorkshopRun runs one writer as `tare workshop run EXP WRITER [--script F]` does, in a
-	// process of its own; it returns once the writer runs, or with the refusal whole.
-	WorkshopRun(ctx context.Context, exp, writer, script string) error
-	// WorkshopResume continues a writer a quota wall stopped, as `tare workshop resume`, in a
-	// process of its own; it returns once the writer runs again, or with the refusal.
-	WorkshopResume(ctx context.Context, exp, writer, script string) error
-	// WorkshopManual is the command that runs `tare workshop manual EXP WRITER`: the app
-	// starts it on a pty in its terminal pane, and it records the writer's terminal.log.
-	WorkshopManual(exp, writer, script string) (*exec.Cmd, error)
-}
 
 // writerRow is one writer as the pane shows it: never its words, its sizes or the key.
 type writerRow struct {
@@ -169,30 +151,42 @@ func writerTone(status string) tone {
 	return plain
 }
 
-// writerKeys are the Writers pane's own keys: each is one workshop command.
-type writerKeys struct {
-	Report, Run, Manual, Collect, Resume, Retry, Anonymize key.Binding
+// writerAct is one workshop command the Writers pane asks for on the selected writer.
+type writerAct int
+
+const (
+	actReport writerAct = iota
+	actRun
+	actManual
+	actResume
+	actCollect
+	actRetry
+	actAnonymize
+)
+
+// String is the command's verb, as `tare workshop VERB` and the footer say it.
+func (a writerAct) String() string {
+	return [...]string{"report", "run", "manual", "resume", "collect", "retry", "anonymize"}[a]
 }
 
-var wkeys = func() writerKeys {
-	b := func(help, desc string, keys ...string) key.Binding {
-		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(help, desc))
-	}
-	return writerKeys{
-		Report:    b("enter", "report", "enter"),
-		Run:       b("r", "run writer", "r"),
-		Manual:    b("m", "write by hand", "m"),
-		Collect:   b("c", "collect", "c"),
-		Resume:    b("u", "resume (quota/login)", "u"),
-		Retry:     b("R", "retry as new", "R"),
-		Anonymize: b("A", "anonymize", "A"),
-	}
-}()
+// writerActs pairs each of the pane's keys with its command.
+func writerActs(k KeyMap) []struct {
+	b   key.Binding
+	act writerAct
+} {
+	return []struct {
+		b   key.Binding
+		act writerAct
+	}{{k.Report, actReport}, {k.WriterRun, actRun}, {k.WriterManual, actManual}, {k.Collect, actCollect},
+		{k.WriterResume, actResume}, {k.WriterRetry, actRetry}, {k.Anonymize, actAnonymize}}
+}
 
 // writerMsg asks the root for one workshop action on the selected writer.
 type writerMsg struct {
-	act     string
+	act     writerAct
 	exp, id string
+	// newID is the id a retry stages (the engine names it before the confirmation).
+	newID string
 	// status is the writer's as the pane showed it when the key was pressed, and sealed
 	// whether its experiment was: anonymize then asks to reseal, and reseals only if so.
 	status string
@@ -202,10 +196,9 @@ type writerMsg struct {
 func (p *writersPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 	if !p.t.filtering {
 		if w, ok := p.rows[p.t.selected()]; ok {
-			for act, b := range map[string]key.Binding{"report": wkeys.Report, "run": wkeys.Run, "manual": wkeys.Manual,
-				"collect": wkeys.Collect, "resume": wkeys.Resume, "retry": wkeys.Retry, "anonymize": wkeys.Anonymize} {
-				if key.Matches(msg, b) {
-					return true, emit(writerMsg{act: act, exp: w.exp, id: w.id, status: w.status, sealed: w.sealed})
+			for _, a := range writerActs(p.env.keys) {
+				if key.Matches(msg, a.b) {
+					return true, emit(writerMsg{act: a.act, exp: w.exp, id: w.id, status: w.status, sealed: w.sealed})
 				}
 			}
 		}
@@ -214,7 +207,30 @@ func (p *writersPane) update(msg tea.KeyMsg) (bool, tea.Cmd) {
 }
 
 func (p *writersPane) help() []key.Binding {
-	return []key.Binding{wkeys.Report, wkeys.Run, wkeys.Manual, wkeys.Collect, wkeys.Resume, wkeys.Retry, wkeys.Anonymize, p.env.keys.Filter}
+	k := p.env.keys
+	return []key.Binding{k.Report, k.WriterRun, k.WriterManual, k.Collect, k.WriterResume, k.WriterRetry, k.Anonymize, k.Filter}
+}
+
+// rowHelp is the workshop commands the selected writer's status leaves open, as the workshop
+// would decide them (refuseStart): a prepared writer is started, a stopped one resumed.
+func (p *writersPane) rowHelp() []key.Binding {
+	k := p.env.keys
+	w, ok := p.rows[p.t.selected()]
+	if !ok {
+		return []key.Binding{k.Filter}
+	}
+	out := []key.Binding{k.Report}
+	switch w.status {
+	case "prepared":
+		out = append(out, k.WriterRun, k.WriterManual)
+	case "quota wall", "login expired":
+		out = append(out, k.WriterResume, k.Collect, k.WriterRetry)
+	case "running", "by hand":
+		out = append(out, k.Collect)
+	default:
+		out = append(out, k.Collect, k.WriterRetry)
+	}
+	return append(out, k.Anonymize, k.Filter)
 }
 
 // writerGoMsg is a confirmed workshop action (a form's script when it asked for one).
@@ -223,11 +239,17 @@ type writerGoMsg struct {
 	script string
 }
 
-// writerDoneMsg is a workshop action's answer; note is what the footer says when it worked.
+// writerDoneMsg is a workshop action's answer on writer id (a retry's also names the writer
+// it staged); note is what the footer says when it worked.
 type writerDoneMsg struct {
-	what, note string
-	err        error
+	act       writerAct
+	id, newID string
+	note      string
+	err       error
 }
+
+// what is the action as the footer and a refusal's page name it.
+func (d writerDoneMsg) what() string { return d.act.String() + " " + d.id }
 
 // writerAction asks before an action that archives, seals or starts an agent; a report is
 // opened at once. The seed's refusals are the workshop's own, shown whole when they come.
@@ -238,29 +260,41 @@ func (m *model) writerAction(w writerMsg) tea.Cmd {
 	}
 	name := filepath.Base(w.exp)
 	switch w.act {
-	case "report":
-		return writerReport(w.exp)
-	case "run", "manual", "resume":
+	case actReport:
+		return writerReport(m.ctx, m.eng, w.exp)
+	case actRun, actManual, actResume:
 		if err := refuseStart(w); err != nil {
-			return emit(writerDoneMsg{what: w.act + " " + w.id, err: err})
+			return emit(writerDoneMsg{act: w.act, id: w.id, err: err})
 		}
-		title := map[string]string{"run": "Run writer ", "manual": "Write by hand: ", "resume": "Resume (" + w.status + ") "}[w.act] + w.id
+		title := map[writerAct]string{actRun: "Run writer ", actManual: "Write by hand: ", actResume: "Resume (" + w.status + ") "}[w.act] + w.id
 		m.form = writerForm(m.env, title, w)
 		return nil
-	case "collect":
+	case actCollect:
 		m.confirm = &confirm{
 			question: fmt.Sprintf("Collect %s of %s?\nIts drafts are archived and checked; missing or short outputs fail it with the reason.", w.id, name),
 			yes:      emit(writerGoMsg{writerMsg: w}),
 			no:       "nothing collected",
 		}
-	case "retry":
-		newID := retryID(w.exp, w.id)
+	case actRetry:
+		if w.newID == "" {
+			// The new id depends on the writers on disk: the engine names it, off this goroutine,
+			// and the answer comes back here with it.
+			ctx, eng := m.ctx, m.eng
+			return func() tea.Msg {
+				id, err := eng.WorkshopRetryID(ctx, w.exp, w.id)
+				if err != nil {
+					return writerDoneMsg{act: actRetry, id: w.id, err: err}
+				}
+				w.newID = id
+				return w
+			}
+		}
 		m.confirm = &confirm{
-			question: fmt.Sprintf("Retry %s of %s as a new writer %s?\nThe same seat starts over with fresh inputs; %s stays on record.\nA quota wall is resumed (u), not retried.", w.id, name, newID, w.id),
-			yes:      emit(writerGoMsg{writerMsg: writerMsg{act: "retry", exp: w.exp, id: w.id + "\x00" + newID}}),
+			question: fmt.Sprintf("Retry %s of %s as a new writer %s?\nThe same seat starts over with fresh inputs; %s stays on record.\nA quota wall is resumed (u), not retried.", w.id, name, w.newID, w.id),
+			yes:      emit(writerGoMsg{writerMsg: w}),
 			no:       "nothing retried",
 		}
-	case "anonymize":
+	case actAnonymize:
 		q := fmt.Sprintf("Anonymize %s?\nThe completed drafts are shuffled under letters and the key sealed (never shown here);\n"+
 			"sizes, time, tokens and cost stay out of the report until the reading is recorded (tare workshop reveal).", name)
 		if w.sealed {
@@ -277,42 +311,21 @@ func (m *model) writerAction(w writerMsg) tea.Cmd {
 // again when it acts (the state may have moved since the pane drew it).
 func refuseStart(w writerMsg) error {
 	switch {
-	case w.act == "resume" && w.status != "quota wall" && w.status != "login expired":
+	case w.act == actResume && w.status != "quota wall" && w.status != "login expired":
 		return fmt.Errorf("writer %s is %s; only a writer its own event stream shows stopped by a provider quota wall or an expired login is resumed. "+
 			"Read its record (tare workshop inspect), and retry it as a new writer (R) if the work has to start over", w.id, w.status)
-	case w.act != "resume" && w.status != "prepared":
+	case w.act != actResume && w.status != "prepared":
 		return fmt.Errorf("writer %s is %s; only a prepared writer is launched: collect its evidence (c), "+
 			"resume it after a quota wall or an expired login (u), or retry it as a new writer (R)", w.id, w.status)
 	}
 	return nil
 }
 
-// retryID is the first free id of the form WRITER-retry, WRITER-retry2...
-func retryID(exp, id string) string {
-	e, err := workshop.Load(exp)
-	if err != nil {
-		return id + "-retry"
-	}
-	taken := map[string]bool{}
-	for _, w := range e.WriterIDs() {
-		taken[w] = true
-	}
-	for n := 1; ; n++ {
-		c := id + "-retry"
-		if n > 1 {
-			c += fmt.Sprint(n)
-		}
-		if !taken[c] {
-			return c
-		}
-	}
-}
-
 // writerForm asks for the model script of an action that starts an agent; sending it is
 // the confirmation.
 func writerForm(e *env, title string, w writerMsg) *form {
 	k := runKind{
-		name: w.act,
+		name: w.act.String(),
 		fields: []fieldSpec{
 			{key: "script", label: "script", placeholder: "model script (TOML): tare's own model server; empty: the agent's provider and login"},
 		},
@@ -327,15 +340,12 @@ func writerForm(e *env, title string, w writerMsg) *form {
 
 // writerGo carries out a confirmed action off the UI goroutine.
 func (m *model) writerGo(g writerGoMsg) tea.Cmd {
-	we, _ := m.eng.(WorkshopEngine)
-	ctx, exp, id, script := m.ctx, g.exp, g.id, g.script
-	what := g.act + " " + id
-	if (g.act == "run" || g.act == "resume" || g.act == "manual") && we == nil {
-		m.fail(errors.New(what + ": this app cannot start writers; run tare workshop " + g.act + " from the command line"))
+	ctx, eng, exp, id, script := m.ctx, m.eng, g.exp, g.id, g.script
+	if eng == nil {
+		m.fail(errReadOnly)
 		return nil
 	}
-	switch g.act {
-	case "manual":
+	if g.act == actManual {
 		if m.term != nil && !m.term.Done() {
 			m.fail(fmt.Errorf("%s is still running in the terminal; t returns to it", m.term.Name()))
 			return nil
@@ -344,85 +354,61 @@ func (m *model) writerGo(g writerGoMsg) tea.Cmd {
 		w, h := max(m.scr.body.W-2, 2), max(m.scr.body.H-2, 1)
 		m.note("starting %s by hand…", id)
 		return func() tea.Msg {
-			cmd, err := we.WorkshopManual(exp, id, script)
+			cmd, err := eng.WorkshopManual(exp, id, script)
 			if err != nil {
 				return termStartedMsg{err: fmt.Errorf("manual %s: %v", id, err)}
 			}
 			t, err := StartTerminal("writer "+id, cmd, w, h)
 			return termStartedMsg{t: t, err: err}
 		}
-	case "retry":
-		old, newID, _ := strings.Cut(id, "\x00")
-		what = "retry " + old
-		return writerCall(what, func() (string, error) {
-			e, err := workshop.Load(exp)
-			if err != nil {
-				return "", err
-			}
-			if _, err := workshop.Retry(e, old, newID); err != nil {
-				return "", err
-			}
-			return fmt.Sprintf("%s staged in place of %s; r runs it", newID, old), nil
-		})
 	}
-	m.note("%s…", what)
-	return writerCall(what, func() (string, error) {
+	if g.act != actRetry {
+		m.note("%s %s…", g.act, id)
+	}
+	return func() tea.Msg {
+		d := writerDoneMsg{act: g.act, id: id, newID: g.newID}
 		switch g.act {
-		case "run":
-			return id + " is running", we.WorkshopRun(ctx, exp, id, script)
-		case "resume":
-			return id + " is running again in its own session", we.WorkshopResume(ctx, exp, id, script)
-		}
-		e, err := workshop.Load(exp)
-		if err != nil {
-			return "", err
-		}
-		switch g.act {
-		case "collect":
-			s, err := workshop.Collect(e, id, nil)
-			if err != nil {
-				return "", err
+		case actRun:
+			d.note, d.err = id+" is running", eng.WorkshopRun(ctx, exp, id, script)
+		case actResume:
+			d.note, d.err = id+" is running again in its own session", eng.WorkshopResume(ctx, exp, id, script)
+		case actRetry:
+			d.note, d.err = fmt.Sprintf("%s staged in place of %s; r runs it", g.newID, id), eng.WorkshopRetry(ctx, exp, id, g.newID)
+		case actCollect:
+			s, err := eng.WorkshopCollect(ctx, exp, id)
+			switch {
+			case err != nil:
+				d.err = err
+			case s.Status != "completed":
+				d.err = fmt.Errorf("%s is %s: %s", id, s.Status, s.Error)
+			default:
+				d.note = id + " collected: completed"
 			}
-			if s.Status != "completed" {
-				return "", fmt.Errorf("%s is %s: %s", id, s.Status, s.Error)
-			}
-			return id + " collected: completed", nil
-		case "anonymize":
-			s, err := workshop.Anonymize(e, workshop.SealOptions{Reseal: g.sealed})
+		case actAnonymize:
+			s, err := eng.WorkshopAnonymize(ctx, exp, g.sealed)
 			if err != nil {
-				return "", err
+				d.err = err
+				break
 			}
 			// The letters say nothing of who wrote what; the key stays in its file.
-			note := fmt.Sprintf("%d drafts sealed as %s; read evaluation/anon/ blind", s.Drafts, strings.Join(s.Letters, ", "))
+			d.note = fmt.Sprintf("%d drafts sealed as %s; read evaluation/anon/ blind", s.Drafts, strings.Join(s.Letters, ", "))
 			if s.OldKey != "" {
-				note += "; the old key is kept as " + filepath.Base(s.OldKey)
+				d.note += "; the old key is kept as " + filepath.Base(s.OldKey)
 			}
-			return note, nil
 		}
-		return "", fmt.Errorf("unknown workshop action %q", g.act)
-	})
-}
-
-func writerCall(what string, call func() (string, error)) tea.Cmd {
-	return func() tea.Msg {
-		note, err := call()
-		return writerDoneMsg{what: what, note: note, err: err}
+		return d
 	}
 }
 
 // writerReport opens the experiment's report, as the CLI's: while the drafts are sealed and
 // their reading not recorded, no size, time, token or cost pairs a letter with a writer.
-func writerReport(exp string) tea.Cmd {
+func writerReport(ctx context.Context, eng Engine, exp string) tea.Cmd {
 	return func() tea.Msg {
-		e, err := workshop.Load(exp)
+		text, err := eng.WorkshopReport(ctx, exp)
 		if err != nil {
 			return readerMsg{err: err}
 		}
-		r, err := workshop.MakeReport(e, nil)
-		if err != nil {
-			return readerMsg{err: err}
-		}
-		return readerMsg{title: "Report · " + filepath.Base(exp), text: r.Table()}
+		return readerMsg{title: "Report · " + filepath.Base(exp), text: text}
 	}
 }
 
@@ -433,11 +419,11 @@ func (m *model) writerDone(d writerDoneMsg) tea.Cmd {
 		m.note("%s", d.note)
 		return m.wf.now()
 	}
-	m.fail(fmt.Errorf("%s: %v", d.what, d.err))
+	m.fail(fmt.Errorf("%s: %v", d.what(), d.err))
 	// Wrapped to the page: the reader cuts long lines, and the advice comes last.
 	// The reason can carry the writer's own text (draft names, its stream's errors).
 	text := ansi.Wordwrap(journal.Printable(d.err.Error()), max(m.scr.body.W-2, 20), " ")
-	return tea.Batch(emit(readerMsg{title: "Refused · " + d.what, text: text}), m.wf.now())
+	return tea.Batch(emit(readerMsg{title: "Refused · " + d.what(), text: text}), m.wf.now())
 }
 
 // writersUpdate routes the Writers pane's messages; ok is false for any other message.

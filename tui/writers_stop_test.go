@@ -48,7 +48,7 @@ func TestWritersPaneNamesAnExpiredLogin(t *testing.T) {
 		if got := writerStatus(e, id, s); got != want {
 			t.Fatalf("%s: the pane shows %q, want %q", stream, got, want)
 		}
-		if err := refuseStart(writerMsg{act: "resume", exp: exp, id: id, status: want}); err != nil {
+		if err := refuseStart(writerMsg{act: actResume, exp: exp, id: id, status: want}); err != nil {
 			t.Fatalf("%s: resume refused before asking: %v", stream, err)
 		}
 	}

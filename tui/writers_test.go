@@ -71,12 +71,6 @@ type writerStub struct {
 	state string
 }
 
-func (w writerStub) WorkshopRun(context.Context, string, string, string) error {
-	return fmt.Errorf("not in this test")
-}
-func (w writerStub) WorkshopResume(context.Context, string, string, string) error {
-	return fmt.Errorf("not in this test")
-}
 func (w writerStub) WorkshopManual(exp, writer, script string) (*exec.Cmd, error) {
 	w.record("WorkshopManual", exp, writer, script)
 	cmd := exec.Command(os.Args[0])
@@ -92,6 +86,7 @@ func (w writerStub) WorkshopManual(exp, writer, script string) (*exec.Cmd, error
 // c collects it again after a confirmation; A seals the drafts, and the identity key
 // appears on no screen the app drew.
 func TestFlowWritersManualInTerminalPane(t *testing.T) {
+	needRooms(t)
 	state := t.TempDir()
 	td := filepath.Join("..", "demo", "workshop")
 	exp := filepath.Join(state, workshop.Dir, "exp")
@@ -284,7 +279,7 @@ func TestServeWritersPaneKeepsTheKey(t *testing.T) {
 func TestWriterReportWithholdsUntilReveal(t *testing.T) {
 	exp, _ := sealedExperiment(t, t.TempDir())
 	page := func() string {
-		msg, ok := writerReport(exp)().(readerMsg)
+		msg, ok := writerReport(context.Background(), newStub(), exp)().(readerMsg)
 		if !ok || msg.err != nil {
 			t.Fatalf("report: %+v", msg)
 		}
@@ -365,8 +360,9 @@ func TestWritersRefusalsShownWhole(t *testing.T) {
 		t.Fatalf("anonymize of a sealed experiment: %+v", m.confirm)
 	}
 	press("n")
-	if calls := stub.Calls(); len(calls) != 0 {
-		t.Errorf("refusals reached the engine: %v", calls)
+	// Only collect's refusal is the engine's (the workshop's own); the others never reach it.
+	if calls := stub.Calls(); len(calls) != 1 || calls[0].method != "WorkshopCollect" {
+		t.Errorf("engine calls %v, want collect's only", calls)
 	}
 	if m.status != "nothing sealed" {
 		t.Errorf("n on anonymize: status %q", m.status)
@@ -378,7 +374,7 @@ func TestWritersRefusalsShownWhole(t *testing.T) {
 func TestWriterRefusalEscapesTheWritersText(t *testing.T) {
 	m := newModel(modelConfig{engine: newStub(), styles: asciiStyles(), now: time.Now})
 	m.update(tea.WindowSizeMsg{Width: 120, Height: 30})
-	cmd := m.writerDone(writerDoneMsg{what: "collect w1", err: errors.New("symlink in drafts/\x1b]52;c;cHduZWQ=\x07")})
+	cmd := m.writerDone(writerDoneMsg{act: actCollect, id: "w1", err: errors.New("symlink in drafts/\x1b]52;c;cHduZWQ=\x07")})
 	for _, msg := range run(cmd) {
 		m.update(msg)
 	}
@@ -387,5 +383,58 @@ func TestWriterRefusalEscapesTheWritersText(t *testing.T) {
 	}
 	if v := m.reader.vp.View(); strings.ContainsAny(v, "\x07") || strings.Contains(v, "\x1b]52") || !strings.Contains(v, `\x1b]52`) {
 		t.Fatalf("the refusal page shows the writer's escape raw: %q", v)
+	}
+}
+
+// TestWritersRetryStagesThroughTheEngine: R on a writer asks the engine which id the retry
+// takes (the writers on disk decide it), names it in the confirmation, and y stages it
+// through the engine: the answer says which writer took which one's seat, and a second
+// retry of the same writer takes the next free id.
+func TestWritersRetryStagesThroughTheEngine(t *testing.T) {
+	state := t.TempDir()
+	exp, _ := sealedExperiment(t, state)
+	stub := writerStub{newStub(), state}
+	m := newModel(modelConfig{engine: stub, styles: asciiStyles(), now: time.Now, probes: true, workshop: true, stateDir: state})
+	m.wf.close()
+	m.wf = nil // the test hands the pane its reads
+	send := func(msg tea.Msg) {
+		queue := []tea.Msg{msg}
+		for len(queue) > 0 {
+			msg, queue = queue[0], queue[1:]
+			_, cmd := m.update(msg)
+			queue = append(queue, run(cmd)...)
+		}
+	}
+	press := func(k string) { send(keyMsg(k)) }
+	send(tea.WindowSizeMsg{Width: 160, Height: 40})
+	const old = "claude-sonnet-4-5"
+	press("tab")
+	for _, want := range []string{old + "-retry", old + "-retry2"} {
+		send(loadWriters([]string{exp}))
+		selectRow(t, m.home.writers.t, exp+"\x00"+old)
+		press("R")
+		if m.confirm == nil || !strings.Contains(m.confirm.question, "as a new writer "+want+"?") {
+			t.Fatalf("retry's confirmation does not name %s: %+v (status %q)", want, m.confirm, m.status)
+		}
+		press("y")
+		if m.status != want+" staged in place of "+old+"; r runs it" {
+			t.Errorf("after the retry: status %q", m.status)
+		}
+	}
+	var staged []string
+	for _, c := range stub.Calls() {
+		if c.method == "WorkshopRetry" {
+			staged = append(staged, strings.Join(c.args[1:], " "))
+		}
+	}
+	if strings.Join(staged, ", ") != old+" "+old+"-retry, "+old+" "+old+"-retry2" {
+		t.Errorf("the engine staged %q", staged)
+	}
+	e, err := workshop.Load(exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids := strings.Join(e.WriterIDs(), " "); !strings.Contains(ids, old+"-retry2") {
+		t.Errorf("writers on disk: %s", ids)
 	}
 }

@@ -38,14 +38,6 @@ func Find(stateDir string) []string {
 // its pid still matches), so a live writer is told from one whose tare was killed.
 func (s *State) Alive() bool { return s.alive() }
 
-// Resumable says whether the writer's own event stream shows a provider quota wall or an
-// expired login and it has not completed since: resume continues it, where a retry would
-// start it over. Each call reads on from where the last stopped, a bounded chunk, so the app
-// can ask on every refresh whatever the stream's size.
-func (e *Exp) Resumable(id string, s *State) bool {
-	return e.ResumeKind(id, s) != ""
-}
-
 // What ResumeKind names.
 const (
 	// ResumeQuota: a provider quota wall stopped the writer.

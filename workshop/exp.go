@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -309,7 +310,7 @@ func startText(f *Frozen, w Writer) string {
 		"web, external services or other agents. Inputs are read-only.\n" +
 		"Write your contribution in drafts/. Keep any further alternatives\n" +
 		"as separate files. Finish the assignment without asking for approval.\n")
-	if contains(w.Capabilities, "image-generation") {
+	if slices.Contains(w.Capabilities, "image-generation") {
 		b.WriteString("\nThis assignment additionally permits the agent's image-generation tool.\n")
 	}
 	if w.Persona != "" {
@@ -442,6 +443,24 @@ func (e *Exp) WriterIDs() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// RetryID is the first id of the form WRITER-retry, WRITER-retry2... that no writer on disk
+// has: the id the app offers for a retry, where the command line asks for one.
+func (e *Exp) RetryID(id string) string {
+	taken := map[string]bool{}
+	for _, w := range e.WriterIDs() {
+		taken[w] = true
+	}
+	for n := 1; ; n++ {
+		c := id + "-retry"
+		if n > 1 {
+			c += fmt.Sprint(n)
+		}
+		if !taken[c] {
+			return c
+		}
+	}
 }
 
 func (e *Exp) saveState(id string, s *State) error {

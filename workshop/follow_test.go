@@ -141,3 +141,11 @@ func BenchmarkResumableLook(b *testing.B) {
 	b.ReportMetric(float64(tHuge)/float64(tSmall), "huge/small")
 	b.ReportMetric(float64(tWhole)/float64(tHuge), "whole/look")
 }
+
+// Resumable says whether the writer's own event stream shows a provider quota wall or an
+// expired login and it has not completed since: resume continues it, where a retry would
+// start it over. Each call reads on from where the last stopped, a bounded chunk, so the app
+// can ask on every refresh whatever the stream's size.
+func (e *Exp) Resumable(id string, s *State) bool {
+	return e.ResumeKind(id, s) != ""
+}

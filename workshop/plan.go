@@ -18,6 +18,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -224,7 +225,7 @@ func normalize(p *Plan, w Writer, i int) (Writer, error) {
 		w.Capabilities = append([]string{}, p.Capabilities...)
 	}
 	for _, c := range w.Capabilities {
-		if !contains(Capabilities, c) {
+		if !slices.Contains(Capabilities, c) {
 			return w, fmt.Errorf("%s %q: unsupported; use one of %s", field("capabilities"), c, strings.Join(Capabilities, ", "))
 		}
 		if c == "image-generation" && w.Agent != "agy" {
@@ -243,19 +244,10 @@ func tierRank(t string) int {
 	return -1
 }
 
-func contains(list []string, v string) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
 // isInjected says whether a path names an agent's instruction file or folder anywhere in it.
 func isInjected(rel string) bool {
 	for _, part := range strings.Split(rel, "/") {
-		if contains(injected, strings.ToLower(part)) {
+		if slices.Contains(injected, strings.ToLower(part)) {
 			return true
 		}
 	}

@@ -238,16 +238,6 @@ const PinnedMass = 0.95
 // Dist is a distribution over the cliff's step, 1..Steps (index 0 unused).
 type Dist []float64
 
-// Posterior is where the cliff may be given the observations and that there is one: for each
-// candidate step c, the likelihood of every tail so far when steps before c share one unknown
-// pass rate and steps from c on another, lower one (the two uniform a priori over the
-// rates that fall, and integrated out), with every c equally likely beforehand. A step with no tails adds nothing, so the mass spreads evenly over the
-// stretches not yet measured, which is what sends the next tails into them.
-func Posterior(steps int, obs map[int]Count) Dist {
-	d, _ := posterior(steps, obs)
-	return d
-}
-
 // posterior is Posterior and the log probability of the tails under the one-step model (every
 // step equally likely to be the cliff), which the steady decline is weighed against.
 func posterior(steps int, obs map[int]Count) (Dist, float64) {

@@ -196,3 +196,13 @@ func TestNoChangeNamesNoStep(t *testing.T) {
 		t.Fatalf("%+v (%s): want no cliff, no change the likeliest", d.Kind, d.Why)
 	}
 }
+
+// Posterior is where the cliff may be given the observations and that there is one: for each
+// candidate step c, the likelihood of every tail so far when steps before c share one unknown
+// pass rate and steps from c on another, lower one (the two uniform a priori over the
+// rates that fall, and integrated out), with every c equally likely beforehand. A step with no tails adds nothing, so the mass spreads evenly over the
+// stretches not yet measured, which is what sends the next tails into them.
+func Posterior(steps int, obs map[int]Count) Dist {
+	d, _ := posterior(steps, obs)
+	return d
+}

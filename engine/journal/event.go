@@ -116,14 +116,24 @@ type TailChecking struct {
 	TimeoutSeconds float64 `json:"timeout_seconds"`
 }
 
+// How is how a tail continues: from the project's start, in the recorded agent's own
+// session cut after its step, or by another agent handed the story so far.
+type How string
+
+// The ways a tail continues.
+const (
+	HowFresh   How = "fresh"
+	HowNative  How = "native"
+	HowHandoff How = "handoff"
+)
+
 // TailStarted opens one tail: a fresh start, or a continuation of a capsule.
 type TailStarted struct {
 	ID   string `json:"id"`
 	Side string `json:"side"`
 	// Step is the capsule the tail continues from (0: a fresh start).
 	Step int `json:"step"`
-	// How is "fresh", "native" or "handoff".
-	How string `json:"how"`
+	How  How `json:"how"`
 	// Attempt numbers this attempt of the tail (0: the first); a retry or a rerun after a
 	// crash is a new attempt, and the earlier ones stay on the record.
 	Attempt int `json:"attempt,omitempty"`
@@ -150,7 +160,7 @@ type TailFinished struct {
 	Passed bool   `json:"passed"`
 	// Status is "passed", "failed" or "no-verdict" (a journal from an older tare may say
 	// "error", read as no verdict).
-	Status string `json:"status"`
+	Status Status `json:"status"`
 	// Reason is why a tail has no verdict: not-started, killed, timeout, quota, overloaded,
 	// dropped, interrupted.
 	Reason Reason `json:"reason,omitempty"`

@@ -131,25 +131,3 @@ func TestBusNeverDropsFinalEvents(t *testing.T) {
 		t.Fatalf("seen %d + dropped %d != published %d", len(seen), sub.Dropped(), tails*41+1)
 	}
 }
-
-func TestWilson(t *testing.T) {
-	cases := []struct {
-		x, n   int
-		lo, hi float64
-	}{
-		{0, 0, 0, 1},
-		{0, 10, 0, 0.2775},
-		{10, 10, 0.7225, 1},
-		{5, 10, 0.2366, 0.7634},
-		{6, 10, 0.3127, 0.8318},
-	}
-	for _, c := range cases {
-		lo, hi := Wilson(c.x, c.n)
-		if d := lo - c.lo; d > 1e-3 || d < -1e-3 {
-			t.Errorf("Wilson(%d,%d) lo = %.4f, want %.4f", c.x, c.n, lo, c.lo)
-		}
-		if d := hi - c.hi; d > 1e-3 || d < -1e-3 {
-			t.Errorf("Wilson(%d,%d) hi = %.4f, want %.4f", c.x, c.n, hi, c.hi)
-		}
-	}
-}

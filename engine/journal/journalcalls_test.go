@@ -1,10 +1,14 @@
 package journal
 
 import (
+	"bufio"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestJournalOutlineIsTheJournalWithoutItsToolCalls: the outline holds every event of the
@@ -56,4 +60,35 @@ func TestJournalOutlineIsTheJournalWithoutItsToolCalls(t *testing.T) {
 	if _, err := ReadJournalOutline(bad); err == nil || !strings.Contains(err.Error(), ":2: not an event") {
 		t.Fatalf("a bad middle line: %v", err)
 	}
+}
+
+// writeSyntheticJournal writes n events as a run's journal would hold them: a start, then
+// tool calls of 50 tails, then their ends.
+func writeSyntheticJournal(tb testing.TB, dir string, n int) {
+	tb.Helper()
+	f, err := os.Create(filepath.Join(dir, JournalFile))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	enc := json.NewEncoder(w)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := 1; i <= n; i++ {
+		e := Event{Seq: int64(i), Time: t0.Add(time.Duration(i) * time.Millisecond), Run: "huge"}
+		switch {
+		case i == 1:
+			e.RunStarted = &RunStarted{Kind: "calibrate", Project: "p", Sides: []Side{{Key: "a", Agent: "claude"}}, Budget: 50, Jobs: 50}
+		case i%20000 == 0:
+			e.TailFinished = &TailFinished{ID: fmt.Sprintf("a-%d", i%50), Status: "passed", Passed: true}
+		default:
+			e.ToolCall = &ToolCall{Tail: fmt.Sprintf("a-%d", i%50), Tool: "Bash", Summary: fmt.Sprintf("grep -n step%d src/*.go", i), Calls: i / 50, Usage: Usage{Input: int64(i), Output: 40}}
+		}
+		if err := enc.Encode(&e); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	f.Close()
 }

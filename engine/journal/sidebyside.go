@@ -163,17 +163,3 @@ type TailHit struct {
 	// Line is the matching line, as found.
 	Line string
 }
-
-// SearchTails finds text (case-insensitive) in every tail of a run: each call's input and
-// output and the agent's text before it, and the agent's last words.
-func SearchTails(runDir, text string) ([]TailHit, error) {
-	var hits []TailHit
-	err := SearchTailsEach(runDir, text, func(_, _ int, found []TailHit) bool {
-		hits = append(hits, found...)
-		return true
-	})
-	if err != nil {
-		return nil, err
-	}
-	return hits, nil
-}

@@ -3,8 +3,11 @@ package probe
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"tare/agent"
 )
@@ -210,6 +213,38 @@ func TestReadingsAreKeptPerAgentProjectAndRoom(t *testing.T) {
 	}
 	if text := readings[0].Render(); !strings.Contains(text, "probed    tare's model server, no login copy; a real-provider run's room adds") {
 		t.Errorf("the reading does not say which room it read:\n%s", text)
+	}
+}
+
+// TestSummariesReadWhatWasStored: the app lists each stored reading with the verdict and the
+// file StoreReading kept, one per agent, project and room, and names a file that is not a
+// reading (with the fix) while still listing the others.
+func TestSummariesReadWhatWasStored(t *testing.T) {
+	state := t.TempDir()
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	readings := []*Reading{
+		{Agent: "codex", Version: "0.171.0", Project: "/src/a", Room: RoomModelServer, At: at},
+		{Agent: "claude", Project: "/src/a", Room: RoomModelServer, At: at, Blind: []string{DetEnv}},
+	}
+	for _, r := range readings {
+		if err := StoreReading(state, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := filepath.Join(state, ProbesDir)
+	if err := os.WriteFile(filepath.Join(dir, "pi-000000000000.json"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadSummaries(dir)
+	if err == nil || !strings.Contains(err.Error(), "pi-000000000000.json: not a probe reading") || !strings.Contains(err.Error(), "fix: run tare probe pi again") {
+		t.Errorf("a file that is not a reading: %v", err)
+	}
+	want := []Summary{
+		{Agent: "claude", Project: "/src/a", Room: RoomModelServer, Verdict: "not proven (blind)", At: at, Path: ReadingPath(state, "claude", "/src/a", RoomModelServer)},
+		{Agent: "codex", Version: "0.171.0", Project: "/src/a", Room: RoomModelServer, Verdict: "tare: 0.00", Zero: true, At: at, Path: ReadingPath(state, "codex", "/src/a", RoomModelServer)},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("summaries\n got %+v\nwant %+v", got, want)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"tare/engine/room"
 	"tare/sandbox"
 )
 
@@ -14,6 +15,7 @@ import (
 // agent without hooks, is out of its tools' reach: a child of it cannot read its memory
 // through /proc/PPID/mem, while the same read of a sibling (the control) works.
 func TestInRoomTareIsNotDumpable(t *testing.T) {
+	needRooms(t)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +30,7 @@ kill $s`
 		Argv: []string{sandbox.TareBin, "snap-watch", "--store", sandbox.RunDir, "--work", sandbox.WorkDir, "--", "/bin/sh", "-c", script}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	code, err := RunRoom(ctx, r)
+	code, err := room.Run(ctx, r)
 	got := out.String()
 	if err != nil || code != 0 {
 		t.Fatalf("room: exit %d, %v:\n%s", code, err, got)

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"tare/agent"
+	"tare/engine/room"
 	"tare/sandbox"
 )
 
@@ -19,19 +20,19 @@ import (
 // loginReading is the declared lines and the leaks of the login copies a real-provider room
 // with --login would get for the operator whose home is home. An operator without a login
 // file gets nothing; one whose file a room would refuse gets the refusal as a declared line.
-func loginReading(p Plan, home string, s subject) (declared []string, leaks []Leak) {
+func loginReading(p room.Plan, home string, s subject) (declared []string, leaks []Leak) {
 	if !slices.ContainsFunc(s.sources, func(src agent.Source) bool { return src.Kind == agent.KindLogin && isFile(src.Path) }) {
 		return nil, nil
 	}
 	q := p
 	q.Login, q.HostHome, q.HostNet = true, home, false
-	room, setup, err := BuildRoom(q, "", nil)
+	box, setup, err := room.Build(q, "")
 	if err != nil {
 		return []string{"a --login room is refused: " + err.Error()}, nil
 	}
 	for _, l := range setup.Logins {
 		declared = append(declared, "with --login on the real provider: "+l.Line)
-		leaks = append(leaks, loginLeaks(room.Files, l, s.show)...)
+		leaks = append(leaks, loginLeaks(box.Files, l, s.show)...)
 	}
 	return declared, leaks
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tare/agent"
+	"tare/engine/room"
 	"tare/sandbox"
 )
 
@@ -40,22 +41,23 @@ func operatorLogins(t *testing.T) string {
 // the room: only the agent's own login is there; the MCP servers' and other providers'
 // tokens are not. The probe's reading of the same plan declares the kept keys and no leak.
 func TestLoginRoomHoldsOneLogin(t *testing.T) {
+	needRooms(t)
 	home := operatorLogins(t)
 	for name, want := range map[string]struct{ rel, own string }{
 		"claude": {".claude/.credentials.json", "sk-ant-oat01-own"},
 		"pi":     {".pi/agent/auth.json", "sk-ant-oat01-pi"},
 	} {
 		a, inst, cfg := mustFind(t, name)
-		p := Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir(), ReadOnly: true, Login: true, HostHome: home}
-		room, _, err := BuildRoom(p, "", nil)
+		p := room.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir(), ReadOnly: true, Login: true, HostHome: home}
+		box, _, err := room.Build(p, "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		var out, errOut strings.Builder
-		room.Argv = []string{"/bin/cat", agent.Home + "/" + want.rel}
-		room.Stdout, room.Stderr = &out, &errOut
+		box.Argv = []string{"/bin/cat", agent.Home + "/" + want.rel}
+		box.Stdout, box.Stderr = &out, &errOut
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		code, err := RunRoom(ctx, room)
+		code, err := room.Run(ctx, box)
 		cancel()
 		if err != nil || code != 0 {
 			t.Fatalf("%s: room: exit %d %v: %s", name, code, err, errOut.String())
@@ -110,6 +112,7 @@ func TestLoginLeaksNamesWhatTheCopyHoldsBeyondTheLogin(t *testing.T) {
 // operator's instructions and a private key does not read 0.00: the agent owns it and can
 // open it up, so the host-file and secret detectors are blind, naming the folder.
 func TestProbeOfAShutFolderIsBlind(t *testing.T) {
+	needRooms(t)
 	home, project := t.TempDir(), t.TempDir()
 	writeFiles(t, home, ".pi/agent/AGENTS.md")
 	writeFiles(t, project, "src/main.py", "locked/.ssh/id_rsa")
@@ -169,7 +172,7 @@ func TestStubMCPKeepsNamesNotCommands(t *testing.T) {
 		{"/h/.codex/config.toml", "model = \"m\"\n[mcp_servers.c]\ncommand = \"/opbin/run-c\"\n[mcp_servers.c.env]\nTOKEN = \"op-secret\"\n[profiles.p.mcp_servers.d]\nurl = \"https://op.example\"\n",
 			[]string{"c", "d"}},
 	} {
-		out, names, err := stubMCP(c.path, []byte(c.data))
+		out, names, err := stubMCP(c.path, []byte(c.data), agent.TareBin)
 		if err != nil {
 			t.Fatalf("%s: %v", c.path, err)
 		}
@@ -182,7 +185,7 @@ func TestStubMCPKeepsNamesNotCommands(t *testing.T) {
 			}
 		}
 	}
-	if _, _, err := stubMCP("/h/.claude.json", []byte("{")); err == nil {
+	if _, _, err := stubMCP("/h/.claude.json", []byte("{"), agent.TareBin); err == nil {
 		t.Error("a config that is not JSON was rewritten")
 	}
 }

@@ -1,8 +1,7 @@
-// Package probe builds the room an agent runs in (Plan, BuildRoom, the agent's sessions in
-// it) and proves it clean: the probe runs the agent in twins of the room, its detectors read
-// what reached the model and what the in-room inspection and the MCP canary saw, and the
-// Reading says "tare: 0.00" or names each leak. InRoom dispatches the entry points tare
-// serves inside a room.
+// Package probe proves the room an agent runs in (package room) clean: the probe runs the
+// agent in the room and in twins of it, its detectors read what reached the model and what
+// the in-room inspection and the MCP canary saw, and the Reading says "tare: 0.00" or names
+// each leak. InRoom dispatches the entry points tare serves inside a room.
 package probe
 
 import (
@@ -25,6 +24,7 @@ import (
 
 	"tare/agent"
 	"tare/config"
+	"tare/engine/room"
 	"tare/modelserver"
 	"tare/sandbox"
 )
@@ -48,6 +48,8 @@ type ProbeOptions struct {
 	// twinRequests, when set, receives the requests of the twin with a copy of the operator's
 	// setup, as Requests does the clean room's: the tests read what that twin's agent sent.
 	twinRequests io.Writer
+	// helper is the tare-room the rooms run from (room.Plan.Helper): the benchmark's own build.
+	helper string
 	// AllowDirty probes a project that is the host root, the operator's home or holds it
 	// (refused otherwise, before anything starts); its reading names the secrets in it.
 	AllowDirty bool
@@ -87,7 +89,7 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 	}
 	// The CLI's version is asked beside the rooms (it is only reported): they need only
 	// where the CLI is. A CLI that cannot say its version fails the probe as before.
-	fo := findOptions(o.Config, []string{o.Project})
+	fo := room.FindOptions(o.Config, []string{o.Project})
 	fo.VersionLater = true
 	inst, err := o.Agent.Find(fo)
 	if err != nil {
@@ -108,7 +110,7 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 		home: o.HostHome, project: o.Project, sources: o.Agent.Personal(o.HostHome, o.Project),
 		loopback: canary.Addr(), show: tilde, runtime: inst.Runtime, user: o.HostUser,
 	}
-	cleanPlan := Plan{Agent: o.Agent, Inst: inst, Config: o.Config, Workspace: o.Project, ReadOnly: true, HostNet: o.HostNetwork}
+	cleanPlan := room.Plan{Agent: o.Agent, Inst: inst, Config: o.Config, Workspace: o.Project, ReadOnly: true, HostNet: o.HostNetwork, Helper: o.helper}
 
 	// The clean room, the control twin and the twin with a copy of the operator's setup share
 	// nothing but the agent's install and the canary listener (each has its own model server,
@@ -150,7 +152,7 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 	g, gctx := errgroup.WithContext(roomsCtx)
 	var (
 		ev      evidence
-		setup   RoomSetup
+		setup   room.Setup
 		saw     map[string][]Leak
 		planted []agent.Source
 		kept    []Leak
@@ -251,68 +253,21 @@ func Probe(ctx context.Context, o ProbeOptions) (*Reading, error) {
 	return r, nil
 }
 
-// Plan is everything needed to build one agent room.
-type Plan struct {
-	Agent     agent.Agent
-	Inst      agent.Install
-	Config    *config.Config
-	Workspace string
-	ReadOnly  bool
-	HostNet   bool
-	// Login places the agent's login copy (real providers only).
-	Login bool
-	// HostHome is the operator's home the login copy is read from (default: the current
-	// user's).
-	HostHome string
-	// Sessions, when set, is a host folder bound at the agent's session folder, so the
-	// session outlives the room (for resumes, trails and tails).
-	Sessions string
-	// Extra are files placed in HOME besides the agent's own (a session to resume).
-	Extra []agent.File
-	// Hooks are commands the agent runs on its events (tare snap after each tool call).
-	Hooks []agent.Hook
-	// RunStore is a host folder bound read-write at /tare-run: the room's capsule staging
-	// folder, never the run's store (see storeInRoom).
-	RunStore string
-	// Guard are workspace paths the room sees read-only (sandbox.Room.Guard).
-	Guard []string
-	// Inert turns off whatever in the room's copied config would run a command (the twin
-	// with a copy of the operator's setup).
-	Inert bool
-	// Model is the model the agent asks for (a workshop writer's); empty leaves its default.
-	Model string
-}
-
-// RoomSetup is what observe learned about the room it built.
-type RoomSetup struct {
-	Declared []string
-	EnvNames map[string]bool
-	// Args go on the agent's command line before the caller's (Codex's hook trust flag).
-	Args []string
-	// ModelHosts are the allowed hosts serving the model's API, which a metered room's
-	// proxy reads (see interceptRoom).
-	ModelHosts []string
-	// Logins are the login copies the room holds, with the keys of the login each keeps.
-	Logins []agent.Login
-}
-
-// twin describes how a twin differs from the clean room: a planted home bound at its own
-// host path, the cwd below it, a canary variable and, for the control, the host's network.
+// twin describes how a twin differs from the clean room (the room it builds) and where its
+// inspection looks.
 type twin struct {
-	home, cwd string
-	env       map[string]string
-	// binds are extra host folders bound at their own path (the planted tree).
-	binds []string
-	// hostNet shares the host's network: only the control, whose planted home is tare's own.
-	hostNet bool
-	// mem gives the room a copy of the planted home in memory instead of a bind of it (the
-	// control's agent, whose CLI writes its databases and caches there: on disk they cost
-	// the probe fsyncs the clean room, whose home is in memory, does not pay). Only for a
-	// room that nothing reads by (dev, ino), as the copies are other files.
-	mem bool
+	room.Twin
 	// walk is the one folder the twin's inspection's walk from / looks into ("" = the whole
 	// room): the control's, whose files are all planted in its home, looks into that only.
 	walk string
+}
+
+// build builds p's room, as twin tw when set.
+func build(p room.Plan, upstream string, tw *twin) (sandbox.Room, room.Setup, error) {
+	if tw != nil {
+		p.Twin = &tw.Twin
+	}
+	return room.Build(p, upstream)
 }
 
 // observe runs the inspection and the agent in one room shape (clean, or a twin) against a
@@ -321,19 +276,19 @@ type twin struct {
 // workspace, and each room its own home), or in the twin look plants alike in a folder of its
 // own (planted beside the agent's run, off its path); otherwise (a twin whose agent may write
 // in what the inspection walks) before it.
-func observe(ctx context.Context, p Plan, s subject, loopback string, tw *twin, look func() (*aside, error)) (evidence, RoomSetup, error) {
+func observe(ctx context.Context, p room.Plan, s subject, loopback string, tw *twin, look func() (*aside, error)) (evidence, room.Setup, error) {
 	srv, err := modelserver.New(modelserver.Options{})
 	if err != nil {
-		return evidence{}, RoomSetup{}, err
+		return evidence{}, room.Setup{}, err
 	}
 	if err := srv.Start("127.0.0.1:0"); err != nil {
-		return evidence{}, RoomSetup{}, fmt.Errorf("model server: %v", err)
+		return evidence{}, room.Setup{}, fmt.Errorf("model server: %v", err)
 	}
 	defer srv.Close()
 
-	room, setup, err := BuildRoom(p, srv.Addr(), tw)
+	box, setup, err := build(p, srv.Addr(), tw)
 	if err != nil {
-		return evidence{}, RoomSetup{}, err
+		return evidence{}, room.Setup{}, err
 	}
 	// The inspection runs in a room of the same shape, so it sees what the agent would.
 	beside := look != nil || tw == nil && p.ReadOnly && p.RunStore == "" && p.Sessions == ""
@@ -344,11 +299,11 @@ func observe(ctx context.Context, p Plan, s subject, loopback string, tw *twin, 
 	looked := make(chan struct{})
 	go func() {
 		defer close(looked)
-		lookRoom, lookS, lookTw := room, s, tw
+		lookRoom, lookS, lookTw := box, s, tw
 		if look != nil {
 			a, err := look()
 			if err == nil {
-				lookRoom, _, err = BuildRoom(a.p, srv.Addr(), a.tw)
+				lookRoom, _, err = build(a.p, srv.Addr(), a.tw)
 			}
 			if err != nil {
 				lookErr = err
@@ -360,7 +315,7 @@ func observe(ctx context.Context, p Plan, s subject, loopback string, tw *twin, 
 	}()
 	if !beside {
 		if <-looked; lookErr != nil {
-			return evidence{}, RoomSetup{}, lookErr
+			return evidence{}, room.Setup{}, lookErr
 		}
 	}
 
@@ -368,14 +323,14 @@ func observe(ctx context.Context, p Plan, s subject, loopback string, tw *twin, 
 	if tw != nil {
 		wrap = func(argv []string) []string { return twinArgv(tw, argv) }
 	}
-	reqs, err := askAgent(ctx, p, room, setup, wrap, srv)
+	reqs, err := askAgent(ctx, p, box, setup, wrap, srv)
 	if err != nil {
 		stopLook()
 		<-looked
-		return evidence{}, RoomSetup{}, err
+		return evidence{}, room.Setup{}, err
 	}
 	if <-looked; lookErr != nil {
-		return evidence{}, RoomSetup{}, lookErr
+		return evidence{}, room.Setup{}, lookErr
 	}
 	bodies := make([][]byte, len(reqs))
 	for i, rq := range reqs {
@@ -389,15 +344,15 @@ func observe(ctx context.Context, p Plan, s subject, loopback string, tw *twin, 
 
 // inspectRoom runs the in-room inspection for subject s in room (as twin tw runs its
 // commands, when set) and decodes what it saw into view.
-func inspectRoom(ctx context.Context, room sandbox.Room, s subject, loopback string, tw *twin, view *sandbox.View) error {
+func inspectRoom(ctx context.Context, box sandbox.Room, s subject, loopback string, tw *twin, view *sandbox.View) error {
 	// A twin runs its commands in its planted home; a clean room in its own.
-	room.Argv = inspectArgv(s, loopback, "", "")
+	box.Argv = inspectArgv(s, loopback, "", "")
 	if tw != nil {
-		room.Argv = twinArgv(tw, inspectArgv(s, loopback, tw.home, tw.walk))
+		box.Argv = twinArgv(tw, inspectArgv(s, loopback, tw.Home, tw.walk))
 	}
 	var out, lookErr strings.Builder
-	room.Stdout, room.Stderr, room.Stdin = &out, &lookErr, nil
-	code, err := RunRoom(ctx, room)
+	box.Stdout, box.Stderr, box.Stdin = &out, &lookErr, nil
+	code, err := room.Run(ctx, box)
 	if err != nil {
 		return fmt.Errorf("inspection room: %v", err)
 	}
@@ -412,14 +367,14 @@ func inspectRoom(ctx context.Context, room sandbox.Room, s subject, loopback str
 
 // askAgent runs the agent once in room on the probe's prompt and returns the requests that
 // reached srv: one agent run, the unit the probe's time is measured against.
-func askAgent(ctx context.Context, p Plan, room sandbox.Room, setup RoomSetup, wrap func([]string) []string, srv *modelserver.Server) ([]modelserver.Request, error) {
-	room.Argv = p.Agent.RunArgs(probePrompt, append(setup.Args, p.Config.Agents[p.Agent.Name()].Args...))
-	room.Argv = wrap(append([]string{p.Inst.Command}, room.Argv...))
+func askAgent(ctx context.Context, p room.Plan, box sandbox.Room, setup room.Setup, wrap func([]string) []string, srv *modelserver.Server) ([]modelserver.Request, error) {
+	box.Argv = p.Agent.RunArgs(probePrompt, append(setup.Args, p.Config.Agents[p.Agent.Name()].Args...))
+	box.Argv = wrap(append([]string{p.Inst.Command}, box.Argv...))
 	var agentOut, agentErr strings.Builder
-	room.Stdout, room.Stderr = &agentOut, &agentErr
+	box.Stdout, box.Stderr = &agentOut, &agentErr
 	runCtx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	if _, err := RunRoom(runCtx, room); err != nil {
+	if _, err := room.Run(runCtx, box); err != nil {
 		return nil, fmt.Errorf("agent room: %v", err)
 	}
 	reqs := srv.Requests()
@@ -435,7 +390,7 @@ func askAgent(ctx context.Context, p Plan, room sandbox.Room, setup RoomSetup, w
 // file). The room itself fixes HOME and passes no descriptors, so the twin plants these in
 // its own command, the one place that is not the room's promise.
 func twinArgv(tw *twin, argv []string) []string {
-	return append([]string{"/bin/sh", "-c", `cd "$0" && HOME="$1" && export HOME && exec 7<"$1/.tare-canary-fd" && shift && exec "$@"`, tw.cwd, tw.home}, argv...)
+	return append([]string{"/bin/sh", "-c", `cd "$0" && HOME="$1" && export HOME && exec 7<"$1/.tare-canary-fd" && shift && exec "$@"`, tw.Cwd, tw.Home}, argv...)
 }
 
 // applicable is the set of detectors that apply to an agent, from what its adapter planted
@@ -459,7 +414,7 @@ func applicable(planted []agent.Source) map[string]bool {
 // home planted alike (the same canaries), which the agent's writes never reach: what reached
 // the model is read against the agent's home, what the room showed against the inspection's.
 // planted is called once the agent's home is planted, before its room starts.
-func control(ctx context.Context, p Plan, loopback string, planted func()) (map[string][]Leak, []agent.Source, error) {
+func control(ctx context.Context, p room.Plan, loopback string, planted func()) (map[string][]Leak, []agent.Source, error) {
 	token := newToken()
 	dir, err := os.MkdirTemp("", "tare-control-")
 	if err != nil {
@@ -475,7 +430,7 @@ func control(ctx context.Context, p Plan, loopback string, planted func()) (map[
 	if err != nil {
 		return nil, nil, err
 	}
-	tw.mem = true // its room is read only through what reaches the model; look's by (dev, ino)
+	tw.Mem = true // its room is read only through what reaches the model; look's by (dev, ino)
 	planted()
 	var look aside
 	plantLook := func() (*aside, error) {
@@ -484,7 +439,7 @@ func control(ctx context.Context, p Plan, loopback string, planted func()) (map[
 		if err == nil {
 			// Every file the control proves a detector on is planted in its home; the rest of
 			// the room (the system, the agent's install) is the clean room's and walked there.
-			look.tw.walk = look.tw.home
+			look.tw.walk = look.tw.Home
 		}
 		return &look, err
 	}
@@ -498,7 +453,7 @@ func control(ctx context.Context, p Plan, loopback string, planted func()) (map[
 
 // realTwin runs a twin in a copy of the operator's personal files and returns what the
 // clean room kept out of their real setup.
-func realTwin(ctx context.Context, p Plan, operator subject, files []agent.Source, loopback string, requests io.Writer) ([]Leak, error) {
+func realTwin(ctx context.Context, p room.Plan, operator subject, files []agent.Source, loopback string, requests io.Writer) ([]Leak, error) {
 	dir, err := os.MkdirTemp("", "tare-twin-")
 	if err != nil {
 		return nil, err
@@ -512,7 +467,7 @@ func realTwin(ctx context.Context, p Plan, operator subject, files []agent.Sourc
 		if declaresMCP(operator.sources, src.Path) {
 			// The servers keep their names; each command is tare's canary, never theirs. A
 			// config that cannot be rewritten is not copied.
-			if data, _, err = stubMCP(src.Path, data); err != nil {
+			if data, _, err = stubMCP(src.Path, data, canaryServer(p)); err != nil {
 				continue
 			}
 		}
@@ -540,7 +495,7 @@ func realTwin(ctx context.Context, p Plan, operator subject, files []agent.Sourc
 	// out only to the model server), the agent starts with its hooks and helpers off, and
 	// each MCP server is tare's canary under the server's name: a probe runs none of the
 	// operator's code.
-	tw := &twin{home: home, cwd: proj, binds: []string{dir}}
+	tw := &twin{Twin: room.Twin{Home: home, Cwd: proj, Binds: []string{dir}}}
 	q := p
 	q.Workspace, q.ReadOnly, q.HostNet, q.Inert = proj, false, false, true
 	ev, setup, err := observe(ctx, q, s, loopback, tw, nil)

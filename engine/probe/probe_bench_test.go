@@ -13,6 +13,7 @@ import (
 
 	"tare/agent"
 	"tare/config"
+	"tare/engine/room"
 	"tare/modelserver"
 	"tare/sandbox"
 )
@@ -20,8 +21,8 @@ import (
 // runOnce is one offline agent run as tare makes it: find the agent's CLI (which asks it for
 // its version), then run it in a clean room on the probe's prompt against a model server of
 // its own. It is what the probe is measured against.
-func runOnce(ctx context.Context, a agent.Agent, cfg *config.Config, project string) error {
-	inst, err := FindAgent(a, cfg, project)
+func runOnce(ctx context.Context, a agent.Agent, cfg *config.Config, project, helper string) error {
+	inst, err := room.FindAgent(a, cfg, project)
 	if err != nil {
 		return err
 	}
@@ -33,12 +34,12 @@ func runOnce(ctx context.Context, a agent.Agent, cfg *config.Config, project str
 		return err
 	}
 	defer srv.Close()
-	p := Plan{Agent: a, Inst: inst, Config: cfg, Workspace: project, ReadOnly: true}
-	room, setup, err := BuildRoom(p, srv.Addr(), nil)
+	p := room.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: project, ReadOnly: true, Helper: helper}
+	box, setup, err := room.Build(p, srv.Addr())
 	if err != nil {
 		return err
 	}
-	_, err = askAgent(ctx, p, room, setup, func(argv []string) []string { return argv }, srv)
+	_, err = askAgent(ctx, p, box, setup, func(argv []string) []string { return argv }, srv)
 	return err
 }
 
@@ -69,8 +70,7 @@ func medianSpread(x []float64) (med, lo, hi float64) {
 func BenchmarkProbe(b *testing.B) {
 	// The rooms run their relay and the control's MCP server from tare-room, as an
 	// install's do (scripts/setup builds it beside tare).
-	helperOverride = buildHelper(b)
-	defer func() { helperOverride = "" }()
+	helper := buildHelper(b)
 	for _, name := range realAgents {
 		b.Run(name, func(b *testing.B) {
 			a, _, cfg := mustFind(b, name)
@@ -80,12 +80,12 @@ func BenchmarkProbe(b *testing.B) {
 			var probes, runs []float64
 			for i := 0; i < b.N; i++ {
 				start := time.Now()
-				if err := runOnce(ctx, a, cfg, project); err != nil {
+				if err := runOnce(ctx, a, cfg, project, helper); err != nil {
 					b.Fatal(err)
 				}
 				runs = append(runs, float64(time.Since(start).Microseconds())/1000)
 				start = time.Now()
-				r, err := Probe(ctx, ProbeOptions{Agent: a, Project: project, Config: cfg, HostHome: home})
+				r, err := Probe(ctx, ProbeOptions{Agent: a, Project: project, Config: cfg, HostHome: home, helper: helper})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -76,6 +76,7 @@ func plantOperator(t *testing.T, token string) (home, project string) {
 // reading is "tare: 0.00", no canary reaches the model, the control shows every detector
 // can see, and the twin with a copy of the operator's setup shows what the room kept out.
 func TestProbeKeepsThePlantedOperatorSetupOut(t *testing.T) {
+	needRooms(t)
 	token := "opcanary" + strings.ToLower(newToken())
 	home, project := plantOperator(t, token)
 	t.Setenv("TARE_OPERATOR_CANARY", token)
@@ -148,6 +149,7 @@ func TestProbeKeepsThePlantedOperatorSetupOut(t *testing.T) {
 // TestProbeWithoutControlIsBlind shows the verdict depends on the control: a probe whose
 // detectors were never shown able to see proves nothing, however quiet the room.
 func TestProbeWithoutControlIsBlind(t *testing.T) {
+	needRooms(t)
 	a, _, cfg := mustFind(t, "pi")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -168,6 +170,7 @@ func TestProbeWithoutControlIsBlind(t *testing.T) {
 // with hooks and notify off: the listener is never reached, and the hook's line never
 // reaches the twin's model.
 func TestProbeTwinRunsNoneOfTheOperatorsHooks(t *testing.T) {
+	needRooms(t)
 	token := "hookcanary" + strings.ToLower(newToken())
 	home, project := plantOperator(t, token)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -241,6 +244,7 @@ func TestProbeTwinRunsNoneOfTheOperatorsHooks(t *testing.T) {
 // something), and a file too short to recognise at all makes the reading blind, naming it,
 // never "tare: 0.00".
 func TestProbeSeesTerseFilesOrSaysItCannot(t *testing.T) {
+	needRooms(t)
 	terse := "- Use tabs.\n- Be terse.\n- No emoji.\n- Never push.\n"
 	skill := "---\nname: pdf\ndescription: Fill PDF forms.\n---\n\nUse pdftk.\n"
 	homes := map[string][2]string{
@@ -314,6 +318,7 @@ func TestProbeSeesTerseFilesOrSaysItCannot(t *testing.T) {
 // rooms, not before them; a CLI whose --version fails still fails the probe with that
 // error, whatever its rooms said, and leaves no folder behind.
 func TestProbeOfACLIThatCannotSayItsVersion(t *testing.T) {
+	needRooms(t)
 	a, _, _ := mustFind(t, "codex")
 	bin := filepath.Join(t.TempDir(), "codex")
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho 'codex: cannot load its config' >&2\nexit 3\n"), 0o755); err != nil {

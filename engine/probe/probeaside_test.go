@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"tare/agent"
+	"tare/engine/room"
 	"tare/modelserver"
 	"tare/sandbox"
 )
@@ -30,7 +31,7 @@ func TestControlHomesArePlantedAlike(t *testing.T) {
 				t.Fatal(err)
 			}
 			token := newToken()
-			p := Plan{Agent: a}
+			p := room.Plan{Agent: a}
 			var homes [2]string
 			var sources [2][]string
 			var envs [2]string
@@ -49,7 +50,7 @@ func TestControlHomesArePlantedAlike(t *testing.T) {
 					sources[i] = append(sources[i], fmt.Sprintf("%s %s %q %x", rel, src.Kind, src.Fingerprints, data))
 				}
 				slices.Sort(sources[i])
-				envs[i] = fmt.Sprint(tw.env)
+				envs[i] = fmt.Sprint(tw.Env)
 			}
 			if len(sources[0]) == 0 {
 				t.Fatalf("%s planted nothing the detectors read", name)
@@ -70,21 +71,22 @@ func TestControlHomesArePlantedAlike(t *testing.T) {
 // each agent the planted folder on disk holds exactly what was planted, byte for byte, while
 // what reached the model still carries the planted instructions.
 func TestControlAgentWritesStayInMemory(t *testing.T) {
+	needRooms(t)
 	for _, name := range []string{"codex", "claude"} {
 		t.Run(name, func(t *testing.T) {
 			a, _, cfg := mustFind(t, name)
-			inst, err := FindAgent(a, cfg)
+			inst, err := room.FindAgent(a, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			token := newToken()
 			home := filepath.Join(t.TempDir(), "home")
-			p := Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir(), ReadOnly: true}
+			p := room.Plan{Agent: a, Inst: inst, Config: cfg, Workspace: t.TempDir(), ReadOnly: true}
 			q, _, tw, err := plantControl(p, home, token, "127.0.0.1:9")
 			if err != nil {
 				t.Fatal(err)
 			}
-			tw.mem = true
+			tw.Mem = true
 			before := treeOf(t, home)
 			srv, err := modelserver.New(modelserver.Options{})
 			if err != nil {
@@ -94,16 +96,16 @@ func TestControlAgentWritesStayInMemory(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer srv.Close()
-			room, setup, err := BuildRoom(q, srv.Addr(), tw)
+			box, setup, err := build(q, srv.Addr(), tw)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Contains(room.Binds, sandbox.Bind{Dest: home, Tmpfs: true}) {
-				t.Fatalf("the control's room has no in-memory home: %+v", room.Binds)
+			if !slices.Contains(box.Binds, sandbox.Bind{Dest: home, Tmpfs: true}) {
+				t.Fatalf("the control's room has no in-memory home: %+v", box.Binds)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			reqs, err := askAgent(ctx, q, room, setup, func(argv []string) []string { return twinArgv(tw, argv) }, srv)
+			reqs, err := askAgent(ctx, q, box, setup, func(argv []string) []string { return twinArgv(tw, argv) }, srv)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,39 +150,4 @@ func treeOf(t *testing.T, dir string) []string {
 		t.Fatal(err)
 	}
 	return out
-}
-
-// TestCopyHomeFallsBackToTheBind: a planted home is copied into memory only when it holds
-// nothing but regular files and folders (the working folder may be empty); a link, or another
-// empty folder, which a copy would lose, leaves the twin on the bind of its host folder.
-func TestCopyHomeFallsBackToTheBind(t *testing.T) {
-	home := t.TempDir()
-	cwd := filepath.Join(home, "proj")
-	for _, d := range []string{cwd, filepath.Join(home, ".codex")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(home, ".codex", "config.toml"), []byte("x = 1\n"), 0o640); err != nil {
-		t.Fatal(err)
-	}
-	files, ok := copyHome(home, cwd)
-	if !ok || len(files) != 1 || files[0].Path != filepath.Join(home, ".codex", "config.toml") || files[0].Mode != 0o640 || string(files[0].Data) != "x = 1\n" {
-		t.Fatalf("copy of a home of files: %+v, %v", files, ok)
-	}
-	if err := os.Mkdir(filepath.Join(home, ".empty"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := copyHome(home, cwd); ok {
-		t.Error("a home with an empty folder was copied: the copy would not hold the folder")
-	}
-	if err := os.Remove(filepath.Join(home, ".empty")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(".codex/config.toml", filepath.Join(home, "link")); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := copyHome(home, cwd); ok {
-		t.Error("a home with a link was copied: the copy would not hold the link")
-	}
 }

@@ -139,6 +139,61 @@ func ReadingPath(stateDir, agent, project, room string) string {
 	return filepath.Join(stateDir, ProbesDir, fmt.Sprintf("%s-%x.json", agent, sum[:6]))
 }
 
+// Summary is a stored reading as the app lists it: whose it is, for which project and room,
+// and its verdict line as StoreReading kept it.
+type Summary struct {
+	Agent   string `json:"agent"`
+	Version string `json:"version"`
+	// Project is the folder the reading is for; Room the room it read ("tare's model server").
+	// A reading without a room is from before readings were kept per project: it says
+	// nothing about any one project, and the app does not show it.
+	Project string `json:"project"`
+	Room    string `json:"room"`
+	// Verdict is the reading's line: "tare: 0.00", "tare: 2 leaks", "not proven (blind)".
+	Verdict string `json:"verdict"`
+	// Zero is true only for "tare: 0.00".
+	Zero bool      `json:"zero"`
+	At   time.Time `json:"at"`
+	// Path is the file the summary was read from (the whole reading is there).
+	Path string `json:"-"`
+}
+
+// ReadSummaries reads every stored reading in dir (a state directory's ProbesDir), sorted by
+// agent. A file that is not a reading is reported in the error and left out; the others
+// still count.
+func ReadSummaries(dir string) ([]Summary, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	var out []Summary
+	var bad []string
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("%s: %v", p, err))
+			continue
+		}
+		var r Summary
+		// The file is <agent>-<hash>.json (<agent>.json before readings were per project).
+		agent, _, _ := strings.Cut(strings.TrimSuffix(filepath.Base(p), ".json"), "-")
+		if err := json.Unmarshal(data, &r); err != nil {
+			bad = append(bad, fmt.Sprintf("%s: not a probe reading (%v); fix: run tare probe %s again", p, err, agent))
+			continue
+		}
+		if r.Agent == "" {
+			r.Agent = agent
+		}
+		r.Path = p
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Agent < out[j].Agent })
+	if len(bad) > 0 {
+		return out, fmt.Errorf("%s", strings.Join(bad, "; "))
+	}
+	return out, nil
+}
+
 // Zero reports whether the room is proven clean: no leak, and every detector proven able to see.
 func (r *Reading) Zero() bool { return len(r.Leaks) == 0 && len(r.Blind) == 0 }
 

@@ -167,6 +167,7 @@ func leaksOf(r *Reading, det string) []string {
 // TestProbeNamesSecretFilesInTheProject: a project holding a private key and cloud
 // credentials does not read 0.00: each file is named, where the room shows it.
 func TestProbeNamesSecretFilesInTheProject(t *testing.T) {
+	needRooms(t)
 	project := t.TempDir()
 	writeFiles(t, project, ".ssh/id_ed25519", ".aws/credentials", "src/main.py")
 	r := probeOf(t, ProbeOptions{Project: project, HostHome: t.TempDir()})
@@ -183,6 +184,7 @@ func TestProbeNamesSecretFilesInTheProject(t *testing.T) {
 // TestProbeOfALargeProjectSeesAPlantedFile: in a project of 30,000 files, the operator's
 // personal file hard-linked after all of them is seen: the reading is not 0.00.
 func TestProbeOfALargeProjectSeesAPlantedFile(t *testing.T) {
+	needRooms(t)
 	home, project := t.TempDir(), t.TempDir()
 	writeFiles(t, home, ".pi/agent/AGENTS.md")
 	many(t, filepath.Join(project, "aaa"), 30000)
@@ -204,6 +206,7 @@ func TestProbeOfALargeProjectSeesAPlantedFile(t *testing.T) {
 // shows the home path in the room's mount table: a leak naming it. The project's own host
 // path, also under the home, is declared, not a leak.
 func TestProbeNamesAHomePathInTheRoom(t *testing.T) {
+	needRooms(t)
 	home := filepath.Join(t.TempDir(), "alice")
 	project := filepath.Join(home, "src", "proj")
 	writeFiles(t, home, "tools/lint.sh", "src/proj/main.py")
@@ -227,6 +230,7 @@ func TestProbeNamesAHomePathInTheRoom(t *testing.T) {
 // fix, before any room (its temp folder) exists; --allow-dirty lets it through, and the
 // reading names the secret files the room would hold.
 func TestProbeRefusesTheHomeBeforeAnythingStarts(t *testing.T) {
+	needRooms(t)
 	home := t.TempDir()
 	writeFiles(t, home, ".ssh/id_ed25519", ".git-credentials", "src/main.py")
 	tmp := t.TempDir()

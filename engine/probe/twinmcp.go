@@ -10,6 +10,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"tare/agent"
+	"tare/engine/room"
 	"tare/sandbox"
 )
 
@@ -21,8 +22,8 @@ import (
 
 // canaryServer is the in-room binary that serves mcp-canary: tare-room where the room has it
 // (it starts in a fraction of tare's time, and the agent waits for it), else tare.
-func canaryServer() string {
-	if roomHelper() != "" {
+func canaryServer(p room.Plan) string {
+	if p.HelperBin() != "" {
 		return sandbox.HelperBin
 	}
 	return agent.TareBin
@@ -30,9 +31,9 @@ func canaryServer() string {
 
 // stubMCP is the twin's copy of an MCP config at path (JSON with mcpServers objects, or
 // Codex's TOML with [mcp_servers]): every server, wherever the file declares one, replaced
-// by a canary of the same name, and the names replaced. Anything else stays as it was.
-func stubMCP(path string, data []byte) ([]byte, []string, error) {
-	server := canaryServer()
+// by a canary of the same name served by server, and the names replaced. Anything else
+// stays as it was.
+func stubMCP(path string, data []byte, server string) ([]byte, []string, error) {
 	var names []string
 	if strings.HasSuffix(path, ".toml") {
 		doc := map[string]any{}

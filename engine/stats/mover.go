@@ -5,16 +5,6 @@ import (
 	"sync"
 )
 
-// Z is the two-sided standard normal quantile for an interval that leaves out alpha in all:
-// 1.96 for alpha = 0.05.
-func Z(alpha float64) float64 { return math.Sqrt2 * math.Erfinv(1-alpha) }
-
-// Bonferroni is the z of each of m intervals that together leave out at most alpha: each is
-// made at level 1 - alpha/m, so the chance that any of the m misses (or that any of m calls
-// "distinguishable from zero" is made where the truth is zero) is at most alpha, whatever the
-// intervals' dependence. No calls at all is one interval's z.
-func Bonferroni(alpha float64, m int) float64 { return Z(alpha / float64(max(1, m))) }
-
 // Term is one pass rate in a linear combination: Coef times X passes out of N.
 type Term struct {
 	Coef float64

@@ -29,9 +29,6 @@ func NewConfSeq(alpha, lo, hi float64) *ConfSeq { return &ConfSeq{Alpha: alpha, 
 // Add takes one value.
 func (c *ConfSeq) Add(x float64) { c.xs = append(c.xs, x) }
 
-// N is how many values were added.
-func (c *ConfSeq) N() int { return len(c.xs) }
-
 // bettor is one gambler's capital against mean m with aGRAPA bets (the approximate
 // growth-rate-optimal plug-in of Waudby-Smith and Ramdas): λ = μ/(σ² + μ²) from the values
 // before, μ and σ² the running mean and variance of X - m shrunk towards zero by one phantom

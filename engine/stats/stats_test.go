@@ -18,6 +18,10 @@ func TestWilson(t *testing.T) {
 		{15, 148, 0.0624, 0.1605},
 		{0, 20, 0, 0.1611},
 		{1, 29, 0.0061, 0.1718},
+		{0, 10, 0, 0.2775},
+		{10, 10, 0.7225, 1},
+		{5, 10, 0.2366, 0.7634},
+		{6, 10, 0.3127, 0.8318},
 	} {
 		lo, hi := Wilson(tc.x, tc.n)
 		if !near(lo, tc.lo) || !near(hi, tc.hi) {
@@ -96,3 +100,13 @@ func TestClopperPearson(t *testing.T) {
 		}
 	}
 }
+
+// Z is the two-sided standard normal quantile for an interval that leaves out alpha in all:
+// 1.96 for alpha = 0.05.
+func Z(alpha float64) float64 { return math.Sqrt2 * math.Erfinv(1-alpha) }
+
+// Bonferroni is the z of each of m intervals that together leave out at most alpha: each is
+// made at level 1 - alpha/m, so the chance that any of the m misses (or that any of m calls
+// "distinguishable from zero" is made where the truth is zero) is at most alpha, whatever the
+// intervals' dependence. No calls at all is one interval's z.
+func Bonferroni(alpha float64, m int) float64 { return Z(alpha / float64(max(1, m))) }

@@ -32,6 +32,16 @@ func Config(t testing.TB, agents []string) *config.Config {
 	return cfg
 }
 
+// NeedRooms skips t under -short: it starts rooms (bwrap, the agent CLIs, Chromium) or the
+// local Slurm cluster, seconds to minutes each on a busy machine. Without -short nothing is
+// skipped: a missing tool fails the test.
+func NeedRooms(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts rooms or Slurm; skipped under -short")
+	}
+}
+
 // RepoRoot is the folder holding go.mod, above the package under test.
 func RepoRoot(t testing.TB) string {
 	t.Helper()
@@ -54,7 +64,7 @@ func FileExists(path string) bool {
 	return err == nil
 }
 
-// MustFind finds an agent's CLI with find (probe.FindAgent) or fails the test with the fix:
+// MustFind finds an agent's CLI with find (room.FindAgent) or fails the test with the fix:
 // these tests are not optional, a machine without the CLIs must go red.
 func MustFind(t testing.TB, name string, find func(agent.Agent, *config.Config, ...string) (agent.Install, error)) (agent.Agent, agent.Install, *config.Config) {
 	t.Helper()
