@@ -93,8 +93,8 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if c.gen != m.clock.gen {
 			return m, nil // a chain the live one replaced
 		}
-		m.update(tickMsg(c.at))
-		return m, m.nextTick()
+		_, cmd := m.update(tickMsg(c.at))
+		return m, tea.Batch(cmd, m.nextTick())
 	}
 	_, cmd := m.update(msg)
 	return m, tea.Batch(cmd, m.wakeClock())

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
@@ -23,12 +24,37 @@ type tailDetailMsg struct {
 	dir, tail string
 	detail    *journal.TailDetail
 	err       error
+	// stream is the agent's stream file as it was read (its size and last write).
+	stream streamMark
+	// same says the stream had not grown since the last read: detail is nil, nothing changed.
+	same bool
 }
 
-func loadDetail(dir, id string) tea.Cmd {
+// streamMark is a tail's stream file's size and last write: the last write of a stream whose
+// last line starts a tool call is when that call began.
+type streamMark struct {
+	size int64
+	at   time.Time
+}
+
+// streamFile is the file a tail's agent streams to.
+func streamFile(dir, id string) string { return filepath.Join(dir, "tails", id, "stdout.jsonl") }
+
+func loadDetail(dir, id string) tea.Cmd { return loadDetailSince(dir, id, streamMark{size: -1}) }
+
+// loadDetailSince reads the detail again only if the agent's stream moved past last: the
+// clock asks once a second while a tail runs, and a call in flight writes nothing.
+func loadDetailSince(dir, id string, last streamMark) tea.Cmd {
 	return func() tea.Msg {
+		var mark streamMark
+		if fi, err := os.Stat(streamFile(dir, id)); err == nil {
+			mark = streamMark{fi.Size(), fi.ModTime()}
+		}
+		if last.size >= 0 && mark == last {
+			return tailDetailMsg{dir: dir, tail: id, stream: mark, same: true}
+		}
 		d, err := journal.ReadTailDetail(dir, id)
-		return tailDetailMsg{dir: dir, tail: id, detail: d, err: err}
+		return tailDetailMsg{dir: dir, tail: id, detail: d, err: err, stream: mark}
 	}
 }
 
@@ -90,13 +116,14 @@ type pagerDoneMsg struct{ err error }
 
 // openPager runs $PAGER (less when unset) on files, giving it the terminal until it ends.
 func (m *model) openPager(files []string) tea.Cmd {
-	if m.remote {
-		m.fail(fmt.Errorf("the pager would run on the server, not on your terminal; open %s from a shell there", strings.Join(files, " ")))
-		return nil
-	}
 	if len(files) == 0 {
 		m.note("no files to show yet")
 		return nil
+	}
+	if m.remote {
+		// $PAGER would run on the server, not on the operator's terminal: the app's own
+		// pager shows the files instead, wrapped to the page.
+		return pageFiles(files, max(m.scr.body.W-2, 20))
 	}
 	// The files hold what the agent wrote (its stderr, its stream): paged as they are, an
 	// escape sequence in them reaches the terminal raw with `less -R` or PAGER=cat. The pager
@@ -162,6 +189,39 @@ func printableCopies(files []string) (string, []string, error) {
 		out = append(out, c)
 	}
 	return dir, out, nil
+}
+
+// inAppMax is how much of each file the app's own pager shows: it holds the text in memory.
+const inAppMax = 4 << 20
+
+// pageFiles reads files off the UI goroutine for the app's own pager (the reader page), each
+// under a line naming it, escaped and wrapped to w cells.
+func pageFiles(files []string, w int) tea.Cmd {
+	return func() tea.Msg {
+		var b strings.Builder
+		names := make([]string, len(files))
+		for i, f := range files {
+			names[i] = filepath.Base(f)
+			data, err := readCapped(f, inAppMax+1)
+			if err != nil {
+				return readerMsg{err: fmt.Errorf("open logs: %v", err)}
+			}
+			cut := len(data) > inAppMax
+			if cut {
+				data = data[:inAppMax]
+			}
+			if i > 0 {
+				b.WriteString("\n")
+			}
+			fmt.Fprintf(&b, "── %s ──\n", tildePath(f))
+			b.WriteString(ansi.Hardwrap(journal.Printable(strings.TrimRight(string(data), "\n")), w, true))
+			b.WriteString("\n")
+			if cut {
+				fmt.Fprintf(&b, "(the first %d MB of it; the whole file is %s on the server)\n", inAppMax>>20, tildePath(f))
+			}
+		}
+		return readerMsg{title: "Logs · " + strings.Join(names, ", "), text: b.String()}
+	}
 }
 
 // readCapped reads at most max bytes of path.

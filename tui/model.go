@@ -259,6 +259,9 @@ func (m *model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tickMsg:
 		m.expire(time.Time(msg))
 		m.refresh()
+		if m.page() == tailPage {
+			return m, m.tail.poll()
+		}
 		return m, nil // the clock (see clock.go) schedules the next
 	case tea.KeyMsg:
 		if keys := splitRunes(msg); len(keys) > 1 && !m.typing() {

@@ -12,7 +12,7 @@ import (
 
 	"tare/engine"
 	"tare/engine/journal"
-	rundir "tare/engine/run"
+	enginerun "tare/engine/run"
 )
 
 // TestStoppedRunsTailsReadInterrupted: a real calibrate (the real claude CLI in its room, on
@@ -21,6 +21,7 @@ import (
 // view, its time does not count on, and the run's header counts it as the table shows it,
 // not as running.
 func TestStoppedRunsTailsReadInterrupted(t *testing.T) {
+	needRooms(t)
 	w := newJudgeWorld(t, judgeNoiseScript)
 	script := filepath.Join(t.TempDir(), "slow.toml")
 	os.WriteFile(script, []byte("[[turn]]\nshell = \"cat README.md\"\n\n[[turn]]\ndelay = \"120s\"\ntext = \"Done.\"\n"), 0o644)
@@ -55,7 +56,7 @@ func TestStoppedRunsTailsReadInterrupted(t *testing.T) {
 	<-done
 
 	m := newModel(modelConfig{engine: newStub(), styles: asciiStyles(), now: time.Now, agents: []string{"claude"}, probes: true})
-	tm := &testModel{model: m, t: t, w: newWatcher(w.cfg.StateDir, nil, rundir.Alive, nil)}
+	tm := &testModel{model: m, t: t, w: newWatcher(w.cfg.StateDir, nil, enginerun.Alive, nil)}
 	tm.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
 	tm.pollNow()
 	tm.pollNow() // the engine's word on who owns the run comes with the second read

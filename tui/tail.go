@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/viewport"
@@ -40,6 +41,8 @@ type tailView struct {
 	detailVP *viewport.Model
 	// loading is set while the detail is being read.
 	loading bool
+	// stream is the agent's stream as the detail was last read from it.
+	stream streamMark
 	// detailStep is the step the detail pane shows.
 	detailStep int
 	head       rect
@@ -131,9 +134,36 @@ func (v *tailView) reload() tea.Cmd {
 	return loadDetail(v.dir, v.id)
 }
 
+// poll reads the detail again if the agent's stream moved, while the tail runs: a call in
+// flight is in the stream before any journal event says so.
+func (v *tailView) poll() tea.Cmd {
+	if t := v.state(); v.loading || t == nil || t.Status != journal.StatusRunning {
+		return nil
+	}
+	v.loading = true
+	return loadDetailSince(v.dir, v.id, v.stream)
+}
+
+// inFlight is the tool call the agent's stream shows started and not ended, while the tail
+// runs, and when it began; ok is false when none is.
+func (v *tailView) inFlight() (c journal.CallDetail, began time.Time, ok bool) {
+	t, d := v.state(), v.detail
+	if t == nil || d == nil || t.Status != journal.StatusRunning || len(d.Calls) <= t.Calls {
+		return c, began, false
+	}
+	if c = d.Calls[len(d.Calls)-1]; c.Output != "" || d.After != "" {
+		return c, began, false
+	}
+	return c, v.stream.at, true
+}
+
 // setDetail takes a read detail and shows the selected call's part of it.
 func (v *tailView) setDetail(m tailDetailMsg) {
 	v.loading = false
+	if m.same {
+		return
+	}
+	v.stream = m.stream
 	if m.err != nil {
 		v.detail = &journal.TailDetail{Stderr: "reading the tail: " + m.err.Error()}
 	} else {
@@ -163,6 +193,21 @@ func (v *tailView) refresh() {
 		v.detailVP.SetYOffset(0)
 		v.showDetail()
 	}
+}
+
+// clockSpan is a wait as a clock shows it: 0:42, 12:05, 1:02:03.
+func clockSpan(d time.Duration) string {
+	s := int(max(d, 0).Seconds())
+	if s >= 3600 {
+		return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60)
+	}
+	return fmt.Sprintf("%d:%02d", s/60, s%60)
+}
+
+// lastLine is text's last non-empty line.
+func lastLine(text string) string {
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 func (v *tailView) setSize(body rect) {
@@ -228,6 +273,13 @@ func (v *tailView) header() string {
 	third := s.tone(dim, "check: once the agent ends")
 	if !t.Checking.IsZero() {
 		third = s.tone(warn, "checking: "+checkingNote(t, v.env.now()))
+	}
+	if c, began, ok := v.inFlight(); ok && !stopped {
+		// What the agent waits on now, and what it said before it.
+		third = s.tone(warn, fmt.Sprintf("now: %s `%s` · %s", c.Tool, c.Input, clockSpan(now.Sub(began))))
+		if said := lastLine(c.Before); said != "" {
+			third = s.tone(dim, fmt.Sprintf("%q", said)) + " → " + third
+		}
 	}
 	if stopped {
 		third = s.tone(bad, "interrupted: tare stopped during this tail; r on the run resumes it")
