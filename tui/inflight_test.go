@@ -12,6 +12,7 @@ import (
 
 	"tare/engine"
 	"tare/engine/journal"
+	enginerun "tare/engine/run"
 )
 
 // TestTailViewShowsTheCallInFlight: a real calibrate (the real claude CLI in its room, on
@@ -48,7 +49,7 @@ func TestTailViewShowsTheCallInFlight(t *testing.T) {
 		}
 	}
 	m := newModel(modelConfig{engine: newStub(), styles: asciiStyles(), now: time.Now, agents: []string{"claude"}, probes: true})
-	tm := &testModel{model: m, t: t, w: newWatcher(w.cfg.StateDir, nil, engine.Alive, nil)}
+	tm := &testModel{model: m, t: t, w: newWatcher(w.cfg.StateDir, nil, enginerun.Alive, nil)}
 	tm.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
 	tm.pollNow()
 	tm.send(openRunMsg{dir})

@@ -9,7 +9,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"tare/engine"
+	enginerun "tare/engine/run"
 )
 
 // TestOpenLogsOverSSHIsTheAppsOwnPager: in an ssh session's app, o on a real run opens its
@@ -18,7 +18,7 @@ import (
 func TestOpenLogsOverSSHIsTheAppsOwnPager(t *testing.T) {
 	state, dir := realRun(t, quickScript, "true", 1)
 	m := newModel(modelConfig{engine: newStub(), styles: asciiStyles(), now: time.Now, agents: []string{"claude"}, probes: true, remote: true})
-	tm := &testModel{model: m, t: t, w: newWatcher(state, nil, engine.Alive, nil)}
+	tm := &testModel{model: m, t: t, w: newWatcher(state, nil, enginerun.Alive, nil)}
 	tm.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 	tm.pollNow()
 	tm.send(openRunMsg{dir})
