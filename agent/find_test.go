@@ -56,6 +56,7 @@ func TestFindInstalled(t *testing.T) {
 }
 
 func TestFindOverrideAndMissing(t *testing.T) {
+	needCLIs(t)
 	dir := agentsDir(t)
 	empty := t.TempDir()
 	// The config override wins over the search list.

@@ -111,7 +111,11 @@ func (e *appEngine) StartCalibrate(ctx context.Context, c tui.Calibrate) (string
 	if !filepath.IsAbs(project) {
 		project = filepath.Join(e.project, project)
 	}
-	dir := enginerun.FreeDir(filepath.Join(e.cfg.StateDir, "calibrate"), project, time.Now())
+	// The folder is made here, so its name is this run's alone; the run starts in it.
+	dir, err := enginerun.MakeFreeDir(filepath.Join(e.cfg.StateDir, "calibrate"), project, time.Now())
+	if err != nil {
+		return "", err
+	}
 	args := []string{"calibrate", c.Prompt, "--project", project, "--out", dir,
 		"--runs", fmt.Sprint(max(c.Runs, 1)), "--jobs", fmt.Sprint(max(c.Jobs, 1))}
 	if c.Check != "" {
@@ -127,10 +131,11 @@ func (e *appEngine) StartCalibrate(ctx context.Context, c tui.Calibrate) (string
 		args = append(args, "--side", s)
 	}
 	l, err := engine.Launch(e.exe, e.cfg.StateDir, e.project, args...)
-	if err != nil {
-		return "", err
+	if err == nil {
+		err = l.WaitForJournal(ctx, dir, time.Minute)
 	}
-	if err := l.WaitForJournal(ctx, dir, time.Minute); err != nil {
+	if err != nil {
+		os.Remove(dir) // empty unless the run started after all: then it is the run's
 		return "", err
 	}
 	return dir, nil

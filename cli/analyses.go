@@ -6,16 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"tare/engine"
 	"tare/engine/journal"
-	"tare/engine/run"
-	"tare/modelserver"
 )
 
 func cliffCmd() *cobra.Command {
@@ -57,30 +53,15 @@ verdict (provider errors, kills) spend budget but are left out of the rates. Run
 			if o.Config, err = settings(); err != nil {
 				return err
 			}
-			o.Argv, o.Version = os.Args[1:], version()
-			if o.Run != "" {
-				if o.Run, err = filepath.Abs(o.Run); err != nil {
-					return err
-				}
-			} else {
+			o.Argv, o.Version = argv(), version()
+			if o.Run == "" {
 				sides, err := engine.ParseSides([]string{args[0]}, nil)
 				if err != nil {
 					return err
 				}
 				o.Side = sides[0]
 				o.Side.Args = append(o.Side.Args, args[2:]...)
-				if o.Project, err = projectDir(o.Project, o.AllowDirty); err != nil {
-					return err
-				}
-				if o.Script != "" {
-					if _, err := modelserver.LoadScript(o.Script); err != nil {
-						return err
-					}
-				}
 				o.Prompt = args[1]
-				if o.Out == "" {
-					o.Out = run.FreeDir(filepath.Join(o.Config.StateDir, "cliff"), o.Project, time.Now())
-				}
 				warnCheckOnHost(o.CheckOnHost && o.Check != "")
 			}
 			return cliff(cmd.Context(), o, asJSON)
@@ -101,13 +82,9 @@ verdict (provider errors, kills) spend budget but are left out of the rates. Run
 // cliff runs a cliff analysis and shows it: the live run view on a terminal, lines on stderr
 // otherwise; then the report (or the result as JSON) on stdout.
 func cliff(ctx context.Context, o engine.CliffOptions, asJSON bool) error {
-	watch := o.Out
-	if o.Run != "" {
-		watch = o.Run
-	}
 	o.Bus = journal.NewBus()
-	return analysis(ctx, o.Config, watch, o.Bus, asJSON, func(ctx context.Context, progress io.Writer) (string, any, error) {
-		o.Progress = progress
+	return analysis(ctx, o.Config, o.Bus, asJSON, func(ctx context.Context, progress io.Writer, started func(string)) (string, any, error) {
+		o.Progress, o.Started = progress, started
 		dir, res, err := engine.Cliff(ctx, o)
 		if dir != "" {
 			fmt.Fprintf(os.Stderr, "tare cliff: run directory %s (go on with tare cliff --run %s --budget N)\n", dir, dir)
@@ -161,18 +138,7 @@ non-call the report gives the smallest effect the cells could have called; --det
 			if o.Originals < 1 {
 				return fmt.Errorf("--originals %d: give at least 1 original run per agent", o.Originals)
 			}
-			if o.Project, err = projectDir(o.Project, o.AllowDirty); err != nil {
-				return err
-			}
-			if o.Script != "" {
-				if _, err := modelserver.LoadScript(o.Script); err != nil {
-					return err
-				}
-			}
-			o.Prompt, o.Argv, o.Version = args[0], os.Args[1:], version()
-			if o.Out == "" {
-				o.Out = run.FreeDir(filepath.Join(o.Config.StateDir, "swap"), o.Project, time.Now())
-			}
+			o.Prompt, o.Argv, o.Version = args[0], argv(), version()
 			warnCheckOnHost(o.CheckOnHost && o.Check != "")
 			return swap(cmd.Context(), o, asJSON)
 		},
@@ -203,8 +169,8 @@ non-call the report gives the smallest effect the cells could have called; --det
 // swap runs a swap analysis and shows it, as cliff does.
 func swap(ctx context.Context, o engine.SwapOptions, asJSON bool) error {
 	o.Bus = journal.NewBus()
-	return analysis(ctx, o.Config, o.Out, o.Bus, asJSON, func(ctx context.Context, progress io.Writer) (string, any, error) {
-		o.Progress = progress
+	return analysis(ctx, o.Config, o.Bus, asJSON, func(ctx context.Context, progress io.Writer, started func(string)) (string, any, error) {
+		o.Progress, o.Started = progress, started
 		dir, res, err := engine.Swap(ctx, o)
 		if dir != "" {
 			fmt.Fprintf(os.Stderr, "tare swap: run directory %s\n", dir)

@@ -8,7 +8,6 @@ import (
 
 	"tare/agent"
 	"tare/engine"
-	"tare/modelserver"
 	"tare/tui"
 )
 
@@ -32,21 +31,11 @@ func attachCmd(a agent.Agent) *cobra.Command {
 By default %[1]s talks to its real provider through tare's proxy, which lets through only the
 hosts in the config's network.allow; --offline points it at tare's own model server instead.`, a.Name()),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir, err := projectDir(project, opts.AllowDirty)
-			if err != nil {
-				return err
-			}
 			cfg, err := settings()
 			if err != nil {
 				return err
 			}
-			if opts.Script != "" {
-				opts.Offline = true
-				if _, err := modelserver.LoadScript(opts.Script); err != nil {
-					return err
-				}
-			}
-			opts.Agent, opts.Project, opts.Config, opts.Args = a, dir, cfg, args
+			opts.Agent, opts.Project, opts.Config, opts.Args = a, project, cfg, args
 			opts.Terminal = tui.OnTerminal(os.Stdin, os.Stdout)
 			code, err := engine.Attach(cmd.Context(), opts)
 			if err != nil {

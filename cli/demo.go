@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -63,7 +62,7 @@ first line should begin "cliff at step %d", with the posterior it was pinned on.
 			o.Side, o.Out = sides[0], filepath.Join(o.Config.StateDir, "cliff", name)
 			o.Prompt, o.Check, o.Project, o.Script = demo.Task, demo.Check, paths.Project, paths.CliffScript
 			o.CheckTimeout, o.AgentTimeout = time.Minute, 10*time.Minute
-			o.Argv, o.Version = os.Args[1:], version()
+			o.Argv, o.Version = argv(), version()
 			return cliff(cmd.Context(), o, asJSON)
 		},
 	}
@@ -107,7 +106,7 @@ stands out of the intervals corrected for five calls, not always of those correc
 			o.Prompt, o.Check, o.Project, o.Script = demo.Task, demo.Check, paths.Project, paths.SwapScript
 			o.Cuts, o.Handoff = []float64{0, 1}, "trail"
 			o.CheckTimeout, o.AgentTimeout = time.Minute, 10*time.Minute
-			o.Argv, o.Version = os.Args[1:], version()
+			o.Argv, o.Version = argv(), version()
 			return swap(cmd.Context(), o, asJSON)
 		},
 	}
@@ -155,7 +154,7 @@ model would; --seed fixes the draws (the default seed shows rates strictly betwe
 			o.Out = filepath.Join(o.Config.StateDir, "calibrate", name)
 			o.Prompt, o.Check, o.Project, o.Script = demo.Task, demo.Check, paths.Project, paths.Script
 			o.CheckTimeout, o.AgentTimeout = time.Minute, 10*time.Minute
-			o.Argv, o.Version = os.Args[1:], version()
+			o.Argv, o.Version = argv(), version()
 			return calibrate(cmd.Context(), o, false)
 		},
 	}

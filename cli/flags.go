@@ -3,13 +3,11 @@ package cli
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"tare/engine"
-	"tare/engine/probe"
 	"tare/engine/run"
 )
 
@@ -22,33 +20,6 @@ func capFlags(cmd *cobra.Command, c *run.Caps) {
 	f.Int64Var(&c.TailTokens, "max-tokens", 0, "tokens (input, output and cache) a tail may spend, metered at the relay (0: no cap)")
 	f.Float64Var(&c.RunCost, "run-max-cost", 0, "USD all tails of the run may spend together (0: no cap)")
 	f.Int64Var(&c.RunTokens, "run-max-tokens", 0, "tokens all tails of the run may spend together (0: no cap)")
-}
-
-// projectDir resolves --project, refusing a path that is not a folder, and (unless
-// allowDirty) a folder that is the host root, the operator's home or holds it: here, before
-// anything is created or started.
-func projectDir(p string, allowDirty bool) (string, error) {
-	if p == "" {
-		p = "."
-	}
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return "", fmt.Errorf("--project %s: %v", p, err)
-	}
-	info, err := os.Stat(abs)
-	if err != nil {
-		return "", fmt.Errorf("--project %s: no such folder; fix: give the folder the agent should work in", p)
-	}
-	if !info.IsDir() {
-		return "", fmt.Errorf("--project %s: not a folder; fix: give the folder the agent should work in", p)
-	}
-	if !allowDirty {
-		home, _ := os.UserHomeDir()
-		if err := probe.CheckProject(abs, home); err != nil {
-			return "", err
-		}
-	}
-	return abs, nil
 }
 
 // checkOnHostFlag is the loud opt-in to run a check on the host: the check runs what the

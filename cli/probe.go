@@ -38,7 +38,7 @@ hosts). A control twin in a planted dirty home must show each of these, or the r
 			if err != nil {
 				return err
 			}
-			dir, err := projectDir(project, allowDirty)
+			dir, err := probe.ProjectDir(project, allowDirty)
 			if err != nil {
 				return err
 			}

@@ -6,14 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"tare/engine"
 	"tare/engine/journal"
-	enginerun "tare/engine/run"
 )
 
 func rerunCmd() *cobra.Command {
@@ -64,16 +62,13 @@ table is not compared: the recipe does not record it.`,
 					return exitError{1}
 				}
 			}
-			if out == "" {
-				out = enginerun.FreeDir(filepath.Join(cfg.StateDir, rec.Argv[0]), plan.Name(), time.Now())
-			} else if out, err = filepath.Abs(out); err != nil {
-				return fmt.Errorf("--out: %v", err)
+			if out != "" {
+				if out, err = filepath.Abs(out); err != nil {
+					return fmt.Errorf("--out: %v", err)
+				}
 			}
-			// The recorded command line's relative paths (--script, --prompt-file) are relative
-			// to where it ran.
-			if err := os.Chdir(plan.Dir); err != nil {
-				return fmt.Errorf("the run's working folder %s: %v; fix: restore it", plan.Dir, err)
-			}
+			// The recorded paths are absolute (or made so against where the run was made), so
+			// the repeat runs here, in this process's own working folder.
 			again := root()
 			again.SetArgs(plan.Args(out))
 			return again.ExecuteContext(cmd.Context())

@@ -14,6 +14,7 @@ import (
 
 	"tare/agent"
 	"tare/config"
+	"tare/engine"
 	"tare/engine/journal"
 	"tare/tui"
 
@@ -49,6 +50,13 @@ func Execute(ctx context.Context) int {
 		fmt.Fprintf(os.Stderr, "tare: %s\n", journal.Printable(err.Error()))
 		return 2
 	}
+}
+
+// argv is this command line as a recipe keeps it: its paths absolute, so that tare rerun
+// means the same from any working folder.
+func argv() []string {
+	wd, _ := os.Getwd()
+	return engine.AbsoluteArgv(os.Args[1:], wd)
 }
 
 func version() string {
@@ -169,13 +177,6 @@ func appSettings() (*config.Config, *appEngine, error) {
 	}
 	eng, err := newAppEngine(cfg)
 	return cfg, eng, err
-}
-
-func (s stoppedRun) Error() string {
-	if s.dir == "" {
-		return "stopped; a run it stopped is finished with tare resume DIR"
-	}
-	return "stopped; what finished is kept, and the rest is finished with: tare resume " + quoteArgs([]string{s.dir})
 }
 
 func agentNameList() []string {

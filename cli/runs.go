@@ -7,14 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"tare/engine"
 	"tare/engine/journal"
-	"tare/engine/run"
-	"tare/modelserver"
 )
 
 func calibrateCmd() *cobra.Command {
@@ -68,13 +65,10 @@ from 0.6 in 68%, 0.5 from 0.6 in 21%; --detect D says how many runs 80% power at
 			if o.Sides, err = engine.ParseSides(sides, prompts); err != nil {
 				return err
 			}
-			if o.Project, err = projectDir(o.Project, o.AllowDirty); err != nil {
-				return err
-			}
 			if o.Config, err = settings(); err != nil {
 				return err
 			}
-			o.Argv, o.Version = os.Args[1:], version()
+			o.Argv, o.Version = argv(), version()
 			return calibrate(cmd.Context(), o, asJSON)
 		},
 	}
@@ -120,25 +114,23 @@ func separateFlags(cmd *cobra.Command, o engine.CalibrateOptions) error {
 func calibrate(ctx context.Context, o engine.CalibrateOptions, asJSON bool) error {
 	warnCheckOnHost(o.CheckOnHost && o.Check != "")
 	o.Bus = journal.NewBus()
-	if o.Out == "" {
-		o.Out = run.FreeDir(filepath.Join(o.Config.StateDir, "calibrate"), o.Project, time.Now())
-	}
-	var report string
-	err := showRun(ctx, o.Config, o.Out, o.Bus, func(ctx context.Context, lines bool) error {
+	var dir, report string
+	err := showRun(ctx, o.Config, o.Bus, func(ctx context.Context, lines bool, started func(string)) error {
 		if lines {
 			o.Progress = os.Stderr
 		}
+		o.Started = started
 		var err error
-		_, report, err = engine.Calibrate(ctx, o)
+		dir, report, err = engine.Calibrate(ctx, o)
 		return err
 	})
-	if _, serr := os.Stat(o.Out); serr == nil {
-		fmt.Fprintf(os.Stderr, "tare calibrate: run directory %s (watch it with tare watch %s)\n", o.Out, o.Out)
+	if dir != "" {
+		fmt.Fprintf(os.Stderr, "tare calibrate: run directory %s (watch it with tare watch %s)\n", dir, dir)
 	}
 	if err != nil {
 		return err
 	}
-	return printReport(o.Out, report, asJSON)
+	return printReport(dir, report, asJSON)
 }
 
 func recordCmd() *cobra.Command {
@@ -158,28 +150,18 @@ continues it from any step in a fresh room, natively or by handoff to any agent.
 			if err != nil {
 				return err
 			}
-			if o.Project, err = projectDir(o.Project, o.AllowDirty); err != nil {
-				return err
-			}
 			if o.Config, err = settings(); err != nil {
 				return err
 			}
-			if o.Script != "" {
-				if _, err := modelserver.LoadScript(o.Script); err != nil {
-					return err
-				}
-			}
-			o.Prompt, o.Side, o.Argv, o.Version = args[0], sides[0], os.Args[1:], version()
-			if o.Out == "" {
-				o.Out = run.FreeDir(filepath.Join(o.Config.StateDir, "record"), o.Project, time.Now())
-			}
+			o.Prompt, o.Side, o.Argv, o.Version = args[0], sides[0], argv(), version()
 			warnCheckOnHost(o.CheckOnHost && o.Check != "")
 			o.Bus = journal.NewBus()
 			var dir string
-			err = showRun(cmd.Context(), o.Config, o.Out, o.Bus, func(ctx context.Context, lines bool) error {
+			err = showRun(cmd.Context(), o.Config, o.Bus, func(ctx context.Context, lines bool, started func(string)) error {
 				if lines {
 					o.Progress = os.Stderr
 				}
+				o.Started = started
 				var err error
 				dir, _, err = engine.Record(ctx, o)
 				return err
@@ -232,7 +214,8 @@ capsule, which the tail then names.`,
 			warnRecordedCheck(o.Dir, o.CheckOnHost)
 			o.Bus = journal.NewBus()
 			var res journal.TailResult
-			err = showRun(cmd.Context(), cfg, o.Dir, o.Bus, func(ctx context.Context, _ bool) error {
+			err = showRun(cmd.Context(), cfg, o.Bus, func(ctx context.Context, _ bool, started func(string)) error {
+				started(o.Dir)
 				var err error
 				res, err = engine.Tail(ctx, o)
 				return err
@@ -244,7 +227,7 @@ capsule, which the tail then names.`,
 			if res.CapsuleFrom != nil {
 				from += fmt.Sprintf(" (no capsule of its own: started from step %d's)", *res.CapsuleFrom)
 			}
-			outcome := res.Status
+			outcome := string(res.Status)
 			if res.Status == journal.StatusNoVerdict {
 				outcome = "no verdict (" + res.Reason.Label() + ")"
 			}
@@ -301,7 +284,8 @@ folders must be as the run judged them.`,
 			warnRecordedCheck(args[0], false)
 			bus := journal.NewBus()
 			var report string
-			err = showRun(cmd.Context(), cfg, args[0], bus, func(ctx context.Context, _ bool) error {
+			err = showRun(cmd.Context(), cfg, bus, func(ctx context.Context, _ bool, started func(string)) error {
+				started(args[0])
 				var err error
 				report, err = engine.Resume(ctx, engine.ResumeOptions{Dir: args[0], Config: cfg, Bus: bus, Retry: retry})
 				return err

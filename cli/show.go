@@ -37,26 +37,45 @@ func printReport(dir, text string, asJSON bool) error {
 	return err
 }
 
-// showRun runs a long command and shows it: the live run view of dir when stdout and stdin
-// are a terminal (quitting it with ctrl+c stops the run, which tare resume finishes later; q
-// leaves it running with plain lines), one line per event on stderr otherwise. run is told
-// which, so it can print its own progress lines only where they do not break the view.
-func showRun(ctx context.Context, cfg *config.Config, dir string, bus *journal.Bus, run func(ctx context.Context, lines bool) error) error {
+// showRun runs a long command and shows the run it writes: the live run view when stdout
+// and stdin are a terminal (quitting it with ctrl+c stops the run, which tare resume finishes
+// later; q leaves it running with plain lines), one line per event on stderr otherwise. run
+// is told which, so it can print its own progress lines only where they do not break the
+// view, and calls started with the run's folder once it exists: nothing is shown before, so
+// bad input is one line, not a view that opens and closes.
+func showRun(ctx context.Context, cfg *config.Config, bus *journal.Bus, run func(ctx context.Context, lines bool, started func(dir string)) error) error {
 	lines := !term.IsTerminal(int(os.Stdout.Fd())) || !term.IsTerminal(int(os.Stdin.Fd()))
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 	viewCtx, stopView := context.WithCancel(ctx)
 	defer stopView()
+	dirs := make(chan string, 1)
+	started := func(dir string) {
+		select {
+		case dirs <- dir:
+		default: // the run's folder is the first one named
+		}
+	}
 	done := make(chan error, 1)
 	returned := make(chan struct{}) // the view ends once the command has, not at the journal's first run_finished
 	go func() {
-		err := run(runCtx, lines)
+		err := run(runCtx, lines, started)
 		if err != nil && !lines {
 			stopView()
 		}
 		close(returned)
 		done <- err
 	}()
+	var dir string
+	select {
+	case dir = <-dirs:
+	case <-returned:
+		select {
+		case dir = <-dirs:
+		default:
+			return stopped(ctx, "", <-done) // it ended before its run had a folder
+		}
+	}
 	if lines {
 		printLines(ctx, dir, bus, returned)
 		return stopped(ctx, dir, <-done)
@@ -94,6 +113,13 @@ func printLines(ctx context.Context, dir string, bus *journal.Bus, returned <-ch
 // command's, and its message says how to finish it, as a command to paste.
 type stoppedRun struct{ dir string }
 
+func (s stoppedRun) Error() string {
+	if s.dir == "" {
+		return "stopped; a run it stopped is finished with tare resume DIR"
+	}
+	return "stopped; what finished is kept, and the rest is finished with: tare resume " + quoteArgs([]string{s.dir})
+}
+
 // stopped is err, or stoppedRun when a signal ended ctx: the command's error is then the
 // stop's doing (a room "stopped: context canceled", a tail cut short).
 func stopped(ctx context.Context, dir string, err error) error {
@@ -105,17 +131,17 @@ func stopped(ctx context.Context, dir string, err error) error {
 
 // analysis runs one analysis under showRun and prints what it found: the report.txt it
 // wrote, or its result as JSON.
-func analysis(ctx context.Context, cfg *config.Config, watch string, bus *journal.Bus, asJSON bool,
-	run func(ctx context.Context, progress io.Writer) (string, any, error)) error {
+func analysis(ctx context.Context, cfg *config.Config, bus *journal.Bus, asJSON bool,
+	run func(ctx context.Context, progress io.Writer, started func(dir string)) (string, any, error)) error {
 	var dir string
 	var res any
-	err := showRun(ctx, cfg, watch, bus, func(ctx context.Context, lines bool) error {
+	err := showRun(ctx, cfg, bus, func(ctx context.Context, lines bool, started func(string)) error {
 		var progress io.Writer
 		if lines {
 			progress = os.Stderr
 		}
 		var err error
-		dir, res, err = run(ctx, progress)
+		dir, res, err = run(ctx, progress, started)
 		return err
 	})
 	if err != nil {

@@ -302,7 +302,7 @@ func TestAppInTmux(t *testing.T) {
 		if status != "passed" && status != "failed" {
 			t.Errorf("tail %s shows %q, want passed or failed", id, status)
 		}
-		if tl := st.Tails[id]; tl == nil || tl.Status != status {
+		if tl := st.Tails[id]; tl == nil || string(tl.Status) != status {
 			t.Errorf("tail %s shows %q; the journal has %+v", id, status, tl)
 		}
 		if m[1] == ">" {
@@ -338,7 +338,7 @@ func TestAppInTmux(t *testing.T) {
 	// The selected tail: its header, its check result as the journal has it, its tool calls.
 	x.keys("Enter")
 	tl := st.Tails[selected]
-	x.waitText(10*time.Second, "tail "+selected+" · side "+tl.Side, "check: "+tl.Status+" — "+tl.Detail, "Tool calls", "sh greet.sh")
+	x.waitText(10*time.Second, "tail "+selected+" · side "+tl.Side, "check: "+string(tl.Status)+" — "+tl.Detail, "Tool calls", "sh greet.sh")
 
 	// Its detail pane: the last call (selected) as the agent's stream has it, and the tail's end.
 	x.waitText(10*time.Second, "Detail · step 3", "input    sh greet.sh", "output", "agent    agent exit 0", "check ")

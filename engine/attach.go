@@ -45,6 +45,23 @@ type AttachOptions struct {
 	Terminal Terminal
 }
 
+// Validate checks the options before anything is started, and makes the project's path
+// absolute; a script puts the agent on tare's own model server (Offline). Every bad input is
+// one line naming the flag and the fix.
+func (o *AttachOptions) Validate() error {
+	var err error
+	if o.Project, err = probe.ProjectDir(o.Project, o.AllowDirty); err != nil {
+		return err
+	}
+	if o.Script != "" {
+		o.Offline = true
+		if _, err := modelserver.LoadScript(o.Script); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ErrDirty is returned when the reading is not "tare: 0.00" and --allow-dirty was not given.
 var ErrDirty = errors.New("not starting, because the room is not proven clean; fix what the reading names, or pass --allow-dirty")
 
@@ -52,6 +69,9 @@ var ErrDirty = errors.New("not starting, because the room is not proven clean; f
 // and returns the agent's exit code. Ctrl-C belongs to the agent;
 // tare removes the room on every exit path, signals included.
 func Attach(ctx context.Context, o AttachOptions) (int, error) {
+	if err := o.Validate(); err != nil {
+		return 0, err
+	}
 	if o.Stdin == nil {
 		o.Stdin, o.Stdout, o.Stderr = os.Stdin, os.Stdout, os.Stderr
 	}

@@ -37,8 +37,11 @@ type CalibrateOptions struct {
 	Keep         bool
 	Project      string
 	// Out is the run directory (default: <state>/calibrate/<project>-<time>).
-	Out    string
-	Config *config.Config
+	Out string
+	// Started, when set, is told the run directory once it exists and before the run goes on:
+	// a caller that did not name one (Out) learns it here, to show the run.
+	Started func(dir string)
+	Config  *config.Config
 	// Script makes every side talk to tare's own model server replaying this script;
 	// empty means each agent's real provider.
 	Script string
@@ -111,25 +114,22 @@ func sideKeys(sides []journal.Side) string {
 // check, and returns the report: pass rate with its Wilson 95% interval, judge scores, time,
 // tokens and cost per side. The run directory holds the journal, recipe, usage and report.
 func Calibrate(ctx context.Context, o CalibrateOptions) (dir, report string, err error) {
-	if err := o.validate(); err != nil {
+	if err := o.Validate(); err != nil {
 		return "", "", err
-	}
-	if err := o.Caps.Check(o.Script, sideAgents(o.Sides)...); err != nil {
-		return "", "", err
-	}
-	dir = o.Out
-	if dir == "" {
-		dir = run.FreeDir(filepath.Join(o.Config.StateDir, "calibrate"), o.Project, time.Now())
 	}
 	installs, err := findInstalls(o.Sides, o.Config, o.Project)
 	if err != nil {
 		return "", "", err
 	}
-	r, err := run.Create(dir, o.Bus)
+	r, err := run.New(o.Out, filepath.Join(o.Config.StateDir, "calibrate"), o.Project, o.Bus)
 	if err != nil {
 		return "", "", err
 	}
 	defer r.Close()
+	dir = r.Dir()
+	if o.Started != nil {
+		o.Started(dir)
+	}
 	store, err := capsule.Open(filepath.Join(dir, "store"))
 	if err != nil {
 		return dir, "", err
@@ -178,12 +178,12 @@ func Calibrate(ctx context.Context, o CalibrateOptions) (dir, report string, err
 	return dir, report, err
 }
 
-func (o *CalibrateOptions) validate() error {
-	if !o.AllowDirty {
-		home, _ := os.UserHomeDir()
-		if err := probe.CheckProject(o.Project, home); err != nil {
-			return err
-		}
+// Validate checks the options before anything is created or started, and makes the
+// project's path absolute: every bad input is one line naming the flag and the fix.
+func (o *CalibrateOptions) Validate() error {
+	var err error
+	if o.Project, err = probe.ProjectDir(o.Project, o.AllowDirty); err != nil {
+		return err
 	}
 	if err := o.validateSeparate(); err != nil {
 		return err
@@ -212,7 +212,10 @@ func (o *CalibrateOptions) validate() error {
 	if err := checkPreflight(o.Check, o.CheckOnHost, run.NewCheckRoom(o.Config, o.CheckOnHost), configOrigin(o.Config)); err != nil {
 		return err
 	}
-	return onPreflight(o.On, o.Config)
+	if err := onPreflight(o.On, o.Config); err != nil {
+		return err
+	}
+	return o.Caps.Check(o.Script, sideAgents(o.Sides)...)
 }
 
 // findInstalls finds every side's agent CLI before anything is written, never one inside

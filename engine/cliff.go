@@ -139,38 +139,61 @@ func stepRate(step int, c cliff.Count) *StepRate {
 // the model, or the budget is spent. It returns the run directory and the result; the
 // report is in report.txt.
 func Cliff(ctx context.Context, o CliffOptions) (string, *CliffResult, error) {
-	set := cliffSettings{Tails: o.Tails, Budget: o.Budget, Jobs: o.Jobs, GapBelow: o.GapBelow, On: onRecipe(o.On)}
-	if set.Jobs < 1 {
-		return "", nil, fmt.Errorf("--jobs %d: run at least 1 tail at a time", set.Jobs)
-	}
-	if err := onPreflight(o.On, o.Config); err != nil {
+	if err := o.Validate(); err != nil {
 		return "", nil, err
 	}
-	// Everything but the recording's steps can be checked before anything starts.
-	if err := (cliff.Config{Steps: 1, Tails: set.Tails, Budget: set.Budget, GapBelow: set.GapBelow}).Validate(); err != nil {
-		return "", nil, err
-	}
+	set := o.settings()
 	dir := o.Run
-	if dir != "" && o.Caps.Set() {
-		return "", nil, fmt.Errorf("--max-cost/--max-tokens with --run %s: the caps are the recording's (tare record --max-cost); drop them here", dir)
-	}
 	if dir == "" {
-		if o.Check == "" {
-			return "", nil, errors.New("--check: cliff needs a check that scores a workspace (exit 0 passes)")
-		}
 		var err error
 		o.RecordOptions.cliff = &set
-		if dir, _, err = Record(ctx, o.RecordOptions); err != nil {
+		if dir, _, err = recordRun(ctx, o.RecordOptions); err != nil {
 			return dir, nil, err
 		}
-	} else if err := cliffRecording(dir); err != nil {
-		return "", nil, err
+	} else if o.Started != nil {
+		o.Started(dir)
 	}
 	res, err := runCliff(ctx, dir, set, o.RecordOptions, o.Run != "")
 	if errors.Is(err, errRecordingPassed) {
 		return "", nil, fmt.Errorf("--run %s: %v; there is no cliff to find", dir, err)
 	}
 	return dir, res, err
+}
+
+// settings are the analysis's own settings, as its recipe keeps them.
+func (o *CliffOptions) settings() cliffSettings {
+	return cliffSettings{Tails: o.Tails, Budget: o.Budget, Jobs: o.Jobs, GapBelow: o.GapBelow, On: onRecipe(o.On)}
+}
+
+// Validate checks the options before anything is created or started: the search's
+// settings, and either the recording to make (its project, script, check and caps) or the
+// one --run names. Every bad input is one line naming the flag and the fix.
+func (o *CliffOptions) Validate() error {
+	set := o.settings()
+	if set.Jobs < 1 {
+		return fmt.Errorf("--jobs %d: run at least 1 tail at a time", set.Jobs)
+	}
+	if err := onPreflight(o.On, o.Config); err != nil {
+		return err
+	}
+	// Everything but the recording's steps can be checked before anything starts.
+	if err := (cliff.Config{Steps: 1, Tails: set.Tails, Budget: set.Budget, GapBelow: set.GapBelow}).Validate(); err != nil {
+		return err
+	}
+	if o.Run != "" {
+		if o.Caps.Set() {
+			return fmt.Errorf("--max-cost/--max-tokens with --run %s: the caps are the recording's (tare record --max-cost); drop them here", o.Run)
+		}
+		var err error
+		if o.Run, err = filepath.Abs(o.Run); err != nil {
+			return fmt.Errorf("--run %s: %v", o.Run, err)
+		}
+		return cliffRecording(o.Run)
+	}
+	if o.Check == "" {
+		return errors.New("--check: cliff needs a check that scores a workspace (exit 0 passes)")
+	}
+	return o.RecordOptions.Validate()
 }
 
 // errRecordingPassed: --run names a recording whose run passed its check.

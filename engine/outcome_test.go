@@ -257,7 +257,7 @@ func TestRetriedFailureDoesNotRaiseTheRate(t *testing.T) {
 		st.Apply(e)
 	}
 	apply(journal.Event{RunStarted: &journal.RunStarted{Kind: "calibrate", Sides: []journal.Side{{Key: "a", Agent: "claude"}}, Budget: 3}})
-	finish := func(id, status string, reason journal.Reason, attempt int, cost float64) {
+	finish := func(id string, status journal.Status, reason journal.Reason, attempt int, cost float64) {
 		apply(journal.Event{TailStarted: &journal.TailStarted{ID: id, Side: "a", How: "fresh", Attempt: attempt}})
 		apply(journal.Event{TailFinished: &journal.TailFinished{ID: id, Status: status, Reason: reason, Attempt: attempt, Passed: status == journal.StatusPassed,
 			Usage: journal.Usage{Input: 100, Cost: cost}}})

@@ -280,7 +280,10 @@ type RecordOptions struct {
 	CheckOnHost  bool
 	AgentTimeout time.Duration
 	Out          string
-	Config       *config.Config
+	// Started, when set, is told the run directory once it exists and before the run goes on:
+	// a caller that did not name one (Out) learns it here, to show the run.
+	Started func(dir string)
+	Config  *config.Config
 	// Script makes the agent talk to tare's own model server replaying it.
 	Script string
 	// Caps are --max-cost/--max-tokens for the recording itself and every tail of it, enforced
@@ -303,34 +306,52 @@ type RecordOptions struct {
 // Record runs the task once in a clean room with a capsule after every step, and returns
 // the run directory and the recording: tare tail continues it from any step.
 func Record(ctx context.Context, o RecordOptions) (string, *journal.Recording, error) {
+	if err := o.Validate(); err != nil {
+		return "", nil, err
+	}
+	return recordRun(ctx, o)
+}
+
+// Validate checks the options before anything is created or started, and makes the
+// project's path absolute: every bad input is one line naming the flag and the fix.
+func (o *RecordOptions) Validate() error {
 	if o.Prompt == "" {
-		return "", nil, errors.New("give the task as PROMPT (or --prompt-file)")
+		return errors.New("give the task as PROMPT (or --prompt-file)")
 	}
-	if err := o.Caps.Check(o.Script+o.scriptText, o.Side.Agent); err != nil {
-		return "", nil, err
+	var err error
+	if o.Project, err = probe.ProjectDir(o.Project, o.AllowDirty); err != nil {
+		return err
 	}
-	if err := checkPreflight(o.Check, o.CheckOnHost, run.NewCheckRoom(o.Config, o.CheckOnHost), configOrigin(o.Config)); err != nil {
-		return "", nil, err
-	}
-	if !o.AllowDirty {
-		home, _ := os.UserHomeDir()
-		if err := probe.CheckProject(o.Project, home); err != nil {
-			return "", nil, err
+	if o.Script != "" {
+		if _, err := modelserver.LoadScript(o.Script); err != nil {
+			return err
 		}
 	}
+	if err := o.Caps.Check(o.Script+o.scriptText, o.Side.Agent); err != nil {
+		return err
+	}
+	return checkPreflight(o.Check, o.CheckOnHost, run.NewCheckRoom(o.Config, o.CheckOnHost), configOrigin(o.Config))
+}
+
+// recordRun is Record on options Validate has passed.
+func recordRun(ctx context.Context, o RecordOptions) (string, *journal.Recording, error) {
 	installs, err := findInstalls([]journal.Side{o.Side}, o.Config, o.Project)
 	if err != nil {
 		return "", nil, err
 	}
-	dir := o.Out
-	if dir == "" {
-		dir = run.FreeDir(filepath.Join(o.Config.StateDir, "record"), o.Project, time.Now())
+	kind := "record"
+	if o.cliff != nil {
+		kind = "cliff" // the journal's kind and the folder's, for the app; the recipe stays a recording
 	}
-	r, err := run.Create(dir, o.Bus)
+	r, err := run.New(o.Out, filepath.Join(o.Config.StateDir, kind), o.Project, o.Bus)
 	if err != nil {
 		return "", nil, err
 	}
 	defer r.Close()
+	dir := r.Dir()
+	if o.Started != nil {
+		o.Started(dir)
+	}
 	store, err := capsule.Open(filepath.Join(dir, "store"))
 	if err != nil {
 		return dir, nil, err
@@ -364,10 +385,6 @@ func Record(ctx context.Context, o RecordOptions) (string, *journal.Recording, e
 	}
 	if err := run.WriteRecipe(dir, rec); err != nil {
 		return dir, nil, err
-	}
-	kind := "record"
-	if o.cliff != nil {
-		kind = "cliff" // the journal's kind, for the app; the recipe stays a recording
 	}
 	if err := r.Emit(journal.Event{RunStarted: &journal.RunStarted{Kind: kind, Project: o.Project, Prompt: o.Prompt, Check: o.Check, CheckRoom: checkWhere(rec), Sides: rec.Sides, Budget: 1, Jobs: 1, Simulated: rec.ScriptText != ""}}); err != nil {
 		return dir, nil, err

@@ -173,7 +173,7 @@ type RunReport struct {
 type TailReport struct {
 	ID        string         `json:"id"`
 	Side      string         `json:"side"`
-	Status    string         `json:"status"`
+	Status    journal.Status `json:"status"`
 	Reason    journal.Reason `json:"reason,omitempty"`
 	AgentExit string         `json:"agent_exit"`
 	Check     string         `json:"check"`
@@ -318,7 +318,7 @@ type usageFile struct {
 // attemptUsage is one attempt of a tail in usage.json.
 type attemptUsage struct {
 	Attempt int            `json:"attempt"`
-	Status  string         `json:"status"`
+	Status  journal.Status `json:"status"`
 	Reason  journal.Reason `json:"reason,omitempty"`
 	Usage   journal.Usage  `json:"usage"`
 	// CheckUsage is what the attempt's check spent (tare's judge), never in Usage.

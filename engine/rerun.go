@@ -182,9 +182,54 @@ func digest(data []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Args is the recorded command line, writing its run to out.
+// Args is the recorded command line, its paths absolute (a recipe written before tare kept
+// them absolute has them relative to Dir), writing its run to out instead of the recorded
+// --out: a new folder named as the command names its runs when out is empty.
 func (p *RerunPlan) Args(out string) []string {
-	return append(append([]string{}, p.Recipe.Argv...), "--out", out)
+	var argv []string
+	recorded := AbsoluteArgv(p.Recipe.Argv, p.Dir)
+	for i := 0; i < len(recorded); i++ {
+		switch {
+		case recorded[i] == "--out":
+			i++ // the run's own folder: the repeat is a run of its own
+		case strings.HasPrefix(recorded[i], "--out="):
+		default:
+			argv = append(argv, recorded[i])
+		}
+	}
+	if out != "" {
+		argv = append(argv, "--out", out)
+	}
+	return argv
+}
+
+// pathFlags are the flags of the commands tare rerun repeats whose value is a path.
+var pathFlags = []string{"--project", "--script", "--prompt-file", "--run", "--rubric", "--out"}
+
+// AbsoluteArgv is argv with the value of every path flag made absolute against dir, so that
+// the command line means the same from any working folder: recipes keep it so.
+func AbsoluteArgv(argv []string, dir string) []string {
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	out := append([]string{}, argv...)
+	for i := 0; i < len(out); i++ {
+		for _, f := range pathFlags {
+			if out[i] == f && i+1 < len(out) {
+				out[i+1] = abs(out[i+1])
+				i++
+				break
+			}
+			if v, ok := strings.CutPrefix(out[i], f+"="); ok {
+				out[i] = f + "=" + abs(v)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // argvDir is the working folder the recorded command line ran in, as far as the recipe tells:

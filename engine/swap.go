@@ -16,8 +16,10 @@ import (
 	"tare/agent"
 	"tare/capsule"
 	"tare/engine/journal"
+	"tare/engine/probe"
 	"tare/engine/run"
 	"tare/engine/stats"
+	"tare/modelserver"
 )
 
 // SwapOptions is a swap analysis: was it the workspace or the agent? Each of two agents makes
@@ -224,54 +226,25 @@ type SwapResult struct {
 // Swap runs the analysis and returns its run directory and result; the report is in
 // report.txt.
 func Swap(ctx context.Context, o SwapOptions) (string, *SwapResult, error) {
+	if err := o.Validate(); err != nil {
+		return "", nil, err
+	}
 	set := swapSettings{Cuts: o.Cuts, Tails: o.Tails, Jobs: o.Jobs, Handoff: o.Handoff, Detect: o.Detect, Originals: o.Originals}
-	if o.Detect != 0 {
-		if set.originals() > 1 {
-			// With several pairs the calls are over the pairs, and what they can call depends on
-			// how many pairs there are, not on tails a cell (smallestCallableOver).
-			return "", nil, fmt.Errorf("--detect with --originals %d: --detect sizes tails a cell for one pair of originals; over pairs the number of pairs decides what can be called (about 10 or more at the default cuts); fix: drop --detect and give --tails", set.Originals)
-		}
-		var err error
-		if set.Tails, err = SwapTailsFor(o.Detect, o.Cuts); err != nil {
-			return "", nil, err
-		}
-	}
-	switch {
-	case o.Prompt == "":
-		return "", nil, errors.New("give the task as PROMPT")
-	case o.Check == "":
-		return "", nil, errors.New("--check: swap needs a check that scores a workspace (exit 0 passes)")
-	case len(set.Cuts) == 0:
-		return "", nil, errors.New("--cuts: give at least one cut, like 0,0.5,1")
-	case set.Tails < 1:
-		return "", nil, fmt.Errorf("--tails %d: give at least 1 tail per cut, workspace and agent", set.Tails)
-	case set.Jobs < 1:
-		return "", nil, fmt.Errorf("--jobs %d: run at least 1 tail at a time", set.Jobs)
-	case set.Originals < 0 || set.Originals > maxOriginals:
-		return "", nil, fmt.Errorf("--originals %d: give 1 (effects about the two originals) to %d original runs per agent", set.Originals, maxOriginals)
-	case set.Handoff != "trail" && set.Handoff != "workspace":
-		return "", nil, fmt.Errorf("--handoff %q: give trail (the steps so far, written) or workspace (the files alone)", set.Handoff)
-	}
-	if err := checkPreflight(o.Check, o.CheckOnHost, run.NewCheckRoom(o.Config, o.CheckOnHost), configOrigin(o.Config)); err != nil {
-		return "", nil, err
-	}
-	if err := onPreflight(o.On, o.Config); err != nil {
-		return "", nil, err
-	}
 	o.A.Key, o.B.Key = "a", "b"
 	installs, err := findInstalls([]journal.Side{o.A, o.B}, o.Config, o.Project)
 	if err != nil {
 		return "", nil, err
 	}
-	dir := o.Out
-	if dir == "" {
-		dir = run.FreeDir(filepath.Join(o.Config.StateDir, "swap"), o.Project, time.Now())
-	}
-	r, err := run.Create(dir, o.Bus)
+	r, err := run.New(o.Out, filepath.Join(o.Config.StateDir, "swap"), o.Project, o.Bus)
 	if err != nil {
 		return "", nil, err
 	}
 	defer r.Close()
+	dir := r.Dir()
+	if o.Started != nil {
+		o.Started(dir)
+	}
+	o.Started = nil // the originals' recordings are folders of this run, not runs to show
 	rec := &run.Recipe{Tare: o.Version, Argv: o.Argv, Kind: "swap", Time: time.Now().UTC(), Project: o.Project,
 		Prompt: o.Prompt, Check: o.Check, CheckTimeout: o.CheckTimeout.Seconds(), CheckRoom: run.NewCheckRoom(o.Config, o.CheckOnHost),
 		AgentTimeout: o.AgentTimeout.Seconds(), Sides: []journal.Side{o.A, o.B}, Jobs: set.Jobs, Keep: false, Agents: map[string]run.RecipeAgent{}, On: onRecipe(o.On)}
@@ -301,6 +274,54 @@ func Swap(ctx context.Context, o SwapOptions) (string, *SwapResult, error) {
 		_ = r.Emit(journal.Event{RunFinished: &journal.RunFinished{Error: err.Error()}})
 	}
 	return dir, res, err
+}
+
+// Validate checks the options before anything is created or started, and makes the
+// project's path absolute; with Detect it sizes Tails. Every bad input is one line naming the
+// flag and the fix.
+func (o *SwapOptions) Validate() error {
+	set := swapSettings{Cuts: o.Cuts, Tails: o.Tails, Jobs: o.Jobs, Handoff: o.Handoff, Detect: o.Detect, Originals: o.Originals}
+	if o.Detect != 0 {
+		if set.originals() > 1 {
+			// With several pairs the calls are over the pairs, and what they can call depends on
+			// how many pairs there are, not on tails a cell (smallestCallableOver).
+			return fmt.Errorf("--detect with --originals %d: --detect sizes tails a cell for one pair of originals; over pairs the number of pairs decides what can be called (about 10 or more at the default cuts); fix: drop --detect and give --tails", set.Originals)
+		}
+		var err error
+		if set.Tails, err = SwapTailsFor(o.Detect, o.Cuts); err != nil {
+			return err
+		}
+		o.Tails = set.Tails
+	}
+	switch {
+	case o.Prompt == "":
+		return errors.New("give the task as PROMPT")
+	case o.Check == "":
+		return errors.New("--check: swap needs a check that scores a workspace (exit 0 passes)")
+	case len(set.Cuts) == 0:
+		return errors.New("--cuts: give at least one cut, like 0,0.5,1")
+	case set.Tails < 1:
+		return fmt.Errorf("--tails %d: give at least 1 tail per cut, workspace and agent", set.Tails)
+	case set.Jobs < 1:
+		return fmt.Errorf("--jobs %d: run at least 1 tail at a time", set.Jobs)
+	case set.Originals < 0 || set.Originals > maxOriginals:
+		return fmt.Errorf("--originals %d: give 1 (effects about the two originals) to %d original runs per agent", set.Originals, maxOriginals)
+	case set.Handoff != "trail" && set.Handoff != "workspace":
+		return fmt.Errorf("--handoff %q: give trail (the steps so far, written) or workspace (the files alone)", set.Handoff)
+	}
+	var err error
+	if o.Project, err = probe.ProjectDir(o.Project, o.AllowDirty); err != nil {
+		return err
+	}
+	if o.Script != "" {
+		if _, err := modelserver.LoadScript(o.Script); err != nil {
+			return err
+		}
+	}
+	if err := checkPreflight(o.Check, o.CheckOnHost, run.NewCheckRoom(o.Config, o.CheckOnHost), configOrigin(o.Config)); err != nil {
+		return err
+	}
+	return onPreflight(o.On, o.Config)
 }
 
 // runSwap makes the two originals (each a recording of its own in a/ and b/) and the tails of

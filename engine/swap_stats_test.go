@@ -317,7 +317,7 @@ func swapStateOver(pairs [][]map[string]swapCounts, step []int) *journal.RunStat
 			for key, c := range cells {
 				how := map[string]journal.How{"n": journal.HowNative, "h": journal.HowHandoff}[key[3:]]
 				n := 0
-				add := func(count int, status string) {
+				add := func(count int, status journal.Status) {
 					for range count {
 						id := swapTailName(k, ci, key[:1], key[1:2], how, n)
 						st.Tails[id] = &journal.TailState{ID: id, Side: key[1:2], Step: step[ci], Status: status}

@@ -249,7 +249,7 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	if env.recipe.Check == "" {
 		// Without a check a run counts when its agent ended normally; the workspace is kept.
 		res.Passed = clean
-		res.Status = map[bool]string{true: journal.StatusPassed, false: journal.StatusFailed}[res.Passed]
+		res.Status = map[bool]journal.Status{true: journal.StatusPassed, false: journal.StatusFailed}[res.Passed]
 		return ran, "no check"
 	}
 	// Said, not needed: a journal without it only shows the check as running.

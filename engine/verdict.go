@@ -39,7 +39,7 @@ func withoutVerdict(end agentEnd, killed bool) (journal.Reason, bool) {
 
 // checkOutcome is the status a check's result gives a tail: its verdict, or no verdict when
 // the check never ran.
-func checkOutcome(c checkResult) (string, journal.Reason) {
+func checkOutcome(c checkResult) (journal.Status, journal.Reason) {
 	switch {
 	case c.CouldNotRun:
 		return journal.StatusNoVerdict, journal.ReasonCheckError

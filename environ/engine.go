@@ -121,24 +121,32 @@ type imageConfig struct {
 
 // inspect reads the image's id and configuration.
 func (e Engine) inspect(ctx context.Context, ref string) (string, imageConfig, error) {
-	var cfgFmt, idFmt []string
-	switch e.Name {
-	case "buildah":
-		cfgFmt = []string{"inspect", "--type", "image", "--format", "{{json .OCIv1.Config}}", ref}
-		idFmt = []string{"inspect", "--type", "image", "--format", "{{.FromImageID}}", ref}
-	default:
-		cfgFmt = []string{"image", "inspect", "--format", "{{json .Config}}", ref}
-		idFmt = []string{"image", "inspect", "--format", "{{.Id}}", ref}
-	}
 	var cfg imageConfig
-	out, err := e.output(ctx, cfgFmt...)
+	if e.Name == "buildah" {
+		// buildah's --format has no json function: read its whole answer.
+		out, err := e.output(ctx, "inspect", "--type", "image", ref)
+		if err != nil {
+			return "", cfg, err
+		}
+		var img struct {
+			FromImageID string
+			OCIv1       struct {
+				Config imageConfig `json:"config"`
+			}
+		}
+		if err := json.Unmarshal([]byte(out), &img); err != nil {
+			return "", cfg, fmt.Errorf("buildah inspect %s: %v", ref, err)
+		}
+		return img.FromImageID, img.OCIv1.Config, nil
+	}
+	out, err := e.output(ctx, "image", "inspect", "--format", "{{json .Config}}", ref)
 	if err != nil {
 		return "", cfg, err
 	}
 	if err := json.Unmarshal([]byte(out), &cfg); err != nil {
 		return "", cfg, fmt.Errorf("%s inspect %s: %v", e.Name, ref, err)
 	}
-	id, err := e.output(ctx, idFmt...)
+	id, err := e.output(ctx, "image", "inspect", "--format", "{{.Id}}", ref)
 	return strings.TrimPrefix(id, "sha256:"), cfg, err
 }
 

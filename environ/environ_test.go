@@ -27,10 +27,20 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// requireBase fails (never skips) when podman or the base image is missing: environments are
+// needRooms skips t under -short: it builds images with podman and starts rooms in them.
+func needRooms(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds podman images and starts rooms; skipped under -short")
+	}
+}
+
+// requireBase is where a test of environments begins: it skips under -short (needRooms), and
+// otherwise fails (never skips) when podman or the base image is missing: environments are
 // tested with the real engine or not at all.
 func requireBase(t testing.TB) {
 	t.Helper()
+	needRooms(t)
 	if _, err := exec.LookPath("podman"); err != nil {
 		t.Fatal("podman is missing: run scripts/setup (apt-get install podman)")
 	}

@@ -26,9 +26,11 @@ var (
 // imageRoot exports baseImage once per test binary into a temp folder, prepared as
 // environ does (PrepareRoot with WORKDIR /app and a marker file in it), and returns it. A
 // machine without podman or the base fails the test with the fix: the image room is
-// tested for real or not at all.
+// tested for real or not at all. Under -short it skips the test first (needRooms): only
+// rooms use the image.
 func imageRoot(t testing.TB) string {
 	t.Helper()
+	needRooms(t)
 	baseRootOnce.Do(func() {
 		if _, err := exec.LookPath("podman"); err != nil {
 			baseRootErr = "podman is missing: run scripts/setup (apt-get install podman)"
@@ -112,6 +114,7 @@ func runScript(t *testing.T, r Room, script string) (int, string) {
 // image's os-release, a tool only the host has missing), its workspace at the image's
 // WORKDIR, the image's ENV, and a root it cannot write.
 func TestImageRoom(t *testing.T) {
+	needRooms(t)
 	ws := t.TempDir()
 	os.WriteFile(filepath.Join(ws, "task.txt"), []byte("the task\n"), 0o644)
 	r := withImage(t, Room{Workspace: ws})

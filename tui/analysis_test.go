@@ -128,7 +128,7 @@ func TestSwapRunShowsItsTable(t *testing.T) {
 func TestCliffCaptionSaysWhatItFound(t *testing.T) {
 	st := &journal.RunState{Kind: "cliff", Tails: map[string]*journal.TailState{}, Report: "gradual decline: no single step\n  task      x\n",
 		Original: []journal.ToolCall{{Tool: "Bash"}, {Tool: "Bash"}, {Tool: "Bash"}}}
-	for i, status := range []string{journal.StatusPassed, journal.StatusFailed} {
+	for i, status := range []journal.Status{journal.StatusPassed, journal.StatusFailed} {
 		id := fmt.Sprintf("cliff-%d-0", 3*i)
 		st.Tails[id] = &journal.TailState{ID: id, Step: 3 * i, Status: status}
 	}

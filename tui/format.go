@@ -124,7 +124,7 @@ func tailStatus(t *journal.TailState) string {
 // as failed; the detail says why.
 func tailWord(t *journal.TailState) string {
 	if c, ok := journal.CountsAs(t.Status, t.Reason, t.Kill); ok {
-		return c
+		return string(c)
 	}
 	return statusWord(t.Status)
 }
@@ -138,9 +138,9 @@ func checkingNote(t *journal.TailState, now time.Time) string {
 	return note
 }
 
-func statusWord(status string) string {
+func statusWord(status journal.Status) string {
 	if status == journal.StatusNoVerdict {
 		return noVerdict
 	}
-	return status
+	return string(status)
 }

@@ -227,12 +227,14 @@ func demoState(t testing.TB) (stateDir, calDir, crashedDir string) {
 		Sides: []journal.Side{{Key: "a", Agent: "claude", Args: []string{"--model", "haiku"}}, {Key: "b", Agent: "codex"}}}})
 	c.at(-min_(10), journal.Event{Phase: &journal.Phase{Name: "tails"}})
 	tails := []struct {
-		id, side, status, detail string
-		reason                   journal.Reason
-		calls                    int
-		start, took              int // seconds before t0, seconds
-		cost                     float64
-		attempt                  int
+		id, side    string
+		status      journal.Status
+		detail      string
+		reason      journal.Reason
+		calls       int
+		start, took int // seconds before t0, seconds
+		cost        float64
+		attempt     int
 	}{
 		{"a-0", "a", "passed", "end_turn; make test ok", "", 6, 590, 95, 0.04, 0},
 		{"b-0", "b", "passed", "end_turn; make test ok", "", 9, 590, 140, 0.07, 0},

@@ -44,7 +44,7 @@ func judgeLine(s styles, t *journal.TailState) string {
 	}
 	line := fmt.Sprintf("judge: score %d on %d-%d", *j.Score, j.Scale[0], j.Scale[1])
 	if j.Threshold != nil {
-		line += fmt.Sprintf(" · threshold %g: ", *j.Threshold) + s.tone(statusTone(t.Status), t.Status)
+		line += fmt.Sprintf(" · threshold %g: ", *j.Threshold) + s.tone(statusTone(string(t.Status)), string(t.Status))
 	}
 	return line + " — " + orDash(j.Reason) + hint
 }

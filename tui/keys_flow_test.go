@@ -68,6 +68,7 @@ func footerOf(view string) string {
 // TestEscGoesBackFromEitherPaneOfATail: on a real run's tail, esc goes back to the run from
 // the Detail pane as from the tool calls, as in k9s and lazygit.
 func TestEscGoesBackFromEitherPaneOfATail(t *testing.T) {
+	needRooms(t)
 	state, dir := realRun(t, quickScript, "true", 1)
 	tm := newTestModel(t, state, newStub(), 160, 48)
 	tm.send(openRunMsg{dir})
@@ -86,6 +87,7 @@ func TestEscGoesBackFromEitherPaneOfATail(t *testing.T) {
 // footer nor the tail view's offers to kill or retry it (both would only be refused), nor
 // resume for a run that is not crashed; a failed tail's footer offers the retry.
 func TestFooterOffersOnlyKeysThatAct(t *testing.T) {
+	needRooms(t)
 	state, dir := realRun(t, quickScript, "true", 1)
 	tm := newTestModel(t, state, newStub(), 160, 48)
 	tm.send(openRunMsg{dir})
@@ -122,6 +124,7 @@ func TestFooterOffersOnlyKeysThatAct(t *testing.T) {
 // keys under the pane's title, and not the tail view's; ? on a real run lists the tails
 // pane's find and compare, and not the Writers pane's.
 func TestHelpShowsTheKeysOfTheViewYouAreIn(t *testing.T) {
+	needRooms(t)
 	state, dir := realRun(t, quickScript, "true", 1)
 	if _, err := workshop.Prepare(filepath.Join("..", "demo", "workshop", "plan.toml"), filepath.Join(state, workshop.Dir, "exp")); err != nil {
 		t.Fatal(err)

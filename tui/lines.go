@@ -51,7 +51,7 @@ func Line(e journal.Event) string {
 			a := journal.Attempt{Status: journal.StatusNoVerdict, Reason: t.Reason, Kill: t.Kill}
 			status = noVerdict + " (" + a.Label() + ")"
 			if counted, ok := a.Counts(); ok {
-				status = counted + ", " + status // over budget, or a kill counted as failed
+				status = string(counted) + ", " + status // over budget, or a kill counted as failed
 			}
 		}
 		fmt.Fprintf(&b, "tail %s %s %.0fs %d calls %s", t.ID, status, t.Seconds, t.Calls, cost(t.Usage))

@@ -146,7 +146,7 @@ func TestLoad(t *testing.T) {
 				s.calls++
 				u := journal.Usage{Input: int64(900 * s.calls), Output: int64(200 * s.calls), Cost: 0.001 * float64(s.calls)}
 				if s.calls >= s.life {
-					r.j.Append(&journal.Event{TailFinished: &journal.TailFinished{ID: s.id, Status: []string{"passed", "failed"}[rnd.Intn(2)], Calls: s.calls, Usage: u}})
+					r.j.Append(&journal.Event{TailFinished: &journal.TailFinished{ID: s.id, Status: []journal.Status{"passed", "failed"}[rnd.Intn(2)], Calls: s.calls, Usage: u}})
 					wmu.Lock()
 					finals++
 					wmu.Unlock()

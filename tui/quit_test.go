@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	rundir "tare/engine/run"
+	enginerun "tare/engine/run"
 )
 
 // TestQuitWithALiveRunSaysWhatGoesOn: q in the app while a real calibrate runs (the real
@@ -33,7 +33,7 @@ func TestQuitWithALiveRunSaysWhatGoesOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	scr.waitFor(t, "tare: 1 run goes on in the background: tare watch "+runs[0]+"; tare shows it again")
-	if !rundir.Alive(runs[0]) {
+	if !enginerun.Alive(runs[0]) {
 		t.Errorf("q stopped the run")
 	}
 }

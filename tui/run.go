@@ -284,7 +284,7 @@ var tailOrders = []struct {
 }
 
 // statusRank puts what needs a look first: running, then failed, no verdict, passed.
-func statusRank(s string) int {
+func statusRank(s journal.Status) int {
 	switch s {
 	case journal.StatusRunning:
 		return 0

@@ -9,7 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"tare/engine/journal"
-	rundir "tare/engine/run"
+	enginerun "tare/engine/run"
 )
 
 // TestStoppedRunsTailsReadInterrupted: a real calibrate (the real claude CLI in its room, on
@@ -40,7 +40,7 @@ func TestStoppedRunsTailsReadInterrupted(t *testing.T) {
 	stop()
 
 	m := newModel(modelConfig{engine: newStub(), styles: asciiStyles(), now: time.Now, agents: []string{"claude"}, probes: true})
-	tm := &testModel{model: m, t: t, w: newWatcher(w.cfg.StateDir, nil, rundir.Alive, nil)}
+	tm := &testModel{model: m, t: t, w: newWatcher(w.cfg.StateDir, nil, enginerun.Alive, nil)}
 	tm.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
 	tm.pollNow()
 	tm.pollNow() // the engine's word on who owns the run comes with the second read

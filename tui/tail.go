@@ -286,7 +286,7 @@ func (v *tailView) header() string {
 	}
 	switch t.Status {
 	case journal.StatusPassed, journal.StatusFailed:
-		third = "check: " + s.tone(statusTone(t.Status), t.Status)
+		third = "check: " + s.tone(statusTone(string(t.Status)), string(t.Status))
 		if t.Score != nil {
 			third += fmt.Sprintf(" · score %d", *t.Score)
 		}

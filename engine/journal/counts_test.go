@@ -7,14 +7,14 @@ import "testing"
 // replaces only an attempt left out, and a tail with nothing that counts is left out.
 func TestCountedAttempt(t *testing.T) {
 	type at struct {
-		status string
+		status Status
 		reason Reason
 		kill   KillAs
 	}
 	for _, tc := range []struct {
 		name     string
 		attempts []at
-		want     string // "passed", "failed" or "" (left out)
+		want     Status // "passed", "failed" or "" (left out)
 		n        int
 	}{
 		{"a pass", []at{{StatusPassed, "", ""}}, StatusPassed, 0},
@@ -40,7 +40,7 @@ func TestCountedAttempt(t *testing.T) {
 				ts.Attempt, ts.Status, ts.Reason, ts.Kill = i, a.status, a.reason, a.kill
 			}
 			a, ok := ts.Counted()
-			got := ""
+			var got Status
 			if ok {
 				got, _ = a.Counts()
 			}

@@ -160,7 +160,7 @@ type TailFinished struct {
 	Passed bool   `json:"passed"`
 	// Status is "passed", "failed" or "no-verdict" (a journal from an older tare may say
 	// "error", read as no verdict).
-	Status string `json:"status"`
+	Status Status `json:"status"`
 	// Reason is why a tail has no verdict: not-started, killed, timeout, quota, overloaded,
 	// dropped, interrupted.
 	Reason Reason `json:"reason,omitempty"`

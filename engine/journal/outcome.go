@@ -9,15 +9,18 @@ import (
 	"tare/agent"
 )
 
-// A tail's status: while it runs, and how it ended. Only passed and failed are verdicts; a
-// rate and its Wilson interval count those alone and say what they left out.
+// Status is a tail's status: while it runs, and how it ended. Only passed and failed are
+// verdicts; a rate and its Wilson interval count those alone and say what they left out.
+type Status string
+
+// The statuses of a tail.
 const (
-	StatusRunning = "running"
-	StatusPassed  = "passed"
+	StatusRunning Status = "running"
+	StatusPassed  Status = "passed"
 	// StatusFailed: the check (or, without a check, the agent's exit) said no.
-	StatusFailed = "failed"
+	StatusFailed Status = "failed"
 	// StatusNoVerdict: the tail ended without saying anything about the agent; Reason says why.
-	StatusNoVerdict = "no-verdict"
+	StatusNoVerdict Status = "no-verdict"
 )
 
 // Reason is why a tail has no verdict.
@@ -67,14 +70,14 @@ func (r Reason) Label() string {
 }
 
 // verdict reports whether status is a verdict: passed or failed.
-func verdict(status string) bool { return status == StatusPassed || status == StatusFailed }
+func verdict(status Status) bool { return status == StatusPassed || status == StatusFailed }
 
 // Finished reports whether status ends a tail: a verdict or no verdict.
-func Finished(status string) bool { return verdict(status) || status == StatusNoVerdict }
+func Finished(status Status) bool { return verdict(status) || status == StatusNoVerdict }
 
 // NormalizeOutcome reads a status journaled by any tare: "error" (a tare from before no
 // verdict had reasons) becomes no verdict with the reason its detail names.
-func NormalizeOutcome(status string, reason Reason, detail string) (string, Reason) {
+func NormalizeOutcome(status Status, reason Reason, detail string) (Status, Reason) {
 	if status != "error" && status != StatusNoVerdict {
 		return status, reason
 	}
@@ -159,7 +162,7 @@ func KillAnswer(cause error) KillAs {
 // outcome of the agent with no check's verdict (over budget: the agent spent its cap; a kill
 // the operator counted as failed) counts as failed. Anything else is left out (ok false):
 // nothing of the agent was seen, or the operator called it an infrastructure fault.
-func CountsAs(status string, reason Reason, kill KillAs) (counted string, ok bool) {
+func CountsAs(status Status, reason Reason, kill KillAs) (counted Status, ok bool) {
 	switch {
 	case verdict(status):
 		return status, true

@@ -53,7 +53,7 @@ type TailState struct {
 	Attempt int
 	// Status is the latest attempt's: StatusRunning, StatusPassed, StatusFailed or
 	// StatusNoVerdict (with Reason), or "rerun" while tare resume has not restarted it.
-	Status string
+	Status Status
 	Reason Reason
 	// Kill is how the operator said a kill of the latest attempt counts (see KillAs).
 	Kill    KillAs
@@ -88,7 +88,7 @@ type TailState struct {
 // Attempt is one finished attempt of a tail, kept when a retry or a resume starts another.
 type Attempt struct {
 	N      int
-	Status string
+	Status Status
 	Reason Reason
 	// Kill is how the operator said a kill counts (see KillAs).
 	Kill    KillAs
@@ -126,7 +126,7 @@ func (t *TailState) Attempts() []Attempt {
 
 // Counts is how the attempt counts in its side's rate (see CountsAs): passed or failed, or
 // left out (ok false).
-func (a Attempt) Counts() (string, bool) { return CountsAs(a.Status, a.Reason, a.Kill) }
+func (a Attempt) Counts() (Status, bool) { return CountsAs(a.Status, a.Reason, a.Kill) }
 
 // Label is the attempt's outcome in a report's words: "passed", "failed", "over budget",
 // "killed, counted as failed"...
@@ -134,7 +134,7 @@ func (a Attempt) Label() string {
 	if a.Status == StatusNoVerdict {
 		return noVerdictLabel(a.Reason, a.Kill)
 	}
-	return a.Status
+	return string(a.Status)
 }
 
 // Counted is the attempt the tail's side counts: the first that counts (a verdict, or an
@@ -441,7 +441,7 @@ func (s *RunState) Cost() float64 {
 }
 
 // TailIDs returns the tail ids in start order, optionally only those of one status.
-func (s *RunState) TailIDs(status string) []string {
+func (s *RunState) TailIDs(status Status) []string {
 	var out []string
 	for _, id := range s.Order {
 		if status == "" || s.Tails[id].Status == status {

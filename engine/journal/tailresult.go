@@ -9,7 +9,7 @@ type TailResult struct {
 	How    How    `json:"how"`
 	Passed bool   `json:"passed"`
 	// Status is passed, failed or no-verdict; an older tare's "error" is read as no verdict.
-	Status string `json:"status"`
+	Status Status `json:"status"`
 	// Reason is why the tail has no verdict (see Reason).
 	Reason Reason `json:"reason,omitempty"`
 	// Attempt numbers this attempt of the tail (0: the first).

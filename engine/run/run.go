@@ -38,18 +38,6 @@ func DirName(project string, now time.Time) string {
 	return fmt.Sprintf("%s-%s", filepath.Base(project), now.Format("20060102-150405"))
 }
 
-// FreeDir is the default run directory below parent for project, with "-2", "-3"...
-// added when runs of the same project start in the same second.
-func FreeDir(parent, project string, now time.Time) string {
-	dir := filepath.Join(parent, DirName(project, now))
-	for n := 2; ; n++ {
-		if _, err := os.Lstat(dir); os.IsNotExist(err) {
-			return dir
-		}
-		dir = filepath.Join(parent, fmt.Sprintf("%s-%d", DirName(project, now), n))
-	}
-}
-
 // MakeFreeDir creates the default run directory below parent for project, taking the
 // next "-N" when another process made the same name first: the name is chosen by the
 // creation itself, so runs started in the same second (tare judge as the check of tails
@@ -72,19 +60,52 @@ func MakeFreeDir(parent, project string, now time.Time) (string, error) {
 	}
 }
 
-// Create makes a new run directory; it refuses one that exists, so a run never writes over
-// another. A nil bus is a new one.
+// New creates the run directory of a new run: out when the operator named one, else a fresh
+// name below parent for project, chosen by the creation itself (MakeFreeDir) so that two runs
+// started in the same second never share one. The caller learns the name from the run
+// (Dir), never by predicting it. A nil bus is a new one.
+func New(out, parent, project string, bus *journal.Bus) (*Run, error) {
+	if out != "" {
+		return Create(out, bus)
+	}
+	dir, err := MakeFreeDir(parent, project, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	r, err := Open(dir, bus)
+	if err != nil {
+		os.Remove(dir) // empty still: nothing of a run is left behind
+		return nil, err
+	}
+	return r, nil
+}
+
+// Create makes a new run directory; it refuses one that holds anything, so a run never
+// writes over another. An empty folder holds no run: the app makes one with MakeFreeDir to
+// name a run before another process starts it there. A nil bus is a new one.
 func Create(dir string, bus *journal.Bus) (*Run, error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return nil, fmt.Errorf("run directory %s: %v", dir, err)
 	}
 	if err := os.Mkdir(dir, 0o755); err != nil {
+		if os.IsExist(err) && emptyDir(dir) {
+			return Open(dir, bus)
+		}
 		if os.IsExist(err) {
 			return nil, fmt.Errorf("run directory %s exists; fix: choose another --out, or continue it with tare resume %s", dir, dir)
 		}
 		return nil, fmt.Errorf("run directory %s: %v", dir, err)
 	}
 	return Open(dir, bus)
+}
+
+// emptyDir reports whether dir is a folder (not a link to one) with nothing in it.
+func emptyDir(dir string) bool {
+	if info, err := os.Lstat(dir); err != nil || !info.IsDir() {
+		return false
+	}
+	names, err := os.ReadDir(dir)
+	return err == nil && len(names) == 0
 }
 
 // Open opens an existing run directory for appending (tare resume). It holds the run's lock
