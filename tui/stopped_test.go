@@ -55,7 +55,13 @@ func TestStoppedRunsTailsReadInterrupted(t *testing.T) {
 	if head := tm.View(); !strings.Contains(head, "0 done · 1 interrupted · of 1") || !strings.Contains(head, " 1 interrupted ") {
 		t.Errorf("the header and the pass rate count the tail as the table shows it:\n%s", head)
 	}
+	if f := footerOf(tm.View()); strings.Contains(f, "kill tail") || !strings.Contains(f, "resume run") {
+		t.Errorf("the stopped run's footer: %s", f)
+	}
 	tm.send(openTailMsg{dir, "a-0"})
+	if f := footerOf(tm.View()); strings.Contains(f, "kill tail") {
+		t.Errorf("the interrupted tail's footer offers a kill: %s", f)
+	}
 	first := lineWith(tm.View(), " calls · ")
 	tm.env.now = func() time.Time { return time.Now().Add(10 * time.Minute) }
 	tm.refresh()
