@@ -1,6 +1,7 @@
 package taskset
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -33,7 +34,7 @@ func LoadSet(dir string, globs []string) (*Set, error) {
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%s: cannot read the dataset folder; check the path", dir)
+		return nil, fmt.Errorf("%s: cannot read the dataset folder (%v); check the path", dir, errors.Unwrap(err))
 	}
 	s := &Set{Dir: dir}
 	matched := 0
@@ -43,8 +44,14 @@ func LoadSet(dir string, globs []string) (*Set, error) {
 			continue
 		}
 		// A link to a folder is a task the dataset does not hold: Load refuses it by name.
-		if !e.IsDir() && e.Type()&os.ModeSymlink == 0 {
-			continue
+		// Files beside the tasks (a README, a registry) are not tasks.
+		if !e.IsDir() {
+			if e.Type()&os.ModeSymlink == 0 {
+				continue
+			}
+			if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && !fi.IsDir() {
+				continue
+			}
 		}
 		matched++
 		t, err := Load(filepath.Join(dir, name))

@@ -111,6 +111,26 @@ func TestLoadSetGlobs(t *testing.T) {
 	}
 }
 
+// Files and links to files beside the tasks are not tasks; a link to a folder is a task the
+// dataset does not hold, and is named as bad.
+func TestLoadSetLinks(t *testing.T) {
+	ds := t.TempDir()
+	must(t, os.CopyFS(filepath.Join(ds, "hello"), os.DirFS(filepath.Join(dataset, "hello"))))
+	must(t, os.WriteFile(filepath.Join(ds, "README.md"), []byte("tasks\n"), 0o644))
+	must(t, os.Symlink("README.md", filepath.Join(ds, "NOTES.md")))
+	must(t, os.Symlink("hello", filepath.Join(ds, "hello-again")))
+	set, err := LoadSet(ds, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Tasks) != 1 || len(set.Bad) != 1 || !strings.HasSuffix(set.Bad[0].Error(), "hello-again: is a link; put the task folder itself in the dataset") {
+		t.Errorf("tasks %d, bad %v", len(set.Tasks), set.Bad)
+	}
+	if _, err := LoadSet(filepath.Join(ds, "missing"), nil); err == nil || !strings.Contains(err.Error(), "cannot read the dataset folder (no such file or directory)") {
+		t.Errorf("missing dataset: %v", err)
+	}
+}
+
 // copyTask copies the good fixture task into a fresh folder that a test may spoil.
 func copyTask(t *testing.T) string {
 	t.Helper()
