@@ -450,3 +450,21 @@ func TestNoEngineSaysWhatToInstall(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestBuildStaysInItsChroot: a task's Dockerfile is untrusted input, and a RUN step under
+// chroot isolation is root on the host in a chroot. The classic climb out (chroot into a
+// subfolder, walk up past the old root, chroot there) must not reach the host's files: the
+// step tries to write a file in a host folder and the build must leave it unwritten.
+func TestBuildStaysInItsChroot(t *testing.T) {
+	requireBase(t)
+	hostDir := t.TempDir()
+	marker := filepath.Join(hostDir, "escaped")
+	climb := `mkdir "x"; chroot "x" or die "chroot: $!\n"; chdir ".." for 1..64; chroot "." or die "chroot .: $!\n"; ` +
+		`open(my $f, ">", "` + marker + `") or die "open: $!\n"; print $f "the build wrote the host\n"`
+	dir := writeContext(t, map[string]string{"Dockerfile": "FROM debian:bookworm-slim\nRUN perl -e '" + climb + "' || true\n"})
+	cache := Cache{Dir: t.TempDir()}
+	build(t, cache, dir)
+	if b, err := os.ReadFile(marker); err == nil {
+		t.Fatalf("a RUN step climbed out of its chroot and wrote %s on the host: %q", marker, b)
+	}
+}
