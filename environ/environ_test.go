@@ -3,6 +3,8 @@ package environ
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -466,5 +468,86 @@ func TestBuildStaysInItsChroot(t *testing.T) {
 	build(t, cache, dir)
 	if b, err := os.ReadFile(marker); err == nil {
 		t.Fatalf("a RUN step climbed out of its chroot and wrote %s on the host: %q", marker, b)
+	}
+}
+
+// TestContextLinkOutRefused: a build context is untrusted input, and while COPY resolves a
+// symlink inside the context, RUN --mount=type=bind,source=LINK follows it on the host. A
+// context linking to a host folder (directly, or climbing out through another link) is
+// refused before anything is built, so the operator's files never reach an image.
+func TestContextLinkOutRefused(t *testing.T) {
+	requireBase(t)
+	hostDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(hostDir, "id_ed25519"), []byte("operator's key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, link := range map[string]func(dir string) error{
+		"absolute": func(dir string) error { return os.Symlink(hostDir, filepath.Join(dir, "home")) },
+		"chained": func(dir string) error {
+			// up -> . is inside, and up/../host reads as inside, but the kernel takes up/..
+			// to the context's parent: a host folder beside it.
+			host := filepath.Join(filepath.Dir(dir), "host")
+			if err := os.Mkdir(host, 0o700); err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(host, "id_ed25519"), []byte("operator's key\n"), 0o600); err != nil {
+				return err
+			}
+			if err := os.Symlink(".", filepath.Join(dir, "up")); err != nil {
+				return err
+			}
+			return os.Symlink("up/../host", filepath.Join(dir, "home"))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := writeContext(t, map[string]string{"Dockerfile": "FROM debian:bookworm-slim\nRUN --mount=type=bind,source=home,target=/h cat /h/id_ed25519 > /leak\n"})
+			if err := link(dir); err != nil {
+				t.Fatal(err)
+			}
+			cache := Cache{Dir: t.TempDir()}
+			e, err := cache.Build(context.Background(), dir, nil)
+			if err == nil {
+				t.Cleanup(func() { exec.Command("podman", "rmi", "-f", e.Image).Run() })
+				leak, _ := os.ReadFile(filepath.Join(e.Root(), "leak"))
+				t.Fatalf("a context linking out of itself built, and its image holds %q", leak)
+			}
+			if msg := err.Error(); !strings.Contains(msg, filepath.Join(dir, "home")) || !strings.Contains(msg, "outside the build context") || strings.Contains(msg, "\n") {
+				t.Fatalf("refusal does not name the link on one line: %s", msg)
+			}
+			t.Logf("refused: %v", err)
+			if list, _ := cache.List(); len(list) != 0 {
+				t.Errorf("a refused build left %+v in the cache", list)
+			}
+		})
+	}
+}
+
+// TestDigestLinkTargetIsQuoted: a symlink's target may hold a newline, and written bare into
+// the digest it could spell another entry, so two different contexts would share a digest
+// (and one would be handed the other's cached image).
+func TestDigestLinkTargetIsQuoted(t *testing.T) {
+	body := "echo b\n"
+	sum := sha256.Sum256([]byte(body))
+	a := t.TempDir()
+	if err := os.Symlink("x\n\"b\" 0644 file "+hex.EncodeToString(sum[:]), filepath.Join(a, "a")); err != nil {
+		t.Fatal(err)
+	}
+	b := t.TempDir()
+	if err := os.Symlink("x", filepath.Join(b, "a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(b, "b"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	da, err := Digest(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := Digest(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if da == db {
+		t.Fatalf("two different build contexts have one digest %s", da)
 	}
 }
