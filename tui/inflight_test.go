@@ -20,6 +20,7 @@ import (
 // runs, no journal event comes; the tail view shows the call it waits on, how long it has
 // waited, and what the agent said before it.
 func TestTailViewShowsTheCallInFlight(t *testing.T) {
+	needRooms(t)
 	w := newJudgeWorld(t, judgeNoiseScript)
 	script := filepath.Join(t.TempDir(), "sleep.toml")
 	os.WriteFile(script, []byte("[[turn]]\ntext = \"Thinking hard.\"\nshell = \"sleep 60\"\n\n[[turn]]\ntext = \"Done.\"\n"), 0o644)

@@ -21,6 +21,7 @@ import (
 // view, its time does not count on, and the run's header counts it as the table shows it,
 // not as running.
 func TestStoppedRunsTailsReadInterrupted(t *testing.T) {
+	needRooms(t)
 	w := newJudgeWorld(t, judgeNoiseScript)
 	script := filepath.Join(t.TempDir(), "slow.toml")
 	os.WriteFile(script, []byte("[[turn]]\nshell = \"cat README.md\"\n\n[[turn]]\ndelay = \"120s\"\ntext = \"Done.\"\n"), 0o644)
