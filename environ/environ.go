@@ -4,7 +4,7 @@
 // build context, so that rooms can be rooted in it (sandbox.Image).
 //
 // The cache holds one folder per digest: rootfs/ (the image's files, owned by the caller,
-// with no set-uid or set-gid bit), env.json (the image's WORKDIR, ENV, USER and id) and the
+// with no set-uid or set-gid bit and no device node), env.json (the image's WORKDIR, ENV, USER and id) and the
 // build's log. Each is made in a temp folder and renamed into place, so a folder that exists
 // is whole.
 package environ
@@ -290,11 +290,16 @@ func (c Cache) export(ctx context.Context, eng Engine, e Env, logPath string) (E
 }
 
 // stripSetID clears set-uid and set-gid bits below root: the cache is on the host, where an
-// image's set-uid-root program would be one any local user could run.
+// image's set-uid-root program would be one any local user could run. Device nodes go too: an
+// image can carry one (ADD of a tar does), unpacked as root it would be a handle on the host's
+// own disks in the cache, and no room could use it (the image root is mounted nodev).
 func stripSetID(root string) error {
 	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.Type()&fs.ModeSymlink != 0 {
 			return err
+		}
+		if d.Type()&fs.ModeDevice != 0 {
+			return os.Remove(p)
 		}
 		info, err := d.Info()
 		if err != nil {

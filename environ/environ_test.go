@@ -1,6 +1,7 @@
 package environ
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -549,5 +550,39 @@ func TestDigestLinkTargetIsQuoted(t *testing.T) {
 	}
 	if da == db {
 		t.Fatalf("two different build contexts have one digest %s", da)
+	}
+}
+
+// TestImageDevicesLeftOut: an image can carry device nodes outside /dev (an ADD of a tar
+// makes them), and unpacked as root into the cache a world-writable one would be a handle on
+// the host's disk. The cached root filesystem holds none.
+func TestImageDevicesLeftOut(t *testing.T) {
+	requireBase(t)
+	var tb bytes.Buffer
+	tw := tar.NewWriter(&tb)
+	for _, h := range []*tar.Header{
+		{Name: "disk", Typeflag: tar.TypeBlock, Devmajor: 7, Devminor: 0, Mode: 0o666},
+		{Name: "tty", Typeflag: tar.TypeChar, Devmajor: 5, Devminor: 0, Mode: 0o666},
+		{Name: "kept.txt", Typeflag: tar.TypeReg, Mode: 0o644, Size: 3},
+	} {
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tw.Write([]byte("ok\n"))
+	tw.Close()
+	dir := writeContext(t, map[string]string{
+		"Dockerfile": "FROM debian:bookworm-slim\nADD nodes.tar /opt/nodes/\n",
+		"nodes.tar":  tb.String(),
+	})
+	e, _ := build(t, Cache{Dir: t.TempDir()}, dir)
+	nodes := filepath.Join(e.Root(), "opt", "nodes")
+	if _, err := os.Stat(filepath.Join(nodes, "kept.txt")); err != nil {
+		t.Fatalf("the image's regular file is missing from the cache: %v", err)
+	}
+	for _, name := range []string{"disk", "tty"} {
+		if st, err := os.Lstat(filepath.Join(nodes, name)); err == nil {
+			t.Errorf("the cache holds the image's device node %s (%v)", filepath.Join(nodes, name), st.Mode())
+		}
 	}
 }
