@@ -4,9 +4,9 @@
 // build context, so that rooms can be rooted in it (sandbox.Image).
 //
 // The cache holds one folder per digest: rootfs/ (the image's files, owned by the caller,
-// with no set-uid or set-gid bit and no device node), env.json (the image's WORKDIR, ENV, USER and id) and the
-// build's log. Each is made in a temp folder and renamed into place, so a folder that exists
-// is whole.
+// with no set-uid or set-gid bit and no device node), env.json (the image's WORKDIR, ENV,
+// USER and id) and the build's log. Each is made in a temp folder and renamed into place, so
+// a folder that exists is whole.
 package environ
 
 import (
