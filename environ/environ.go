@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -150,6 +151,15 @@ func (c Cache) Build(ctx context.Context, dir string, progress io.Writer) (Env, 
 // and turns a failure into the Dockerfile line of the step that failed.
 func (c Cache) runBuild(ctx context.Context, eng Engine, dir, dockerfile, image string, stages []stage, log io.Writer, logPath string, progress io.Writer) error {
 	cmd := eng.command(ctx, eng.buildArgs(dir, dockerfile, image)...)
+	// The engine keeps RUN --mount=type=cache folders below its TMPDIR, shared by every build
+	// on the host: one task's build could leave files there for another's to run. Each build
+	// has a TMPDIR of its own, dropped when it ends.
+	tmp, err := os.MkdirTemp(c.Dir, ".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	cmd.Env = append(slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "TMPDIR=") }), "TMPDIR="+tmp)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	if err := cmd.Start(); err != nil {

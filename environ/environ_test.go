@@ -586,3 +586,21 @@ func TestImageDevicesLeftOut(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildCacheMountsArePrivate: RUN --mount=type=cache folders outlive a build, and the
+// engine shares them between every build on the host, so one task's Dockerfile could leave a
+// file there that another task's build then runs. A second task's build finds its cache empty.
+func TestBuildCacheMountsArePrivate(t *testing.T) {
+	requireBase(t)
+	cache := Cache{Dir: t.TempDir()}
+	build(t, cache, writeContext(t, map[string]string{"Dockerfile": "FROM debian:bookworm-slim\nRUN --mount=type=cache,id=tare-test-shared,target=/c echo planted > /c/planted\n"}))
+	dir := writeContext(t, map[string]string{"Dockerfile": "FROM debian:bookworm-slim\nRUN --mount=type=cache,id=tare-test-shared,target=/c test ! -e /c/planted\n"})
+	e, err := cache.Build(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatalf("the second task's build met the first one's cache: %v", err)
+	}
+	exec.Command("podman", "rmi", "-f", e.Image).Run()
+	if ents, _ := filepath.Glob(filepath.Join(cache.Dir, ".tmp-*")); len(ents) != 0 {
+		t.Errorf("the builds left their temp folders %v", ents)
+	}
+}
