@@ -66,11 +66,15 @@ type writerFlags struct {
 	scripts []string
 	timeout time.Duration
 	seed    int64
+	on      string
 }
 
-func (wf *writerFlags) add(cmd *cobra.Command) {
+// add declares the flags of a command that runs writers: --on (where, in the command's own
+// words), --timeout and the scripts.
+func (wf *writerFlags) add(cmd *cobra.Command, onUsage string) {
 	wf.addScripts(cmd)
 	cmd.Flags().DurationVar(&wf.timeout, "timeout", engine.DefaultAgentTimeout, "a writer running longer is stopped; its partial prose is kept and it is failed with the reason")
+	cmd.Flags().StringVar(&wf.on, "on", engine.OnLocal, onUsage)
 }
 
 // addScripts are the flags that put writers on tare's model server.
@@ -81,7 +85,7 @@ func (wf *writerFlags) addScripts(cmd *cobra.Command) {
 }
 
 func (wf *writerFlags) options(e *workshop.Exp, writers []string) (workshop.RunOptions, error) {
-	o := workshop.RunOptions{Writers: writers, Jobs: 1, Timeout: wf.timeout, Seed: wf.seed, Progress: os.Stderr, Scripts: map[string]string{}}
+	o := workshop.RunOptions{Writers: writers, Jobs: 1, Timeout: wf.timeout, Seed: wf.seed, On: wf.on, Progress: os.Stderr, Scripts: map[string]string{}}
 	if wf.timeout < 0 {
 		return o, fmt.Errorf("--timeout %s: give a positive duration, e.g. 20m", wf.timeout)
 	}
@@ -105,7 +109,6 @@ func loadExp(arg string) (*workshop.Exp, error) { return workshop.Load(arg) }
 func workshopRunCmd() *cobra.Command {
 	var wf writerFlags
 	var jobs int
-	var on string
 	cmd := &cobra.Command{
 		Use:   "run EXP [WRITERS...]",
 		Short: "Run the prepared writers, cheapest tier first, one at a time",
@@ -125,7 +128,7 @@ result is one status per writer on stdout (exit 1 when one did not complete).`,
 			if err != nil {
 				return err
 			}
-			o.Jobs, o.On = jobs, on
+			o.Jobs = jobs
 			res, err := workshop.Run(cmd.Context(), e, o)
 			if err != nil {
 				return err
@@ -141,15 +144,13 @@ result is one status per writer on stdout (exit 1 when one did not complete).`,
 			return nil
 		},
 	}
-	wf.add(cmd)
+	wf.add(cmd, "where the writers run: local (this machine) or slurm (one sbatch job per writer, as config [cluster] says; README \"Slurm\")")
 	cmd.Flags().IntVar(&jobs, "jobs", 1, "writers at once; naming writers keeps your order instead of the cheap-then-premium one")
-	cmd.Flags().StringVar(&on, "on", engine.OnLocal, "where the writers run: local (this machine) or slurm (one sbatch job per writer, as config [cluster] says; README \"Slurm\")")
 	return cmd
 }
 
 func workshopResumeCmd() *cobra.Command {
 	var wf writerFlags
-	var on string
 	cmd := &cobra.Command{
 		Use:   "resume EXP WRITER",
 		Short: "Continue a writer a provider quota wall or an expired login stopped, in its own session",
@@ -170,7 +171,6 @@ reason. The stopped attempt is archived whole under records/WRITER/attempts/NN f
 			if err != nil {
 				return err
 			}
-			o.On = on
 			s, err := workshop.Resume(cmd.Context(), e, args[1], o)
 			if err != nil {
 				return err
@@ -184,8 +184,7 @@ reason. The stopped attempt is archived whole under records/WRITER/attempts/NN f
 			return nil
 		},
 	}
-	wf.add(cmd)
-	cmd.Flags().StringVar(&on, "on", engine.OnLocal, "where the writer continues: local (this machine) or slurm (one sbatch job, as config [cluster] says)")
+	wf.add(cmd, "where the writer continues: local (this machine) or slurm (one sbatch job, as config [cluster] says)")
 	return cmd
 }
 

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -19,6 +18,14 @@ import (
 type backend interface {
 	// body returns how the agent ended and what the check said, as tailBody does.
 	body(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *journal.TailResult) (agentExit, check string)
+	// resume is the follow-up of a tail whose latest attempt the journal has as running and
+	// which the backend can still reach (a Slurm job submitted before tare was killed), with
+	// that attempt's start; ok is false when the tail is to be started anew.
+	resume(env *tailEnv, spec *tailSpec) (follow bodyFunc, began time.Time, ok bool)
+	// finish lets go of what the backend holds once the run has its report (err, the
+	// report's own error, is nil), and returns err or the release's own error. Until then it
+	// is kept, so a tare resume after a crash finds it.
+	finish(err error) error
 }
 
 // localBackend runs tails in this process's rooms: tare's own goroutines.
@@ -27,6 +34,14 @@ type localBackend struct{}
 func (localBackend) body(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *journal.TailResult) (string, string) {
 	return tailBody(ctx, env, spec, dir, res)
 }
+
+// resume finds nothing: a tail that ran in this process's rooms ended with the process.
+func (localBackend) resume(*tailEnv, *tailSpec) (bodyFunc, time.Time, bool) {
+	return nil, time.Time{}, false
+}
+
+// finish has nothing to let go of.
+func (localBackend) finish(err error) error { return err }
 
 // The backends --on names.
 const (
@@ -87,14 +102,9 @@ func allowDirty(r *run.Run) bool {
 // bodyFunc is a backend's body, or a re-attached job's follow-up.
 type bodyFunc func(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *journal.TailResult) (string, string)
 
-// reattach is the follow-up of a tail whose latest attempt the journal has as running and
-// whose backend can still reach it (a Slurm job submitted before tare was killed), with that
-// attempt's start; ok is false when the tail is to be started anew.
-func reattach(env *tailEnv, spec *tailSpec) (bodyFunc, time.Time, bool) {
-	b, ok := env.backend.(*slurmBackend)
-	if !ok {
-		return nil, time.Time{}, false
-	}
+// resume follows the tail's job when its latest attempt's is still on the cluster, or
+// collects it when it finished meanwhile.
+func (b *slurmBackend) resume(env *tailEnv, spec *tailSpec) (bodyFunc, time.Time, bool) {
 	t := env.run.Snapshot().Tails[spec.ID]
 	if t == nil || t.Status != journal.StatusRunning {
 		return nil, time.Time{}, false
@@ -118,20 +128,11 @@ func reattach(env *tailEnv, spec *tailSpec) (bodyFunc, time.Time, bool) {
 	}, t.Started, true
 }
 
-// releaseBackend lets go of what the run's backend holds once the run has its report (err,
-// the report's own error, is nil): the exchange server, and the run's folder below the
-// shared directory with its job files, exchange folders and shared store. Until then they
-// are kept, so a tare resume after a crash finds its jobs. It returns err.
-func releaseBackend(env *tailEnv, err error) error {
-	b, ok := env.backend.(*slurmBackend)
-	if !ok || err != nil {
+// finish lets go of the exchange server and the run's folder below the shared directory
+// (release), once the run has its report.
+func (b *slurmBackend) finish(err error) error {
+	if err != nil {
 		return err
 	}
-	if b.http != nil {
-		b.http.close()
-	}
-	if rerr := os.RemoveAll(b.root); rerr != nil {
-		return fmt.Errorf("the run is done, but its folder below the shared directory could not be removed: %v; fix: remove %s", rerr, b.root)
-	}
-	return nil
+	return b.release()
 }

@@ -335,7 +335,7 @@ func runCalibrate(ctx context.Context, r *run.Run, rec *run.Recipe, store *capsu
 	if err := writeUsage(r.Dir(), st); err != nil {
 		return "", err
 	}
-	return report, releaseBackend(env, r.Emit(journal.Event{RunFinished: &journal.RunFinished{Report: report}}))
+	return report, env.runner().finish(r.Emit(journal.Event{RunFinished: &journal.RunFinished{Report: report}}))
 }
 
 // runJobs runs f over specs with at most jobs at once, in order. The first error that is

@@ -352,7 +352,7 @@ func runCliff(ctx context.Context, dir string, set cliffSettings, o RecordOption
 		}
 	}
 	fillCliffResult(res, d, store, recording, r.Snapshot())
-	return res, releaseBackend(env, finishCliff(r, recipe, recording, res))
+	return res, env.runner().finish(finishCliff(r, recipe, recording, res))
 }
 
 // tailFinished says whether a tail ended, with or without a verdict.

@@ -456,7 +456,7 @@ func runSwap(ctx context.Context, r *run.Run, rec *run.Recipe, set swapSettings,
 	if err := run.WriteFile(filepath.Join(r.Dir(), "swap-result.json"), append(data, '\n')); err != nil {
 		return nil, err
 	}
-	return res, releaseBackend(first, r.Emit(journal.Event{RunFinished: &journal.RunFinished{Report: report}}))
+	return res, first.runner().finish(r.Emit(journal.Event{RunFinished: &journal.RunFinished{Report: report}}))
 }
 
 // cutStep is the step a cut falls on: the fraction of the run's steps, rounded.

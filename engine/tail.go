@@ -63,7 +63,7 @@ type tailEnv struct {
 // its own reasons is recorded as failed or with no verdict and the run goes on.
 func runTail(ctx context.Context, env *tailEnv, spec tailSpec) error {
 	dir := filepath.Join(env.run.Dir(), "tails", spec.ID)
-	if body, began, ok := reattach(env, &spec); ok {
+	if body, began, ok := env.runner().resume(env, &spec); ok {
 		// A resume finds this attempt's job still on the cluster (or finished there): it is
 		// followed to its end, not started again.
 		return endTail(ctx, env, spec, dir, began, body)

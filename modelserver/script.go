@@ -143,12 +143,16 @@ func ParseScript(data []byte, name string) (*Script, error) {
 	if _, err := toml.Decode(string(data), &raw); err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("%s:%d: %s; fix the TOML syntax", name, pe.Position.Line, pe.Message)
+			return nil, fmt.Errorf("%s:%d: %s; fix the TOML syntax", name, pe.Position.Line, oneLine(pe.Message))
 		}
-		return nil, fmt.Errorf("%s: %v; fix the TOML syntax", name, err)
+		return nil, fmt.Errorf("%s: %s; fix the TOML syntax", name, oneLine(err.Error()))
 	}
 	return p.script(raw)
 }
+
+// oneLine escapes the line breaks in an error's text: the TOML parser quotes the script's
+// own characters, newlines included, and a refusal must stay one line.
+func oneLine(s string) string { return strings.NewReplacer("\r", `\r`, "\n", `\n`).Replace(s) }
 
 // scriptParser turns the generic TOML tree into a Script, checking every key
 // itself so that errors can name the line and the fix.
@@ -160,7 +164,7 @@ type scriptParser struct {
 // errorf formats one validation problem at a TOML path
 // ("turn[2].branch[1].p"), prefixed with the file and, when known, the line.
 func (p *scriptParser) errorf(path, where, format string, args ...any) error {
-	msg := fmt.Sprintf(format, args...)
+	msg := oneLine(fmt.Sprintf(format, args...))
 	if where != "" {
 		msg = where + ": " + msg
 	}

@@ -1,8 +1,6 @@
 package tui
 
 import (
-	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,7 +8,6 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"tare/engine"
 	"tare/engine/journal"
 	enginerun "tare/engine/run"
 )
@@ -20,26 +17,14 @@ import (
 // runs, no journal event comes; the tail view shows the call it waits on, how long it has
 // waited, and what the agent said before it.
 func TestTailViewShowsTheCallInFlight(t *testing.T) {
-	needRooms(t)
-	w := newJudgeWorld(t, judgeNoiseScript)
-	script := filepath.Join(t.TempDir(), "sleep.toml")
-	os.WriteFile(script, []byte("[[turn]]\ntext = \"Thinking hard.\"\nshell = \"sleep 60\"\n\n[[turn]]\ntext = \"Done.\"\n"), 0o644)
-	project := t.TempDir()
-	os.WriteFile(filepath.Join(project, "README.md"), []byte("# slow\n"), 0o644)
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, _, err := engine.Calibrate(ctx, engine.CalibrateOptions{Prompt: "Look around", Sides: []journal.Side{{Key: "a", Agent: "claude"}},
-			Check: "true", Runs: 1, Jobs: 1, Project: project, Config: w.cfg, Script: script})
-		done <- err
-	}()
-	defer func() { stop(); <-done }()
+	w, done, stop := liveRun(t, "[[turn]]\ntext = \"Thinking hard.\"\nshell = \"sleep 60\"\n\n[[turn]]\ntext = \"Done.\"\n")
+	defer stop()
 	// The agent's stream has the call, and nothing has ended it.
 	var dir string
 	for dir == "" {
 		select {
-		case err := <-done:
-			t.Fatalf("the run ended before its call: %v", err)
+		case <-done:
+			t.Fatal("the run ended before its call")
 		case <-time.After(100 * time.Millisecond):
 		}
 		runs, _ := filepath.Glob(filepath.Join(w.cfg.StateDir, "calibrate", "*"))

@@ -34,6 +34,28 @@ func realRun(t *testing.T, script string, check string, runs int) (state, dir st
 	return w.cfg.StateDir, dir
 }
 
+// liveRun starts a real calibrate of the real claude CLI in its room, on tare's model server
+// with script, in a state directory of its own. done is closed once it ends; stop cancels
+// it, as ctrl+c stops tare, and waits for that end.
+func liveRun(t *testing.T, script string) (w judgeWorld, done <-chan struct{}, stop func()) {
+	t.Helper()
+	w = newJudgeWorld(t, judgeNoiseScript)
+	path := filepath.Join(t.TempDir(), "script.toml")
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	project := t.TempDir()
+	os.WriteFile(filepath.Join(project, "README.md"), []byte("# slow\n"), 0o644)
+	ctx, cancel := context.WithCancel(context.Background())
+	end := make(chan struct{})
+	go func() {
+		defer close(end)
+		engine.Calibrate(ctx, engine.CalibrateOptions{Prompt: "Look around", Sides: []journal.Side{{Key: "a", Agent: "claude"}},
+			Check: "true", Runs: 1, Jobs: 1, Project: project, Config: w.cfg, Script: path})
+	}()
+	return w, end, func() { cancel(); <-end }
+}
+
 // quickScript is one tool call and a last word.
 const quickScript = "[[turn]]\nshell = \"cat README.md\"\n\n[[turn]]\ntext = \"Done.\"\n"
 

@@ -2,13 +2,10 @@ package tui
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"tare/engine"
-	"tare/engine/journal"
 	enginerun "tare/engine/run"
 )
 
@@ -16,19 +13,8 @@ import (
 // claude CLI in its room, on tare's model server, waiting on the model) leaves the run
 // going, and the app's last line says so, with the command that follows it.
 func TestQuitWithALiveRunSaysWhatGoesOn(t *testing.T) {
-	w := newJudgeWorld(t, judgeNoiseScript)
-	script := filepath.Join(t.TempDir(), "slow.toml")
-	os.WriteFile(script, []byte("[[turn]]\nshell = \"cat README.md\"\n\n[[turn]]\ndelay = \"120s\"\ntext = \"Done.\"\n"), 0o644)
-	project := t.TempDir()
-	os.WriteFile(filepath.Join(project, "README.md"), []byte("# slow\n"), 0o644)
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan string, 1)
-	go func() {
-		dir, _, _ := engine.Calibrate(ctx, engine.CalibrateOptions{Prompt: "Look around", Sides: []journal.Side{{Key: "a", Agent: "claude"}},
-			Check: "true", Runs: 1, Jobs: 1, Project: project, Config: w.cfg, Script: script})
-		done <- dir
-	}()
-	defer func() { stop(); <-done }()
+	w, _, stop := liveRun(t, "[[turn]]\nshell = \"cat README.md\"\n\n[[turn]]\ndelay = \"120s\"\ntext = \"Done.\"\n")
+	defer stop()
 
 	scr := newScreen(t, 250, 40)
 	quit := make(chan error, 1)

@@ -455,9 +455,12 @@ func (p *tailsPane) rowHelp() []key.Binding {
 	r := p.env.store.run(p.dir)
 	var out []key.Binding
 	t := r.state.Tails[p.t.selected()]
+	_, stopped := r.stoppedAt()
 	if t != nil {
 		out = append(out, k.Open)
-		out = append(out, tailKeys(k, t)...)
+		if !stopped { // nothing runs its tails to kill
+			out = append(out, tailKeys(k, t)...)
+		}
 	}
 	if r.status() == "crashed" {
 		out = append(out, k.Resume)

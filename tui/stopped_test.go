@@ -1,8 +1,6 @@
 package tui
 
 import (
-	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,7 +8,6 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"tare/engine"
 	"tare/engine/journal"
 	enginerun "tare/engine/run"
 )
@@ -21,26 +18,14 @@ import (
 // view, its time does not count on, and the run's header counts it as the table shows it,
 // not as running.
 func TestStoppedRunsTailsReadInterrupted(t *testing.T) {
-	needRooms(t)
-	w := newJudgeWorld(t, judgeNoiseScript)
-	script := filepath.Join(t.TempDir(), "slow.toml")
-	os.WriteFile(script, []byte("[[turn]]\nshell = \"cat README.md\"\n\n[[turn]]\ndelay = \"120s\"\ntext = \"Done.\"\n"), 0o644)
-	project := t.TempDir()
-	os.WriteFile(filepath.Join(project, "README.md"), []byte("# slow\n"), 0o644)
-	ctx, stop := context.WithCancel(context.Background())
+	w, done, stop := liveRun(t, "[[turn]]\nshell = \"cat README.md\"\n\n[[turn]]\ndelay = \"120s\"\ntext = \"Done.\"\n")
 	defer stop()
-	done := make(chan error, 1)
-	go func() {
-		_, _, err := engine.Calibrate(ctx, engine.CalibrateOptions{Prompt: "Look around", Sides: []journal.Side{{Key: "a", Agent: "claude"}},
-			Check: "true", Runs: 1, Jobs: 1, Project: project, Config: w.cfg, Script: script})
-		done <- err
-	}()
 	// The tail has made its call and waits on the model: stop the run under it.
 	var dir string
 	for dir == "" {
 		select {
-		case err := <-done:
-			t.Fatalf("the run ended before it was stopped: %v", err)
+		case <-done:
+			t.Fatal("the run ended before it was stopped")
 		case <-time.After(100 * time.Millisecond):
 		}
 		runs, _ := filepath.Glob(filepath.Join(w.cfg.StateDir, "calibrate", "*", journal.JournalFile))
@@ -53,7 +38,6 @@ func TestStoppedRunsTailsReadInterrupted(t *testing.T) {
 		}
 	}
 	stop()
-	<-done
 
 	m := newModel(modelConfig{engine: newStub(), styles: asciiStyles(), now: time.Now, agents: []string{"claude"}, probes: true})
 	tm := &testModel{model: m, t: t, w: newWatcher(w.cfg.StateDir, nil, enginerun.Alive, nil)}
@@ -71,7 +55,13 @@ func TestStoppedRunsTailsReadInterrupted(t *testing.T) {
 	if head := tm.View(); !strings.Contains(head, "0 done · 1 interrupted · of 1") || !strings.Contains(head, " 1 interrupted ") {
 		t.Errorf("the header and the pass rate count the tail as the table shows it:\n%s", head)
 	}
+	if f := footerOf(tm.View()); strings.Contains(f, "kill tail") || !strings.Contains(f, "resume run") {
+		t.Errorf("the stopped run's footer: %s", f)
+	}
 	tm.send(openTailMsg{dir, "a-0"})
+	if f := footerOf(tm.View()); strings.Contains(f, "kill tail") {
+		t.Errorf("the interrupted tail's footer offers a kill: %s", f)
+	}
 	first := lineWith(tm.View(), " calls · ")
 	tm.env.now = func() time.Time { return time.Now().Add(10 * time.Minute) }
 	tm.refresh()

@@ -461,8 +461,10 @@ func (v *tailView) rowHelp() []key.Binding {
 		out = append(out, k.Diff)
 	}
 	out = append(out, k.Pager)
-	if t := v.state(); t != nil {
-		out = append(out, tailKeys(k, t)...)
+	if _, stopped := v.env.store.run(v.dir).stoppedAt(); !stopped {
+		if t := v.state(); t != nil {
+			out = append(out, tailKeys(k, t)...)
+		}
 	}
 	return append(append(out, k.Filter), judgeKeys(k, v.env.store.run(v.dir).state)...)
 }

@@ -306,19 +306,18 @@ func TestWriterReportWithholdsUntilReveal(t *testing.T) {
 	}
 }
 
-// TestWritersRefusalsShownWhole: the Writers pane refuses, before asking anything, to resume
-// a writer no quota wall stopped or to launch one that is not prepared, and collect's own
-// refusal (a writer that has not run) comes back from the workshop: each on a page of its
-// own, the reason and the advice whole. An archiving action asks first; n leaves all as it was.
-func TestWritersRefusalsShownWhole(t *testing.T) {
+// writersApp is the app on a sealed experiment (sealedExperiment) with a stub engine whose
+// workshop calls are the workshop's own; send hands it a message and runs what it returns
+// until nothing is left. The test hands the pane its reads (no follower), and messages go to
+// update, not Update: the clock's ticks are not these tests'.
+func writersApp(t *testing.T) (exp string, m *model, stub writerStub, send func(tea.Msg)) {
 	state := t.TempDir()
-	exp, _ := sealedExperiment(t, state)
-	stub := writerStub{newStub(), state}
-	m := newModel(modelConfig{engine: stub, styles: asciiStyles(), now: time.Now, probes: true, workshop: true, stateDir: state})
+	exp, _ = sealedExperiment(t, state)
+	stub = writerStub{newStub(), state}
+	m = newModel(modelConfig{engine: stub, styles: asciiStyles(), now: time.Now, probes: true, workshop: true, stateDir: state})
 	m.wf.close()
-	m.wf = nil // the test hands the pane its reads
-	// Messages go to update, not Update: the clock's ticks are not this test's.
-	send := func(msg tea.Msg) {
+	m.wf = nil
+	send = func(msg tea.Msg) {
 		queue := []tea.Msg{msg}
 		for len(queue) > 0 {
 			msg, queue = queue[0], queue[1:]
@@ -326,8 +325,17 @@ func TestWritersRefusalsShownWhole(t *testing.T) {
 			queue = append(queue, run(cmd)...)
 		}
 	}
-	press := func(k string) { send(keyMsg(k)) }
 	send(tea.WindowSizeMsg{Width: 160, Height: 40})
+	return exp, m, stub, send
+}
+
+// TestWritersRefusalsShownWhole: the Writers pane refuses, before asking anything, to resume
+// a writer no quota wall stopped or to launch one that is not prepared, and collect's own
+// refusal (a writer that has not run) comes back from the workshop: each on a page of its
+// own, the reason and the advice whole. An archiving action asks first; n leaves all as it was.
+func TestWritersRefusalsShownWhole(t *testing.T) {
+	exp, m, stub, send := writersApp(t)
+	press := func(k string) { send(keyMsg(k)) }
 	send(loadWriters([]string{exp}))
 	press("tab")
 	press("G") // pi-tare-model: prepared
@@ -391,22 +399,8 @@ func TestWriterRefusalEscapesTheWritersText(t *testing.T) {
 // through the engine: the answer says which writer took which one's seat, and a second
 // retry of the same writer takes the next free id.
 func TestWritersRetryStagesThroughTheEngine(t *testing.T) {
-	state := t.TempDir()
-	exp, _ := sealedExperiment(t, state)
-	stub := writerStub{newStub(), state}
-	m := newModel(modelConfig{engine: stub, styles: asciiStyles(), now: time.Now, probes: true, workshop: true, stateDir: state})
-	m.wf.close()
-	m.wf = nil // the test hands the pane its reads
-	send := func(msg tea.Msg) {
-		queue := []tea.Msg{msg}
-		for len(queue) > 0 {
-			msg, queue = queue[0], queue[1:]
-			_, cmd := m.update(msg)
-			queue = append(queue, run(cmd)...)
-		}
-	}
+	exp, m, stub, send := writersApp(t)
 	press := func(k string) { send(keyMsg(k)) }
-	send(tea.WindowSizeMsg{Width: 160, Height: 40})
 	const old = "claude-sonnet-4-5"
 	press("tab")
 	for _, want := range []string{old + "-retry", old + "-retry2"} {

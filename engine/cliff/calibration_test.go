@@ -154,10 +154,7 @@ func (t tally) String() string {
 //
 // "Right as often as it says" allows two standard errors of the simulation.
 func TestCliffCalibration(t *testing.T) {
-	reps := 200
-	if testing.Short() {
-		reps = 100
-	}
+	reps := simReps(200)
 	const budget = 30
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n%-36s %5s | %-38s | %-38s | %s\n", "family", "steps", "pinned: n, stated, right within one", "not pinned: n, stated, right at the step", "named a step / pinned")
@@ -220,12 +217,10 @@ func TestCliffCalibration(t *testing.T) {
 // names a step within one step (pinned, or the unpinned report's most likely step), and the
 // tails spent. Beside it, the most any search could pin at 30 with the same bar: an oracle
 // that knows the cliff is at 5 and spends every tail after the two ends at steps 4 and 5,
-// stopping as soon as the posterior allows.
+// stopping as soon as the posterior allows. (TestEightStepsBound, with -bound, gives the most
+// a search told the true rates could pin.)
 func TestEightStepsStepFiveDecides(t *testing.T) {
-	reps := 1000
-	if testing.Short() {
-		reps = 500
-	}
+	reps := simReps(1000)
 	w := world{8, func(s int) float64 { return map[bool]float64{true: 0.7, false: 0}[s < 5] }, []int{5}}
 	rate := map[int]float64{}
 	for _, budget := range []int{30, 60} {
