@@ -66,7 +66,8 @@ type Reward struct {
 // else reward.json, an object of named numbers whose main one is "reward" (or its only key),
 // the order Harbor reads them in. The files are opened without following links and without
 // blocking, and must be small regular files. A reward at or above passAt passes. A missing,
-// linked, oversized, garbled, NaN or infinite reward is NoVerdict, never Failed.
+// linked, oversized, garbled, NaN or infinite reward is NoVerdict, never Failed. passAt is
+// DefaultPassAt or the user's --pass-at, which its flag parser must check is a finite number.
 func ReadReward(dir string, passAt float64) Reward {
 	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -95,7 +96,7 @@ func ReadReward(dir string, passAt float64) Reward {
 // readRewardFile reads one reward file; ok is false only when the file is absent.
 func readRewardFile(dfd int, dir, name string, parse func([]byte) (float64, map[string]float64, error)) (Reward, bool) {
 	r := Reward{File: name}
-	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	switch {
 	case err == unix.ENOENT:
 		return r, false

@@ -223,7 +223,7 @@ func readCapped(dir, shown, name string, limit int64) ([]byte, error) {
 // openRegular opens path for reading without following a link in its last component and
 // without blocking on a fifo, and refuses anything but a regular file.
 func openRegular(path string) (*os.File, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err == unix.ELOOP {
 		return nil, errors.New("is a link")
 	}
