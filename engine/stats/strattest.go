@@ -59,8 +59,9 @@ type stratum struct {
 // tasks' rates). Runs are paired within a task, a's j-th run with b's j-th, in an order
 // fixed before their outcomes are known (start order); a pair's value is a's outcome minus
 // b's. Under the null it has mean zero given everything before, on whichever task it falls
-// and whatever chose that task, so a bettor's capital is a test martingale and by Ville's
-// inequality ever reaches 1/Alpha with chance at most Alpha. This is the paired form of the
+// and whatever chose that task (a run whose partner has not finished waits for it; runs
+// left without a partner carry no evidence here), so a bettor's capital is a test
+// martingale and by Ville's inequality ever reaches 1/Alpha with chance at most Alpha. This is the paired form of the
 // safe tests for stratified 2x2 streams (Turner and Grünwald, "Safe sequential testing and
 // effect estimation in stratified count data", AISTATS 2023): where they test each stratum's
 // 2x2 table, runs paired by task need only the pairs where the sides differ, which under the

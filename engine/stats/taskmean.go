@@ -19,11 +19,13 @@ type TaskRate struct {
 //
 // What it means: if the tasks are a sample from a larger set of tasks like them, and each
 // task's runs are independent repeats, the range holds the mean rate over that larger set
-// (and so over these tasks' own true rates) at least 1 - alpha of the time. It is the
-// betting interval of MeanInterval on the per-task rates, which are bounded in [0, 1]: it
-// assumes nothing about how the tasks' rates spread, so it stays honest when most tasks
-// sit near 0 or 1 and each has one to five runs, where a normal interval on the runs pooled
-// (which counts 50 runs of 10 tasks as 50 units) is far too narrow.
+// at least 1 - alpha of the time; in the simulations it held the mean of these tasks' own
+// true rates at least as often, and at 5% it missed at most 1.3%: it is conservative. It is
+// the betting interval of MeanInterval on the per-task rates, bounded in [0, 1]: it assumes
+// nothing about how the tasks' rates spread, so it stays honest when most tasks sit near 0
+// or 1 and each has one to five runs, where a Wilson interval on the runs pooled (which
+// counts 50 runs of 10 tasks as 50 units) missed the mean over tasks in up to a third of
+// the simulated datasets.
 //
 // What it does not mean: it is not the chance that a given task passes, and it says nothing
 // of tasks unlike these. With few tasks it is wide, as it must be: five tasks cannot pin a
