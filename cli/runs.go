@@ -284,7 +284,7 @@ folders must be as the run judged them.`,
 			warnRecordedCheck(args[0], false)
 			bus := journal.NewBus()
 			var report string
-			err = showRun(cmd.Context(), cfg, bus, func(ctx context.Context, _ bool, started func(string)) error {
+			err = showRunAfter(cmd.Context(), cfg, bus, lastSeq(args[0]), func(ctx context.Context, _ bool, started func(string)) error {
 				started(args[0])
 				var err error
 				report, err = engine.Resume(ctx, engine.ResumeOptions{Dir: args[0], Config: cfg, Bus: bus, Retry: retry})
@@ -299,4 +299,14 @@ folders must be as the run judged them.`,
 	cmd.Flags().StringArrayVar(&retry, "retry", nil, "run this finished tail again as a new attempt (repeat for several)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
+}
+
+// lastSeq is the Seq of the last event dir's journal holds (0 for none, or for a journal
+// that cannot be read: the resume then says why in its own line).
+func lastSeq(dir string) int64 {
+	events, err := journal.ReadJournal(dir)
+	if err != nil || len(events) == 0 {
+		return 0
+	}
+	return events[len(events)-1].Seq
 }

@@ -44,6 +44,12 @@ func printReport(dir, text string, asJSON bool) error {
 // view, and calls started with the run's folder once it exists: nothing is shown before, so
 // bad input is one line, not a view that opens and closes.
 func showRun(ctx context.Context, cfg *config.Config, bus *journal.Bus, run func(ctx context.Context, lines bool, started func(dir string)) error) error {
+	return showRunAfter(ctx, cfg, bus, 0, run)
+}
+
+// showRunAfter is showRun whose lines (without a terminal) start after the journal's event
+// after: tare resume prints only what the resume adds.
+func showRunAfter(ctx context.Context, cfg *config.Config, bus *journal.Bus, after int64, run func(ctx context.Context, lines bool, started func(dir string)) error) error {
 	lines := !term.IsTerminal(int(os.Stdout.Fd())) || !term.IsTerminal(int(os.Stdin.Fd()))
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
@@ -77,7 +83,7 @@ func showRun(ctx context.Context, cfg *config.Config, bus *journal.Bus, run func
 		}
 	}
 	if lines {
-		printLines(ctx, dir, bus, returned)
+		printLines(ctx, dir, bus, returned, after)
 		return stopped(ctx, dir, <-done)
 	}
 	eng, err := newAppEngine(cfg)
@@ -94,7 +100,7 @@ func showRun(ctx context.Context, cfg *config.Config, bus *journal.Bus, run func
 	case err != nil && viewCtx.Err() == nil:
 		// The view failed while the run goes on: say so, and follow the run in lines.
 		fmt.Fprintf(os.Stderr, "tare: the live view ended: %v; the run goes on, one line per event\n", err)
-		printLines(ctx, dir, bus, returned)
+		printLines(ctx, dir, bus, returned, after)
 	}
 	return stopped(ctx, dir, <-done)
 }
@@ -103,10 +109,10 @@ func showRun(ctx context.Context, cfg *config.Config, bus *journal.Bus, run func
 // has returned (returned closes) and its last events are printed. A signal does not cut them
 // short: the stop's own events (tails stopped, the run's end) are the lines that say what
 // happened.
-func printLines(ctx context.Context, dir string, bus *journal.Bus, returned <-chan struct{}) {
+func printLines(ctx context.Context, dir string, bus *journal.Bus, returned <-chan struct{}, after int64) {
 	// stderr gone, or a journal that cannot be read: the run goes on, and its error is the
 	// command's to report.
-	_ = tui.LiveRun(context.WithoutCancel(ctx), tui.LiveOptions{Dir: dir, Bus: bus, Done: returned, Lines: true})
+	_ = tui.LiveRun(context.WithoutCancel(ctx), tui.LiveOptions{Dir: dir, Bus: bus, Done: returned, Lines: true, After: after})
 }
 
 // stoppedRun is a run the operator stopped (ctrl+c, or a signal): not an error of the

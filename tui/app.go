@@ -214,6 +214,10 @@ type LiveOptions struct {
 	// Lines prints plain lines even where Out is a terminal: the caller's own output (a
 	// report on stdout) goes where no view can be drawn.
 	Lines bool
+	// After, in lines, starts them after the event with this Seq: a resumed run's earlier
+	// events were printed when they happened, and a resume refused in one line prints no
+	// more than that line.
+	After int64
 }
 
 // LiveRun shows a run until it finishes or ctx ends: the live run view when Out (and In) is
@@ -234,7 +238,7 @@ func LiveRun(ctx context.Context, o LiveOptions) error {
 		wake = wakeOn(sctx, o.Bus)
 	}
 	if o.Lines || !term.IsTerminal(int(o.Out.Fd())) || !term.IsTerminal(int(o.In.Fd())) {
-		return printLines(ctx, o.Dir, wake, o.Out, 0, o.Done)
+		return printLines(ctx, o.Dir, wake, o.Out, o.After, o.Done)
 	}
 	logger, closeLog, err := openLog(o.LogFile, "")
 	if err != nil {
