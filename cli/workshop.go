@@ -137,7 +137,7 @@ result is one status per writer on stdout (exit 1 when one did not complete).`,
 				return err
 			}
 			for _, st := range res {
-				if st != "completed" {
+				if st != string(workshop.StatusCompleted) {
 					return exitError{1}
 				}
 			}
@@ -178,7 +178,7 @@ reason. The stopped attempt is archived whole under records/WRITER/attempts/NN f
 			if err := printJSON(map[string]any{"writer": args[1], "status": s.Status, "error": s.Error, "attempts": len(s.Attempts) + 1}); err != nil {
 				return err
 			}
-			if s.Status != "completed" {
+			if s.Status != workshop.StatusCompleted {
 				return exitError{1}
 			}
 			return nil

@@ -126,11 +126,11 @@ func (e *appEngine) startWriter(ctx context.Context, exp, writer, verb, script s
 		return err
 	}
 	for {
-		if s, err := x.State(writer); err == nil && s.Status == "running" && s.Alive() {
+		if s, err := x.State(writer); err == nil && s.Status == workshop.StatusRunning && s.Alive() {
 			return nil
 		}
 		if l.Exited() {
-			if s, err := x.State(writer); err == nil && s.Status == "completed" {
+			if s, err := x.State(writer); err == nil && s.Status == workshop.StatusCompleted {
 				return nil
 			}
 			// The command's refusal (or the failed run's result), whole.

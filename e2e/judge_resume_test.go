@@ -100,8 +100,8 @@ func TestKillNineDuringJudgeNoiseThenResume(t *testing.T) {
 			if !slices.Contains(rerun, id) {
 				t.Errorf("judgement %s was running at the kill but the journal does not say it was rerun (rerun: %v)", id, rerun)
 			}
-			if len(tl.Earlier) != 1 || tl.Earlier[0].Reason != journal.ReasonInterrupted || tl.Attempt != 1 {
-				t.Errorf("judgement %s's interrupted attempt is not on the record: attempt %d, earlier %+v", id, tl.Attempt, tl.Earlier)
+			if len(tl.Earlier) != 1 || tl.Earlier[0].Reason != journal.ReasonInterrupted || tl.Attempt.N != 1 {
+				t.Errorf("judgement %s's interrupted attempt is not on the record: attempt %d, earlier %+v", id, tl.Attempt.N, tl.Earlier)
 			}
 		}
 	}

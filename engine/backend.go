@@ -126,12 +126,12 @@ func (b *slurmBackend) resume(env *tailEnv, spec *tailSpec) (bodyFunc, time.Time
 	if t == nil || t.Status != journal.StatusRunning {
 		return nil, time.Time{}, false
 	}
-	x := b.exchange(spec.ID, t.Attempt)
+	x := b.exchange(spec.ID, t.Attempt.N)
 	id, ok := submittedJob(x)
 	if !ok {
 		return nil, time.Time{}, false
 	}
-	spec.Attempt = t.Attempt
+	spec.Attempt = t.Attempt.N
 	calls := t.Calls
 	return func(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res *journal.TailResult) (string, string) {
 		meter, stop, lost := b.revive(env, spec, x)

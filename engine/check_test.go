@@ -330,7 +330,7 @@ func TestCheckOnHostIsKeptByTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := journal.Replay("run", mustJournal(t, out))
-	if tl := st.Tails["a-0"]; tl == nil || tl.Attempt != 1 || tl.Status != "passed" || !strings.HasSuffix(tl.Detail, "check exit 0 (ON THE HOST)") {
+	if tl := st.Tails["a-0"]; tl == nil || tl.Attempt.N != 1 || tl.Status != "passed" || !strings.HasSuffix(tl.Detail, "check exit 0 (ON THE HOST)") {
 		t.Errorf("retried tail %+v: the resume did not keep the run's --check-on-host", tl)
 	}
 }

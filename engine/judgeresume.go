@@ -108,11 +108,11 @@ func resumeJudgeNoise(ctx context.Context, o ResumeOptions, rec *run.Recipe) (st
 				// Running, or "rerun" when an earlier resume died before starting it again.
 				if job, ok := attachedJob(o.Dir, rec, o.Config, t); ok && t.Status == journal.StatusRunning {
 					// Its job outlived tare: followed to its end, not submitted again.
-					attach = append(attach, judgeWork{page: i, k: k, attempt: t.Attempt, job: job})
+					attach = append(attach, judgeWork{page: i, k: k, attempt: t.Attempt.N, job: job})
 					attached = append(attached, id)
 					continue
 				}
-				todo = append(todo, judgeWork{page: i, k: k, attempt: t.Attempt + 1})
+				todo = append(todo, judgeWork{page: i, k: k, attempt: t.Attempt.N + 1})
 				rerun = append(rerun, id)
 			}
 		}

@@ -303,7 +303,7 @@ func killAfterFirstCall(t *testing.T, ctx context.Context, dir, id string, attem
 	t.Helper()
 	for {
 		if ev, err := journal.ReadJournal(dir); err == nil {
-			if tl := journal.Replay("run", ev).Tails[id]; tl != nil && tl.Attempt == attempt && tl.Calls > 0 && tl.Ended.IsZero() {
+			if tl := journal.Replay("run", ev).Tails[id]; tl != nil && tl.Attempt.N == attempt && tl.Calls > 0 && tl.Ended.IsZero() {
 				break
 			}
 		}

@@ -208,7 +208,7 @@ func TestRetryKeepsEveryAttempt(t *testing.T) {
 	}
 	st := journal.Replay("run", mustJournal(t, out))
 	tl := st.Tails["a-0"]
-	if tl == nil || len(tl.Earlier) != 1 || tl.Attempt != 1 || tl.Earlier[0].Status != journal.StatusFailed {
+	if tl == nil || len(tl.Earlier) != 1 || tl.Attempt.N != 1 || tl.Earlier[0].Status != journal.StatusFailed {
 		t.Fatalf("tail a-0 %+v, want two attempts, the first failed", tl)
 	}
 	started := 0

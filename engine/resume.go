@@ -126,7 +126,7 @@ func resumeRecord(ctx context.Context, o ResumeOptions, rec *run.Recipe) (string
 		}
 		res, ok := readResult(filepath.Join(o.Dir, "tails", id))
 		if !ok {
-			res = journal.TailResult{ID: id, Side: t.Side, Step: t.Step, How: t.How, Attempt: t.Attempt, Status: journal.StatusNoVerdict,
+			res = journal.TailResult{ID: id, Side: t.Side, Step: t.Step, How: t.How, Attempt: t.Attempt.N, Status: journal.StatusNoVerdict,
 				Reason: journal.ReasonInterrupted, AgentExit: "interrupted", Check: fmt.Sprintf("tare stopped during this tail; run it again with tare tail %s --step %d", o.Dir, t.Step)}
 		}
 		if err := r.Emit(journal.Event{TailFinished: res.Finished()}); err != nil {

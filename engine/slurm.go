@@ -368,7 +368,7 @@ func attachedJob(dir string, rec *run.Recipe, cfg *config.Config, t *journal.Tai
 	if err != nil {
 		return "", false
 	}
-	return submittedJob(filepath.Join(root, "tails", fmt.Sprintf("%s.%d", t.ID, t.Attempt)))
+	return submittedJob(filepath.Join(root, "tails", fmt.Sprintf("%s.%d", t.ID, t.Attempt.N)))
 }
 
 // exchange is the folder of one attempt of a tail below the run's shared folder: the job

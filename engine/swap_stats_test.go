@@ -320,7 +320,7 @@ func swapStateOver(pairs [][]map[string]swapCounts, step []int) *journal.RunStat
 				add := func(count int, status journal.Status) {
 					for range count {
 						id := swapTailName(k, ci, key[:1], key[1:2], how, n)
-						st.Tails[id] = &journal.TailState{ID: id, Side: key[1:2], Step: step[ci], Status: status}
+						st.Tails[id] = &journal.TailState{ID: id, Side: key[1:2], Step: step[ci], Attempt: journal.Attempt{Status: status}}
 						st.Order = append(st.Order, id)
 						n++
 					}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // Digest is the key of an environment folder: a sha256 over every entry of the build context
@@ -26,7 +28,11 @@ func Digest(dir string) (string, error) {
 		line string
 	}
 	var entries []entry
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", err
+	}
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -52,7 +58,10 @@ func Digest(dir string) (string, error) {
 			if err != nil {
 				return err
 			}
-			body = "link " + target
+			if err := linkInside(real, dir, p, target); err != nil {
+				return err
+			}
+			body = "link " + strconv.Quote(target)
 		case mode.IsRegular():
 			sum, err := fileSum(p)
 			if err != nil {
@@ -87,4 +96,27 @@ func fileSum(p string) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// linkInside refuses a symlink of the build context that leads out of it. COPY resolves such a
+// link inside the context, but a RUN --mount=type=bind,source=LINK follows it on the host, so
+// a task could bind the operator's home (its keys, its tokens) into the build. A link is
+// followed as the kernel would (through other links) when it resolves, and read as written
+// when it dangles; real is the context folder with its own links resolved.
+func linkInside(real, dir, p, target string) error {
+	to, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		rel, rerr := filepath.Rel(dir, p)
+		if rerr != nil {
+			return rerr
+		}
+		to = filepath.Join(real, filepath.Dir(rel), target)
+		if filepath.IsAbs(target) {
+			to = target
+		}
+	}
+	if to != real && !strings.HasPrefix(to, real+string(filepath.Separator)) {
+		return fmt.Errorf("%s: a symlink to %s, outside the build context; fix: copy what it points at into the folder, or make it a link inside the folder", p, target)
+	}
+	return nil
 }

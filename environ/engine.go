@@ -113,10 +113,15 @@ func (e Engine) pull(ctx context.Context, ref string, log io.Writer) error {
 // default runtime, fails at the first RUN on hosts with cgroups in hybrid mode, and the room
 // tare runs the image in is its own sandbox anyway. --pull=never: FROM images were checked (or
 // pulled) before, so the build never reaches a registry on its own.
+//
+// Under chroot isolation a RUN is the host's root in a chroot, and a chroot is no wall for a
+// process that may call chroot itself: CAP_SYS_CHROOT is dropped so that a task's Dockerfile
+// cannot climb out into the host's files, and CAP_KILL so that it cannot signal the host's
+// processes of other users (it shares the host's process table).
 func (e Engine) buildArgs(dir, dockerfile, tag string) []string {
 	switch e.Name {
 	case "podman", "buildah":
-		return []string{"build", "--isolation=chroot", "--pull=never", "--layers", "-t", tag, "-f", dockerfile, dir}
+		return []string{"build", "--isolation=chroot", "--cap-drop=SYS_CHROOT,KILL", "--pull=never", "--layers", "-t", tag, "-f", dockerfile, dir}
 	default:
 		return []string{"build", "--pull=false", "-t", tag, "-f", dockerfile, dir}
 	}

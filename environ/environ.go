@@ -4,9 +4,9 @@
 // build context, so that rooms can be rooted in it (sandbox.Image).
 //
 // The cache holds one folder per digest: rootfs/ (the image's files, owned by the caller,
-// with no set-uid or set-gid bit), env.json (the image's WORKDIR, ENV, USER and id) and the
-// build's log. Each is made in a temp folder and renamed into place, so a folder that exists
-// is whole.
+// with no set-uid or set-gid bit and no device node), env.json (the image's WORKDIR, ENV,
+// USER and id) and the build's log. Each is made in a temp folder and renamed into place, so
+// a folder that exists is whole.
 package environ
 
 import (
@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -153,6 +154,15 @@ func (c Cache) Build(ctx context.Context, dir string, progress io.Writer) (Env, 
 // and turns a failure into the Dockerfile line of the step that failed.
 func (c Cache) runBuild(ctx context.Context, eng Engine, dir, dockerfile, image string, stages []stage, log io.Writer, logPath string, progress io.Writer) error {
 	cmd := eng.command(ctx, eng.buildArgs(dir, dockerfile, image)...)
+	// The engine keeps RUN --mount=type=cache folders below its TMPDIR, shared by every build
+	// on the host: one task's build could leave files there for another's to run. Each build
+	// has a TMPDIR of its own, dropped when it ends.
+	tmp, err := os.MkdirTemp(c.Dir, ".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	cmd.Env = append(slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "TMPDIR=") }), "TMPDIR="+tmp)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	if err := cmd.Start(); err != nil {
@@ -297,11 +307,16 @@ func (c Cache) export(ctx context.Context, eng Engine, e Env, logPath string) (E
 }
 
 // stripSetID clears set-uid and set-gid bits below root: the cache is on the host, where an
-// image's set-uid-root program would be one any local user could run.
+// image's set-uid-root program would be one any local user could run. Device nodes go too: an
+// image can carry one (ADD of a tar does), unpacked as root it would be a handle on the host's
+// own disks in the cache, and no room could use it (the image root is mounted nodev).
 func stripSetID(root string) error {
 	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.Type()&fs.ModeSymlink != 0 {
 			return err
+		}
+		if d.Type()&fs.ModeDevice != 0 {
+			return os.Remove(p)
 		}
 		info, err := d.Info()
 		if err != nil {

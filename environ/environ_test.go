@@ -1,8 +1,11 @@
 package environ
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -448,6 +451,157 @@ func TestNoEngineSaysWhatToInstall(t *testing.T) {
 	_, err := (Cache{Dir: t.TempDir()}).Build(context.Background(), dir, nil)
 	if err == nil || !strings.Contains(err.Error(), "podman, buildah, or docker with a running daemon") || !strings.Contains(err.Error(), "apt-get install podman") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestBuildStaysInItsChroot: a task's Dockerfile is untrusted input, and a RUN step under
+// chroot isolation is root on the host in a chroot. The classic climb out (chroot into a
+// subfolder, walk up past the old root, chroot there) must not reach the host's files: the
+// step tries to write a file in a host folder and the build must leave it unwritten.
+func TestBuildStaysInItsChroot(t *testing.T) {
+	requireBase(t)
+	hostDir := t.TempDir()
+	marker := filepath.Join(hostDir, "escaped")
+	climb := `mkdir "x"; chroot "x" or die "chroot: $!\n"; chdir ".." for 1..64; chroot "." or die "chroot .: $!\n"; ` +
+		`open(my $f, ">", "` + marker + `") or die "open: $!\n"; print $f "the build wrote the host\n"`
+	dir := writeContext(t, map[string]string{"Dockerfile": "FROM debian:bookworm-slim\nRUN perl -e '" + climb + "' || true\n"})
+	cache := Cache{Dir: t.TempDir()}
+	build(t, cache, dir)
+	if b, err := os.ReadFile(marker); err == nil {
+		t.Fatalf("a RUN step climbed out of its chroot and wrote %s on the host: %q", marker, b)
+	}
+}
+
+// TestContextLinkOutRefused: a build context is untrusted input, and while COPY resolves a
+// symlink inside the context, RUN --mount=type=bind,source=LINK follows it on the host. A
+// context linking to a host folder (directly, or climbing out through another link) is
+// refused before anything is built, so the operator's files never reach an image.
+func TestContextLinkOutRefused(t *testing.T) {
+	requireBase(t)
+	hostDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(hostDir, "id_ed25519"), []byte("operator's key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, link := range map[string]func(dir string) error{
+		"absolute": func(dir string) error { return os.Symlink(hostDir, filepath.Join(dir, "home")) },
+		"chained": func(dir string) error {
+			// up -> . is inside, and up/../host reads as inside, but the kernel takes up/..
+			// to the context's parent: a host folder beside it.
+			host := filepath.Join(filepath.Dir(dir), "host")
+			if err := os.Mkdir(host, 0o700); err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(host, "id_ed25519"), []byte("operator's key\n"), 0o600); err != nil {
+				return err
+			}
+			if err := os.Symlink(".", filepath.Join(dir, "up")); err != nil {
+				return err
+			}
+			return os.Symlink("up/../host", filepath.Join(dir, "home"))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := writeContext(t, map[string]string{"Dockerfile": "FROM debian:bookworm-slim\nRUN --mount=type=bind,source=home,target=/h cat /h/id_ed25519 > /leak\n"})
+			if err := link(dir); err != nil {
+				t.Fatal(err)
+			}
+			cache := Cache{Dir: t.TempDir()}
+			e, err := cache.Build(context.Background(), dir, nil)
+			if err == nil {
+				t.Cleanup(func() { exec.Command("podman", "rmi", "-f", e.Image).Run() })
+				leak, _ := os.ReadFile(filepath.Join(e.Root(), "leak"))
+				t.Fatalf("a context linking out of itself built, and its image holds %q", leak)
+			}
+			if msg := err.Error(); !strings.Contains(msg, filepath.Join(dir, "home")) || !strings.Contains(msg, "outside the build context") || strings.Contains(msg, "\n") {
+				t.Fatalf("refusal does not name the link on one line: %s", msg)
+			}
+			t.Logf("refused: %v", err)
+			if list, _ := cache.List(); len(list) != 0 {
+				t.Errorf("a refused build left %+v in the cache", list)
+			}
+		})
+	}
+}
+
+// TestDigestLinkTargetIsQuoted: a symlink's target may hold a newline, and written bare into
+// the digest it could spell another entry, so two different contexts would share a digest
+// (and one would be handed the other's cached image).
+func TestDigestLinkTargetIsQuoted(t *testing.T) {
+	body := "echo b\n"
+	sum := sha256.Sum256([]byte(body))
+	a := t.TempDir()
+	if err := os.Symlink("x\n\"b\" 0644 file "+hex.EncodeToString(sum[:]), filepath.Join(a, "a")); err != nil {
+		t.Fatal(err)
+	}
+	b := t.TempDir()
+	if err := os.Symlink("x", filepath.Join(b, "a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(b, "b"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	da, err := Digest(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := Digest(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if da == db {
+		t.Fatalf("two different build contexts have one digest %s", da)
+	}
+}
+
+// TestImageDevicesLeftOut: an image can carry device nodes outside /dev (an ADD of a tar
+// makes them), and unpacked as root into the cache a world-writable one would be a handle on
+// the host's disk. The cached root filesystem holds none.
+func TestImageDevicesLeftOut(t *testing.T) {
+	requireBase(t)
+	var tb bytes.Buffer
+	tw := tar.NewWriter(&tb)
+	for _, h := range []*tar.Header{
+		{Name: "disk", Typeflag: tar.TypeBlock, Devmajor: 7, Devminor: 0, Mode: 0o666},
+		{Name: "tty", Typeflag: tar.TypeChar, Devmajor: 5, Devminor: 0, Mode: 0o666},
+		{Name: "kept.txt", Typeflag: tar.TypeReg, Mode: 0o644, Size: 3},
+	} {
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tw.Write([]byte("ok\n"))
+	tw.Close()
+	dir := writeContext(t, map[string]string{
+		"Dockerfile": "FROM debian:bookworm-slim\nADD nodes.tar /opt/nodes/\n",
+		"nodes.tar":  tb.String(),
+	})
+	e, _ := build(t, Cache{Dir: t.TempDir()}, dir)
+	nodes := filepath.Join(e.Root(), "opt", "nodes")
+	if _, err := os.Stat(filepath.Join(nodes, "kept.txt")); err != nil {
+		t.Fatalf("the image's regular file is missing from the cache: %v", err)
+	}
+	for _, name := range []string{"disk", "tty"} {
+		if st, err := os.Lstat(filepath.Join(nodes, name)); err == nil {
+			t.Errorf("the cache holds the image's device node %s (%v)", filepath.Join(nodes, name), st.Mode())
+		}
+	}
+}
+
+// TestBuildCacheMountsArePrivate: RUN --mount=type=cache folders outlive a build, and the
+// engine shares them between every build on the host, so one task's Dockerfile could leave a
+// file there that another task's build then runs. A second task's build finds its cache empty.
+func TestBuildCacheMountsArePrivate(t *testing.T) {
+	requireBase(t)
+	cache := Cache{Dir: t.TempDir()}
+	build(t, cache, writeContext(t, map[string]string{"Dockerfile": "FROM debian:bookworm-slim\nRUN --mount=type=cache,id=tare-test-shared,target=/c echo planted > /c/planted\n"}))
+	dir := writeContext(t, map[string]string{"Dockerfile": "FROM debian:bookworm-slim\nRUN --mount=type=cache,id=tare-test-shared,target=/c test ! -e /c/planted\n"})
+	e, err := cache.Build(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatalf("the second task's build met the first one's cache: %v", err)
+	}
+	exec.Command("podman", "rmi", "-f", e.Image).Run()
+	if ents, _ := filepath.Glob(filepath.Join(cache.Dir, ".tmp-*")); len(ents) != 0 {
+		t.Errorf("the builds left their temp folders %v", ents)
 	}
 }
 

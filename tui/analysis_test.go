@@ -130,7 +130,7 @@ func TestCliffCaptionSaysWhatItFound(t *testing.T) {
 		Original: []journal.ToolCall{{Tool: "Bash"}, {Tool: "Bash"}, {Tool: "Bash"}}}
 	for i, status := range []journal.Status{journal.StatusPassed, journal.StatusFailed} {
 		id := fmt.Sprintf("cliff-%d-0", 3*i)
-		st.Tails[id] = &journal.TailState{ID: id, Step: 3 * i, Status: status}
+		st.Tails[id] = &journal.TailState{ID: id, Step: 3 * i, Attempt: journal.Attempt{Status: status}}
 	}
 	c, ok := engine.CliffCurveOf(st)
 	if !ok {

@@ -132,7 +132,7 @@ func TestFlowResumeACrashedRun(t *testing.T) {
 	if calls := stub.Calls(); !reflect.DeepEqual(calls, []call{{"Resume", []string{crashed}}}) {
 		t.Fatalf("engine calls: %v", calls)
 	}
-	if st := m.env.store.run(crashed).state; st.Tails["a-1"].Attempt != 1 {
+	if st := m.env.store.run(crashed).state; st.Tails["a-1"].Attempt.N != 1 {
 		t.Fatalf("a-1 after the resume: %+v", st.Tails["a-1"])
 	}
 }

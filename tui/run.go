@@ -335,7 +335,7 @@ func (p *tailsPane) refresh() {
 	for _, id := range st.Order {
 		t := st.Tails[id]
 		finished := t.Status != journal.StatusRunning
-		if r, ok := p.done[id]; ok && finished && r.cells[3].text == statusCell(t).text && r.attempt == t.Attempt {
+		if r, ok := p.done[id]; ok && finished && r.cells[3].text == statusCell(t).text && r.attempt == t.Attempt.N {
 			rows = append(rows, r)
 			continue
 		}
@@ -377,7 +377,7 @@ func (p *tailsPane) refresh() {
 		if stopped && !finished {
 			status = interrupted
 		}
-		row := row{key: id, attempt: t.Attempt, cells: []cell{
+		row := row{key: id, attempt: t.Attempt.N, cells: []cell{
 			{id, plain},
 			{t.Side, plain},
 			{from, dim},
@@ -404,9 +404,9 @@ func (p *tailsPane) refresh() {
 // attemptNote says which attempt a retried tail shows and which one its side counts:
 // "attempt 2 · counts attempt 1: failed".
 func attemptNote(t *journal.TailState) string {
-	note := fmt.Sprintf("attempt %d", t.Attempt+1)
+	note := fmt.Sprintf("attempt %d", t.Attempt.N+1)
 	if a, ok := t.Counted(); ok {
-		if a.N != t.Attempt {
+		if a.N != t.Attempt.N {
 			note += fmt.Sprintf(" · counts attempt %d: %s", a.N+1, a.Label())
 		}
 	} else if t.Status != journal.StatusRunning {

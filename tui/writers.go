@@ -48,7 +48,7 @@ func loadWriters(exps []string) writersMsg {
 		}
 		sealed := e.IsSealed()
 		for _, w := range r.Writers {
-			row := writerRow{exp: e.Root, id: w.Writer, agent: w.Agent, model: w.Model, tier: w.Tier, status: w.Status,
+			row := writerRow{exp: e.Root, id: w.Writer, agent: w.Agent, model: w.Model, tier: w.Tier, status: string(w.Status),
 				sealed: sealed, secs: w.Seconds, cost: w.CostUSD, err: w.Error}
 			if s, err := e.State(w.Writer); err == nil {
 				row.status = writerStatus(e, w.Writer, s)
@@ -63,15 +63,15 @@ func loadWriters(exps []string) writersMsg {
 // was interrupted (collect it), a failed one its stream shows at a quota wall can be resumed.
 func writerStatus(e *workshop.Exp, id string, s *workshop.State) string {
 	switch {
-	case s.Status == "running" && s.Alive() && s.Manual:
+	case s.Status == workshop.StatusRunning && s.Alive() && s.Manual:
 		return "by hand"
-	case s.Status == "running" && s.Alive():
+	case s.Status == workshop.StatusRunning && s.Alive():
 		return "running"
-	case s.Status == "running" && s.EndedAt == nil:
+	case s.Status == workshop.StatusRunning && s.EndedAt == nil:
 		return "interrupted"
-	case s.Status == "running":
+	case s.Status == workshop.StatusRunning:
 		return "ended"
-	case s.Status == "failed":
+	case s.Status == workshop.StatusFailed:
 		switch e.ResumeKind(id, s) {
 		case workshop.ResumeQuota:
 			return "quota wall"
@@ -80,7 +80,7 @@ func writerStatus(e *workshop.Exp, id string, s *workshop.State) string {
 			return "login expired"
 		}
 	}
-	return s.Status
+	return string(s.Status)
 }
 
 // writersPane lists every experiment's writers with status, tier, time and spend.
@@ -379,7 +379,7 @@ func (m *model) writerGo(g writerGoMsg) tea.Cmd {
 			switch {
 			case err != nil:
 				d.err = err
-			case s.Status != "completed":
+			case s.Status != workshop.StatusCompleted:
 				d.err = fmt.Errorf("%s is %s: %s", id, s.Status, s.Error)
 			default:
 				d.note = id + " collected: completed"

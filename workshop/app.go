@@ -50,7 +50,7 @@ const (
 // ResumeQuota for a provider quota wall, ResumeLogin for an expired login (the
 // operator logs in again first), "" for a writer resume refuses. Read as Resumable reads.
 func (e *Exp) ResumeKind(id string, s *State) string {
-	if s.Status == "completed" || s.Status == "prepared" {
+	if s.Status == StatusCompleted || s.Status == StatusPrepared {
 		return ""
 	}
 	if stop, _ := resumableStop(e, id, s, false); stop != nil {

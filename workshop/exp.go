@@ -41,7 +41,7 @@ type Frozen struct {
 
 // State is records/ID/state.json: where one writer stands.
 type State struct {
-	Status   string `json:"status"` // prepared, running, completed, failed
+	Status   Status `json:"status"` // prepared, running, completed, failed
 	Config   Writer `json:"config"`
 	StartSHA string `json:"start_sha"`
 	Manual   bool   `json:"manual,omitempty"`
@@ -333,7 +333,7 @@ func prepareWriter(root string, f *Frozen, w Writer) error {
 	if err := capsule.WriteFileAtomic(filepath.Join(work, "START.md"), start, 0o644); err != nil {
 		return err
 	}
-	return writeJSON(filepath.Join(root, "records", w.ID, "state.json"), State{Status: "prepared", Config: w, StartSHA: sum(start)})
+	return writeJSON(filepath.Join(root, "records", w.ID, "state.json"), State{Status: StatusPrepared, Config: w, StartSHA: sum(start)})
 }
 
 func copyTree(src, dst string) error {

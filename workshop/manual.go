@@ -23,7 +23,7 @@ func Manual(ctx context.Context, e *Exp, id string, o RunOptions, t engine.Termi
 		return nil, err
 	}
 	defer unlock()
-	if s.Status != "prepared" {
+	if s.Status != StatusPrepared {
 		return nil, fmt.Errorf("writer %s is %s; collect its evidence, or retry it as a new writer", id, s.Status)
 	}
 	srv, err := startScripts(e, o)
@@ -54,7 +54,7 @@ func Manual(ctx context.Context, e *Exp, id string, o RunOptions, t engine.Termi
 	}
 	defer log.Close()
 	now := time.Now().UTC()
-	s.Status, s.StartedAt, s.Manual, s.ProbeVerdict = "running", &now, true, verdict
+	s.Status, s.StartedAt, s.Manual, s.ProbeVerdict = StatusRunning, &now, true, verdict
 	s.PID, s.Identity = os.Getpid(), processIdentity(os.Getpid())
 	if err := e.saveState(id, s); err != nil {
 		return nil, err
@@ -65,7 +65,7 @@ func Manual(ctx context.Context, e *Exp, id string, o RunOptions, t engine.Termi
 	ended := time.Now().UTC()
 	s.EndedAt, s.PID, s.Identity, s.Exit = &ended, 0, "", &code
 	if err != nil {
-		s.Status, s.Error = "failed", "not started: "+err.Error()
+		s.Status, s.Error = StatusFailed, "not started: "+err.Error()
 		_ = e.saveState(id, s)
 		return s, fmt.Errorf("writer %s: %v", id, err)
 	}

@@ -106,7 +106,7 @@ func Resume(ctx context.Context, e *Exp, id string, o RunOptions) (*State, error
 	if s.reattachable() {
 		return nil, fmt.Errorf("writer %s: its Slurm job %s outlived the tare that followed it; collect it first (tare workshop collect re-attaches to the job), never launch it twice", id, s.Job.ID)
 	}
-	if s.Status != "failed" && s.Status != "running" {
+	if s.Status != StatusFailed && s.Status != StatusRunning {
 		return nil, fmt.Errorf("writer %s is %s; only a writer stopped by a provider quota wall or an expired login is resumed", id, s.Status)
 	}
 	stop, session := resumableStop(e, id, s, true)
@@ -139,7 +139,7 @@ func Resume(ctx context.Context, e *Exp, id string, o RunOptions) (*State, error
 	if _, err := archiveAttempt(e, id, s, stop.Kind+": "+stop.Detail); err != nil {
 		return nil, err
 	}
-	s.Status, s.ResumedFrom, s.QuotaStop, s.StopKind = "prepared", session, stop.Detail, stop.Kind
+	s.Status, s.ResumedFrom, s.QuotaStop, s.StopKind = StatusPrepared, session, stop.Detail, stop.Kind
 	s.Error, s.Exit, s.StartedAt, s.EndedAt, s.CollectedAt, s.TimedOutAfter, s.StoppedByQuota = "", nil, nil, nil, nil, 0, false
 	s.StoppedAfterAnswer = nil
 	s.SessionID, s.OutputHashes, s.RecordHashes, s.Job = "", nil, nil, nil
@@ -216,7 +216,7 @@ func Retry(e *Exp, id, newID string) (*Writer, error) {
 	if s.alive() {
 		return nil, fmt.Errorf("writer %s: its process %d still runs; wait for it before retrying", id, s.PID)
 	}
-	if s.Status == "running" && s.EndedAt == nil {
+	if s.Status == StatusRunning && s.EndedAt == nil {
 		return nil, fmt.Errorf("writer %s was launched and never ended on record; collect it first (tare workshop collect), which archives its draft", id)
 	}
 	if _, err := os.Lstat(e.Work(newID)); err == nil {
@@ -241,7 +241,7 @@ func Retry(e *Exp, id, newID string) (*Writer, error) {
 
 // Inspection is one writer as inspect tells it: enough to decide what to do next.
 type Inspection struct {
-	Status       string  `json:"status"`
+	Status       Status  `json:"status"`
 	Agent        string  `json:"agent"`
 	Model        string  `json:"model"`
 	Tier         string  `json:"tier"`
@@ -322,10 +322,10 @@ func Inspect(e *Exp, full bool) (map[string]any, error) {
 		if s.ProbeVerdict != "" && s.ProbeVerdict != "tare: 0.00" {
 			in.RedFlags = append(in.RedFlags, "its room's probe read "+s.ProbeVerdict)
 		}
-		if stop, _ := resumableStop(e, id, s, true); stop != nil && s.Status != "completed" {
+		if stop, _ := resumableStop(e, id, s, true); stop != nil && s.Status != StatusCompleted {
 			in.QuotaStop, in.StopKind, in.Resumable = stop.Detail, stop.Kind, true
 		}
-		if s.Job != nil && s.Status == "running" && s.EndedAt == nil {
+		if s.Job != nil && s.Status == StatusRunning && s.EndedAt == nil {
 			state, node := engine.WriterJobPlace(context.Background(), e.Record(id), id, s.Job.ID)
 			in.SlurmJob = &JobPlace{ID: s.Job.ID, State: state, Node: firstOf(node, s.Job.Node)}
 		}
@@ -343,20 +343,20 @@ func Inspect(e *Exp, full bool) (map[string]any, error) {
 		case j != nil && j.State != "gone":
 			in.Next = fmt.Sprintf("its Slurm job %s is still %s, but the tare that followed it was stopped; collect it (tare workshop collect): "+
 				"it re-attaches to the job, waits for its end and brings back what the node wrote, without starting it again", j.ID, j.place())
-		case s.Status == "running" && s.EndedAt == nil:
+		case s.Status == StatusRunning && s.EndedAt == nil:
 			in.Next = "interrupted: its process is gone and it never ended on record (the tare that ran it was stopped); " +
 				"collect it to archive its draft, then resume it if it hit a quota wall or retry it as a new writer"
-		case s.Status == "running":
+		case s.Status == StatusRunning:
 			in.Next = "ended but not collected: collect it"
-		case s.Status == "prepared":
+		case s.Status == StatusPrepared:
 			in.Next = "not run: run it"
-		case s.Status == "failed" && in.Resumable && in.StopKind == agent.StopLogin:
+		case s.Status == StatusFailed && in.Resumable && in.StopKind == agent.StopLogin:
 			in.Next = "stopped by an expired login: log in again with the agent on this machine, then resume it (tare workshop resume), not retry"
-		case s.Status == "failed" && in.Resumable:
+		case s.Status == StatusFailed && in.Resumable:
 			in.Next = "stopped by a provider quota wall: resume it (tare workshop resume), not retry"
-		case s.Status == "failed":
+		case s.Status == StatusFailed:
 			in.Next = "failed: read its record, then retry it as a new writer"
-		case s.Status == "completed":
+		case s.Status == StatusCompleted:
 			in.Next = "completed"
 		}
 		out[id] = in

@@ -171,7 +171,7 @@ func Run(ctx context.Context, e *Exp, o RunOptions) (map[string]string, error) {
 		if err != nil {
 			results[id] = "error: " + err.Error()
 		} else {
-			results[id] = st.Status
+			results[id] = string(st.Status)
 		}
 	}
 	if o.Jobs == 1 {
@@ -239,14 +239,14 @@ func runWriterLocked(ctx context.Context, e *Exp, id string, o RunOptions, srv *
 	if s.alive() {
 		return nil, fmt.Errorf("writer %s: its process %d still runs; wait for it, do not launch it twice", id, s.PID)
 	}
-	if s.Status == "completed" {
+	if s.Status == StatusCompleted {
 		return collectLocked(e, id, nil)
 	}
 	if s.reattachable() {
 		// Its job outlived the tare that followed it: followed again, never launched twice.
 		return reattachLocked(ctx, e, id, s, o)
 	}
-	if s.Status != "prepared" {
+	if s.Status != StatusPrepared {
 		return nil, fmt.Errorf("writer %s is %s; collect its evidence (tare workshop collect), resume it after a quota wall or an expired login, or retry it as a new writer", id, s.Status)
 	}
 	if s.Config.Mode == "manual" && len(o.Writers) == 0 {
@@ -278,7 +278,7 @@ func runWriterLocked(ctx context.Context, e *Exp, id string, o RunOptions, srv *
 		return nil, err
 	}
 	now := time.Now().UTC()
-	s.Status, s.StartedAt, s.Job = "running", &now, nil
+	s.Status, s.StartedAt, s.Job = StatusRunning, &now, nil
 	if err := e.saveState(id, s); err != nil {
 		return nil, err
 	}
@@ -326,7 +326,7 @@ func settle(ctx context.Context, e *Exp, id string, s *State, o RunOptions, end 
 	ended := time.Now().UTC()
 	s.EndedAt, s.PID, s.Identity = &ended, 0, ""
 	if err != nil {
-		s.Status, s.Error = "failed", "not started: "+err.Error()
+		s.Status, s.Error = StatusFailed, "not started: "+err.Error()
 		_ = e.saveState(id, s)
 		return s, fmt.Errorf("writer %s: %v", id, err)
 	}
@@ -400,7 +400,7 @@ func collectLocked(e *Exp, id string, ext *External) (*State, error) {
 		return nil, fmt.Errorf("writer %s: its process %d still runs; wait for it, do not collect it yet", id, s.PID)
 	}
 	rec, work := e.Record(id), e.Work(id)
-	if s.Status == "completed" {
+	if s.Status == StatusCompleted {
 		if h, err := treeHashes(filepath.Join(rec, "transcripts")); err != nil || !h.Equal(s.RecordHashes) {
 			return nil, fmt.Errorf("writer %s: archived transcript integrity failure (records/%s/transcripts changed after collect)", id, id)
 		}
@@ -409,12 +409,12 @@ func collectLocked(e *Exp, id string, ext *External) (*State, error) {
 		}
 		return s, nil
 	}
-	if s.Status == "prepared" && ext == nil {
+	if s.Status == StatusPrepared && ext == nil {
 		return nil, fmt.Errorf("writer %s has not run; run it first (tare workshop run EXP %s)", id, id)
 	}
 	fail := func(err error) (*State, error) {
 		now := time.Now().UTC()
-		s.Status, s.Error, s.CollectedAt = "failed", err.Error(), &now
+		s.Status, s.Error, s.CollectedAt = StatusFailed, err.Error(), &now
 		if werr := e.saveState(id, s); werr != nil {
 			return nil, werr
 		}
@@ -486,7 +486,7 @@ func collectLocked(e *Exp, id string, ext *External) (*State, error) {
 		return fail(err)
 	}
 	now := time.Now().UTC()
-	s.Status, s.Error, s.CompletedAt, s.CollectedAt = "completed", "", &now, &now
+	s.Status, s.Error, s.CompletedAt, s.CollectedAt = StatusCompleted, "", &now, &now
 	s.OutputHashes, s.RecordHashes = outputs, hashes
 	if err := e.saveState(id, s); err != nil {
 		return nil, err

@@ -82,12 +82,12 @@ func Anonymize(e *Exp, o SealOptions) (*Sealed, error) {
 		if s.alive() {
 			return nil, fmt.Errorf("writer %s still runs; seal once every writer has ended", id)
 		}
-		if !o.IncludePartial && s.Status != "completed" {
+		if !o.IncludePartial && s.Status != StatusCompleted {
 			continue
 		}
 		// Sealed from the archive collect checked, which is what the reading is held to.
 		src := filepath.Join(e.Record(id), "artifacts")
-		if o.IncludePartial && s.Status != "completed" {
+		if o.IncludePartial && s.Status != StatusCompleted {
 			src = filepath.Join(e.Work(id), "drafts")
 		}
 		fi, err := os.Lstat(filepath.Join(src, output))
@@ -116,7 +116,7 @@ func Anonymize(e *Exp, o SealOptions) (*Sealed, error) {
 	for i, id := range shuffled {
 		letter := string(rune('A' + i))
 		src := filepath.Join(e.Record(id), "artifacts")
-		if s, _ := e.State(id); s != nil && s.Status != "completed" {
+		if s, _ := e.State(id); s != nil && s.Status != StatusCompleted {
 			src = filepath.Join(e.Work(id), "drafts")
 		}
 		data, err := capsule.ReadFileBeneath(src, output, 1<<30)
@@ -298,7 +298,7 @@ type Row struct {
 	Effort          string `json:"effort,omitempty"`
 	RequestedEffort string `json:"requested_effort,omitempty"`
 	Tier            string `json:"tier"`
-	Status          string `json:"status"`
+	Status          Status `json:"status"`
 	// EffortServed is the effort the writer's own session says was used (a CLI may not be
 	// given the effort asked, or may not honour it); "unknown" where it does not say.
 	EffortServed   string   `json:"effort_served"`
@@ -369,7 +369,7 @@ func MakeReport(e *Exp, sizes *bool) (*Report, error) {
 		row := Row{Writer: id, Agent: s.Config.Agent, Model: s.Config.Model, SelectedModel: s.Config.Model, Effort: s.Config.Effort,
 			RequestedEffort: s.Config.RequestedEffort, Tier: s.Config.Tier, Status: s.Status, Error: s.Error,
 			Attempts: len(s.Attempts) + 1, CostEvidence: "not run"}
-		if s.Status == "prepared" {
+		if s.Status == StatusPrepared {
 			row.Attempts = len(s.Attempts)
 		}
 		// Time and spend add up over every attempt: a resumed writer cost both.
@@ -528,11 +528,11 @@ func (r *Report) Table() string {
 		if asked := firstOf(w.Effort, w.RequestedEffort); asked != "" {
 			effort += " (asked " + asked + ")"
 		}
-		if w.Status == "prepared" {
+		if w.Status == StatusPrepared {
 			effort = firstOf(w.Effort, "-")
 		}
 		measured := func(v *int64) string {
-			if v == nil && w.Status == "prepared" {
+			if v == nil && w.Status == StatusPrepared {
 				return "-"
 			}
 			return cell(v)
@@ -547,11 +547,11 @@ func (r *Report) Table() string {
 			}
 			return cell(*v)
 		}
-		row := []string{w.Writer, w.Agent, cell(w.Model), cell(effort), w.Tier, w.Status,
+		row := []string{w.Writer, w.Agent, cell(w.Model), cell(effort), w.Tier, string(w.Status),
 			cell(w.Seconds), measured(w.PeakRequest), measured(w.Window), tokens(w.Input), tokens(w.CachedInput), tokens(w.Output), measured(w.Reasoning),
 			cell(w.CostUSD), size}
 		if r.Withheld != "" {
-			row = []string{w.Writer, w.Agent, cell(w.Model), cell(effort), w.Tier, w.Status,
+			row = []string{w.Writer, w.Agent, cell(w.Model), cell(effort), w.Tier, string(w.Status),
 				withheldCell, withheldCell, measured(w.Window), withheldCell, withheldCell, withheldCell, withheldCell, withheldCell, withheldCell}
 		}
 		fmt.Fprintf(&b, "| %s |\n", strings.Join(row, " | "))

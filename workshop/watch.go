@@ -126,7 +126,7 @@ func watchOnce(e *Exp, seen map[string]*follower, words bool) (lines []string, m
 		})
 		// Its end is told once its stream has been told, which a huge one takes polls for.
 		more = more || left
-		if !f.done && !left && (s.Status == "completed" || s.Status == "failed") {
+		if !f.done && !left && (s.Status == StatusCompleted || s.Status == StatusFailed) {
 			f.done = true
 			took := ""
 			// How long a writer took tracks its draft's size, as the report's seconds do:
@@ -135,9 +135,9 @@ func watchOnce(e *Exp, seen map[string]*follower, words bool) (lines []string, m
 				took = " after " + s.EndedAt.Sub(*s.StartedAt).Round(time.Second).String()
 			}
 			switch {
-			case s.Status == "completed" && s.StoppedAfterAnswer != nil:
+			case s.Status == StatusCompleted && s.StoppedAfterAnswer != nil:
 				lines = append(lines, fmt.Sprintf("          %s finished%s (it answered and did not exit; stopped after %gs)", id, took, s.StoppedAfterAnswer.Grace))
-			case s.Status == "completed":
+			case s.Status == StatusCompleted:
 				lines = append(lines, fmt.Sprintf("          %s finished%s", id, took))
 			case s.StoppedByQuota || s.StoppedByLogin:
 				what, _ := stopWords(map[bool]string{true: agent.StopLogin, false: agent.StopQuota}[s.StoppedByLogin])

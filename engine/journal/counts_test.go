@@ -37,7 +37,7 @@ func TestCountedAttempt(t *testing.T) {
 					ts.Earlier = append(ts.Earlier, cur)
 					continue
 				}
-				ts.Attempt, ts.Status, ts.Reason, ts.Kill = i, a.status, a.reason, a.kill
+				ts.Attempt = cur
 			}
 			a, ok := ts.Counted()
 			var got Status

@@ -42,33 +42,18 @@ type RunState struct {
 	Seq int64
 }
 
-// TailState is one tail as its events describe it: its latest attempt in the fields, the
-// attempts before it in Earlier. A retry appends an attempt; nothing replaces one.
+// TailState is one tail as its events describe it: its latest attempt embedded, so a
+// tail's status, usage and times read as its own (t.Status), and the attempts before it in
+// Earlier. A retry appends an attempt; nothing replaces one.
 type TailState struct {
 	ID   string
 	Side string
 	Step int
 	How  How
-	// Attempt numbers the latest attempt (0: the first).
-	Attempt int
-	// Status is the latest attempt's: StatusRunning, StatusPassed, StatusFailed or
-	// StatusNoVerdict (with Reason), or "rerun" while tare resume has not restarted it.
-	Status Status
-	Reason Reason
-	// Kill is how the operator said a kill of the latest attempt counts (see KillAs).
-	Kill    KillAs
-	Detail  string
-	Score   *int
-	Started time.Time
-	Ended   time.Time
-	Calls   int
-	Usage   Usage
-	// CheckUsage is what the check spent (tare's judge's agent), kept apart from Usage;
-	// Judge is the built-in judge's verdict.
-	CheckUsage Usage
-	Judge      *JudgeVerdict
-	// Metered is the latest attempt's usage as tare's relay counted it (nil: not metered).
-	Metered *Metered
+	// Attempt is the latest attempt; Attempt.N numbers it (0: the first). Its Status is
+	// StatusRunning, StatusPassed, StatusFailed or StatusNoVerdict (with Reason), or "rerun"
+	// while tare resume has not restarted it.
+	Attempt
 	// Tools are the tail's tool calls so far (coalesced views may miss some; Calls counts all).
 	Tools []ToolCall
 	// Earlier are the attempts before the latest, oldest first.
@@ -85,7 +70,8 @@ type TailState struct {
 	CheckTimeout time.Duration
 }
 
-// Attempt is one finished attempt of a tail, kept when a retry or a resume starts another.
+// Attempt is one attempt of a tail: the latest in TailState.Attempt, the finished ones
+// before it in TailState.Earlier.
 type Attempt struct {
 	N      int
 	Status Status
@@ -98,7 +84,8 @@ type Attempt struct {
 	Ended   time.Time
 	Calls   int
 	Usage   Usage
-	// CheckUsage and Judge are the check's spending and the built-in judge's verdict.
+	// CheckUsage is what the check spent (tare's judge's agent), kept apart from Usage;
+	// Judge is the built-in judge's verdict.
 	CheckUsage Usage
 	Judge      *JudgeVerdict
 	// Queued is how long the attempt waited in a cluster's queue before it ran: between
@@ -108,20 +95,9 @@ type Attempt struct {
 	Metered *Metered
 }
 
-// latest is the tail's latest attempt as an Attempt.
-func (t *TailState) latest() Attempt {
-	a := Attempt{N: t.Attempt, Status: t.Status, Reason: t.Reason, Kill: t.Kill, Detail: t.Detail, Score: t.Score,
-		Started: t.Started, Ended: t.Ended, Calls: t.Calls, Usage: t.Usage, CheckUsage: t.CheckUsage, Judge: t.Judge,
-		Metered: t.Metered}
-	if t.Place != nil {
-		a.Queued = time.Duration(t.Place.Waited * float64(time.Second))
-	}
-	return a
-}
-
 // Attempts are every attempt of the tail, oldest first, the latest last.
 func (t *TailState) Attempts() []Attempt {
-	return append(append([]Attempt(nil), t.Earlier...), t.latest())
+	return append(append([]Attempt(nil), t.Earlier...), t.Attempt)
 }
 
 // Counts is how the attempt counts in its side's rate (see CountsAs): passed or failed, or
@@ -221,13 +197,13 @@ func (s *RunState) Apply(e Event) {
 		if ok {
 			// A retry, or a rerun after a crash: the attempt so far stays on the record. One
 			// that never finished was interrupted.
-			prev := ts.latest()
+			prev := ts.Attempt
 			if !Finished(prev.Status) {
 				prev.Status, prev.Reason = StatusNoVerdict, ReasonInterrupted
 			}
 			earlier = append(ts.Earlier, prev)
 		}
-		*ts = TailState{ID: t.ID, Side: t.Side, Step: t.Step, How: t.How, Attempt: t.Attempt, Status: StatusRunning, Started: e.Time,
+		*ts = TailState{ID: t.ID, Side: t.Side, Step: t.Step, How: t.How, Attempt: Attempt{N: t.Attempt, Status: StatusRunning, Started: e.Time},
 			Earlier: earlier, CapsuleFrom: t.CapsuleFrom}
 	case e.ToolCall != nil:
 		if e.ToolCall.Tail == "original" && s.Tails["original"] == nil {
@@ -249,7 +225,7 @@ func (s *RunState) Apply(e Event) {
 		f := e.TailFinished
 		ts := s.Tails[f.ID]
 		if ts == nil {
-			ts = &TailState{ID: f.ID, Started: e.Time}
+			ts = &TailState{ID: f.ID, Attempt: Attempt{Started: e.Time}}
 			s.Tails[f.ID] = ts
 			s.Order = append(s.Order, f.ID)
 		}
@@ -265,6 +241,7 @@ func (s *RunState) Apply(e Event) {
 		if ts := s.Tails[e.Placed.Tail]; ts != nil {
 			p := *e.Placed
 			ts.Place = &p
+			ts.Queued = time.Duration(p.Waited * float64(time.Second))
 		}
 	case e.Resumed != nil:
 		// The run goes on (a resume, or a retry of a finished run): it is not finished until
@@ -409,7 +386,7 @@ func (s *RunState) Tally() []SideTally {
 		}
 		if t.Status == StatusNoVerdict {
 			o.NoVerdict++
-			o.Reasons[t.latest().Label()]++
+			o.Reasons[t.Label()]++
 		}
 	}
 	for i := range out {

@@ -1,5 +1,6 @@
 // Package stats holds the statistics tare's analyses share: intervals for pass rates and
-// their differences. It is pure: no I/O, no randomness of its own.
+// their differences, over runs and over a set of tasks, and the sequential tests that
+// separate two sides. It is pure: no I/O, no randomness of its own.
 package stats
 
 import "math"
