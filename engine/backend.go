@@ -22,6 +22,12 @@ type backend interface {
 	// which the backend can still reach (a Slurm job submitted before tare was killed), with
 	// that attempt's start; ok is false when the tail is to be started anew.
 	resume(env *tailEnv, spec *tailSpec) (follow bodyFunc, began time.Time, ok bool)
+	// judge runs judgement w of a judge-noise run, its page staged in stage and its judge
+	// talking to upstream (blocked: the page asked for something the room refused).
+	judge(ctx context.Context, env *judgeEnv, stage, upstream string, blocked bool, w judgeWork) Judgement
+	// reattach follows judgement w, submitted by a tare that was killed, to its end and takes
+	// its judgement; a resume asks only for the judgements attachedJob found still submitted.
+	reattach(ctx context.Context, env *judgeEnv, w judgeWork) Judgement
 	// finish lets go of what the backend holds once the run has its report (err, the
 	// report's own error, is nil), and returns err or the release's own error. Until then it
 	// is kept, so a tare resume after a crash finds it.
@@ -38,6 +44,17 @@ func (localBackend) body(ctx context.Context, env *tailEnv, spec tailSpec, dir s
 // resume finds nothing: a tail that ran in this process's rooms ended with the process.
 func (localBackend) resume(*tailEnv, *tailSpec) (bodyFunc, time.Time, bool) {
 	return nil, time.Time{}, false
+}
+
+// judge runs the judgement in a fresh room of this machine.
+func (localBackend) judge(ctx context.Context, env *judgeEnv, stage, upstream string, blocked bool, _ judgeWork) Judgement {
+	return env.judgeIn(ctx, stage, upstream, blocked)
+}
+
+// reattach has nothing to follow: a judgement that ran in this process's rooms ended with
+// the process, and attachedJob finds no job for a run made here.
+func (localBackend) reattach(context.Context, *judgeEnv, judgeWork) Judgement {
+	return Judgement{Error: "no job to re-attach to: the judgement ran on this machine"}
 }
 
 // finish has nothing to let go of.

@@ -132,8 +132,9 @@ type judgeEnv struct {
 	models *modelserver.Server
 	// journal is a judge-noise run's (nil for tare judge).
 	journal *judgeJournal
-	// slurm runs each judgement as a job (--on slurm, judge-noise only; judgeslurm.go).
-	slurm *judgeCluster
+	// backend runs each judgement: here, or one Slurm job each (--on slurm, judge-noise only;
+	// judgeslurm.go). Set for every run that judges.
+	backend backend
 }
 
 // ValidatePages refuses page folders and a page that do not exist, before anything is
@@ -271,11 +272,9 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 		}
 		env.journal.phase("judging")
 	}
-	if o.On == OnSlurm {
-		if env.slurm, err = newJudgeCluster(o); err != nil {
-			env.journal.done("", err)
-			return JudgeReport{}, err
-		}
+	if env.backend, err = judgeBackend(o, o.On); err != nil {
+		env.journal.done("", err)
+		return JudgeReport{}, err
 	}
 	pool := env.pool(ctx, judgementGrid(rep.Pages), rep.Scale)
 	for k := range o.Times {
@@ -338,8 +337,11 @@ func removeStages(stages []string) {
 // finish writes the report of a judge run whose judgements have all ended (or were stopped):
 // judgements.json and, for judge-noise, the journal's report.
 func (env *judgeEnv) finish(ctx context.Context, rep JudgeReport) (JudgeReport, error) {
-	// Every job has ended or was cancelled: nothing on the cluster is left to follow.
-	cerr := env.slurm.close()
+	// Every job has ended or was cancelled: nothing on the cluster is left to follow, so the
+	// backend lets go even of a stopped run's (tare resume submits its cancelled jobs anew). A
+	// kill -9 never gets here, so the folder stays for resume to find the jobs that outlived
+	// tare.
+	cerr := env.backend.finish(nil)
 	if err := ctx.Err(); err != nil {
 		env.journal.done("", err)
 		return rep, err
@@ -428,10 +430,7 @@ func (env *judgeEnv) fresh(stage string, blocked bool) func(context.Context, jud
 		if err != nil {
 			return Judgement{Error: err.Error()}
 		}
-		if env.slurm != nil {
-			return env.judgeOnSlurm(ctx, stage, upstream, blocked, w)
-		}
-		return env.judgeIn(ctx, stage, upstream, blocked)
+		return env.backend.judge(ctx, env, stage, upstream, blocked, w)
 	}
 }
 

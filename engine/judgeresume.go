@@ -88,10 +88,8 @@ func resumeJudgeNoise(ctx context.Context, o ResumeOptions, rec *run.Recipe) (st
 		defer models.Close()
 	}
 	env.models, env.journal = models, jr
-	if rec.On == OnSlurm {
-		if env.slurm, err = newJudgeCluster(jo); err != nil {
-			return "", err
-		}
+	if env.backend, err = judgeBackend(jo, rec.On); err != nil {
+		return "", err
 	}
 	var attach, todo []judgeWork
 	var rerun, attached []string
@@ -137,7 +135,7 @@ func resumeJudgeNoise(ctx context.Context, o ResumeOptions, rec *run.Recipe) (st
 	// The re-attached jobs are followed first: their judges may be waiting on the model,
 	// which is served again only once they are.
 	for _, w := range attach {
-		pool.run(w, func(ctx context.Context, w judgeWork) Judgement { return env.reattachOnSlurm(ctx, w) })
+		pool.run(w, func(ctx context.Context, w judgeWork) Judgement { return env.backend.reattach(ctx, env, w) })
 	}
 	rep := JudgeReport{Judge: set.Judge, Rubric: set.Rubric.Path, Scale: [2]int{set.Rubric.Lo, set.Rubric.Hi}, Seed: rec.Seed,
 		Out: o.Dir, Simulated: models != nil, Tolerance: set.Tolerance}

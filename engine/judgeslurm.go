@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"tare/agent"
@@ -11,82 +10,66 @@ import (
 	"tare/engine/journal"
 )
 
-// judgeCluster runs a judge-noise run's judgements as Slurm jobs (--on slurm): each
-// judgement one job whose worker restores the page's staged folder onto the node, proves its
-// room clean and runs the judge in the same room as here (judgeIn); the judgement comes
-// back as the job's result. The journal gets each job's place (pending, running on a node,
-// finished) under the judgement's id.
-type judgeCluster struct {
-	b  *slurmBackend
-	mu sync.Mutex
-	// pages are the staged folders already in the shared store: a page judged K times goes
-	// there once.
-	pages map[string]capsule.Capsule
-}
+// A judge-noise run made --on slurm runs its judgements through the slurmBackend as its
+// tails do: each judgement one job whose worker restores the page's staged folder onto the
+// node, proves its room clean and runs the judge in the same room as here (judgeIn); the
+// judgement comes back as the job's result. The journal gets each job's place (pending,
+// running on a node, finished) under the judgement's id.
 
-// newJudgeCluster opens the Slurm backend of the judge-noise run in o.Out (the run's
-// preflight has passed).
-func newJudgeCluster(o JudgeOptions) (*judgeCluster, error) {
-	b, err := newSlurmBackend(o.Config, o.Out, o.AllowDirty)
-	if err != nil {
-		return nil, err
+// judgeBackend is where the judge-noise run in o.Out runs its judgements: this machine, or
+// Slurm (the run's preflight has passed).
+func judgeBackend(o JudgeOptions, on string) (backend, error) {
+	if on != OnSlurm {
+		return localBackend{}, nil
 	}
-	return &judgeCluster{b: b, pages: map[string]capsule.Capsule{}}, nil
+	return newSlurmBackend(o.Config, o.Out, o.AllowDirty)
 }
 
-// page is stage's capsule in the shared store, put there on first use.
-func (c *judgeCluster) page(ctx context.Context, stage string) (capsule.Capsule, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if s, ok := c.pages[stage]; ok {
+// page is stage's capsule in the shared store, put there on first use: a page judged K
+// times goes there once.
+func (b *slurmBackend) page(ctx context.Context, stage string) (capsule.Capsule, error) {
+	b.pagesMu.Lock()
+	defer b.pagesMu.Unlock()
+	if s, ok := b.pages[stage]; ok {
 		return s, nil
 	}
-	s, err := c.b.shareDir(ctx, stage, "judge-page")
+	s, err := b.shareDir(ctx, stage, "judge-page")
 	if err == nil {
-		c.pages[stage] = s
+		if b.pages == nil {
+			b.pages = map[string]capsule.Capsule{}
+		}
+		b.pages[stage] = s
 	}
 	return s, err
 }
 
-// close lets go of the exchange server and the run's folder below the shared directory:
-// every job has ended or was cancelled by then (a stopped run's cancelled jobs are submitted
-// anew by tare resume). A kill -9 never gets here, so the folder stays for resume to find the
-// jobs that outlived tare.
-func (c *judgeCluster) close() error {
-	if c == nil {
-		return nil
-	}
-	return c.b.release()
-}
-
-// judgeOnSlurm runs judgement w (its page staged in stage, whose judge talks to upstream) as
-// a job.
-func (env *judgeEnv) judgeOnSlurm(ctx context.Context, stage, upstream string, blocked bool, w judgeWork) Judgement {
+// judge runs judgement w (its page staged in stage, whose judge talks to upstream) as a job.
+func (b *slurmBackend) judge(ctx context.Context, env *judgeEnv, stage, upstream string, blocked bool, w judgeWork) Judgement {
 	began := time.Now()
-	start, err := env.slurm.page(ctx, stage)
+	start, err := b.page(ctx, stage)
 	if err != nil {
 		return Judgement{Error: err.Error(), Seconds: time.Since(began).Seconds()}
 	}
 	t := env.slurmTask(w, upstream, blocked)
 	t.start = &start
-	wr, err := env.slurm.b.runTask(ctx, t)
+	wr, err := b.runTask(ctx, t)
 	return slurmJudgement(wr, err, began)
 }
 
-// reattachOnSlurm follows judgement w's job, submitted by a tare that was killed, to its end
-// and takes its judgement (at once when the job finished meanwhile): no second job is
+// reattach follows judgement w's job, submitted by a tare that was killed, to its end and
+// takes its judgement (at once when the job finished meanwhile): no second job is
 // submitted. On tare's model server started again, the judgement's stream is served anew on
 // the address the job's room dials, so a judge that was waiting on its model goes on.
-func (env *judgeEnv) reattachOnSlurm(ctx context.Context, w judgeWork) Judgement {
+func (b *slurmBackend) reattach(ctx context.Context, env *judgeEnv, w judgeWork) Judgement {
 	began := time.Now()
 	upstream, err := env.upstream(w)
 	if err != nil {
 		return Judgement{Error: err.Error()}
 	}
-	x := env.slurm.b.exchange(judgementID(w.page, w.k), w.attempt)
+	x := b.exchange(judgementID(w.page, w.k), w.attempt)
 	stop, lost := reviveJobModel(x, upstream)
 	defer stop()
-	wr, err := env.slurm.b.finishTask(ctx, env.slurmTask(w, upstream, false), x, w.job)
+	wr, err := b.finishTask(ctx, env.slurmTask(w, upstream, false), x, w.job)
 	j := slurmJudgement(wr, err, began)
 	if lost != "" && j.Score == nil {
 		j.Error += "; " + lost

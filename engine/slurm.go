@@ -98,6 +98,11 @@ type slurmBackend struct {
 	unfit map[string]bool
 	// http serves the exchange to nodes without the shared folder ([cluster] transport).
 	http *exchangeServer
+
+	// pagesMu guards pages, the judge-noise run's staged page folders already in the shared
+	// store; it is held while a page is copied there, so a page goes there once.
+	pagesMu sync.Mutex
+	pages   map[string]capsule.Capsule
 }
 
 // markUnfit leaves node out of the jobs submitted from now on.

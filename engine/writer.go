@@ -95,6 +95,39 @@ func ProbeWriterRoom(ctx context.Context, name, workspace string, cfg *config.Co
 	return reading.Verdict(), nil
 }
 
+// Writers runs the workshop's writers' sessions where --on says: here, or one Slurm job each
+// (Cluster). The workshop holds it and never asks which; a writer's drafts, session, stdout
+// and stderr land in the same places either way.
+type Writers interface {
+	// RunWriter runs writer id's session to its end, as the package's RunWriter does here.
+	// An error means it did not run; how the agent, or Slurm, ended it is in WriterEnd.
+	// placed hears a job's place on a cluster (pending, running on a node, finished).
+	RunWriter(ctx context.Context, id string, o WriterOptions, inst agent.Install, placed func(journal.Placed)) (WriterEnd, error)
+}
+
+// OpenWriters is where the writers of --on on run, refused before anything is written or
+// submitted when on is not a backend or Slurm could not run a writer.
+func OpenWriters(ctx context.Context, on string, cfg *config.Config) (Writers, error) {
+	if err := CheckOn(on); err != nil {
+		return nil, err
+	}
+	if on != OnSlurm {
+		return localWriters{}, nil
+	}
+	c, err := OpenCluster(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// localWriters runs writers in this process's rooms, where nothing is ever placed.
+type localWriters struct{}
+
+func (localWriters) RunWriter(ctx context.Context, _ string, o WriterOptions, inst agent.Install, _ func(journal.Placed)) (WriterEnd, error) {
+	return RunWriter(ctx, o, inst)
+}
+
 // RunWriter runs one writer's session in a room to its end and reads its stream. An error
 // means the room could not be built or started; how the agent itself ended is in WriterEnd.
 func RunWriter(ctx context.Context, o WriterOptions, inst agent.Install) (WriterEnd, error) {

@@ -115,7 +115,7 @@ func Resume(ctx context.Context, e *Exp, id string, o RunOptions) (*State, error
 			"and use tare workshop retry %s NEW_ID if the work has to start over", id, id)
 	}
 	// --on slurm refused before anything is archived or submitted, as run does.
-	if o.cluster, err = openCluster(ctx, o); err != nil {
+	if o.writers, err = engine.OpenWriters(ctx, o.On, o.Config); err != nil {
 		return nil, err
 	}
 	srv, err := startScripts(e, o)

@@ -37,9 +37,9 @@ type RunOptions struct {
 	// Progress gets one line as each writer starts and ends: never its words or sizes.
 	Progress io.Writer
 	// On is where the writers run: "" or local on this machine, slurm one Slurm job each
-	// (slurm.go); cluster is that backend while Run runs.
+	// (slurm.go); writers is that backend while Run runs.
 	On      string
-	cluster *engine.Cluster
+	writers engine.Writers
 }
 
 // scripted is tare's model servers of a run, one per script file.
@@ -154,7 +154,7 @@ func Run(ctx context.Context, e *Exp, o RunOptions) (map[string]string, error) {
 		return nil, fmt.Errorf("EXP %s: no auto writer to run; name writers, or run manual ones with tare workshop manual", e.Root)
 	}
 	var err error
-	if o.cluster, err = openCluster(ctx, o); err != nil {
+	if o.writers, err = engine.OpenWriters(ctx, o.On, o.Config); err != nil {
 		return nil, err
 	}
 	srv, err := startScripts(e, o)
