@@ -68,7 +68,7 @@ func TestKillNineDuringUntilSeparatedThenResume(t *testing.T) {
 	out := filepath.Join(r.home, "run")
 	marker := "crash-marker-" + filepath.Base(r.home)
 	cmd := exec.Command(tareBin, "calibrate", demo.Task+" ("+marker+")", "--side", "claude", "--side", "codex",
-		"--until-separated", "--max-runs", "30", "--jobs", "2", "--script", "engine/testdata/differ.toml",
+		"--until-separated", "--max-runs", "30", "--jobs", "2", "--script", filepath.Join(repoDir(), "engine", "testdata", "differ.toml"),
 		"--check", demo.Check, "--project", paths.Project, "--out", out)
 	cmd.Env = r.env()
 	before := killWhileTailsRun(t, cmd, out, marker, "")

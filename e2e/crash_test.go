@@ -327,9 +327,18 @@ func TestKillNineDuringCliffThenResume(t *testing.T) {
 // returns the run's state at the kill.
 func killWhileTailsRun(t *testing.T, cmd *exec.Cmd, out, marker, prefix string) *journal.RunState {
 	t.Helper()
+	var stderr strings.Builder
+	if cmd.Stderr == nil {
+		cmd.Stderr = &stderr
+	}
 	waited := startReaped(t, cmd)
 	deadline := time.Now().Add(4 * time.Minute)
 	for {
+		select {
+		case <-waited:
+			t.Fatalf("tare ended before a tail finished while another ran: %s\n%s", cmd.ProcessState, stderr.String())
+		default:
+		}
 		st := journal.Replay("run", readEvents(out))
 		done, running := 0, 0
 		for id, tl := range st.Tails {
