@@ -24,6 +24,11 @@ import (
 var hostExecs = map[string]string{
 	"agent/find.go version":                              "the agent's CLI, found by Find (SafePATH, the project refused)",
 	"cli/actions.go (*appEngine).Attach":                 "tare itself (os.Executable)",
+	"environ/engine.go (Engine).command":                 "the container engine, found by Cache.FindEngine (sandbox.LookHost, programs.podman/buildah/docker)",
+	"environ/engine.go (Engine).export":                  "tar, found by Cache.FindEngine (sandbox.LookHost, programs.tar)",
+	"environ/environ.go (Cache).export":                  "tar, found by Cache.program (sandbox.LookHost, programs.tar)",
+	"environ/runtime.go (Cache).NodeRuntime":             "patchelf, found by Cache.program (sandbox.LookHost, programs.patchelf)",
+	"environ/runtime.go (Cache).sharedLibs":              "ldd, found by Cache.program (sandbox.LookHost, programs.ldd)",
 	"capsule/snapd.go runChild":                          "inside a room: tare snap-watch runs the room's command",
 	"engine/check.go runOnHost":                          "/bin/sh, a fixed system path",
 	"engine/gitguard/gitguard.go (*Guard).guardIncludes": "git from hostGit (LookHost)",

@@ -32,7 +32,9 @@ func envCache() (environ.Cache, error) {
 	if err != nil {
 		return environ.Cache{}, err
 	}
-	return environ.Open(cfg.StateDir), nil
+	c := environ.Open(cfg.StateDir)
+	c.Programs = cfg.Programs
+	return c, nil
 }
 
 func envBuildCmd() *cobra.Command {

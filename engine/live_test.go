@@ -18,6 +18,7 @@ import (
 // agent does not go on through the script's other turns unrecorded) and runTail says the run
 // cannot go on.
 func TestTailStopsWhenItsToolCallsCannotBeJournaled(t *testing.T) {
+	needRooms(t)
 	const turns = 20
 	var src strings.Builder
 	for i := range turns {

@@ -17,16 +17,26 @@ import (
 type Engine struct {
 	Name string // "podman", "buildah" or "docker"
 	Path string // its executable
+	Tar  string // tar, which a buildah export streams the mounted root through
 }
 
-// FindEngine returns the first engine this host has, or one line saying what to install.
-func FindEngine(ctx context.Context) (Engine, error) {
+// FindEngine returns the first engine this host has, or one line saying what to install. An
+// engine found where tare takes no program from is refused, not skipped.
+func (c Cache) FindEngine(ctx context.Context) (Engine, error) {
 	for _, name := range []string{"podman", "buildah", "docker"} {
-		p, err := exec.LookPath(name)
-		if err != nil {
+		p, err := c.program(name)
+		if missing(err) {
 			continue
 		}
+		if err != nil {
+			return Engine{}, err
+		}
 		e := Engine{Name: name, Path: p}
+		if name == "buildah" {
+			if e.Tar, err = c.program("tar"); err != nil {
+				return Engine{}, err
+			}
+		}
 		if name == "docker" {
 			// A docker client without a daemon builds nothing: look for the server first.
 			if _, err := e.output(ctx, "version", "--format", "{{.Server.Version}}"); err != nil {
@@ -163,7 +173,7 @@ func (e Engine) export(ctx context.Context, ref string, w io.Writer) error {
 			return err
 		}
 		defer e.command(context.WithoutCancel(ctx), "umount", cid).Run()
-		cmd := exec.CommandContext(ctx, "tar", "-C", mnt, "-c", ".")
+		cmd := exec.CommandContext(ctx, e.Tar, "-C", mnt, "-c", ".")
 		cmd.Stdout = w
 		return cmd.Run()
 	}

@@ -52,6 +52,9 @@ func (e Env) Short() string { return e.Digest[:12] }
 // Cache is tare's cache of built environments, a folder below the state folder.
 type Cache struct {
 	Dir string
+	// Programs is the config's [programs] table: where the host programs an environment
+	// needs (podman, buildah, docker, tar, patchelf, ldd) are, when not on a trusted PATH.
+	Programs map[string]string
 }
 
 // Open returns the cache below stateDir (<stateDir>/envs).
@@ -96,7 +99,7 @@ func (c Cache) Build(ctx context.Context, dir string, progress io.Writer) (Env, 
 		fmt.Fprintf(progress, "env: %s is cached (%s)\n", e.Short(), e.Dir)
 		return e, nil
 	}
-	eng, err := FindEngine(ctx)
+	eng, err := c.FindEngine(ctx)
 	if err != nil {
 		return Env{}, err
 	}
@@ -241,7 +244,11 @@ func (c Cache) export(ctx context.Context, eng Engine, e Env, logPath string) (E
 	// --no-same-owner: the files become the caller's, which is the uid the room's user maps
 	// to, so the image's files are readable in the room whatever user the image gave them.
 	// Device nodes are left out: the room has its own /dev.
-	untar := exec.CommandContext(ctx, "tar", "-x", "-p", "--no-same-owner", "--exclude=dev/*", "-C", root)
+	tar, err := c.program("tar")
+	if err != nil {
+		return Env{}, err
+	}
+	untar := exec.CommandContext(ctx, tar, "-x", "-p", "--no-same-owner", "--exclude=dev/*", "-C", root)
 	pipe, err := untar.StdinPipe()
 	if err != nil {
 		return Env{}, err
@@ -429,7 +436,7 @@ func (c Cache) Remove(ctx context.Context, key string) (Env, error) {
 		return Env{}, fmt.Errorf("remove environment %s: %v", e.Short(), err)
 	}
 	os.Remove(filepath.Join(c.Dir, "logs", e.Short()+".log"))
-	if eng, err := FindEngine(ctx); err == nil && eng.Name == e.Engine {
+	if eng, err := c.FindEngine(ctx); err == nil && eng.Name == e.Engine {
 		if err := eng.removeImage(ctx, e.Image); err != nil {
 			return e, fmt.Errorf("environment %s left the cache, but %s keeps its image %s (%v); fix: %s rmi %s", e.Short(), eng.Name, e.Image, err, eng.Name, e.Image)
 		}

@@ -450,3 +450,27 @@ func TestNoEngineSaysWhatToInstall(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestPlantedEngineIsRefused: a podman in a folder an agent writes (here the state folder,
+// where tails' workspaces live), first on PATH, is refused in one line naming the entry and
+// the fix, and never runs: a build runs as the operator, outside any room.
+func TestPlantedEngineIsRefused(t *testing.T) {
+	state := t.TempDir()
+	planted := filepath.Join(state, "calibrate", "run", "tails", "a-1", "work", ".venv", "bin")
+	if err := os.MkdirAll(planted, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(t.TempDir(), "ran")
+	if err := os.WriteFile(filepath.Join(planted, "podman"), []byte("#!/bin/sh\ntouch "+marker+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", planted+":/usr/bin:/bin")
+	dir := writeContext(t, map[string]string{"Dockerfile": "FROM debian:bookworm-slim\n"})
+	_, err := Open(state).Build(context.Background(), dir, nil)
+	if err == nil || !strings.Contains(err.Error(), planted) || !strings.Contains(err.Error(), "fix:") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("a planted podman: err = %v, want one line naming %s and the fix", err, planted)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the planted podman ran")
+	}
+}

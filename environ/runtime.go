@@ -39,9 +39,12 @@ func (c Cache) NodeRuntime(ctx context.Context, node string) (string, error) {
 	if _, err := os.Stat(filepath.Join(final, "bin", "node")); err == nil {
 		return final, nil
 	}
-	patchelf, err := exec.LookPath("patchelf")
-	if err != nil {
+	patchelf, err := c.program("patchelf")
+	if missing(err) {
 		return "", fmt.Errorf("patchelf is missing, and image rooms need it to bring node with its own libraries; fix: apt-get install patchelf (scripts/setup does)")
+	}
+	if err != nil {
+		return "", err
 	}
 	if err := os.MkdirAll(filepath.Dir(final), 0o700); err != nil {
 		return "", err
@@ -56,7 +59,7 @@ func (c Cache) NodeRuntime(ctx context.Context, node string) (string, error) {
 			return "", err
 		}
 	}
-	libs, loader, err := sharedLibs(ctx, node)
+	libs, loader, err := c.sharedLibs(ctx, node)
 	if err != nil {
 		return "", err
 	}
@@ -89,8 +92,12 @@ func (c Cache) NodeRuntime(ctx context.Context, node string) (string, error) {
 
 // sharedLibs lists the shared libraries bin loads, as ldd resolves them on the host, and its
 // dynamic loader (also in the list).
-func sharedLibs(ctx context.Context, bin string) (libs []string, loader string, err error) {
-	out, err := exec.CommandContext(ctx, "ldd", bin).Output()
+func (c Cache) sharedLibs(ctx context.Context, bin string) (libs []string, loader string, err error) {
+	ldd, err := c.program("ldd")
+	if err != nil {
+		return nil, "", err
+	}
+	out, err := exec.CommandContext(ctx, ldd, bin).Output()
 	if err != nil {
 		return nil, "", fmt.Errorf("ldd %s: %v; fix: node must be a dynamically linked ELF the host runs", bin, err)
 	}

@@ -16,6 +16,7 @@ import (
 // report and journal in the app's own pager (the reader page), and o on its tail the tail's
 // stream and stderr, escaped and wrapped: what $PAGER shows locally is readable remotely.
 func TestOpenLogsOverSSHIsTheAppsOwnPager(t *testing.T) {
+	needRooms(t)
 	state, dir := realRun(t, quickScript, "true", 1)
 	m := newModel(modelConfig{engine: newStub(), styles: asciiStyles(), now: time.Now, agents: []string{"claude"}, probes: true, remote: true})
 	tm := &testModel{model: m, t: t, w: newWatcher(state, nil, enginerun.Alive, nil)}
