@@ -19,6 +19,7 @@ import (
 // server with script, in a state directory of its own: the run the app tests open.
 func realRun(t *testing.T, script string, check string, runs int) (state, dir string) {
 	t.Helper()
+	needRooms(t)
 	w := newJudgeWorld(t, judgeNoiseScript)
 	path := filepath.Join(t.TempDir(), "script.toml")
 	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
@@ -39,6 +40,7 @@ func realRun(t *testing.T, script string, check string, runs int) (state, dir st
 // it, as ctrl+c stops tare, and waits for that end.
 func liveRun(t *testing.T, script string) (w judgeWorld, done <-chan struct{}, stop func()) {
 	t.Helper()
+	needRooms(t)
 	w = newJudgeWorld(t, judgeNoiseScript)
 	path := filepath.Join(t.TempDir(), "script.toml")
 	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
