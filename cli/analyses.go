@@ -32,7 +32,7 @@ and a steady decline, prior 1/3 each; both sides measured), a steady decline is 
 95% bound below --gap-below: a model gap), or the budget is spent (the likeliest explanation,
 naming a step only when it is one step). The report's first line says which. The default budget is a cap, not a price: a sharp
 cliff like the demo's is pinned in 15-30 tails, but of synthetic cliffs (rates before 0.5-0.95,
-after 0-0.3) 30 tails pin about 40% at 10 steps and 10% at 200 (docs/cliff.md). Tails without a
+after 0-0.3) 30 tails pin about 22% at 10 steps and 7% at 200 (docs/cliff.md). Tails without a
 verdict (provider errors, kills) spend budget but are left out of the rates. Run it again with
 --run DIR and a bigger --budget to go on from the tails already spent.`,
 		Args: func(cmd *cobra.Command, args []string) error {
