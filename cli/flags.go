@@ -49,6 +49,8 @@ func warnCheckOnHost(on bool) {
 // Declared once, so no command can lose one of them or spell it differently.
 type runFlags struct {
 	project      string
+	projectSet   func() bool
+	env          string
 	check        string
 	checkTimeout time.Duration
 	checkOnHost  bool
@@ -81,7 +83,9 @@ func addRunFlags(cmd *cobra.Command, h runHelp, caps bool) *runFlags {
 	}
 	rf := &runFlags{}
 	f := cmd.Flags()
-	f.StringVar(&rf.project, "project", ".", "the project "+or(h.starts, "the run starts")+" from")
+	f.StringVar(&rf.project, "project", ".", "the project "+or(h.starts, "the run starts")+" from (with --env and no --project: the image's WORKDIR contents)")
+	rf.projectSet = func() bool { return f.Changed("project") }
+	envFlag(cmd, &rf.env)
 	f.StringVar(&rf.check, "check", "", or(h.check, "shell command that scores a workspace, in a room of its own (exit 0 passes)"))
 	f.DurationVar(&rf.checkTimeout, "check-timeout", engine.DefaultCheckTimeout, "a check running longer fails")
 	checkOnHostFlag(cmd, &rf.checkOnHost)
@@ -96,14 +100,31 @@ func addRunFlags(cmd *cobra.Command, h runHelp, caps bool) *runFlags {
 	return rf
 }
 
+// envFlag is --env DIR, the one way every command that starts rooms is told to root them in
+// a task's environment image.
+func envFlag(cmd *cobra.Command, dir *string) {
+	cmd.Flags().StringVar(dir, "env", "", "environment folder (a Dockerfile and its build context, as a task's environment/): every room, the check's too, is rooted in its image, built or found in tare's cache")
+}
+
+// startProject is the project the run starts from: none with --env and no --project (the
+// image's WORKDIR contents are the start), else --project.
+func (rf *runFlags) startProject() string {
+	if rf.env != "" && !rf.projectSet() {
+		return ""
+	}
+	return rf.project
+}
+
 // record fills the fields of o the flags set; a recording, a cliff and a swap share them.
 func (rf *runFlags) record(o *engine.RecordOptions) {
-	o.Project, o.Check, o.CheckTimeout, o.CheckOnHost = rf.project, rf.check, rf.checkTimeout, rf.checkOnHost
+	o.Env = rf.env
+	o.Project, o.Check, o.CheckTimeout, o.CheckOnHost = rf.startProject(), rf.check, rf.checkTimeout, rf.checkOnHost
 	o.AgentTimeout, o.Out, o.Script, o.Seed, o.AllowDirty, o.Caps = rf.timeout, rf.out, rf.script, rf.seed, rf.allowDirty, rf.caps
 }
 
 // calibrate fills the fields of o the flags set.
 func (rf *runFlags) calibrate(o *engine.CalibrateOptions) {
-	o.Project, o.Check, o.CheckTimeout, o.CheckOnHost = rf.project, rf.check, rf.checkTimeout, rf.checkOnHost
+	o.Env = rf.env
+	o.Project, o.Check, o.CheckTimeout, o.CheckOnHost = rf.startProject(), rf.check, rf.checkTimeout, rf.checkOnHost
 	o.AgentTimeout, o.Out, o.Script, o.Seed, o.AllowDirty, o.Caps = rf.timeout, rf.out, rf.script, rf.seed, rf.allowDirty, rf.caps
 }

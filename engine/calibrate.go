@@ -35,7 +35,12 @@ type CalibrateOptions struct {
 	AgentTimeout time.Duration
 	Runs, Jobs   int
 	Keep         bool
-	Project      string
+	// Project is the folder each run starts from; with Env and no Project, the image's
+	// WORKDIR contents are the start.
+	Project string
+	// Env is an environment folder (a Dockerfile and its context): every room of the run,
+	// the check's included, is rooted in its image (--env; "": the host's).
+	Env string
 	// Out is the run directory (default: <state>/calibrate/<project>-<time>).
 	Out string
 	// Started, when set, is told the run directory once it exists and before the run goes on:
@@ -121,7 +126,11 @@ func Calibrate(ctx context.Context, o CalibrateOptions) (dir, report string, err
 	if err != nil {
 		return "", "", err
 	}
-	r, err := run.New(o.Out, filepath.Join(o.Config.StateDir, "calibrate"), o.Project, o.Bus)
+	e, err := buildEnv(ctx, o.Env, o.Config, o.Progress)
+	if err != nil {
+		return "", "", err
+	}
+	r, err := run.New(o.Out, filepath.Join(o.Config.StateDir, "calibrate"), runName(o.Project, o.Env), o.Bus)
 	if err != nil {
 		return "", "", err
 	}
@@ -134,12 +143,17 @@ func Calibrate(ctx context.Context, o CalibrateOptions) (dir, report string, err
 	if err != nil {
 		return dir, "", err
 	}
-	start, err := store.Snap(ctx, o.Project, "start")
+	project, dropStart, err := envStart(e, o.Project, dir)
+	if err != nil {
+		return dir, "", err
+	}
+	defer dropStart()
+	start, err := store.Snap(ctx, project, "start")
 	if err != nil {
 		return dir, "", fmt.Errorf("taking the project's capsule: %v", err)
 	}
 	rec := &run.Recipe{
-		Tare: o.Version, Argv: o.Argv, Kind: "calibrate", Time: time.Now().UTC(), Project: o.Project, Fingerprint: start.Root,
+		Tare: o.Version, Argv: o.Argv, Kind: "calibrate", Time: time.Now().UTC(), Project: o.Project, Fingerprint: start.Root, Env: recipeEnv(e, o.Project == ""),
 		Prompt: o.Prompt, Check: o.Check, CheckTimeout: o.CheckTimeout.Seconds(), AgentTimeout: o.AgentTimeout.Seconds(),
 		Sides: o.Sides, Agents: map[string]run.RecipeAgent{}, Runs: o.Runs, Jobs: o.Jobs, Keep: o.Keep || o.Check == "", Seed: o.Seed,
 		CheckRoom: run.NewCheckRoom(o.Config, o.CheckOnHost), On: onRecipe(o.On),
@@ -170,7 +184,7 @@ func Calibrate(ctx context.Context, o CalibrateOptions) (dir, report string, err
 		CheckRoom: checkWhere(rec), Sides: o.Sides, Budget: len(o.Sides) * o.Runs, Jobs: o.Jobs, Simulated: o.Script != ""}}); err != nil {
 		return dir, "", err
 	}
-	if err := probeSides(ctx, r, o.Sides, o.Project, o.Config, o.AllowDirty, o.Progress); err != nil {
+	if err := probeSides(ctx, r, o.Sides, project, o.Config, o.AllowDirty, o.Progress); err != nil {
 		_ = r.Emit(journal.Event{RunFinished: &journal.RunFinished{Error: err.Error()}})
 		return dir, "", err
 	}
@@ -182,8 +196,13 @@ func Calibrate(ctx context.Context, o CalibrateOptions) (dir, report string, err
 // project's path absolute: every bad input is one line naming the flag and the fix.
 func (o *CalibrateOptions) Validate() error {
 	var err error
-	if o.Project, err = probe.ProjectDir(o.Project, o.AllowDirty); err != nil {
+	if o.Env, err = checkEnv(o.Env); err != nil {
 		return err
+	}
+	if o.Project != "" || o.Env == "" {
+		if o.Project, err = probe.ProjectDir(o.Project, o.AllowDirty); err != nil {
+			return err
+		}
 	}
 	if err := o.validateSeparate(); err != nil {
 		return err

@@ -58,7 +58,7 @@ func checkWhere(rec *run.Recipe) string {
 	if _, ours, _ := parseJudgeCheck(rec.Check); ours {
 		return strings.Join(judgeCheckLines(), "; ")
 	}
-	return rec.CheckRoom.String()
+	return recipeCheckRoom(rec).String()
 }
 
 // checkReportLines says in a report where the run's check runs, a part a line, each indented.
@@ -66,7 +66,7 @@ func checkReportLines(rec *run.Recipe, indent string) string {
 	if _, ours, _ := parseJudgeCheck(rec.Check); ours {
 		return indent + strings.Join(judgeCheckLines(), "\n"+indent) + "\n"
 	}
-	return rec.CheckRoom.ReportLines(indent)
+	return recipeCheckRoom(rec).ReportLines(indent)
 }
 
 // checkResult is a check's verdict on a finished workspace.

@@ -184,6 +184,9 @@ func (o *CliffOptions) Validate() error {
 		if o.Caps.Set() {
 			return fmt.Errorf("--max-cost/--max-tokens with --run %s: the caps are the recording's (tare record --max-cost); drop them here", o.Run)
 		}
+		if o.Env != "" {
+			return fmt.Errorf("--env with --run %s: the tails run in the recording's own environment (its recipe.json keeps it); drop --env here", o.Run)
+		}
 		var err error
 		if o.Run, err = filepath.Abs(o.Run); err != nil {
 			return fmt.Errorf("--run %s: %v", o.Run, err)
@@ -400,7 +403,11 @@ func scoreRecording(ctx context.Context, env *tailEnv, rec *journal.Recording) (
 	if err := env.store.Restore(ctx, rec.Capsules[len(rec.Capsules)-1], work); err != nil {
 		return checkResult{}, fmt.Errorf("restoring the recording's last capsule: %v", err)
 	}
-	return runCheck(ctx, env.recipe.Check, work, time.Duration(env.recipe.CheckTimeout*float64(time.Second)), env.recipe.CheckRoom, env.cfg), nil
+	image, err := env.roomImage(ctx)
+	if err != nil {
+		return checkResult{}, err
+	}
+	return runCheck(ctx, env.recipe.Check, work, time.Duration(env.recipe.CheckTimeout*float64(time.Second)), env.checkRoom(image), env.cfg), nil
 }
 
 // fillCliffResult turns the search's last decision into the result.

@@ -32,11 +32,11 @@ import (
 const storeInRoom = "/tare-store"
 
 // snapCommand is the hook an agent runs after every tool call inside the room: it stages a
-// capsule of /work, named by the call's tool-use id (read from the hook's JSON on stdin),
+// capsule of the workspace (work: /work, or an image's WORKDIR), named by the call's tool-use id (read from the hook's JSON on stdin),
 // and prints nothing, since a hook's output reaches the agent. It asks the room's
 // snap-watch, which knows what changed.
-func snapCommand() string {
-	return capsule.HookCommand(snapBin(), sandbox.RunDir, storeInRoom, sandbox.WorkDir, capsule.SnapSocket)
+func snapCommand(work string) string {
+	return capsule.HookCommand(snapBin(), sandbox.RunDir, storeInRoom, work, capsule.SnapSocket)
 }
 
 // snapBin runs the hook and the watcher in the room: tare-room when tare has it beside
@@ -70,11 +70,15 @@ func record(ctx context.Context, env *tailEnv, side journal.Side, task string, s
 	}
 	inst := env.installs[a.Name()]
 	kind := agent.HookKind(a)
+	image, err := env.roomImage(ctx)
+	if err != nil {
+		return nil, err
+	}
 	p := room.Plan{Agent: a, Inst: inst, Config: env.cfg, Workspace: work, Sessions: filepath.Join(dir, "session"),
-		RunStore: stage, Login: env.upstream == ""}
+		RunStore: stage, Login: env.upstream == "", Image: image}
 	if kind == agent.HookInAgent {
 		for _, event := range agent.AfterToolEvents(a) {
-			p.Hooks = append(p.Hooks, agent.Hook{Event: event, Command: snapCommand()})
+			p.Hooks = append(p.Hooks, agent.Hook{Event: event, Command: snapCommand(roomWork(image))})
 		}
 	}
 	upstream, err := env.upstreamFor("original")
@@ -115,7 +119,7 @@ func record(ctx context.Context, env *tailEnv, side journal.Side, task string, s
 		// A watcher from before the agent starts hands each hook's tare snap the paths that
 		// changed, so a step costs what it changed, not what the workspace holds.
 		box.Argv = append([]string{snapBin(), "snap-watch", "--store", sandbox.RunDir, "--base", storeInRoom,
-			"--work", sandbox.WorkDir, "--"}, box.Argv...)
+			"--work", roomWork(image), "--"}, box.Argv...)
 	}
 	stdout, err := run.CreateFile(filepath.Join(dir, "stdout.jsonl"))
 	if err != nil {
@@ -273,6 +277,9 @@ type RecordOptions struct {
 	Prompt  string
 	Side    journal.Side
 	Project string
+	// Env is an environment folder whose image roots every room of the run, the check's
+	// included (--env; "": the host's); with no Project its WORKDIR contents are the start.
+	Env string
 	// Check scores the recording and every tail continued from it (optional).
 	Check        string
 	CheckTimeout time.Duration
@@ -319,8 +326,13 @@ func (o *RecordOptions) Validate() error {
 		return errors.New("give the task as PROMPT (or --prompt-file)")
 	}
 	var err error
-	if o.Project, err = probe.ProjectDir(o.Project, o.AllowDirty); err != nil {
+	if o.Env, err = checkEnv(o.Env); err != nil {
 		return err
+	}
+	if o.Project != "" || o.Env == "" {
+		if o.Project, err = probe.ProjectDir(o.Project, o.AllowDirty); err != nil {
+			return err
+		}
 	}
 	if o.Script != "" {
 		if _, err := modelserver.LoadScript(o.Script); err != nil {
@@ -343,7 +355,11 @@ func recordRun(ctx context.Context, o RecordOptions) (string, *journal.Recording
 	if o.cliff != nil {
 		kind = "cliff" // the journal's kind and the folder's, for the app; the recipe stays a recording
 	}
-	r, err := run.New(o.Out, filepath.Join(o.Config.StateDir, kind), o.Project, o.Bus)
+	e, err := buildEnv(ctx, o.Env, o.Config, o.Progress)
+	if err != nil {
+		return "", nil, err
+	}
+	r, err := run.New(o.Out, filepath.Join(o.Config.StateDir, kind), runName(o.Project, o.Env), o.Bus)
 	if err != nil {
 		return "", nil, err
 	}
@@ -356,12 +372,17 @@ func recordRun(ctx context.Context, o RecordOptions) (string, *journal.Recording
 	if err != nil {
 		return dir, nil, err
 	}
-	start, err := store.Snap(ctx, o.Project, "start")
+	project, dropStart, err := envStart(e, o.Project, dir)
+	if err != nil {
+		return dir, nil, err
+	}
+	defer dropStart()
+	start, err := store.Snap(ctx, project, "start")
 	if err != nil {
 		return dir, nil, fmt.Errorf("taking the project's capsule: %v", err)
 	}
 	a, _ := agent.ByName(o.Side.Agent)
-	rec := &run.Recipe{Tare: o.Version, Argv: o.Argv, Kind: "record", Time: time.Now().UTC(), Project: o.Project, Fingerprint: start.Root,
+	rec := &run.Recipe{Tare: o.Version, Argv: o.Argv, Kind: "record", Time: time.Now().UTC(), Project: o.Project, Fingerprint: start.Root, Env: recipeEnv(e, o.Project == ""),
 		Prompt: o.Prompt, Check: o.Check, CheckTimeout: o.CheckTimeout.Seconds(), AgentTimeout: o.AgentTimeout.Seconds(),
 		Sides: []journal.Side{o.Side}, Runs: 1, Jobs: 1, Keep: true, CheckRoom: run.NewCheckRoom(o.Config, o.CheckOnHost),
 		Agents: map[string]run.RecipeAgent{o.Side.Agent: {Version: installs[o.Side.Agent].Version, Bin: installs[o.Side.Agent].Bin, Snapshots: agent.HookKind(a)}}}
@@ -389,7 +410,7 @@ func recordRun(ctx context.Context, o RecordOptions) (string, *journal.Recording
 	if err := r.Emit(journal.Event{RunStarted: &journal.RunStarted{Kind: kind, Project: o.Project, Prompt: o.Prompt, Check: o.Check, CheckRoom: checkWhere(rec), Sides: rec.Sides, Budget: 1, Jobs: 1, Simulated: rec.ScriptText != ""}}); err != nil {
 		return dir, nil, err
 	}
-	if err := probeSides(ctx, r, rec.Sides, o.Project, o.Config, o.AllowDirty, o.Progress); err != nil {
+	if err := probeSides(ctx, r, rec.Sides, project, o.Config, o.AllowDirty, o.Progress); err != nil {
 		_ = r.Emit(journal.Event{RunFinished: &journal.RunFinished{Error: err.Error()}})
 		return dir, nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"tare/engine/journal"
 	"tare/engine/room"
 	"tare/engine/run"
+	"tare/environ"
 )
 
 // RerunKinds are the commands whose runs tare rerun repeats: the first word of a recipe's argv.
@@ -90,6 +91,17 @@ func PlanRerun(ctx context.Context, dir string, cfg *config.Config, version stri
 			return nil, fmt.Errorf("%s: the run's project %s cannot be read (%v); fix: restore the project folder", dir, rec.Project, err)
 		case root != rec.Fingerprint:
 			p.Drift = append(p.Drift, Drift{What: "project", Then: "content " + short(rec.Fingerprint), Now: "content " + short(root) + " (" + rec.Project + " changed)"})
+		}
+	}
+	if e := rec.Env; e != nil {
+		// The image a repeat would run in is the folder's now: one that digests otherwise is
+		// another environment, named before anything starts.
+		_, now, err := environ.CheckFolder(e.Dir)
+		switch {
+		case err != nil:
+			p.Drift = append(p.Drift, Drift{What: "environment", Then: "digest " + e.Short(), Now: "unreadable (" + run.Clip(err.Error(), 120) + ")"})
+		case now != e.Digest:
+			p.Drift = append(p.Drift, Drift{What: "environment", Then: "digest " + e.Short(), Now: "digest " + now[:12] + " (" + e.Dir + " changed; the repeat builds that image)"})
 		}
 	}
 	for _, key := range sortedKeys(rec.Inputs) {
@@ -204,7 +216,7 @@ func (p *RerunPlan) Args(out string) []string {
 }
 
 // pathFlags are the flags of the commands tare rerun repeats whose value is a path.
-var pathFlags = []string{"--project", "--script", "--prompt-file", "--run", "--rubric", "--out"}
+var pathFlags = []string{"--project", "--env", "--script", "--prompt-file", "--run", "--rubric", "--out"}
 
 // AbsoluteArgv is argv with the value of every path flag made absolute against dir, so that
 // the command line means the same from any working folder: recipes keep it so.

@@ -235,7 +235,11 @@ func Swap(ctx context.Context, o SwapOptions) (string, *SwapResult, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	r, err := run.New(o.Out, filepath.Join(o.Config.StateDir, "swap"), o.Project, o.Bus)
+	e, err := buildEnv(ctx, o.Env, o.Config, o.Progress)
+	if err != nil {
+		return "", nil, err
+	}
+	r, err := run.New(o.Out, filepath.Join(o.Config.StateDir, "swap"), runName(o.Project, o.Env), o.Bus)
 	if err != nil {
 		return "", nil, err
 	}
@@ -245,7 +249,7 @@ func Swap(ctx context.Context, o SwapOptions) (string, *SwapResult, error) {
 		o.Started(dir)
 	}
 	o.Started = nil // the originals' recordings are folders of this run, not runs to show
-	rec := &run.Recipe{Tare: o.Version, Argv: o.Argv, Kind: "swap", Time: time.Now().UTC(), Project: o.Project,
+	rec := &run.Recipe{Tare: o.Version, Argv: o.Argv, Kind: "swap", Time: time.Now().UTC(), Project: o.Project, Env: recipeEnv(e, o.Project == ""),
 		Prompt: o.Prompt, Check: o.Check, CheckTimeout: o.CheckTimeout.Seconds(), CheckRoom: run.NewCheckRoom(o.Config, o.CheckOnHost),
 		AgentTimeout: o.AgentTimeout.Seconds(), Sides: []journal.Side{o.A, o.B}, Jobs: set.Jobs, Keep: false, Agents: map[string]run.RecipeAgent{}, On: onRecipe(o.On)}
 	if err := rec.SetSettings(swapKey, set); err != nil {
@@ -310,8 +314,13 @@ func (o *SwapOptions) Validate() error {
 		return fmt.Errorf("--handoff %q: give trail (the steps so far, written) or workspace (the files alone)", set.Handoff)
 	}
 	var err error
-	if o.Project, err = probe.ProjectDir(o.Project, o.AllowDirty); err != nil {
+	if o.Env, err = checkEnv(o.Env); err != nil {
 		return err
+	}
+	if o.Project != "" || o.Env == "" {
+		if o.Project, err = probe.ProjectDir(o.Project, o.AllowDirty); err != nil {
+			return err
+		}
 	}
 	if o.Script != "" {
 		if _, err := modelserver.LoadScript(o.Script); err != nil {
@@ -358,6 +367,9 @@ func runSwap(ctx context.Context, r *run.Run, rec *run.Recipe, set swapSettings,
 				ro.CheckTimeout = time.Duration(rec.CheckTimeout * float64(time.Second))
 				ro.AgentTimeout = time.Duration(rec.AgentTimeout * float64(time.Second))
 				ro.CheckOnHost = rec.CheckRoom.OnHost
+				if ro.Env = ""; rec.Env != nil {
+					ro.Env = rec.Env.Dir // each original is built from (or found by) the run's environment
+				}
 				ro.Side, ro.Out, ro.Seed, ro.Bus = side, dir, rec.Seed+int64(len(rec.Sides)*k+i), nil
 				ro.scriptText, ro.scriptName = rec.ScriptText, rec.Script
 				if dir, recording, err = Record(ctx, ro); err != nil {

@@ -56,6 +56,11 @@ type tailEnv struct {
 	// budget is the run's --run-max-cost/--run-max-tokens, made once (see runBudget).
 	budget     *modelserver.Budget
 	budgetOnce sync.Once
+	// image is the recipe's environment image every room of the run is rooted in (nil: the
+	// host's), resolved once (roomImage).
+	image     *sandbox.Image
+	imageErr  error
+	imageOnce sync.Once
 }
 
 // runTail runs one attempt of a tail to its outcome and records it. An error is returned only
@@ -145,7 +150,11 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 		return notStarted(err.Error())
 	}
 	inst := env.installs[a.Name()]
-	p := room.Plan{Agent: a, Inst: inst, Config: env.cfg, Workspace: work, Sessions: filepath.Join(dir, "session"), Login: env.upstream == ""}
+	image, err := env.roomImage(ctx)
+	if err != nil {
+		return notStarted(err.Error())
+	}
+	p := room.Plan{Agent: a, Inst: inst, Config: env.cfg, Workspace: work, Sessions: filepath.Join(dir, "session"), Login: env.upstream == "", Image: image}
 	if spec.How == journal.HowNative {
 		if err := room.PlaceSession(&p, spec.Session, spec.SessionID); err != nil {
 			return notStarted(err.Error())
@@ -254,7 +263,7 @@ func tailBody(ctx context.Context, env *tailEnv, spec tailSpec, dir string, res 
 	}
 	// Said, not needed: a journal without it only shows the check as running.
 	_ = env.run.Emit(journal.Event{TailChecking: &journal.TailChecking{ID: spec.ID, TimeoutSeconds: env.recipe.CheckTimeout}})
-	c := runCheck(ctx, env.recipe.Check, work, time.Duration(env.recipe.CheckTimeout*float64(time.Second)), env.recipe.CheckRoom, env.cfg)
+	c := runCheck(ctx, env.recipe.Check, work, time.Duration(env.recipe.CheckTimeout*float64(time.Second)), env.checkRoom(image), env.cfg)
 	res.Passed, res.Score, res.CheckUsage, res.Judge = c.Passed, c.Score, c.Usage, c.Judge
 	if c.Output != nil {
 		// The check's own words: why a tail failed is in them, not in its exit code.

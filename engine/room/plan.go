@@ -36,6 +36,9 @@ type Plan struct {
 	Inert bool
 	// Model is the model the agent asks for (a workshop writer's); empty leaves its default.
 	Model string
+	// Image, when set, roots the room in an environment image (--env): its root read-only,
+	// the workspace at its WORKDIR, its ENV; nil roots it on the host's /usr.
+	Image *sandbox.Image
 	// Twin, when set, makes the room one of the probe's twins instead of a clean room.
 	Twin *Twin
 	// Helper is the tare-room the room runs its relay and in-room servers from; empty means

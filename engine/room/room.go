@@ -54,6 +54,7 @@ func Build(p Plan, upstream string) (sandbox.Room, Setup, error) {
 		RunStore:          p.RunStore,
 		Bwrap:             p.Config.Bwrap,
 		Helper:            p.HelperBin(),
+		Image:             p.Image,
 	}
 	for _, ro := range p.Config.Room.ReadOnly {
 		room.Binds = append(room.Binds, sandbox.Bind{Source: ro, Dest: ro, Try: true})

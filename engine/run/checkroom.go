@@ -34,6 +34,10 @@ type CheckRoom struct {
 	Env []string `json:"env,omitempty"`
 	// Network is the host's network, given by config [check] network = true.
 	Network bool `json:"network,omitempty"`
+	// Image, when set, roots the check's room in the run's environment image, the workspace
+	// at its WORKDIR, as the agent's room is (the recipe keeps the environment in Env, and
+	// the engine sets this from it).
+	Image *sandbox.Image `json:"-"`
 }
 
 // NewCheckRoom is the check's room from config [check], or the host when onHost.
@@ -63,6 +67,13 @@ func (c CheckRoom) lines() []string {
 		return []string{"ON THE HOST (--check-on-host): as you, with your environment, files and network"}
 	}
 	parts := []string{"in a room of its own: the workspace at /work read-write, a fresh home, none of your variables"}
+	if im := c.Image; im != nil {
+		short := im.Digest
+		if len(short) > 12 {
+			short = short[:12]
+		}
+		parts[0] = fmt.Sprintf("in a room of its own rooted in environment %s (read-only): the workspace at %s read-write, a fresh home, none of your variables", short, orWork(im.WorkDir))
+	}
 	if c.Network {
 		parts = append(parts, "network: HOST (check.network = true): host loopback and every network the host reaches")
 	} else {
@@ -78,6 +89,13 @@ func (c CheckRoom) lines() []string {
 		parts = append(parts, "env: "+strings.Join(c.Env, " "))
 	}
 	return parts
+}
+
+func orWork(dir string) string {
+	if dir == "" {
+		return sandbox.WorkDir
+	}
+	return dir
 }
 
 func bindLine(entry, mode string) string {
@@ -128,15 +146,17 @@ func (c CheckRoom) Validate(origin string) error {
 	return nil
 }
 
-// inUsr reports a read-only bind the room has already: every room holds the host's /usr
-// (/usr/local/go included) read-only at the same path.
+// inUsr reports a read-only bind the room has already: every room rooted on the host holds
+// the host's /usr (/usr/local/go included) read-only at the same path.
 func inUsr(host, room string) bool {
 	return host == room && strings.HasPrefix(filepath.Clean(host)+"/", "/usr/")
 }
 
-// Room is the sandbox a check runs in: the workspace dir at /work, cwd /work.
+// Room is the sandbox a check runs in: the workspace dir at /work (at the image's WORKDIR in
+// an environment image), cwd there.
 func (c CheckRoom) Room(check, dir, bwrap string, out io.Writer) sandbox.Room {
 	r := sandbox.Room{
+		Image:     c.Image,
 		Workspace: dir,
 		Argv:      []string{"/bin/sh", "-c", check},
 		Bwrap:     bwrap,
@@ -149,7 +169,7 @@ func (c CheckRoom) Room(check, dir, bwrap string, out io.Writer) sandbox.Room {
 		r.Network = sandbox.NetHost
 	}
 	for _, e := range c.ReadOnly {
-		if host, room := config.SplitBind(e); !inUsr(host, room) {
+		if host, room := config.SplitBind(e); c.Image != nil || !inUsr(host, room) {
 			r.Binds = append(r.Binds, sandbox.Bind{Source: host, Dest: room})
 		}
 	}

@@ -31,8 +31,10 @@ type Recipe struct {
 	// Project is the project's folder; Fingerprint is its capsule root before the run.
 	Project     string `json:"project"`
 	Fingerprint string `json:"fingerprint"`
-	Prompt      string `json:"prompt,omitempty"`
-	Check       string `json:"check,omitempty"`
+	// Env is the environment image the run's rooms are rooted in (--env; nil: the host's).
+	Env    *Env   `json:"env,omitempty"`
+	Prompt string `json:"prompt,omitempty"`
+	Check  string `json:"check,omitempty"`
 	// CheckTimeout and AgentTimeout are in seconds.
 	CheckTimeout float64 `json:"check_timeout"`
 	// CheckRoom is where the check runs: a room of its own from config [check], or the host
@@ -156,6 +158,28 @@ func (r *Recipe) DecodeSettings(key string, v any) (ok bool, err error) {
 		return false, fmt.Errorf("%s: field %s: %v; fix: give a run folder whose recipe tare wrote", RecipeFile, key, err)
 	}
 	return true, nil
+}
+
+// Env is the environment a run's rooms (the agents' and the check's) are rooted in, as
+// recipe.json keeps it: the folder it was built from and the digest of that build context.
+// A resume, a tail and a Slurm node use the image of that digest (built again from Dir when
+// the cache no longer holds it, and refused when Dir now digests otherwise); tare rerun names
+// a Dir that drifted.
+type Env struct {
+	Dir    string `json:"dir"`
+	Digest string `json:"digest"`
+	// WorkDir is the image's WORKDIR, where the workspace is in every room of the run.
+	WorkDir string `json:"workdir"`
+	// FromImage says the run's start workspace is the image's WORKDIR contents (no --project).
+	FromImage bool `json:"from_image,omitempty"`
+}
+
+// Short is the digest's first 12 characters, as tare env ls prints it.
+func (e *Env) Short() string {
+	if len(e.Digest) < 12 {
+		return e.Digest
+	}
+	return e.Digest[:12]
 }
 
 // RecipeAgent is one agent as the run used it.
