@@ -141,3 +141,16 @@ func recipeCheckRoom(rec *run.Recipe) run.CheckRoom {
 	}
 	return cr
 }
+
+// startLabel names what a run started from, for its report's first line: the project, the
+// image's WORKDIR, or the project in the image.
+func startLabel(rec *run.Recipe) string {
+	e := rec.Env
+	switch {
+	case e == nil:
+		return rec.Project
+	case rec.Project == "":
+		return fmt.Sprintf("environment %s (%s), from its WORKDIR %s", e.Short(), e.Dir, e.WorkDir)
+	}
+	return fmt.Sprintf("%s in environment %s (%s) at %s", rec.Project, e.Short(), e.Dir, e.WorkDir)
+}

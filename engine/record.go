@@ -29,7 +29,7 @@ import (
 // plant `blobs/ab -> /etc/cron.d` and have the host's next snapshot write there). It reads
 // the store at storeInRoom and writes its capsules to a staging folder of its own at
 // sandbox.RunDir; the host imports them, checking every object, once the room is gone.
-const storeInRoom = "/tare-store"
+const storeInRoom = sandbox.StoreDir
 
 // snapCommand is the hook an agent runs after every tool call inside the room: it stages a
 // capsule of the workspace (work: /work, or an image's WORKDIR), named by the call's tool-use id (read from the hook's JSON on stdin),
@@ -438,7 +438,7 @@ func finishRecord(r *run.Run, rec *run.Recipe, recording *journal.Recording) (st
 		check = fmt.Sprintf("  check     %s\n%s", rec.Check, checkReportLines(rec, "            "))
 	}
 	report := journal.Printable(fmt.Sprintf("tare record · %s\n  task      %s\n  agent     %s (%s; capsules from %s)\n%s  steps     %d\n%s",
-		rec.Project, rec.Prompt, sideLabel(rec.Sides[0]), recording.Exit, recording.Snapshots, check, len(recording.Steps), stepSummary(recording)))
+		startLabel(rec), rec.Prompt, sideLabel(rec.Sides[0]), recording.Exit, recording.Snapshots, check, len(recording.Steps), stepSummary(recording)))
 	if st := recording.Stopped; st != nil {
 		report += journal.Printable("  stopped   " + st.Line() + "\n            the provider, not the agent, ended this run: its last steps say nothing about the agent; record it again\n")
 	}

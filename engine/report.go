@@ -21,7 +21,7 @@ func calibrateReport(rec *run.Recipe, st *journal.RunState) string {
 
 func calibrateText(rec *run.Recipe, st *journal.RunState) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "tare calibrate · %s\n", rec.Project)
+	fmt.Fprintf(&b, "tare calibrate · %s\n", startLabel(rec))
 	shared := false
 	for _, s := range rec.Sides {
 		shared = shared || s.Prompt == ""

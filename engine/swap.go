@@ -717,7 +717,7 @@ func SwapFamilyOf(cuts []SwapCut) SwapFamily {
 func SwapReport(rec *run.Recipe, res *SwapResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "tare swap · %s\n  task      %s\n  check     %s\n  a         %s\n  b         %s\n  handoff   %s\n",
-		rec.Project, rec.Prompt, rec.Check, res.A, res.B, res.Handoff)
+		startLabel(rec), rec.Prompt, rec.Check, res.A, res.B, res.Handoff)
 	level := fmt.Sprintf("%.4g%%", 100*res.Family.Level)
 	if res.Detect > 0 {
 		fmt.Fprintf(&b, "  tails     %d a cell, sized by --detect %g: a real effect of %g at rates near one half is called with 80%% power\n", res.Tails, res.Detect, res.Detect)

@@ -33,12 +33,17 @@ type Image struct {
 	Runtime string            // host folder bound read-only at RuntimeDir ("" = none); its bin/ ends PATH
 	Digest  string            // the environment's digest, named in Declared
 	User    string            // the image's USER, named in Declared (the room's user is always User)
+	// AtWork binds the workspace at /work too, with the same guards, and starts the command
+	// there: the agent CLIs' settings (trusted folders) and sessions (Claude's -work project,
+	// pi's --work-- folder) are at /work, so an agent room keeps them there while the
+	// WORKDIR holds the same files, for an instruction that names it and for the check.
+	AtWork bool
 }
 
 // mountPoints are the folders and files tare mounts over in an image room; PrepareRoot makes
 // them in the image's root, which the room sees read-only.
 var (
-	rootDirs  = []string{"/proc", "/dev", "/tmp", HomeDir, "/opt/tare", AgentDir, SockDir, RunDir, RuntimeDir, "/etc"}
+	rootDirs  = []string{"/proc", "/dev", "/tmp", WorkDir, HomeDir, "/opt/tare", AgentDir, SockDir, RunDir, StoreDir, RuntimeDir, "/etc"}
 	rootFiles = []string{"/etc/passwd", "/etc/group", "/etc/hosts", "/etc/resolv.conf"}
 )
 
@@ -112,6 +117,21 @@ func mkdirNoFollow(root, dir string) error {
 	return nil
 }
 
+// workDirs are where the room's workspace is bound: workDir, and /work too for an image
+// room that asks for it (Image.AtWork).
+func (r Room) workDirs() []string {
+	if wd := r.workDir(); r.Image != nil && r.Image.AtWork && wd != WorkDir {
+		return []string{wd, WorkDir}
+	}
+	return []string{r.workDir()}
+}
+
+// cwd is where the room's command starts: its last workspace folder.
+func (r Room) cwd() string {
+	wds := r.workDirs()
+	return wds[len(wds)-1]
+}
+
 // workDir is where the room's workspace is: WorkDir, or the image's WORKDIR.
 func (r Room) workDir() string {
 	if r.Image != nil && r.Image.WorkDir != "" {
@@ -156,6 +176,9 @@ func (r Room) checkImage() error {
 			return fmt.Errorf("room: Image.WorkDir %q collides with the room's %s: the image's WORKDIR must be a folder of its own, such as /app", w, p)
 		}
 	}
+	if w := r.workDir(); im.AtWork && w != WorkDir && (strings.HasPrefix(w, WorkDir+"/") || strings.HasPrefix(WorkDir, w+"/")) {
+		return fmt.Errorf("room: Image.WorkDir %q is above or below %s, where an agent's room binds the workspace too: the image's WORKDIR must be a folder of its own, such as /app", w, WorkDir)
+	}
 	for k, v := range im.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
 			return fmt.Errorf("room: Image.Env has %q, no variable a room can carry: drop it", k)
@@ -165,7 +188,7 @@ func (r Room) checkImage() error {
 }
 
 // reservedImage are the room's own paths an image's WORKDIR may not be at, above or below.
-var reservedImage = []string{"/proc", "/dev", "/tmp", "/etc", "/usr", HomeDir, "/opt/tare", AgentDir, SockDir, RunDir, RuntimeDir}
+var reservedImage = []string{"/proc", "/dev", "/tmp", "/etc", "/usr", HomeDir, "/opt/tare", AgentDir, SockDir, RunDir, StoreDir, RuntimeDir}
 
 // validateImage checks on the host that the image root holds every mount point the room
 // needs (PrepareRoot makes them), none of them through a symlink.

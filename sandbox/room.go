@@ -31,6 +31,7 @@ const (
 	AgentDir = "/opt/agent"     // the agent runtime folder, read-only
 	SockDir  = "/run/tare"      // relay unix sockets, bound from a host temp folder
 	RunDir   = "/tare-run"      // the run store (capsules), read-write when set
+	StoreDir = "/tare-store"    // a recording's capsule store, read-only, which the capsule hook reads
 	ShmDir   = "/dev/shm"       // a private tmpfs for POSIX shared memory
 	UID      = 1000             // uid of the agent inside
 	GID      = 1000             // gid of the agent inside
@@ -420,13 +421,14 @@ func (r Room) Args(fds FDs) ([]string, error) {
 	if r.Helper != "" {
 		a = append(a, "--ro-bind", r.Helper, HelperBin)
 	}
-	wd := r.workDir()
-	if r.WorkspaceReadOnly {
-		a = append(a, "--ro-bind", r.Workspace, wd)
-	} else {
-		a = append(a, "--bind", r.Workspace, wd)
+	for _, wd := range r.workDirs() {
+		if r.WorkspaceReadOnly {
+			a = append(a, "--ro-bind", r.Workspace, wd)
+		} else {
+			a = append(a, "--bind", r.Workspace, wd)
+		}
+		a = append(a, r.guardArgs(wd)...)
 	}
-	a = append(a, r.guardArgs()...)
 	if r.RunStore != "" {
 		a = append(a, "--bind", r.RunStore, RunDir)
 	}
@@ -456,7 +458,7 @@ func (r Room) Args(fds FDs) ([]string, error) {
 	if fds.Info > 2 {
 		a = append(a, "--info-fd", strconv.Itoa(fds.Info))
 	}
-	a = append(a, "--chdir", wd, "--remount-ro", "/", "--")
+	a = append(a, "--chdir", r.cwd(), "--remount-ro", "/", "--")
 	a = append(a, r.command(fds)...)
 	if r.mutate != nil {
 		a = r.mutate(slices.Clone(a))
@@ -526,7 +528,7 @@ func (r Room) hostRootArgs(fds FDs, perms bool) []string {
 
 // guardArgs binds each guarded path read-only over the workspace, its folders first, each
 // over itself; shallower paths first, so a deeper bind is never hidden by a later one.
-func (r Room) guardArgs() []string {
+func (r Room) guardArgs(wd string) []string {
 	guards := slices.Clone(r.Guard)
 	sort.SliceStable(guards, func(i, j int) bool { return strings.Count(guards[i], "/") < strings.Count(guards[j], "/") })
 	isGuard := map[string]bool{}
@@ -541,10 +543,10 @@ func (r Room) guardArgs() []string {
 			p := strings.Join(parts[:i], "/")
 			if !pinned[p] && !isGuard[p] {
 				pinned[p] = true
-				a = append(a, "--bind", path.Join(r.Workspace, p), path.Join(r.workDir(), p))
+				a = append(a, "--bind", path.Join(r.Workspace, p), path.Join(wd, p))
 			}
 		}
-		a = append(a, "--ro-bind", path.Join(r.Workspace, g), path.Join(r.workDir(), g))
+		a = append(a, "--ro-bind", path.Join(r.Workspace, g), path.Join(wd, g))
 	}
 	return a
 }
@@ -614,7 +616,7 @@ var rootLinks = map[string]bool{"bin": true, "sbin": true, "lib": true, "lib64":
 
 // reserved are room paths a Bind may not cover or sit below.
 func (r Room) reserved() []string {
-	res := []string{"/proc", "/dev", "/usr", "/etc", SockDir, TareBin, HelperBin, AgentDir, RunDir, r.workDir()}
+	res := append([]string{"/proc", "/dev", "/usr", "/etc", SockDir, TareBin, HelperBin, AgentDir, RunDir}, r.workDirs()...)
 	if r.Image != nil {
 		res = append(res, "/opt/tare", RuntimeDir)
 	}
@@ -694,7 +696,7 @@ func (r Room) check() error {
 		for _, p := range r.reserved() {
 			if b.Dest == p || strings.HasPrefix(b.Dest, p+"/") {
 				why := "tare owns it"
-				if p == r.workDir() {
+				if slices.Contains(r.workDirs(), p) {
 					why = "a symlink an agent planted in the workspace could redirect the mount"
 				}
 				return fmt.Errorf("room: %s %q is at or below %s (%s): choose another destination", field, b.Dest, p, why)
@@ -874,7 +876,7 @@ func (r Room) Declared() []string {
 			d = append(d, fmt.Sprintf("runtime: tare's %s at %s (read-only)", im.Runtime, RuntimeDir))
 		}
 	}
-	d = append(d, fmt.Sprintf("workspace: %s at %s (%s)", r.Workspace, r.workDir(), mode))
+	d = append(d, fmt.Sprintf("workspace: %s at %s (%s)", r.Workspace, strings.Join(r.workDirs(), " and "), mode))
 	if len(r.Guard) > 0 && !r.WorkspaceReadOnly {
 		d = append(d, fmt.Sprintf("workspace: read-only within it, as the host runs from them: %s", strings.Join(r.Guard, ", ")))
 	}

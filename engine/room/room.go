@@ -54,7 +54,13 @@ func Build(p Plan, upstream string) (sandbox.Room, Setup, error) {
 		RunStore:          p.RunStore,
 		Bwrap:             p.Config.Bwrap,
 		Helper:            p.HelperBin(),
-		Image:             p.Image,
+	}
+	if p.Image != nil {
+		// The agent works in /work, where its CLI's settings and sessions are, the WORKDIR
+		// holding the same files (sandbox.Image.AtWork).
+		im := *p.Image
+		im.AtWork = true
+		room.Image = &im
 	}
 	for _, ro := range p.Config.Room.ReadOnly {
 		room.Binds = append(room.Binds, sandbox.Bind{Source: ro, Dest: ro, Try: true})
