@@ -177,3 +177,28 @@ func TestRecordThenTailInImage(t *testing.T) {
 		t.Errorf("a tail whose environment now digests otherwise: %s %q, want no verdict saying %q", res.Status, res.AgentExit, want)
 	}
 }
+
+// TestSlurmTailInImage: calibrate --on slurm --env sends its tail to a node of the local
+// cluster, whose worker roots the agent's room and the check's in the recipe's image (found
+// in the cache by the recipe's digest): the tail runs on a node and passes, which only the
+// image's tasktool lets it.
+func TestSlurmTailInImage(t *testing.T) {
+	slurmUp(t)
+	envDir, script := stampEnv(t)
+	r := newRun(t, "")
+	out := filepath.Join(r.home, "run")
+	if r.tare(t, "calibrate", "Stamp the task", "--side", "pi", "--runs", "1", "--script", script, "--check", stampCheck,
+		"--env", envDir, "--out", out, "--on", "slurm"); r.code != 0 {
+		t.Fatalf("calibrate --on slurm --env: exit %d\n%s", r.code, r.stderr)
+	}
+	events := readEvents(out)
+	st := journal.Replay("run", events)
+	tl, ok := st.Tails["a-0"]
+	if !ok || tl.Status != journal.StatusPassed {
+		t.Fatalf("the tail on Slurm: %+v, want passed in the image", tl)
+	}
+	ps := places(events)["a-0"]
+	if len(ps) < 2 || ps[1].Node == "" || ps[1].Job == "" {
+		t.Errorf("the tail's places %+v: want it running on a node with a job id", ps)
+	}
+}

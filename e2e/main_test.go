@@ -224,6 +224,8 @@ func TestBadInputIsOneLineAndLeavesNothing(t *testing.T) {
 		{"swap handoff unknown", "", []string{"swap", "x", "--check", "true", "--handoff", "email", "--project", project}, []string{"--handoff", "trail"}},
 		{"swap agent not installed", "[agents.codex]\nbin = \"/nonexistent/codex\"\n", []string{"swap", "x", "--check", "true", "--project", project}, []string{"/nonexistent/codex", "agents.codex.bin"}},
 		{"cliff agent not installed", "[agents.codex]\nbin = \"/nonexistent/codex\"\n", []string{"cliff", "codex", "x", "--check", "true", "--project", project}, []string{"/nonexistent/codex", "agents.codex.bin"}},
+		{"env folder missing", "", []string{"calibrate", "x", "--side", "pi", "--env", "/nonexistent/env"}, []string{"--env /nonexistent/env: not a folder", "fix:"}},
+		{"env folder without a Dockerfile", "", []string{"record", "x", "--side", "pi", "--env", project}, []string{"--env " + project + ": no Dockerfile in it", "fix:"}},
 		{"cliff gap outside [0,1]", "", []string{"cliff", "pi", "x", "--check", "true", "--gap-below", "2", "--project", project}, []string{"--gap-below 2", "between 0 and 1"}},
 	}
 	for _, c := range cases {
