@@ -48,7 +48,8 @@ hosts in the config's network.allow; --offline points it at tare's own model ser
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&project, "project", ".", "the folder the agent works in (bound read-write at /work)")
+	f.StringVar(&project, "project", ".", "the folder the agent works in (bound read-write at /work, and at the image's WORKDIR with --env)")
+	envFlag(cmd, &opts.Env)
 	f.BoolVar(&opts.AllowDirty, "allow-dirty", false, `start even when the reading is not "tare: 0.00"`)
 	f.BoolVar(&opts.Yolo, "yolo", false, "skip the agent's permission prompts (the room stays)")
 	f.BoolVar(&opts.Offline, "offline", false, "talk to tare's own model server instead of the real provider")

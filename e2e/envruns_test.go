@@ -2,11 +2,15 @@ package e2e
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/creack/pty"
 
 	"tare/engine/journal"
 	enginerun "tare/engine/run"
@@ -200,5 +204,39 @@ func TestSlurmTailInImage(t *testing.T) {
 	ps := places(events)["a-0"]
 	if len(ps) < 2 || ps[1].Node == "" || ps[1].Job == "" {
 		t.Errorf("the tail's places %+v: want it running on a node with a job id", ps)
+	}
+}
+
+// TestAttachedInImage: tare pi --env DIR on a terminal, offline on the stamp script: the
+// agent's shell runs in the image (tasktool is the image's), on the project itself, which
+// the room binds at the image's WORKDIR, so stamp.txt lands in the project.
+func TestAttachedInImage(t *testing.T) {
+	envDir, script := stampEnv(t)
+	r := newRun(t, "")
+	project := t.TempDir()
+	os.WriteFile(filepath.Join(project, "task.txt"), []byte("the project's own task\n"), 0o644)
+	cmd := exec.Command(tareBin, "pi", "--offline", "--script", script, "--env", envDir, "--project", project)
+	cmd.Env = append(r.env(), "TERM=xterm-256color")
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scr := &screen{}
+	go func() { _, _ = io.Copy(scr, tty) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		tty.Close()
+	})
+	scr.waitFor(t, "tare: 0.00", 1, 3*time.Minute)
+	scr.waitFor(t, "tare-model", 1, time.Minute)
+	io.WriteString(tty, "Stamp the task\r")
+	scr.waitFor(t, "Done.", 1, 2*time.Minute)
+	got, err := os.ReadFile(filepath.Join(project, "stamp.txt"))
+	if err != nil || string(got) != "stamped by tasktool\n" {
+		t.Errorf("stamp.txt in the project: %q (%v), want the image's tasktool's line", got, err)
+	}
+	io.WriteString(tty, "\x04")
+	if code := exitCode(t, cmd, time.Minute); code != 0 {
+		t.Errorf("tare exited %d after the agent exited 0", code)
 	}
 }

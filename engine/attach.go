@@ -23,7 +23,10 @@ import (
 type AttachOptions struct {
 	Agent   agent.Agent
 	Project string
-	Config  *config.Config
+	// Env is an environment folder whose image roots the room (--env; "": the host's); the
+	// project is bound at the image's WORKDIR (and at /work, where the agent starts).
+	Env    string
+	Config *config.Config
 	// Args go to the agent after its own interactive arguments.
 	Args []string
 	// AllowDirty starts the agent even when the reading is not "tare: 0.00".
@@ -53,6 +56,9 @@ func (o *AttachOptions) Validate() error {
 	if o.Project, err = probe.ProjectDir(o.Project, o.AllowDirty); err != nil {
 		return err
 	}
+	if o.Env, err = checkEnv(o.Env); err != nil {
+		return err
+	}
 	if o.Script != "" {
 		o.Offline = true
 		if _, err := modelserver.LoadScript(o.Script); err != nil {
@@ -74,6 +80,10 @@ func Attach(ctx context.Context, o AttachOptions) (int, error) {
 	}
 	if o.Stdin == nil {
 		o.Stdin, o.Stdout, o.Stderr = os.Stdin, os.Stdout, os.Stderr
+	}
+	image, err := attachImage(ctx, o)
+	if err != nil {
+		return 0, err
 	}
 	reading, err := probe.Probe(ctx, probe.ProbeOptions{Agent: o.Agent, Project: o.Project, Config: o.Config, Progress: o.Stderr, HostNetwork: o.HostNetwork, AllowDirty: o.AllowDirty})
 	if err != nil {
@@ -101,6 +111,7 @@ func Attach(ctx context.Context, o AttachOptions) (int, error) {
 		git.After(ctx, o.Stderr)
 	}()
 	p := room.Plan{Agent: o.Agent, Inst: inst, Config: o.Config, Workspace: o.Project, HostNet: o.HostNetwork, Login: o.Login && !o.Offline, Guard: git.Paths}
+	p.Image = image
 	upstream := ""
 	if o.Offline {
 		opts := modelserver.Options{}
@@ -171,4 +182,14 @@ func runOnTerminal(ctx context.Context, t Terminal, room sandbox.Room, tee io.Wr
 		}
 		return proc, nil
 	}, tee)
+}
+
+// attachImage is the image the attached room is rooted in (--env), built or found in the
+// cache before anything starts; nil for the host's.
+func attachImage(ctx context.Context, o AttachOptions) (*sandbox.Image, error) {
+	e, err := buildEnv(ctx, o.Env, o.Config, o.Stderr)
+	if err != nil || e == nil {
+		return nil, err
+	}
+	return roomOf(ctx, *e, o.Config)
 }

@@ -71,9 +71,15 @@ func envImage(ctx context.Context, ref *run.Env, cfg *config.Config, progress io
 				ref.Short(), ref.Dir, e.Short(), ref.Short())
 		}
 	}
-	runtime, err := cache.AgentRuntime(ctx)
+	return roomOf(ctx, e, cfg)
+}
+
+// roomOf is the room image of a built environment, with tare's node runtime for the npm
+// agent CLIs beside it.
+func roomOf(ctx context.Context, e environ.Env, cfg *config.Config) (*sandbox.Image, error) {
+	runtime, err := envCache(cfg).AgentRuntime(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("environment %s: the agent's node runtime: %v", ref.Short(), err)
+		return nil, fmt.Errorf("environment %s: the agent's node runtime: %v", e.Short(), err)
 	}
 	return e.Room(runtime), nil
 }
