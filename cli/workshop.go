@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -67,6 +68,7 @@ type writerFlags struct {
 	timeout time.Duration
 	seed    int64
 	on      string
+	env     string
 }
 
 // add declares the flags of a command that runs writers: --on (where, in the command's own
@@ -75,6 +77,7 @@ func (wf *writerFlags) add(cmd *cobra.Command, onUsage string) {
 	wf.addScripts(cmd)
 	cmd.Flags().DurationVar(&wf.timeout, "timeout", engine.DefaultAgentTimeout, "a writer running longer is stopped; its partial prose is kept and it is failed with the reason")
 	cmd.Flags().StringVar(&wf.on, "on", engine.OnLocal, onUsage)
+	envFlag(cmd, &wf.env)
 }
 
 // addScripts are the flags that put writers on tare's model server.
@@ -84,7 +87,7 @@ func (wf *writerFlags) addScripts(cmd *cobra.Command) {
 	f.Int64Var(&wf.seed, "seed", 0, "seed of the scripts' branch draws")
 }
 
-func (wf *writerFlags) options(e *workshop.Exp, writers []string) (workshop.RunOptions, error) {
+func (wf *writerFlags) options(ctx context.Context, e *workshop.Exp, writers []string) (workshop.RunOptions, error) {
 	o := workshop.RunOptions{Writers: writers, Jobs: 1, Timeout: wf.timeout, Seed: wf.seed, On: wf.on, Progress: os.Stderr, Scripts: map[string]string{}}
 	if wf.timeout < 0 {
 		return o, fmt.Errorf("--timeout %s: give a positive duration, e.g. 20m", wf.timeout)
@@ -100,7 +103,10 @@ func (wf *writerFlags) options(e *workshop.Exp, writers []string) (workshop.RunO
 		o.Scripts[who] = file
 	}
 	var err error
-	o.Config, err = settings()
+	if o.Config, err = settings(); err != nil {
+		return o, err
+	}
+	o.Env, err = engine.OpenEnv(ctx, wf.env, o.Config, os.Stderr)
 	return o, err
 }
 
@@ -124,7 +130,7 @@ result is one status per writer on stdout (exit 1 when one did not complete).`,
 			if err != nil {
 				return err
 			}
-			o, err := wf.options(e, args[1:])
+			o, err := wf.options(cmd.Context(), e, args[1:])
 			if err != nil {
 				return err
 			}
@@ -167,7 +173,7 @@ reason. The stopped attempt is archived whole under records/WRITER/attempts/NN f
 			if err != nil {
 				return err
 			}
-			o, err := wf.options(e, []string{args[1]})
+			o, err := wf.options(cmd.Context(), e, []string{args[1]})
 			if err != nil {
 				return err
 			}
@@ -511,7 +517,7 @@ one lives. Exit the agent when done: the writer is then collected.`,
 			if err != nil {
 				return err
 			}
-			o, err := wf.options(e, []string{args[1]})
+			o, err := wf.options(cmd.Context(), e, []string{args[1]})
 			if err != nil {
 				return err
 			}
@@ -527,5 +533,6 @@ one lives. Exit the agent when done: the writer is then collected.`,
 		},
 	}
 	wf.addScripts(cmd)
+	envFlag(cmd, &wf.env)
 	return cmd
 }

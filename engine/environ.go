@@ -43,6 +43,20 @@ func buildEnv(ctx context.Context, dir string, cfg *config.Config, progress io.W
 	return &e, nil
 }
 
+// OpenEnv checks and builds an environment folder (or finds its digest in the cache) for a
+// caller that starts rooms of its own (the workshop's writers), and returns what their
+// options carry: the folder, digest and WORKDIR. "" is nil: rooms rooted on the host.
+func OpenEnv(ctx context.Context, dir string, cfg *config.Config, progress io.Writer) (*run.Env, error) {
+	if _, err := checkEnv(dir); err != nil {
+		return nil, err
+	}
+	e, err := buildEnv(ctx, dir, cfg, progress)
+	if err != nil {
+		return nil, err
+	}
+	return recipeEnv(e, false), nil
+}
+
 // recipeEnv is what the recipe keeps of a run's environment; fromImage when the start
 // workspace is the image's WORKDIR contents.
 func recipeEnv(e *environ.Env, fromImage bool) *run.Env {

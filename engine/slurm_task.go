@@ -45,6 +45,7 @@ type writerTask struct {
 	Prompt   string        `json:"prompt"`
 	Resume   string        `json:"resume,omitempty"`
 	Timeout  time.Duration `json:"timeout"`
+	Env      *run.Env      `json:"env,omitempty"`
 }
 
 // What a writer's end capsule holds besides work/ and session/: its stdout and stderr.
@@ -270,7 +271,7 @@ func workTask(ctx context.Context, job slurmJob, x, node string) error {
 	stderr := filepath.Join(local, taskStderr)
 	// stdout straight into the exchange folder, so the submitting tare shows it as it grows.
 	end, err := RunWriter(ctx, WriterOptions{Agent: t.Agent, Model: t.Model, Args: t.Args, Workspace: project, ReadOnly: t.ReadOnly,
-		Sessions: filepath.Join(in, "session"), Prompt: t.Prompt, Resume: t.Resume, Upstream: job.Upstream, Timeout: t.Timeout,
+		Sessions: filepath.Join(in, "session"), Prompt: t.Prompt, Resume: t.Resume, Upstream: job.Upstream, Timeout: t.Timeout, Env: t.Env,
 		Config: job.Config, Events: filepath.Join(x, "stdout.jsonl"), Stderr: stderr}, inst)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -380,7 +381,7 @@ func (c *Cluster) RunWriter(ctx context.Context, id string, o WriterOptions, ins
 		n++
 	}
 	job := slurmJob{Config: o.Config, Installs: map[string]agent.Install{o.Agent: inst}, Upstream: o.Upstream,
-		Writer: &writerTask{Agent: o.Agent, Model: o.Model, Args: o.Args, ReadOnly: o.ReadOnly, Prompt: o.Prompt, Resume: o.Resume, Timeout: o.Timeout}}
+		Writer: &writerTask{Agent: o.Agent, Model: o.Model, Args: o.Args, ReadOnly: o.ReadOnly, Prompt: o.Prompt, Resume: o.Resume, Timeout: o.Timeout, Env: o.Env}}
 	t := writerFollow(id, o, events, 0, placed)
 	t.name, t.what, t.runDir, t.job, t.out, t.end = fmt.Sprintf("%s.%d", id, n), "writer "+id, rec, job, out, filepath.Join(staging, "end")
 	wr, err := b.runTask(ctx, t)

@@ -29,6 +29,9 @@ type WriterOptions struct {
 	Args      []string
 	Workspace string
 	ReadOnly  []string
+	// Env is the environment image the writer's room is rooted in (--env; nil: the host's),
+	// the workspace at its WORKDIR; a node finds it by digest or builds it from its folder.
+	Env *run.Env
 	// Sessions is a host folder bound at the agent's session root, so the session outlives the
 	// room and a later resume finds it.
 	Sessions string
@@ -135,8 +138,12 @@ func RunWriter(ctx context.Context, o WriterOptions, inst agent.Install) (Writer
 	if err != nil {
 		return WriterEnd{}, err
 	}
+	image, err := envImage(ctx, o.Env, o.Config, nil)
+	if err != nil {
+		return WriterEnd{}, err
+	}
 	p := room.Plan{Agent: a, Inst: inst, Config: o.Config, Workspace: o.Workspace, Guard: o.ReadOnly, Sessions: o.Sessions,
-		Login: o.Upstream == "", Model: o.Model}
+		Login: o.Upstream == "", Model: o.Model, Image: image}
 	var placed []byte
 	if o.Resume != "" {
 		if placed, err = room.ReadSession(a, o.Sessions, o.Resume); err != nil {
@@ -241,8 +248,12 @@ func RunManualWriter(ctx context.Context, o WriterOptions, inst agent.Install, t
 	if err != nil {
 		return 0, nil, err
 	}
+	image, err := envImage(ctx, o.Env, o.Config, nil)
+	if err != nil {
+		return 0, nil, err
+	}
 	p := room.Plan{Agent: a, Inst: inst, Config: o.Config, Workspace: o.Workspace, Guard: o.ReadOnly, Sessions: o.Sessions,
-		Login: o.Upstream == "", Model: o.Model}
+		Login: o.Upstream == "", Model: o.Model, Image: image}
 	box, setup, err := room.Build(p, o.Upstream)
 	if err != nil {
 		return 0, nil, err

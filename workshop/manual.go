@@ -61,7 +61,7 @@ func Manual(ctx context.Context, e *Exp, id string, o RunOptions, t engine.Termi
 	}
 	fmt.Fprintf(out, "workshop: %s by hand in a room proven clean (%s); tell it to read /work/START.md; exit the agent when done\r\n", id, verdict)
 	code, argv, err := engine.RunManualWriter(ctx, engine.WriterOptions{Agent: s.Config.Agent, Model: s.Config.Model, Args: append(effortArgs(s.Config.Agent, s.Config.Effort), s.Config.Args...),
-		Workspace: work, ReadOnly: []string{"input", "START.md"}, Sessions: sessions, Upstream: up, Config: o.Config}, inst, t, log)
+		Workspace: work, ReadOnly: []string{"input", "START.md"}, Env: o.Env, Sessions: sessions, Upstream: up, Config: o.Config}, inst, t, log)
 	ended := time.Now().UTC()
 	s.EndedAt, s.PID, s.Identity, s.Exit = &ended, 0, "", &code
 	if err != nil {

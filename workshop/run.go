@@ -16,6 +16,7 @@ import (
 	"tare/config"
 	"tare/engine"
 	"tare/engine/journal"
+	enginerun "tare/engine/run"
 	"tare/modelserver"
 )
 
@@ -38,7 +39,9 @@ type RunOptions struct {
 	Progress io.Writer
 	// On is where the writers run: "" or local on this machine, slurm one Slurm job each
 	// (slurm.go); writers is that backend while Run runs.
-	On      string
+	On string
+	// Env is the environment image every writer's room is rooted in (--env; nil: the host's).
+	Env     *enginerun.Env
 	writers engine.Writers
 }
 
@@ -285,7 +288,7 @@ func runWriterLocked(ctx context.Context, e *Exp, id string, o RunOptions, srv *
 	args := append(effortArgs(s.Config.Agent, s.Config.Effort), s.Config.Args...)
 	say(o.Progress, "%s [%s/%s] starts writing%s", id, s.Config.Agent, s.Config.Model, again(s))
 	end, err := o.runWriter(ctx, id, engine.WriterOptions{Agent: s.Config.Agent, Model: s.Config.Model, Args: args,
-		Workspace: work, ReadOnly: []string{"input", "START.md"}, Sessions: sessions, Prompt: prompt, Resume: resume,
+		Workspace: work, ReadOnly: []string{"input", "START.md"}, Env: o.Env, Sessions: sessions, Prompt: prompt, Resume: resume,
 		Upstream: up, Timeout: o.Timeout, Config: o.Config,
 		Events: filepath.Join(rec, "events.jsonl"), Stderr: filepath.Join(rec, "stderr.log"),
 		Started: func(pid int, argv []string) {
