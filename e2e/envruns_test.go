@@ -240,3 +240,42 @@ func TestAttachedInImage(t *testing.T) {
 		t.Errorf("tare exited %d after the agent exited 0", code)
 	}
 }
+
+// stampWriter is a workshop writer on tare's model server that runs the image's tool into
+// its draft.
+const stampWriter = `
+final = "The scene is in drafts/scene.md."
+
+[[turn]]
+text = "Reading the assignment first."
+shell = "cat /work/START.md"
+
+[[turn]]
+text = "Stamping the draft."
+shell = "mkdir -p drafts && { tasktool; echo \"$TASK_MODE\"; yes 'Maren wound the clock anyway.' | head -n 10; } > drafts/scene.md"
+
+[[turn]]
+text = "The scene is in drafts/scene.md."
+`
+
+// TestWorkshopWriterInImage: tare workshop run --env DIR: the writer's room is rooted in the
+// image (its tasktool and ENV reach the draft), the writer's folder bound there as in every
+// writer's room.
+func TestWorkshopWriterInImage(t *testing.T) {
+	envDir, _ := stampEnv(t)
+	r := newRun(t, "")
+	exp := filepath.Join(t.TempDir(), "exp")
+	if r.tare(t, "workshop", "prepare", filepath.Join(repoDir(), "demo", "workshop", "plan.toml"), exp); r.code != 0 {
+		t.Fatalf("prepare: %d %s", r.code, r.stderr)
+	}
+	script := filepath.Join(t.TempDir(), "writer.toml")
+	os.WriteFile(script, []byte(stampWriter), 0o644)
+	const pi = "pi-tare-model"
+	if r.tare(t, "workshop", "run", exp, pi, "--timeout", "2m", "--script", script, "--env", envDir); r.code != 0 {
+		t.Fatalf("workshop run --env: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	got, err := os.ReadFile(filepath.Join(exp, "writers", pi, "drafts", "scene.md"))
+	if err != nil || !strings.HasPrefix(string(got), "stamped by tasktool\nimage\nMaren") {
+		t.Errorf("the writer's draft: %q (%v), want the image's tasktool line and its ENV", got, err)
+	}
+}

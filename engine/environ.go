@@ -91,6 +91,15 @@ func envImage(ctx context.Context, ref *run.Env, cfg *config.Config, progress io
 // roomOf is the room image of a built environment, with tare's node runtime for the npm
 // agent CLIs beside it.
 func roomOf(ctx context.Context, e environ.Env, cfg *config.Config) (*sandbox.Image, error) {
+	im := e.Room("")
+	// A root cached by an older tare may lack a mount point rooms have since gained: they are
+	// made now (the same folders as at export; a second try covers another tare making them
+	// at the same moment).
+	if err := sandbox.PrepareRoot(im.Root, im.WorkDir); err != nil {
+		if err = sandbox.PrepareRoot(im.Root, im.WorkDir); err != nil {
+			return nil, fmt.Errorf("environment %s: %v; fix: tare env rm %s, then run again (the image is built anew)", e.Short(), err, e.Short())
+		}
+	}
 	runtime, err := envCache(cfg).AgentRuntime(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("environment %s: the agent's node runtime: %v", e.Short(), err)
