@@ -276,3 +276,31 @@ func TestPrepareRootRefusesSymlinks(t *testing.T) {
 		t.Fatalf("PrepareRoot wrote through the symlink: %v", ents)
 	}
 }
+
+// TestImageRoomAtWork: an agent's image room (AtWork) starts in /work, the workspace at the
+// WORKDIR being the same files, and a guarded path is read-only at both: a bind of the
+// workspace at /work without the guards would give the agent the .git hooks the WORKDIR
+// keeps read-only.
+func TestImageRoomAtWork(t *testing.T) {
+	needRooms(t)
+	ws := t.TempDir()
+	os.MkdirAll(filepath.Join(ws, ".git", "hooks"), 0o755)
+	r := withImage(t, Room{Workspace: ws, Guard: []string{".git/hooks"}})
+	r.Image.AtWork = true
+	script := `pwd; echo shared > /app/via-app; cat /work/via-app
+touch /work/.git/hooks/pre-commit 2>/dev/null && echo work-hooks-writable
+touch /app/.git/hooks/pre-commit 2>/dev/null && echo app-hooks-writable
+touch /work/.git/other && echo git-writable`
+	code, out := runScript(t, r, script)
+	if code != 0 {
+		t.Fatalf("room exited %d:\n%s", code, out)
+	}
+	if !strings.HasPrefix(out, "/work\nshared\n") || !strings.Contains(out, "git-writable") {
+		t.Errorf("want the command in /work, the WORKDIR's files there, the rest of .git writable:\n%s", out)
+	}
+	for _, bad := range []string{"work-hooks-writable", "app-hooks-writable"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("%s: a guarded path is writable through one of the workspace's two paths:\n%s", bad, out)
+		}
+	}
+}
