@@ -270,7 +270,11 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 			os.RemoveAll(o.Out)
 			return JudgeReport{}, err
 		}
-		env.journal.phase("judging")
+		if env.journal.phase("judging") != nil {
+			err := env.journal.err()
+			env.journal.done("", err)
+			return JudgeReport{}, err
+		}
 	}
 	if env.backend, err = judgeBackend(o, o.On); err != nil {
 		env.journal.done("", err)
@@ -282,7 +286,11 @@ func Judge(ctx context.Context, o JudgeOptions) (JudgeReport, error) {
 			pool.run(judgeWork{page: i, k: k}, env.fresh(stages[i], len(rep.Pages[i].Blocked) > 0))
 		}
 	}
-	pool.wait()
+	if err := pool.wait(); err != nil {
+		env.backend.finish(nil)
+		env.journal.done("", err)
+		return rep, err
+	}
 	return env.finish(ctx, rep)
 }
 
@@ -356,8 +364,7 @@ func (env *judgeEnv) finish(ctx context.Context, rep JudgeReport) (JudgeReport, 
 		err = run.WriteFile(filepath.Join(rep.Out, "judgements.json"), append(data, '\n'))
 	}
 	err = errors.Join(err, cerr)
-	env.journal.done(rep.NoiseText(env.o.Threshold), err)
-	return rep, err
+	return rep, errors.Join(err, env.journal.done(rep.NoiseText(env.o.Threshold), err))
 }
 
 // judgementGrid is each page's judgements, the slices the judgements are written into.
@@ -378,10 +385,12 @@ type judgeWork struct {
 }
 
 // judgePool runs judgements, Jobs at a time, each writing its judgement into grid and its
-// outcome into the journal.
+// outcome into the journal. A journal write that fails stops the pool (stop): the
+// judgements running are cancelled, none is started, and err says why.
 type judgePool struct {
 	env   *judgeEnv
 	ctx   context.Context
+	stop  context.CancelCauseFunc
 	sem   chan struct{}
 	wg    sync.WaitGroup
 	grid  [][]Judgement
@@ -389,7 +398,8 @@ type judgePool struct {
 }
 
 func (env *judgeEnv) pool(ctx context.Context, grid [][]Judgement, scale [2]int) *judgePool {
-	return &judgePool{env: env, ctx: ctx, sem: make(chan struct{}, env.o.Jobs), grid: grid, scale: scale}
+	ctx, stop := context.WithCancelCause(ctx)
+	return &judgePool{env: env, ctx: ctx, stop: stop, sem: make(chan struct{}, env.o.Jobs), grid: grid, scale: scale}
 }
 
 // run starts w once fewer than Jobs judgements run; body judges it.
@@ -399,9 +409,15 @@ func (p *judgePool) run(w judgeWork, body func(ctx context.Context, w judgeWork)
 	go func() {
 		defer p.wg.Done()
 		defer func() { <-p.sem }()
+		if p.ctx.Err() != nil {
+			return
+		}
 		j := p.env.journal
 		if w.job == "" {
-			j.started(w.page, w.k, w.attempt)
+			if err := j.started(w.page, w.k, w.attempt); err != nil {
+				p.stop(j.err())
+				return
+			}
 		}
 		jctx, stop := j.killable(p.ctx, w.page, w.k)
 		defer stop()
@@ -414,12 +430,18 @@ func (p *judgePool) run(w judgeWork, body func(ctx context.Context, w judgeWork)
 			// Stopped with the run, not finished: tare resume runs it again.
 			return
 		}
-		j.finished(w.page, w.k, screenshotPath(p.env.o.Out, w.page), jd, p.scale, context.Cause(jctx))
+		if err := errors.Join(j.finished(w.page, w.k, screenshotPath(p.env.o.Out, w.page), jd, p.scale, context.Cause(jctx)), j.err()); err != nil {
+			p.stop(j.err())
+		}
 	}()
 }
 
-// wait is when every judgement started has ended.
-func (p *judgePool) wait() { p.wg.Wait() }
+// wait is when every judgement started has ended; the error is the journal's when a write
+// failed, which stopped the pool.
+func (p *judgePool) wait() error {
+	p.wg.Wait()
+	return p.env.journal.err()
+}
 
 // fresh judges the page staged in stage in a fresh room (or job); on tare's model server each
 // judgement draws from a stream of its own, "judge-P-K", so judgements vary as independent

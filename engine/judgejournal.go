@@ -41,29 +41,45 @@ func openJudgeJournal(o JudgeOptions, judge []string, simulated bool) (*judgeJou
 	return j, nil
 }
 
-func (j *judgeJournal) phase(name string) {
-	if j != nil {
-		_ = j.r.Emit(journal.Event{Phase: &journal.Phase{Name: name}})
+// phase records that the run entered phase name.
+func (j *judgeJournal) phase(name string) error {
+	if j == nil {
+		return nil
 	}
+	return j.r.Emit(journal.Event{Phase: &journal.Phase{Name: name}})
+}
+
+// err is the first journal write that failed (nil: none, or no journal). A judgement whose
+// outcome cannot be journaled stops the run, as run.Emit's contract says: its record would be
+// lost, and a resume would run it again.
+func (j *judgeJournal) err() error {
+	if j == nil {
+		return nil
+	}
+	if err := j.r.Err(); err != nil {
+		return fmt.Errorf("the journal cannot be written, so the run stops: %v", err)
+	}
+	return nil
 }
 
 func judgementID(page, k int) string { return fmt.Sprintf("%s-%d", JudgePageKey(page), k+1) }
 
 // started records attempt (0: the first) of judgement k of page; a resume's rerun is a new
 // attempt, the interrupted one kept on the record.
-func (j *judgeJournal) started(page, k, attempt int) {
-	if j != nil {
-		_ = j.r.Emit(journal.Event{TailStarted: &journal.TailStarted{ID: judgementID(page, k), Side: JudgePageKey(page), How: journal.HowFresh, Attempt: attempt}})
+func (j *judgeJournal) started(page, k, attempt int) error {
+	if j == nil {
+		return nil
 	}
+	return j.r.Emit(journal.Event{TailStarted: &journal.TailStarted{ID: judgementID(page, k), Side: JudgePageKey(page), How: journal.HowFresh, Attempt: attempt}})
 }
 
 // finished records judgement k of page (its screenshot shot): a score is passed or failed by
 // the threshold (passed without one: the judge gave a score); no score is no verdict, with the
 // judge's error. cause is why the judgement's context ended (nil: it did not): a kill is
 // known by it, not by the words of the judge's error.
-func (j *judgeJournal) finished(page, k int, shot string, jd Judgement, scale [2]int, cause error) {
+func (j *judgeJournal) finished(page, k int, shot string, jd Judgement, scale [2]int, cause error) error {
 	if j == nil {
-		return
+		return nil
 	}
 	v := &journal.JudgeVerdict{Score: jd.Score, Threshold: j.o.Threshold, Tolerance: j.o.Tolerance, Scale: scale, Reason: jd.Reason, Error: jd.Error,
 		Screenshot: shot, Out: j.o.Out}
@@ -78,20 +94,25 @@ func (j *judgeJournal) finished(page, k int, shot string, jd Judgement, scale [2
 	default:
 		f.Passed, f.Status, f.Detail = true, journal.StatusPassed, fmt.Sprintf("score %d: %s", *jd.Score, run.Clip(jd.Reason, 200))
 	}
-	_ = j.r.Emit(journal.Event{TailFinished: f})
+	return j.r.Emit(journal.Event{TailFinished: f})
 }
 
-// done closes the run with its report, or the error that ended it.
-func (j *judgeJournal) done(report string, err error) {
+// done closes the run with its report, or the error that ended it; the error is the
+// journal's when the run's end could not be written.
+func (j *judgeJournal) done(report string, err error) error {
 	if j == nil {
-		return
+		return nil
 	}
 	f := &journal.RunFinished{Report: report}
 	if err != nil {
 		f.Error = err.Error()
 	}
-	_ = j.r.Emit(journal.Event{RunFinished: f})
+	werr := j.r.Emit(journal.Event{RunFinished: f})
 	j.r.Close()
+	if werr != nil {
+		return fmt.Errorf("the journal cannot be written, so the run stops: %v", werr)
+	}
+	return nil
 }
 
 // killable is judgement k of page's context, cancelled when the operator kills it (tare kill,

@@ -120,7 +120,9 @@ func resumeJudgeNoise(ctx context.Context, o ResumeOptions, rec *run.Recipe) (st
 	if err := r.Emit(journal.Event{Resumed: &journal.Resumed{Rerun: rerun, Reattached: attached}}); err != nil {
 		return "", err
 	}
-	jr.phase("judging")
+	if jr.phase("judging") != nil {
+		return "", jr.err()
+	}
 	grid := make([][]Judgement, len(set.Dirs))
 	for i := range grid {
 		grid[i] = make([]Judgement, set.Times)
@@ -155,7 +157,12 @@ func resumeJudgeNoise(ctx context.Context, o ResumeOptions, rec *run.Recipe) (st
 	for _, w := range todo {
 		pool.run(w, env.fresh(stages[w.page], len(rep.Pages[w.page].Blocked) > 0))
 	}
-	pool.wait()
+	if err := pool.wait(); err != nil {
+		env.backend.finish(nil)
+		closed = true
+		jr.done("", err)
+		return "", err
+	}
 	closed = true
 	rep, err = env.finish(ctx, rep)
 	if err != nil {

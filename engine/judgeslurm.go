@@ -101,9 +101,10 @@ func slurmJudgement(wr slurmResult, err error, began time.Time) Judgement {
 	return *wr.Judgement
 }
 
-// placed journals a judgement's place on the cluster.
+// placed journals a judgement's place on the cluster. A write that fails is the run's
+// (err), which stops the run once the judgement returns.
 func (j *judgeJournal) placed(p journal.Placed) {
 	if j != nil {
-		_ = j.r.Emit(journal.Event{Placed: &p})
+		_ = j.r.Emit(journal.Event{Placed: &p}) // kept in j.r.Err(), read by the pool
 	}
 }
