@@ -62,7 +62,7 @@ func (f *follower) poll() ([]journal.Event, error) {
 	if info.Size() == f.off {
 		return nil, nil
 	}
-	file, err := os.Open(f.path)
+	file, err := journal.OpenNoFollow(f.path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -28,7 +28,7 @@ func loadHistory(dir, id string, from int64) tea.Cmd {
 func scanTail(dir, id string, from int64) tailHistoryMsg {
 	path := filepath.Join(dir, journal.JournalFile)
 	msg := tailHistoryMsg{dir: dir, tail: id, from: from, to: from}
-	f, err := os.Open(path)
+	f, err := journal.OpenNoFollow(path, os.O_RDONLY, 0)
 	if err != nil {
 		msg.err = err
 		return msg

@@ -100,7 +100,12 @@ func ReadJournal(dir string) ([]Event, error) {
 
 // readJournal returns the events and the byte length of the well-formed prefix.
 func readJournal(path string) ([]Event, int64, error) {
-	data, err := os.ReadFile(path)
+	f, err := OpenNoFollow(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	data, err := io.ReadAll(f)
+	f.Close()
 	if err != nil {
 		return nil, 0, err
 	}

@@ -23,7 +23,7 @@ var toolCallKey = []byte(`"tool_call":`)
 // bad line elsewhere is an error naming its line number, as for ReadJournal.
 func ReadJournalOutline(dir string) ([]Event, error) {
 	path := filepath.Join(dir, JournalFile)
-	f, err := os.Open(path)
+	f, err := OpenNoFollow(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -69,3 +69,49 @@ func TestOpenNoFollowRefusesWhatIsNotTaresFile(t *testing.T) {
 		t.Errorf("the regular file holds %q, want %q", b, "x")
 	}
 }
+
+// TestReadersNeverFollowOrBlock: a run folder whose journal is a symlink to another run's
+// journal, or a fifo nobody writes, is refused by every reader of the journal (resume reads
+// it first), in one line naming the file, without blocking; a hard-linked copy of a run
+// (cp -al) still reads, since reading another name of the same bytes writes nothing.
+func TestReadersNeverFollowOrBlock(t *testing.T) {
+	real := t.TempDir()
+	j, err := OpenJournal(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Append(&Event{RunStarted: &RunStarted{}}); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	readers := map[string]func(string) ([]Event, error){"ReadJournal": ReadJournal, "ReadJournalOutline": ReadJournalOutline}
+	for kind, want := range map[string]string{"symlink": "is a symlink", "fifo": "not a regular file"} {
+		dir := t.TempDir()
+		p := filepath.Join(dir, JournalFile)
+		if kind == "symlink" {
+			err = os.Symlink(filepath.Join(real, JournalFile), p)
+		} else {
+			err = syscall.Mkfifo(p, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, read := range readers {
+			done := make(chan error, 1)
+			go func() { _, err := read(dir); done <- err }()
+			err := <-done // a reader that blocked on the fifo hangs here: the test's own timeout names it
+			if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s of a %s journal: %v, want %q naming %s", name, kind, err, want, p)
+			}
+		}
+	}
+	copyDir := t.TempDir()
+	if err := os.Link(filepath.Join(real, JournalFile), filepath.Join(copyDir, JournalFile)); err != nil {
+		t.Fatal(err)
+	}
+	for name, read := range readers {
+		if events, err := read(copyDir); err != nil || len(events) != 1 {
+			t.Errorf("%s of a hard-linked copy: %d events, %v", name, len(events), err)
+		}
+	}
+}
