@@ -214,11 +214,6 @@ func CheckBwrap(ctx context.Context, bwrap string) (BwrapInfo, error) {
 	return info, nil
 }
 
-// usernsFix is the fix when no user namespace can be made.
-const usernsFix = "enable user namespaces " +
-	"(sysctl -w user.max_user_namespaces=15000; on older Debian also kernel.unprivileged_userns_clone=1; " +
-	"on Ubuntu 24.04+ kernel.apparmor_restrict_unprivileged_userns=0) or run tare as root"
-
 // bwrapFailure turns what bwrap printed when a room failed into one line
 // with the fix.
 func bwrapFailure(path string, code int, stderr string) error {
@@ -237,7 +232,9 @@ func bwrapFailure(path string, code int, stderr string) error {
 		return fmt.Errorf("bwrap %s: the kernel refused the room's seccomp filter (%s): tare needs a Linux kernel with seccomp filters (CONFIG_SECCOMP_FILTER)", path, msg)
 	case strings.Contains(low, "namespace") || strings.Contains(low, "uid map") ||
 		strings.Contains(low, "unshare") || strings.Contains(low, "operation not permitted"):
-		return fmt.Errorf("bwrap %s cannot create the room's namespaces (%s): %s", path, msg, usernsFix)
+		return fmt.Errorf("bwrap %s cannot create the room's namespaces (%s): enable user namespaces "+
+			"(sysctl -w user.max_user_namespaces=15000; on older Debian also kernel.unprivileged_userns_clone=1; "+
+			"on Ubuntu 24.04+ kernel.apparmor_restrict_unprivileged_userns=0) or run tare as root", path, msg)
 	case strings.Contains(low, "unknown option") || strings.Contains(low, "unrecognized"):
 		return fmt.Errorf("bwrap %s does not know a flag rooms use (%s): upgrade bubblewrap to %s or newer", path, msg, versionDisableUserns)
 	}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,16 +57,6 @@ func childMain(mode string) int {
 				r.mutate = removeSeq("--die-with-parent")
 			case "lifeline":
 				r.noLifeline = true
-			case "outer-ns":
-				r.noOuterNS = true
-			case "eventfd-window":
-				// Hold bwrap before it lets the room's pid 1 go on: pid 1 waits on bwrap's
-				// setup eventfd, with no child and no parent-death signal of its own yet.
-				// The test holds the pipe's write end (descriptor 3 here is its read end), so
-				// this process's death does not release the hold: bwrap dies held, as in the
-				// microseconds between its parent-death signal and its go-ahead.
-				r.block, r.blockFlag = os.NewFile(3, "hold"), "--userns-block-fd"
-				r.mutate = removeSeq("--disable-userns") // bwrap refuses it beside --userns-block-fd
 			case "setup-window":
 				// Hold the room's setup until this process is gone: the pipe's
 				// write end is close-on-exec, so bwrap's read sees EOF then.
@@ -88,9 +77,7 @@ func childMain(mode string) int {
 			fmt.Println("error", err)
 			return 1
 		}
-		if r.blockFlag == "--userns-block-fd" {
-			<-p.initRead // bwrap writes its info just before it waits at --userns-block-fd
-		} else if r.block != nil {
+		if r.block != nil {
 			// Wait until bwrap has let the room's pid 1 go on and pid 1 is
 			// done with the setup, held at --block-fd. bwrap's own
 			// window before that is sweepStranded's (TestStrandedRoomIsSwept).
@@ -148,15 +135,6 @@ func checkParentKilled(t *testing.T, mutation string) []string {
 	if testImage != nil {
 		cmd.Env = append(cmd.Env, imageEnv+"="+testImage.Root)
 	}
-	if strings.Contains(mutation, "eventfd-window") {
-		hold, release, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { release.Close() })
-		defer hold.Close()
-		cmd.ExtraFiles = []*os.File{hold}
-	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +150,7 @@ func checkParentKilled(t *testing.T, mutation string) []string {
 		t.Fatalf("child: %q", line)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(mutation, "-window") && (!procsNamed(marker+"-bg") || !procsNamed(marker+"-fg")) {
+	for !strings.Contains(mutation, "setup-window") && (!procsNamed(marker+"-bg") || !procsNamed(marker+"-fg")) {
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()
 			cmd.Wait()
@@ -185,7 +163,7 @@ func checkParentKilled(t *testing.T, mutation string) []string {
 	// find nothing yet and call the room gone while it is about to go on without tare.
 	var pid int
 	fmt.Sscanf(strings.TrimPrefix(line, "started "), "%d", &pid)
-	room := append(children(pid), pid)
+	room := children(pid)
 	if strings.Contains(mutation, "setup-window") {
 		// tare's death takes bwrap with it and releases the room's setup at the same time;
 		// the room's pid 1 outlives both only when bwrap is gone before pid 1 goes on (it
@@ -248,11 +226,11 @@ func zombie(stat string) bool {
 
 // checkBackgroundJobs runs a room whose command starts a background job and
 // exits 7; it returns the processes left behind after dieDeadline.
-func checkBackgroundJobs(t *testing.T, mutate func([]string) []string, noOuterNS bool) []string {
+func checkBackgroundJobs(t *testing.T, mutate func([]string) []string) []string {
 	t.Helper()
 	marker := "tare-bg-" + randHex(6)
 	t.Cleanup(func() { killMarker(marker) })
-	code := runRoom(t, rooted(Room{Workspace: t.TempDir(), Argv: jobsScript(marker, true), mutate: mutate, noOuterNS: noOuterNS}))
+	code := runRoom(t, rooted(Room{Workspace: t.TempDir(), Argv: jobsScript(marker, true), mutate: mutate}))
 	if code != 7 {
 		t.Errorf("room exited %d, want 7", code)
 	}
@@ -274,41 +252,8 @@ func TestLifecycleKilledDuringSetup(t *testing.T) {
 	}
 }
 
-// TestTareKilledWhileRoomsStartUnderLoad: a tare SIGKILLed at each point of a room's start
-// (bwrap holding the room's pid 1 on its setup eventfd, pid 1 done with its setup but not
-// yet running the command, the command running), with every core busy, leaves no process
-// of the room behind (the room's pids and its marker, read from /proc). At the eventfd
-// nothing but outerNamespace reaches pid 1: it has no parent-death signal, no child and no
-// lifeline yet, and the mutation shows it outliving its tare (what a test run killed at
-// load 20 left for 80 minutes).
-func TestTareKilledWhileRoomsStartUnderLoad(t *testing.T) {
-	requireBwrap(t)
-	busyCores(t)
-	for _, point := range []string{"eventfd-window", "setup-window", ""} {
-		if s := checkParentKilled(t, point); len(s) > 0 {
-			t.Errorf("killed at %q, room processes outlived their tare: %v", point, s)
-		}
-	}
-	if s := checkParentKilled(t, "eventfd-window,outer-ns"); len(s) == 0 {
-		t.Errorf("mutation: bwrap started in tare's own pid namespace, and still the room held at bwrap's eventfd died with its tare")
-	}
-}
-
-// busyCores keeps every core busy with a shell spinning until the test ends, as the load of
-// the run that left a room behind did.
-func busyCores(t *testing.T) {
-	t.Helper()
-	for range runtime.NumCPU() {
-		spin := exec.Command("/bin/sh", "-c", "while :; do :; done")
-		if err := spin.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { spin.Process.Kill(); spin.Wait() })
-	}
-}
-
 func TestLifecycleBackgroundJobs(t *testing.T) {
-	if s := checkBackgroundJobs(t, nil, false); len(s) > 0 {
+	if s := checkBackgroundJobs(t, nil); len(s) > 0 {
 		t.Errorf("background jobs survived the room's command: %v", s)
 	}
 }
@@ -487,8 +432,7 @@ func strandRoom(t *testing.T, marker, helper string, mutate func([]string) []str
 	noUserns := removeSeq("--disable-userns") // bwrap refuses it beside --userns-block-fd
 	p, err := Start(context.Background(), Room{Workspace: t.TempDir(), Tare: testBinary(t), Helper: helper,
 		Argv: []string{"/bin/sh", "-c", "exec -a " + marker + " sleep 1000"}, block: hold, blockFlag: "--userns-block-fd",
-		noOuterNS: true, // as a tare before outerNamespace: bwrap's death no longer takes pid 1
-		mutate:    func(a []string) []string { return mutate(noUserns(a)) }})
+		mutate: func(a []string) []string { return mutate(noUserns(a)) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -507,36 +451,27 @@ func strandRoom(t *testing.T, marker, helper string, mutate func([]string) []str
 	return pid1[0]
 }
 
-// TestStrandedRoomIsSwept: a room's pid 1 stranded in bwrap's setup (as a tare before
-// outerNamespace left one) is taken for stranded only once it has waited strandedAge, and
-// then swept whatever tare binary started it, by the --owner in its argv: the room of a
-// tare that is gone (another binary's, or a reused pid's) goes; the room of a tare still
-// running (this one, which may be holding it there on purpose) stays; the room of a tare
-// that named only its binary goes once it has waited legacyStrandedAge.
+// TestStrandedRoomIsSwept: a room's pid 1 stranded in bwrap's setup is taken for stranded
+// only once it has waited strandedAge, and then swept; a stranded room of another tare
+// binary (another install, or another package's tests running beside this one) is left to
+// its own tare, which may be holding it there on purpose.
 func TestStrandedRoomIsSwept(t *testing.T) {
 	requireBwrap(t)
-	owned := func(o string) func([]string) []string {
-		return func(a []string) []string {
-			i := slices.Index(a, "--owner")
-			if i < 0 {
-				panic("mutation: no --owner in argv")
-			}
-			a[i+1] = o
-			return a
-		}
-	}
-	helper := buildHelper(t) // first: the rooms below must not age past strandedAge
-	// A gone tare: this process's pid with another start time, as a reused pid reads.
-	gone := fmt.Sprintf("tare.%d.1", os.Getpid())
 	marker := "tare-stranded-" + randHex(6)
-	pid1 := strandRoom(t, marker, "", owned(gone))
+	helper := buildHelper(t) // first: the rooms below must not age past strandedAge
+	pid1 := strandRoom(t, marker, "", func(a []string) []string { return a })
 	// A room whose relay runs from tare-room is one of ours too.
 	helped := "tare-stranded-helper-" + randHex(6)
-	pid1h := strandRoom(t, helped, helper, owned(gone))
-	live := "tare-live-" + randHex(6)
-	mine := strandRoom(t, live, "", func(a []string) []string { return a })
-	legacy := "tare-legacy-" + randHex(6)
-	old := strandRoom(t, legacy, "", owned("803-2a1f")) // a binary's device and inode
+	pid1h := strandRoom(t, helped, helper, func(a []string) []string { return a })
+	foreign := "tare-foreign-" + randHex(6)
+	other := strandRoom(t, foreign, "", func(a []string) []string {
+		i := slices.Index(a, "--owner")
+		if i < 0 {
+			panic("mutation: no --owner in argv")
+		}
+		a[i+1] = "another-binary"
+		return a
+	})
 	if stranded(pid1) {
 		t.Fatalf("pid %d, stranded %v ago, is already taken for stranded (strandedAge %v)", pid1, age(pid1), strandedAge)
 	}
@@ -546,32 +481,23 @@ func TestStrandedRoomIsSwept(t *testing.T) {
 			t.Fatalf("pid %d is not taken for a stranded room (comm %q, status %v)", pid, comm(pid), procStatus(pid))
 		}
 	}
-	if stranded(mine) {
-		t.Fatalf("pid %d, stranded by this live tare, is taken for a gone tare's", mine)
-	}
-	if stranded(old) {
-		t.Fatalf("pid %d, of a tare that named only its binary, is taken for stranded before legacyStrandedAge", old)
+	if stranded(other) {
+		t.Fatalf("pid %d, stranded by another tare binary, is taken for one of ours", other)
 	}
 	got := sweepStranded()
 	if !slices.Contains(got, pid1) || !slices.Contains(got, pid1h) {
 		t.Fatalf("sweepStranded killed %v, not the stranded pids 1 %d and %d", got, pid1, pid1h)
 	}
-	if slices.Contains(got, mine) || slices.Contains(got, old) {
-		t.Fatalf("sweepStranded killed %v: a live tare's room %d or a young legacy room %d among them", got, mine, old)
+	if slices.Contains(got, other) {
+		t.Fatalf("sweepStranded killed %d, another tare binary's room", other)
 	}
 	for _, m := range []string{marker, helped} {
 		if s := waitGone(m, dieDeadline); len(s) > 0 {
 			t.Fatalf("the stranded room %s survived the sweep: %v", m, s)
 		}
 	}
-	if !slices.Contains(markerProcs(live), mine) {
-		t.Fatalf("this live tare's stranded room (pid %d) is gone", mine)
-	}
-	prev := legacyStrandedAge
-	legacyStrandedAge = 0
-	t.Cleanup(func() { legacyStrandedAge = prev })
-	if got := sweepStranded(); !slices.Contains(got, old) || slices.Contains(got, mine) {
-		t.Fatalf("past legacyStrandedAge, sweepStranded killed %v, want the legacy room %d and not this tare's %d", got, old, mine)
+	if !slices.Contains(markerProcs(foreign), other) {
+		t.Fatalf("another binary's stranded room (pid %d) is gone", other)
 	}
 }
 

@@ -209,18 +209,18 @@ func TestMutationNewSession(t *testing.T) {
 }
 
 // TestMutationDieWithParent: without --die-with-parent (and without the
-// lifeline and bwrap's own pid namespace, the other ways a room ends with tare) the room outlives a
+// lifeline, the other way a room ends with tare) the room outlives a
 // SIGKILLed tare, and background jobs outlive the room's command.
 func TestMutationDieWithParent(t *testing.T) {
 	t.Run("parent killed", func(t *testing.T) {
-		got := checkParentKilled(t, "die-with-parent,lifeline,outer-ns")
+		got := checkParentKilled(t, "die-with-parent,lifeline")
 		if len(got) == 0 {
 			t.Fatalf("removing --die-with-parent and the lifeline left checkParentKilled green")
 		}
 		t.Logf("red without --die-with-parent and the lifeline: survivors %v", got)
 	})
 	t.Run("background jobs", func(t *testing.T) {
-		got := checkBackgroundJobs(t, removeSeq("--die-with-parent"), true)
+		got := checkBackgroundJobs(t, removeSeq("--die-with-parent"))
 		if len(got) == 0 {
 			t.Fatalf("removing --die-with-parent left checkBackgroundJobs green")
 		}
@@ -229,11 +229,10 @@ func TestMutationDieWithParent(t *testing.T) {
 }
 
 // TestMutationLifeline: a room whose bwrap is killed while the room is still
-// being set up (held there by --block-fd) outlives tare without the lifeline
-// (and bwrap's own pid namespace, outerNamespace):
+// being set up (held there by --block-fd) outlives tare without the lifeline:
 // its pid 1 arms --die-with-parent against its new parent, which never dies.
 func TestMutationLifeline(t *testing.T) {
-	got := checkParentKilled(t, "setup-window,lifeline,outer-ns")
+	got := checkParentKilled(t, "setup-window,lifeline")
 	if len(got) == 0 {
 		t.Fatalf("removing the lifeline left a room killed during its setup green")
 	}

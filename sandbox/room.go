@@ -166,7 +166,6 @@ type Room struct {
 	keepFDs     bool                    // skips marking inherited descriptors close-on-exec
 	keepKeys    bool                    // starts bwrap in the caller's session keyring
 	noLifeline  bool                    // starts the room without tare's lifeline
-	noOuterNS   bool                    // starts bwrap in tare's pid namespace (outerNamespace)
 	fileStdio   bool                    // hands *os.File stdio to bwrap as is, not through pipes
 	argvOptions bool                    // puts bwrap's options on its argv, not in an --args file
 	// seccompNoModes builds the seccomp filter without its mode rules.

@@ -76,10 +76,8 @@ type Proc struct {
 // kernel sends no SIGWINCH into the room, so after resizing the pty call
 // Signal(syscall.SIGWINCH).
 //
-// A SIGKILL of this process ends its rooms three ways: bwrap is the init of
-// a pid namespace of its own that dies with the forking thread, and takes
-// every process of the room with it (outerNamespace); --die-with-parent
-// (bwrap dies with the forking thread, the room's pid 1 with bwrap); and the
+// A SIGKILL of this process ends its rooms two ways: --die-with-parent
+// (bwrap dies with the forking thread, the room's pid 1 with bwrap), and the
 // lifeline: the room's command runs under `tare relay --lifeline FD`, FD
 // being the read end of a pipe only this process can write to, and the
 // relay ends the room when this process is gone. The lifeline covers the
@@ -251,10 +249,11 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 	if r.bwrapEnv != nil {
 		cmd.Env = r.bwrapEnv
 	}
+	// No Pdeathsig here: bwrap arms its own (--die-with-parent) just before
+	// it releases the room's pid 1. Killed earlier, bwrap would leave pid 1
+	// blocked forever on bwrap's go-ahead, an orphan no signal of ours
+	// reaches; the few microseconds left between the two are sweepStranded's.
 	attr := &syscall.SysProcAttr{}
-	if !r.noOuterNS {
-		outerNamespace(attr)
-	}
 	var stdinFrom, stdinTo *os.File // the caller's stdin file and the pipe the room reads
 	if r.TTY != nil {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = r.TTY, r.TTY, r.TTY
@@ -301,9 +300,6 @@ func Start(ctx context.Context, r Room) (*Proc, error) {
 			fix = installFix
 		case r.TTY != nil && errors.Is(err, syscall.EPERM):
 			fix = "the TTY is another session's controlling terminal: pass a freshly opened pty"
-		case !r.noOuterNS && (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EUSERS) || errors.Is(err, syscall.EPERM)):
-			// The clone of bwrap's own user and pid namespaces (outerNamespace) was refused.
-			return nil, fmt.Errorf("room: bwrap %s cannot create the room's namespaces (%v): %s", info.Path, err, usernsFix)
 		}
 		return nil, fmt.Errorf("room: start bwrap %s: %v: %s", info.Path, err, fix)
 	}
@@ -395,11 +391,6 @@ func (p *Proc) Signal(sig os.Signal) error {
 	}
 	if pid := p.commandPid(); pid > 0 {
 		return syscall.Kill(pid, s)
-	}
-	if p.cmd.SysProcAttr.Cloneflags&syscall.CLONE_NEWPID != 0 && (s == syscall.SIGTERM || s == syscall.SIGINT || s == syscall.SIGHUP) {
-		// bwrap is the init of its pid namespace, which takes no signal it has no handler
-		// for but SIGKILL: a room with no command yet has nothing to end gracefully.
-		return p.Kill()
 	}
 	return syscall.Kill(-p.cmd.Process.Pid, s)
 }
@@ -509,11 +500,7 @@ func (p *Proc) readInfo(r *os.File) {
 	if json.NewDecoder(r).Decode(&info) != nil || info.ChildPid <= 0 {
 		return
 	}
-	pid := info.ChildPid // in bwrap's pid namespace: the host's when bwrap runs in the host's
-	if p.cmd.SysProcAttr.Cloneflags&syscall.CLONE_NEWPID != 0 {
-		pid = hostPid(p.Pid(), info.ChildPid)
-	}
-	if fd, err := unix.PidfdOpen(pid, 0); pid > 0 && err == nil {
+	if fd, err := unix.PidfdOpen(info.ChildPid, 0); err == nil {
 		p.init = fd
 	}
 	_, _ = io.Copy(io.Discard, r)

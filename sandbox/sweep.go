@@ -2,9 +2,9 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,16 +72,13 @@ func removeUnlocked(dir string) {
 // sweepStrandedOnce runs sweepStranded once per process, before its first room.
 var sweepStrandedOnce sync.Once
 
-// sweepStranded kills the rooms a killed tare stranded in bwrap's own setup. Rooms started
-// since outerNamespace die with their bwrap, so only a tare older than that (or a test that
-// strands one on purpose) leaves one: bwrap's outer process armed its parent-death signal
-// and died with its tare before it let the room's pid 1 go on, and pid 1 then waits for its
-// go-ahead forever (no lifeline reaches a room whose command never starts). Such a pid 1 is
-// a bwrap of this uid, pid 1 of its own pid namespace, with no child, whose parent is no
-// bwrap, and whose argv starts tare's relay with an --owner: tare's marker, whatever binary
-// started it. It is swept when that owner is a tare that is gone (ownerAlive); a room
-// whose owner is still running is left to it, which may be holding it there on purpose.
-// Killing pid 1 ends its pid namespace. It returns the pids it killed.
+// sweepStranded kills the rooms a killed tare may strand in bwrap's own setup. bwrap's
+// outer process arms its parent-death signal and then lets the room's pid 1 go on; a
+// tare killed between the two takes that outer process with it, and pid 1 then waits
+// for its go-ahead forever (no lifeline reaches a room whose command never starts).
+// Such a pid 1 is a bwrap of this uid, pid 1 of its own pid namespace, with no child,
+// whose parent is no bwrap, and whose argv starts a relay of this very binary (Owner). Killing it
+// ends its pid namespace. It returns the pids it killed.
 func sweepStranded() []int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
@@ -102,16 +99,10 @@ func sweepStranded() []int {
 
 // strandedAge is how long a room's pid 1 must have been stuck before sweepStranded takes
 // it for stranded: a room whose bwrap just died finishes its setup in milliseconds (and
-// then its lifeline ends it).
+// then its lifeline ends it), and a test may be holding one there on purpose.
 var strandedAge = 2 * time.Second
 
-// legacyStrandedAge is how long a stranded room of a tare that named its owner by its
-// binary alone (before owners named their process) must have waited: whether that tare
-// still runs cannot be told, but a room stuck that long in a setup of milliseconds is
-// nobody's.
-var legacyStrandedAge = 10 * time.Minute
-
-// stranded reports whether pid is a room's pid 1 stuck in setup with its bwrap and its tare gone.
+// stranded reports whether pid is a room's pid 1 stuck in setup with its bwrap gone.
 func stranded(pid int) bool {
 	if comm(pid) != "bwrap" || age(pid) < strandedAge {
 		return false
@@ -128,49 +119,24 @@ func stranded(pid int) bool {
 		return false
 	}
 	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	if err != nil {
-		return false
-	}
-	args := strings.Split(string(cmdline), "\x00")
-	relay := slices.ContainsFunc(args, func(a string) bool { return a == TareBin || a == HelperBin }) && slices.Contains(args, "relay")
-	i := slices.Index(args, "--owner")
-	if !relay || i < 0 || i+1 >= len(args) {
-		return false
-	}
-	alive, known := ownerAlive(args[i+1])
-	if !known {
-		return age(pid) >= legacyStrandedAge
-	}
-	return !alive
+	relay := strings.Contains(string(cmdline), "\x00"+TareBin+"\x00relay\x00") ||
+		strings.Contains(string(cmdline), "\x00"+HelperBin+"\x00relay\x00")
+	return err == nil && relay && strings.Contains(string(cmdline), "\x00--owner\x00"+Owner()+"\x00")
 }
 
-// Owner names this process as every room it starts carries it in its relay's argv
-// (--owner): "tare.PID.START", its pid and its start time in clock ticks since boot (a pid
-// alone is reused). A sweep by any tare binary tells from it whether the room's tare still
-// runs (ownerAlive).
+// Owner names the tare binary this process runs, as every room it starts carries it in its
+// relay's argv (--owner): the file's device and inode. A sweep takes only the stranded rooms
+// of its own binary, so one tare never ends rooms another install (or another test binary,
+// running beside it) holds on purpose.
 func Owner() string {
 	ownerOnce.Do(func() {
-		owner = "tare." + strconv.Itoa(os.Getpid()) + "."
-		if f := statFields(os.Getpid()); len(f) >= 20 {
-			owner += f[19]
+		owner = "unknown"
+		var st syscall.Stat_t
+		if err := syscall.Stat("/proc/self/exe", &st); err == nil {
+			owner = fmt.Sprintf("%x-%x", st.Dev, st.Ino)
 		}
 	})
 	return owner
-}
-
-// ownerAlive says whether the tare an --owner names still runs; known is false for an owner
-// in the old form (the binary's device and inode), which names no process.
-func ownerAlive(o string) (alive, known bool) {
-	f := strings.Split(o, ".")
-	if len(f) != 3 || f[0] != "tare" {
-		return false, false
-	}
-	pid, err := strconv.Atoi(f[1])
-	if err != nil || pid <= 0 {
-		return false, false
-	}
-	st := statFields(pid)
-	return len(st) >= 20 && st[19] == f[2], true
 }
 
 var (
